@@ -1,0 +1,40 @@
+"use client";
+
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+
+const links = [
+  { href: "/", label: "Experiments", match: (path: string) => path === "/" || path.startsWith("/experiments") },
+  { href: "/runs", label: "Runs", match: (path: string) => path.startsWith("/runs") },
+];
+
+export function NavBar() {
+  const pathname = usePathname();
+  return (
+    <header className="border-b border-slate-200 bg-white">
+      <div className="mx-auto flex h-14 max-w-7xl items-center gap-8 px-6">
+        <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-slate-900">
+          <span aria-hidden className="grid size-7 place-items-center rounded-md bg-brand-600 text-sm font-bold text-white">
+            T
+          </span>
+          Tinkerlab
+        </Link>
+        <nav aria-label="Main" className="flex items-center gap-1">
+          {links.map((link) => {
+            const active = link.match(pathname);
+            return (
+              <Link
+                key={link.href}
+                href={link.href}
+                aria-current={active ? "page" : undefined}
+                className={`rounded-md px-3 py-1.5 text-sm font-medium ${active ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100 hover:text-slate-900"}`}
+              >
+                {link.label}
+              </Link>
+            );
+          })}
+        </nav>
+      </div>
+    </header>
+  );
+}

@@ -1,0 +1,70 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { useState } from "react";
+import { Button } from "@/components/ui/button";
+import { useTRPC } from "@/components/trpc/provider";
+
+/** A button that opens an inline form; creating the experiment takes the user to its page. */
+export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }) {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const [open, setOpen] = useState(startOpen);
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const create = useMutation(
+    trpc.experiments.create.mutationOptions({
+      onSuccess: ({ id }) => router.push(`/experiments/${id}`),
+    }),
+  );
+  const fieldErrors = (create.error?.data as { zodError?: { fieldErrors?: Record<string, string[]> } } | undefined)?.zodError
+    ?.fieldErrors;
+
+  if (!open) {
+    return <Button onClick={() => setOpen(true)}>New experiment</Button>;
+  }
+  return (
+    <form
+      aria-label="New experiment"
+      className="w-full max-w-lg space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-left shadow-sm"
+      onSubmit={(event) => {
+        event.preventDefault();
+        create.mutate({ name, description });
+      }}
+    >
+      <label className="block">
+        <span className="text-sm font-medium text-slate-700">Name</span>
+        <input
+          autoFocus
+          name="name"
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          placeholder="e.g. arithmetic-grpo"
+          className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
+        />
+        {fieldErrors?.name && <span className="mt-1 block text-xs text-red-600">{fieldErrors.name.join(", ")}</span>}
+      </label>
+      <label className="block">
+        <span className="text-sm font-medium text-slate-700">Description</span>
+        <textarea
+          name="description"
+          value={description}
+          onChange={(event) => setDescription(event.target.value)}
+          rows={2}
+          placeholder="What are you trying to learn?"
+          className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
+        />
+      </label>
+      {create.error && !fieldErrors && <p className="text-sm text-red-600">{create.error.message}</p>}
+      <div className="flex justify-end gap-2">
+        <Button type="button" variant="secondary" onClick={() => setOpen(false)}>
+          Cancel
+        </Button>
+        <Button type="submit" disabled={create.isPending}>
+          {create.isPending ? "Creating…" : "Create experiment"}
+        </Button>
+      </div>
+    </form>
+  );
+}

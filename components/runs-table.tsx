@@ -1,0 +1,51 @@
+import Link from "next/link";
+import { StatusBadge } from "@/components/ui/status-badge";
+import { RelativeTime } from "@/components/ui/time";
+
+export type RunRow = {
+  id: string;
+  name: string;
+  status: string;
+  experimentId: string;
+  experimentName: string;
+  step: number;
+  totalSteps: number;
+  createdAt: Date;
+};
+
+export function RunsTable({ runs }: { runs: RunRow[] }) {
+  return (
+    <table className="w-full text-sm">
+      <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
+        <tr>
+          <th className="px-4 py-2 font-medium">Run</th>
+          <th className="px-4 py-2 font-medium">Experiment</th>
+          <th className="px-4 py-2 font-medium">Status</th>
+          <th className="px-4 py-2 font-medium">Progress</th>
+          <th className="px-4 py-2 font-medium">Created</th>
+        </tr>
+      </thead>
+      <tbody className="divide-y divide-slate-100">
+        {runs.map((run) => (
+          <tr key={run.id} className="hover:bg-slate-50">
+            <td className="px-4 py-2 font-medium text-slate-800">{run.name}</td>
+            <td className="px-4 py-2">
+              <Link className="text-brand-700 hover:underline" href={`/experiments/${run.experimentId}`}>
+                {run.experimentName}
+              </Link>
+            </td>
+            <td className="px-4 py-2">
+              <StatusBadge status={run.status} />
+            </td>
+            <td className="px-4 py-2 tabular-nums text-slate-600">
+              {run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : "—"}
+            </td>
+            <td className="px-4 py-2 text-slate-500">
+              <RelativeTime date={run.createdAt} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,15 @@
+import { experimentsRouter } from "./routers/experiments";
+import { healthRouter } from "./routers/health";
+import { runsRouter } from "./routers/runs";
+import { createCallerFactory, createTRPCRouter } from "./trpc";
+
+export const appRouter = createTRPCRouter({
+  health: healthRouter,
+  experiments: experimentsRouter,
+  runs: runsRouter,
+});
+
+export type AppRouter = typeof appRouter;
+
+/** Calls procedures in-process, e.g. `createCaller(createContextInner({...})).runs.list()`. */
+export const createCaller = createCallerFactory(appRouter);

@@ -1,0 +1,167 @@
+import { TRPCError } from "@trpc/server";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { z } from "zod";
+import { newId } from "../../db/ids";
+import { experiments, experimentVersions, runs } from "../../db/schema";
+import { createTRPCRouter, protectedProcedure } from "../trpc";
+import type { Database } from "../../db";
+
+const MAX_FILE_BYTES = 256 * 1024;
+
+export const sourceFilesSchema = z
+  .record(
+    z
+      .string()
+      .max(200)
+      .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "file paths use letters, digits, '_', '.', '-' and '/'")
+      .refine((p) => !p.split("/").some((part) => part === "." || part === ".."), "file paths use letters, digits, '_', '.', '-' and '/', without '.' or '..' parts"),
+    z.string().max(MAX_FILE_BYTES, `a source file holds at most ${MAX_FILE_BYTES / 1024} KiB`),
+  )
+  .refine((files) => Object.keys(files).length <= 50, "an experiment holds at most 50 files")
+  .describe("source files by path");
+
+export const experimentConfigSchema = z.record(z.string(), z.unknown()).describe("the experiment's config");
+
+const experimentColumns = {
+  id: experiments.id,
+  name: experiments.name,
+  description: experiments.description,
+  template: experiments.template,
+  latestVersion: experiments.latestVersion,
+  createdAt: experiments.createdAt,
+  updatedAt: experiments.updatedAt,
+};
+
+async function requireExperiment(db: Database, id: string) {
+  const [row] = await db.select(experimentColumns).from(experiments).where(eq(experiments.id, id)).limit(1);
+  if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${id}'` });
+  return row;
+}
+
+export const experimentsRouter = createTRPCRouter({
+  list: protectedProcedure
+    .input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
+    .query(async ({ ctx, input }) => {
+      const runCount = sql<number>`(select count(*)::int from ${runs} where ${runs.experimentId} = ${experiments.id})`;
+      return ctx.db
+        .select({ ...experimentColumns, runCount })
+        .from(experiments)
+        .where(eq(experiments.archived, false))
+        .orderBy(desc(experiments.updatedAt))
+        .limit(input.limit);
+    }),
+
+  byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
+    const experiment = await requireExperiment(ctx.db, input.id);
+    const [latest] = await ctx.db
+      .select({
+        id: experimentVersions.id,
+        version: experimentVersions.version,
+        files: experimentVersions.files,
+        config: experimentVersions.config,
+        message: experimentVersions.message,
+        createdAt: experimentVersions.createdAt,
+      })
+      .from(experimentVersions)
+      .where(and(eq(experimentVersions.experimentId, input.id), eq(experimentVersions.version, experiment.latestVersion)))
+      .limit(1);
+    return { ...experiment, latest: latest ?? null };
+  }),
+
+  versions: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
+    await requireExperiment(ctx.db, input.id);
+    return ctx.db
+      .select({
+        id: experimentVersions.id,
+        version: experimentVersions.version,
+        message: experimentVersions.message,
+        createdAt: experimentVersions.createdAt,
+      })
+      .from(experimentVersions)
+      .where(eq(experimentVersions.experimentId, input.id))
+      .orderBy(desc(experimentVersions.version));
+  }),
+
+  create: protectedProcedure
+    .input(
+      z.object({
+        name: z.string().trim().min(1, "give the experiment a name").max(120, "a name holds at most 120 characters"),
+        description: z.string().max(2000, "a description holds at most 2000 characters").default(""),
+        template: z.string().max(100).optional(),
+        files: sourceFilesSchema.default({}),
+        config: experimentConfigSchema.default({}),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const id = newId("exp");
+      const versionId = newId("ver");
+      await ctx.db.transaction(async (tx) => {
+        await tx.insert(experiments).values({
+          id,
+          ownerId: ctx.user.id,
+          name: input.name,
+          description: input.description,
+          template: input.template ?? null,
+          latestVersion: 1,
+        });
+        await tx.insert(experimentVersions).values({
+          id: versionId,
+          experimentId: id,
+          version: 1,
+          files: input.files,
+          config: input.config,
+          message: "created",
+        });
+      });
+      return { id, versionId, version: 1 };
+    }),
+
+  /** Saves the source and config as a new immutable version; earlier versions stay as they were. */
+  save: protectedProcedure
+    .input(
+      z.object({
+        id: z.string().min(1),
+        files: sourceFilesSchema,
+        config: experimentConfigSchema,
+        message: z.string().max(500).default(""),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      return ctx.db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(experiments)
+          .set({ latestVersion: sql`${experiments.latestVersion} + 1`, updatedAt: new Date() })
+          .where(eq(experiments.id, input.id))
+          .returning({ latestVersion: experiments.latestVersion });
+        if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.id}'` });
+        const versionId = newId("ver");
+        await tx.insert(experimentVersions).values({
+          id: versionId,
+          experimentId: input.id,
+          version: row.latestVersion,
+          files: input.files,
+          config: input.config,
+          message: input.message,
+        });
+        return { versionId, version: row.latestVersion };
+      });
+    }),
+
+  rename: protectedProcedure
+    .input(
+      z.object({
+        id: z.string().min(1),
+        name: z.string().trim().min(1, "give the experiment a name").max(120),
+        description: z.string().max(2000).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const updated = await ctx.db
+        .update(experiments)
+        .set({ name: input.name, ...(input.description !== undefined ? { description: input.description } : {}), updatedAt: new Date() })
+        .where(eq(experiments.id, input.id))
+        .returning({ id: experiments.id });
+      if (updated.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.id}'` });
+      return { id: input.id };
+    }),
+});

@@ -1,0 +1,18 @@
+import "server-only";
+import { createTRPCOptionsProxy } from "@trpc/tanstack-react-query";
+import { headers } from "next/headers";
+import { cache } from "react";
+import { makeQueryClient } from "@/components/trpc/query-client";
+import { appRouter, createCaller } from "./root";
+import { createTRPCContext } from "./trpc";
+
+/** Server components call procedures through these, without an HTTP round trip. */
+const createRequestContext = cache(async () => createTRPCContext({ headers: new Headers(await headers()) }));
+
+export const getQueryClient = cache(makeQueryClient);
+
+/** Query options for prefetching into the request's query client (hydrated into client components). */
+export const trpc = createTRPCOptionsProxy({ router: appRouter, ctx: createRequestContext, queryClient: getQueryClient });
+
+/** Direct calls for server components that render the data themselves. */
+export const serverCaller = cache(async () => createCaller(await createRequestContext()));

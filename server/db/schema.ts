@@ -1,0 +1,336 @@
+import { relations } from "drizzle-orm";
+import {
+  bigserial,
+  boolean,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgEnum,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+/*
+ * One schema for the embedded PGlite database and for a PostgreSQL server. Ids are prefixed text (`run_…`) so a
+ * log line or a URL says what it points at. Timestamps carry time zones.
+ */
+
+const createdAt = () => timestamp("created_at", { withTimezone: true }).notNull().defaultNow();
+
+// ── people ───────────────────────────────────────────────────────────────────────────────────────────────────
+export const users = pgTable("users", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  email: text("email").notNull().unique(),
+  createdAt: createdAt(),
+});
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** The first characters of the key, shown in lists so a user can tell keys apart. */
+    prefix: text("prefix").notNull(),
+    /** SHA-256 of the whole key; the key itself is shown once and never stored. */
+    hash: text("hash").notNull().unique(),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+  },
+  (t) => [index("api_keys_user_idx").on(t.userId)],
+);
+
+// ── what users design ────────────────────────────────────────────────────────────────────────────────────────
+export const experiments = pgTable(
+  "experiments",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id),
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    /** The built-in template it was created from, if any. */
+    template: text("template"),
+    latestVersion: integer("latest_version").notNull().default(1),
+    archived: boolean("archived").notNull().default(false),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("experiments_owner_idx").on(t.ownerId), index("experiments_updated_idx").on(t.updatedAt)],
+);
+
+/** An immutable snapshot of an experiment's source files and config; every save adds one. */
+export const experimentVersions = pgTable(
+  "experiment_versions",
+  {
+    id: text("id").primaryKey(),
+    experimentId: text("experiment_id")
+      .notNull()
+      .references(() => experiments.id, { onDelete: "cascade" }),
+    version: integer("version").notNull(),
+    /** Source files by path, e.g. {"environment.ts": "…"}. */
+    files: jsonb("files").$type<Record<string, string>>().notNull(),
+    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    message: text("message").notNull().default(""),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("experiment_versions_experiment_version_uq").on(t.experimentId, t.version)],
+);
+
+// ── what runs ────────────────────────────────────────────────────────────────────────────────────────────────
+export const runStatus = pgEnum("run_status", ["queued", "running", "paused", "completed", "failed", "cancelled"]);
+
+export const runs = pgTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    experimentId: text("experiment_id")
+      .notNull()
+      .references(() => experiments.id, { onDelete: "cascade" }),
+    /** The exact source and config the run was launched with. */
+    experimentVersionId: text("experiment_version_id")
+      .notNull()
+      .references(() => experimentVersions.id),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    name: text("name").notNull(),
+    status: runStatus("status").notNull().default("queued"),
+    /** Why the run ended as it did (failed, cancelled), in words. */
+    reason: text("reason"),
+    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    seed: integer("seed").notNull().default(0),
+    step: integer("step").notNull().default(0),
+    totalSteps: integer("total_steps").notNull().default(0),
+    createdAt: createdAt(),
+    startedAt: timestamp("started_at", { withTimezone: true }),
+    finishedAt: timestamp("finished_at", { withTimezone: true }),
+  },
+  (t) => [
+    index("runs_experiment_idx").on(t.experimentId, t.createdAt),
+    index("runs_created_idx").on(t.createdAt),
+    index("runs_status_idx").on(t.status),
+  ],
+);
+
+/**
+ * One value of one named series at one training step. `seq` orders every point ever written, so a live stream
+ * can resume from the last id it delivered; the unique key makes a re-sent point (after a worker restart) a no-op.
+ */
+export const metricPoints = pgTable(
+  "metric_points",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    step: integer("step").notNull(),
+    value: doublePrecision("value").notNull(),
+    wallTime: timestamp("wall_time", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("metric_points_run_name_step_uq").on(t.runId, t.name, t.step),
+    index("metric_points_run_seq_idx").on(t.runId, t.seq),
+  ],
+);
+
+export type RolloutTurn = {
+  observation: string;
+  action: string;
+  reward?: number;
+  /** Environment-specific rendering (e.g. a game board), shown by the trajectory viewer. */
+  render?: string;
+  info?: Record<string, unknown>;
+};
+
+/** One sampled trajectory of one group at one training step. */
+export const rollouts = pgTable(
+  "rollouts",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    step: integer("step").notNull(),
+    groupIndex: integer("group_index").notNull(),
+    sampleIndex: integer("sample_index").notNull(),
+    /** Evaluation rollouts are kept apart from training ones. */
+    split: text("split").notNull().default("train"),
+    prompt: text("prompt").notNull().default(""),
+    turns: jsonb("turns").$type<RolloutTurn[]>().notNull(),
+    /** Reward per reward function, by name. */
+    rewards: jsonb("rewards").$type<Record<string, number>>().notNull(),
+    totalReward: doublePrecision("total_reward").notNull(),
+    advantage: doublePrecision("advantage"),
+    /** Tokens of the policy's actions and their logprobs, aligned. */
+    tokens: jsonb("tokens").$type<number[]>(),
+    tokenLogprobs: jsonb("token_logprobs").$type<number[]>(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex("rollouts_run_step_group_sample_uq").on(t.runId, t.split, t.step, t.groupIndex, t.sampleIndex),
+    index("rollouts_run_seq_idx").on(t.runId, t.seq),
+  ],
+);
+
+export const checkpoints = pgTable(
+  "checkpoints",
+  {
+    id: text("id").primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    step: integer("step").notNull(),
+    /** "state": weights, adapter, optimizer, RNG (resumable); "sampler": weights only. */
+    kind: text("kind").notNull(),
+    path: text("path").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("checkpoints_run_step_kind_uq").on(t.runId, t.step, t.kind)],
+);
+
+// ── how it executes ──────────────────────────────────────────────────────────────────────────────────────────
+export const jobKind = pgEnum("job_kind", ["rl", "sft", "inference", "eval", "export"]);
+export const jobStatus = pgEnum("job_status", [
+  "queued",
+  "placing",
+  "running",
+  "paused",
+  "completed",
+  "failed",
+  "cancelled",
+]);
+
+export const workers = pgTable("workers", {
+  id: text("id").primaryKey(),
+  hostname: text("hostname").notNull(),
+  pid: integer("pid").notNull(),
+  backend: text("backend").notNull(),
+  status: text("status").notNull().default("alive"),
+  startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
+  heartbeatAt: timestamp("heartbeat_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const devices = pgTable(
+  "devices",
+  {
+    id: text("id").primaryKey(),
+    workerId: text("worker_id")
+      .notNull()
+      .references(() => workers.id, { onDelete: "cascade" }),
+    kind: text("kind").notNull().$type<"cpu" | "gpu">(),
+    name: text("name").notNull(),
+    memoryMb: integer("memory_mb").notNull(),
+    computeSlots: integer("compute_slots").notNull(),
+  },
+  (t) => [index("devices_worker_idx").on(t.workerId)],
+);
+
+export type JobFootprint = { memoryMb: number; computeSlots: number; baseModel?: string };
+
+export const jobs = pgTable(
+  "jobs",
+  {
+    id: text("id").primaryKey(),
+    kind: jobKind("kind").notNull(),
+    /** "lora" or "full" for training jobs. */
+    mode: text("mode"),
+    runId: text("run_id").references(() => runs.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    priority: integer("priority").notNull().default(0),
+    status: jobStatus("status").notNull().default("queued"),
+    reason: text("reason"),
+    footprint: jsonb("footprint").$type<JobFootprint>().notNull(),
+    workerId: text("worker_id").references(() => workers.id, { onDelete: "set null" }),
+    deviceId: text("device_id").references(() => devices.id, { onDelete: "set null" }),
+    leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
+    attempts: integer("attempts").notNull().default(0),
+    lastCheckpointId: text("last_checkpoint_id"),
+    submittedAt: timestamp("submitted_at", { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp("started_at", { withTimezone: true }),
+    finishedAt: timestamp("finished_at", { withTimezone: true }),
+  },
+  (t) => [
+    index("jobs_status_priority_idx").on(t.status, t.priority, t.submittedAt),
+    index("jobs_worker_idx").on(t.workerId),
+  ],
+);
+
+// ── sharing ──────────────────────────────────────────────────────────────────────────────────────────────────
+export const shareLinks = pgTable(
+  "share_links",
+  {
+    id: text("id").primaryKey(),
+    token: text("token").notNull().unique(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+  },
+  (t) => [index("share_links_run_idx").on(t.runId)],
+);
+
+// ── relations ────────────────────────────────────────────────────────────────────────────────────────────────
+export const usersRelations = relations(users, ({ many }) => ({
+  experiments: many(experiments),
+  apiKeys: many(apiKeys),
+}));
+export const apiKeysRelations = relations(apiKeys, ({ one }) => ({
+  user: one(users, { fields: [apiKeys.userId], references: [users.id] }),
+}));
+export const experimentsRelations = relations(experiments, ({ one, many }) => ({
+  owner: one(users, { fields: [experiments.ownerId], references: [users.id] }),
+  versions: many(experimentVersions),
+  runs: many(runs),
+}));
+export const experimentVersionsRelations = relations(experimentVersions, ({ one }) => ({
+  experiment: one(experiments, { fields: [experimentVersions.experimentId], references: [experiments.id] }),
+}));
+export const runsRelations = relations(runs, ({ one, many }) => ({
+  experiment: one(experiments, { fields: [runs.experimentId], references: [experiments.id] }),
+  version: one(experimentVersions, { fields: [runs.experimentVersionId], references: [experimentVersions.id] }),
+  metricPoints: many(metricPoints),
+  rollouts: many(rollouts),
+  checkpoints: many(checkpoints),
+  jobs: many(jobs),
+  shareLinks: many(shareLinks),
+}));
+export const metricPointsRelations = relations(metricPoints, ({ one }) => ({
+  run: one(runs, { fields: [metricPoints.runId], references: [runs.id] }),
+}));
+export const rolloutsRelations = relations(rollouts, ({ one }) => ({
+  run: one(runs, { fields: [rollouts.runId], references: [runs.id] }),
+}));
+export const checkpointsRelations = relations(checkpoints, ({ one }) => ({
+  run: one(runs, { fields: [checkpoints.runId], references: [runs.id] }),
+}));
+export const workersRelations = relations(workers, ({ many }) => ({ devices: many(devices), jobs: many(jobs) }));
+export const devicesRelations = relations(devices, ({ one }) => ({
+  worker: one(workers, { fields: [devices.workerId], references: [workers.id] }),
+}));
+export const jobsRelations = relations(jobs, ({ one }) => ({
+  run: one(runs, { fields: [jobs.runId], references: [runs.id] }),
+  worker: one(workers, { fields: [jobs.workerId], references: [workers.id] }),
+  device: one(devices, { fields: [jobs.deviceId], references: [devices.id] }),
+}));
+export const shareLinksRelations = relations(shareLinks, ({ one }) => ({
+  run: one(runs, { fields: [shareLinks.runId], references: [runs.id] }),
+}));
+

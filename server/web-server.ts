@@ -1,0 +1,86 @@
+import http from "node:http";
+import path from "node:path";
+import next from "next";
+import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
+import type { ServerEnv } from "./env";
+
+export type RunningServer = { url: string; database: DatabaseHandle; close(): Promise<void> };
+
+/**
+ * Starts the workbench: takes the port first (so a port in use fails in a second, not after a build), opens and
+ * migrates the database, then hands requests to Next.js.
+ */
+export async function startWebServer(env: ServerEnv, options: { dev?: boolean; root?: string } = {}): Promise<RunningServer> {
+  const root = path.resolve(options.root ?? process.cwd());
+  let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
+  const server = http.createServer((req, res) => {
+    if (!handle) {
+      res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
+      return;
+    }
+    void handle(req, res);
+  });
+  await listen(server, env.PORT, env.HOST);
+
+  let database: DatabaseHandle;
+  try {
+    database = await openDatabase({
+      databaseUrl: env.DATABASE_URL,
+      pgliteDir: env.PGLITE_DATA_DIR,
+      migrationsFolder: path.join(root, "drizzle"),
+    });
+  } catch (error) {
+    server.close();
+    throw error;
+  }
+  setDatabase(database);
+
+  const app = next({ dev: options.dev ?? false, dir: root, hostname: env.HOST, port: env.PORT, httpServer: server });
+  try {
+    await app.prepare();
+  } catch (error) {
+    server.close();
+    await database.close();
+    const message = error instanceof Error ? error.message : String(error);
+    if (/production build|\.next/i.test(message)) {
+      throw new StartupError(`No build of the workbench was found in ${root}/.next. Run 'npm start' (it builds first) or 'npm run build'.`);
+    }
+    throw error;
+  }
+  handle = app.getRequestHandler();
+
+  const url = `http://${env.HOST === "0.0.0.0" ? "localhost" : env.HOST}:${env.PORT}`;
+  return {
+    url,
+    database,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close?.();
+      await database.close();
+    },
+  };
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      server.off("listening", onListening);
+      if (error.code === "EADDRINUSE") {
+        reject(new StartupError(`Port ${port} on ${host} is already in use. Stop the program using it, or set PORT to a free port (e.g. PORT=${port + 1}).`));
+      } else if (error.code === "EACCES") {
+        reject(new StartupError(`Not allowed to listen on port ${port}. Choose a port above 1023 with PORT.`));
+      } else if (error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND") {
+        reject(new StartupError(`Cannot listen on HOST=${host}: no such address on this machine. Use 127.0.0.1 or 0.0.0.0.`));
+      } else {
+        reject(error);
+      }
+    };
+    const onListening = () => {
+      server.off("error", onError);
+      resolve();
+    };
+    server.once("error", onError);
+    server.once("listening", onListening);
+    server.listen(port, host);
+  });
+}

@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type BrowserContext } from "playwright-core";
+
+export const ROOT = path.resolve(__dirname, "../../..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+const CLI = path.join(ROOT, "bin", "tinkerlab.ts");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function tempDir(prefix: string) {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `tinkerlab-${prefix}-`));
+}
+
+/** The server's environment: only what the test sets, so the developer's own variables cannot leak in. */
+function serverEnvironment(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", ...overrides };
+}
+
+export type TestServer = { url: string; port: number; dataDir: string; process: ChildProcess; output(): string; stop(): Promise<void> };
+
+/** Starts `tinkerlab start` on a free port with a fresh PGlite folder, resolving once it says it is ready. */
+export async function startServer(overrides: Record<string, string> = {}): Promise<TestServer> {
+  const port = await freePort();
+  const dataDir = overrides.PGLITE_DATA_DIR ?? path.join(tempDir("db"), "db");
+  const child = spawn(TSX, [CLI, "start"], {
+    cwd: ROOT,
+    env: serverEnvironment({ PORT: String(port), PGLITE_DATA_DIR: dataDir, ...overrides }),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (chunk) => (output += chunk));
+  child.stderr!.on("data", (chunk) => (output += chunk));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start within 120 s:\n${output}`)), 120_000);
+    child.stdout!.on("data", () => {
+      if (output.includes("Tinkerlab is ready at")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before it was ready:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    process: child,
+    output: () => output,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Runs `tinkerlab start` expecting it to refuse; returns its exit code and everything it printed. */
+export function startExpectingFailure(overrides: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(TSX, [CLI, "start"], { cwd: ROOT, env: serverEnvironment(overrides), stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => (output += chunk));
+    child.stderr.on("data", (chunk) => (output += chunk));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`expected start-up to fail, but it was still running after 60 s:\n${output}`));
+    }, 60_000);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+/** Debian's Chromium, headless, in a fresh profile. */
+export async function launchBrowser(): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(tempDir("chromium"), {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+export const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");

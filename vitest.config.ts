@@ -1,0 +1,34 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+const alias = { "@": fileURLToPath(new URL("./", import.meta.url)) };
+
+// bin/test.mjs (`npm test`) runs these projects and provides what they need (a PostgreSQL server, Chromium).
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    pool: "forks",
+    testTimeout: 60_000,
+    hookTimeout: 300_000,
+    projects: [
+      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
+      {
+        extends: true,
+        test: { name: "integration-pglite", include: ["test/integration/**/*.test.ts"], env: { TINKERLAB_TEST_DB: "pglite" } },
+      },
+      {
+        extends: true,
+        test: { name: "integration-postgres", include: ["test/integration/**/*.test.ts"], env: { TINKERLAB_TEST_DB: "postgres" } },
+      },
+      {
+        extends: true,
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["test/e2e/global-setup.ts"],
+          poolOptions: { forks: { singleFork: true } },
+        },
+      },
+    ],
+  },
+});
