@@ -142,7 +142,7 @@ async function main() {
   if (fs.existsSync(jsonFile)) {
     const report = JSON.parse(fs.readFileSync(jsonFile, "utf8"));
     passed = report.numPassedTests;
-    failed = report.numFailedTests + (report.numFailedTestSuites ?? 0) - countSuitesFailedByTests(report);
+    failed = report.numFailedTests + filesFailedWithoutATest(report);
     skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
   } else {
     failed = 1; // vitest died before reporting: count that as a failure rather than claim success
@@ -152,9 +152,10 @@ async function main() {
   process.exit(code !== 0 || failed > 0 ? code || 1 : 0);
 }
 
-// A file that fails to load has no failing test of its own; count it once so the summary never hides it.
-function countSuitesFailedByTests(report) {
-  return report.testResults.filter((file) => file.status === "failed" && file.assertionResults.some((t) => t.status === "failed")).length;
+// A file that fails to load (or whose hooks fail) has no failing test of its own; count it once so the summary
+// never hides it.
+function filesFailedWithoutATest(report) {
+  return report.testResults.filter((file) => file.status === "failed" && !file.assertionResults.some((t) => t.status === "failed")).length;
 }
 
 main().catch((error) => {
