@@ -1,0 +1,106 @@
+/**
+ * Replays workload traces through the packing policy and the FIFO baseline and compares them.
+ *   npm run bench:scheduler                       the three generated traces (mixed-8, lora-heavy, scale-1000)
+ *   npm run bench:scheduler -- --only lora-heavy  one of them
+ *   npm run bench:scheduler -- --trace FILE       a trace from a JSON file (format: docs/SCHEDULER.md)
+ * Prints a table, then as its last line one JSON object with every figure.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { createFifoBaselinePolicy, createPackingPolicy } from "@/server/scheduler/policy";
+import { simulate, type SimulationResult } from "@/server/scheduler/simulator";
+import { parseTrace, type Trace } from "@/server/scheduler/trace";
+import { generateTrace, tracePresets, type TracePreset } from "@/server/scheduler/trace-generator";
+
+function loadTraces(): Trace[] {
+  const { values } = parseArgs({ options: { trace: { type: "string" }, only: { type: "string" }, seed: { type: "string" } } });
+  if (values.trace !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(readFileSync(values.trace, "utf8"));
+    } catch (error) {
+      throw new Error(`cannot read trace ${values.trace}: ${(error as Error).message}`);
+    }
+    return [parseTrace(json, values.trace)];
+  }
+  const seed = values.seed === undefined ? 1 : Number(values.seed);
+  if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, got '${values.seed}'`);
+  if (values.only !== undefined && !tracePresets.includes(values.only as TracePreset)) {
+    throw new Error(`--only must be one of ${tracePresets.join(", ")}; got '${values.only}'`);
+  }
+  const names = values.only === undefined ? tracePresets : [values.only as TracePreset];
+  return names.map((name) => generateTrace(name, seed));
+}
+
+function figures(result: SimulationResult) {
+  return {
+    mean_jct: round(result.meanJct),
+    p95_jct: round(result.p95Jct),
+    mean_wait: round(result.meanWait),
+    p95_wait: round(result.p95Wait),
+    utilization: Math.round(result.utilization * 1000) / 1000,
+    makespan: round(result.makespan),
+    completed: result.completed,
+    rejected: result.rejected.length,
+    preemptions: result.preemptions,
+    lost_work: round(result.lostWorkSeconds),
+  };
+}
+
+function round(seconds: number): number {
+  return Math.round(seconds);
+}
+
+function hours(seconds: number): string {
+  return `${(seconds / 3600).toFixed(2)} h`;
+}
+
+function main(): void {
+  const traces = loadTraces();
+  const report = [];
+  const rows: string[][] = [];
+  for (const trace of traces) {
+    const started = performance.now();
+    const policy = simulate(trace, createPackingPolicy());
+    const baseline = simulate(trace, createFifoBaselinePolicy());
+    const seconds = (performance.now() - started) / 1000;
+    report.push({
+      name: trace.name,
+      devices: policy.devices,
+      jobs: policy.jobs,
+      policy: figures(policy),
+      baseline: figures(baseline),
+      seconds: Math.round(seconds * 100) / 100,
+    });
+    for (const result of [policy, baseline]) {
+      rows.push([
+        trace.name,
+        result.policy,
+        String(result.devices),
+        String(result.jobs),
+        hours(result.meanJct),
+        hours(result.p95Jct),
+        hours(result.meanWait),
+        hours(result.p95Wait),
+        `${(result.utilization * 100).toFixed(1)}%`,
+        hours(result.makespan),
+        String(result.preemptions),
+        String(result.rejected.length),
+      ]);
+    }
+    rows.push([trace.name, "speed-up", "", "", `${(baseline.meanJct / policy.meanJct).toFixed(2)}x`, `${(baseline.p95Jct / policy.p95Jct).toFixed(2)}x`, "", "", "", "", "", `${seconds.toFixed(1)} s`]);
+  }
+  const header = ["trace", "policy", "devices", "jobs", "mean JCT", "p95 JCT", "mean wait", "p95 wait", "util", "makespan", "preempt", "rejected"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  console.log(line(header));
+  for (const row of rows) console.log(line(row));
+  console.log(JSON.stringify({ traces: report }));
+}
+
+try {
+  main();
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(1);
+}

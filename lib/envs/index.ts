@@ -1,0 +1,99 @@
+/** The built-in use cases: each an environment, the protocol it is played with, and an experiment template. */
+import type { EnvironmentDefinition } from "@/lib/sdk/environment";
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
+import type { Protocol } from "@/lib/sdk/protocol";
+import { multiTurn, singleTurn } from "@/lib/sdk/protocol";
+import { arithmetic } from "./arithmetic";
+import { gomoku, ticTacToe } from "./board-games";
+import { guessNumber } from "./guess-number";
+import { textWorld } from "./text-world";
+import { toolUse } from "./tool-use";
+
+export type UseCase = {
+  environment: EnvironmentDefinition<any, any, any>;
+  protocol: Protocol;
+  /** Shown in the workbench's template picker. */
+  title: string;
+  template: ExperimentConfigInput;
+};
+
+export const useCases: Record<string, UseCase> = {
+  arithmetic: {
+    environment: arithmetic,
+    protocol: singleTurn(),
+    title: "Two-digit addition (single turn)",
+    template: {
+      name: "arithmetic-grpo",
+      environment: "arithmetic",
+      agent: { base: "arithmetic-base", sampling: { temperature: 1, maxTokens: 5 } },
+      protocol: { name: "single-turn" },
+      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 2e-3, loss: "ppo" },
+      evaluation: { every: 10, episodes: 200 },
+    },
+  },
+  "guess-number": {
+    environment: guessNumber,
+    protocol: multiTurn(),
+    title: "Guess the number (multi-turn)",
+    template: {
+      name: "guess-number-grpo",
+      environment: "guess-number",
+      agent: { base: "guess-number-base", sampling: { temperature: 1, maxTokens: 4 } },
+      protocol: { name: "multi-turn" },
+      algorithm: { name: "grpo-per-turn", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3, discount: 1 },
+      evaluation: { every: 10, episodes: 200 },
+    },
+  },
+  "tic-tac-toe": {
+    environment: ticTacToe,
+    protocol: multiTurn("agent", "last"),
+    title: "Tic-tac-toe against a random opponent",
+    template: {
+      name: "tic-tac-toe-grpo",
+      environment: "tic-tac-toe",
+      agent: { base: "tic-tac-toe-base", sampling: { temperature: 1, maxTokens: 3 } },
+      protocol: { name: "multi-turn", history: "last" },
+      algorithm: { name: "grpo", steps: 80, groupSize: 8, groupsPerStep: 16, learningRate: 2e-3 },
+      evaluation: { every: 10, episodes: 200 },
+    },
+  },
+  gomoku: {
+    environment: gomoku,
+    protocol: multiTurn("agent", "last"),
+    title: "Gomoku, four in a row on 6×6",
+    template: {
+      name: "gomoku-grpo",
+      environment: "gomoku",
+      agent: { base: "gomoku-base", sampling: { temperature: 1, maxTokens: 3 } },
+      protocol: { name: "multi-turn", history: "last" },
+      algorithm: { name: "grpo", steps: 80, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3 },
+      evaluation: { every: 10, episodes: 100 },
+    },
+  },
+  "tool-use": {
+    environment: toolUse,
+    protocol: multiTurn(),
+    title: "Word problems with a calculator tool",
+    template: {
+      name: "tool-use-grpo",
+      environment: "tool-use",
+      agent: { base: "tool-use-base", sampling: { temperature: 1, maxTokens: 16 } },
+      protocol: { name: "multi-turn" },
+      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3 },
+      evaluation: { every: 10, episodes: 200 },
+    },
+  },
+  "text-world": {
+    environment: textWorld,
+    protocol: multiTurn("agent", "last"),
+    title: "Text world: bring an object to a room",
+    template: {
+      name: "text-world-grpo",
+      environment: "text-world",
+      agent: { base: "text-world-base", sampling: { temperature: 1, maxTokens: 12 } },
+      protocol: { name: "multi-turn", history: "last" },
+      algorithm: { name: "grpo-per-turn", steps: 80, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3, discount: 1 },
+      evaluation: { every: 10, episodes: 200 },
+    },
+  },
+};

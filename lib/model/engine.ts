@@ -1,0 +1,62 @@
+import type { GPTConfig } from "./config";
+import type { LoraAdapter } from "./lora";
+import type { Rng } from "./rng";
+import type { GPTWeights, ValueHeadWeights } from "./weights";
+
+/** What one forward pass runs: base weights, optionally one adapter on them and a value head. */
+export interface ModelView {
+  config: GPTConfig;
+  weights: GPTWeights;
+  lora: LoraAdapter | null;
+  valueHead: ValueHeadWeights | null;
+}
+
+/** Where gradients are added (+=). A part left out is frozen: its gradient is not computed. */
+export interface GradientTargets {
+  weights?: GPTWeights;
+  lora?: LoraAdapter;
+  valueHead?: ValueHeadWeights;
+}
+
+/** Given the logits and values of a pass, the loss's gradient with respect to them. */
+export type LossGradient = (
+  logits: Float32Array, // [B*T, V]
+  values: Float32Array | null, // [B*T]
+) => { dLogits: Float32Array; dValues: Float32Array | null };
+
+export interface RunRequest {
+  model: ModelView;
+  tokens: Int32Array; // [B*T], right-padded
+  batch: number; // B
+  seqLen: number; // T
+  /** dropout on adapter inputs, drawn from this generator; absent at inference */
+  dropoutRng?: Rng;
+  backward?: { lossGradient: LossGradient; grads: GradientTargets };
+}
+
+export interface RunResult {
+  logits: Float32Array; // [B*T, V]: row b*T+t predicts the token after position t
+  values: Float32Array | null; // [B*T]
+}
+
+/** Incremental decoding over a key/value cache of `rows` independent sequences. */
+export interface Decoder {
+  /**
+   * Appends `tokens[i]` (all of one length) to sequence `rows[i]` and returns the logits after each row's last
+   * new token: [rows.length, V].
+   */
+  extend(rows: readonly number[], tokens: readonly (readonly number[])[]): Float32Array;
+  /** Makes row `to` a copy of row `from` (to fork n samples from one prompt). */
+  copyRow(from: number, to: number): void;
+  /** Tokens held for a row. */
+  length(row: number): number;
+  /** Frees what the decoder holds outside the JS heap, if anything. */
+  dispose(): void;
+}
+
+/** A way of computing the model: the pure-TypeScript engine or one built on a tfjs backend. */
+export interface Engine {
+  readonly name: string;
+  run(request: RunRequest): RunResult;
+  createDecoder(model: ModelView, rows: number): Decoder;
+}

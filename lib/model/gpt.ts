@@ -1,0 +1,547 @@
+/**
+ * The GPT model in plain TypeScript over Float32Arrays, with a hand-derived backward pass: the default engine.
+ *
+ *   x = wte[tokens] + wpe[positions]                       // [N, C], N = B*T
+ *   for each block:  x = x + attn_proj(causal_attention(attn_qkv(ln1(x))))
+ *                    x = x + mlp_proj(gelu(mlp_fc(ln2(x))))
+ *   logits = ln_f(x) @ lm_head                             // [N, V]
+ *   values = ln_f(x) @ value_head                          // [N]   (when a value head is attached)
+ *
+ * Every linear layer may carry a LoRA update y += scale * (dropout(x) @ A) @ B. The forward pass keeps what the
+ * backward pass needs; the backward pass adds gradients only into the parts that are being trained.
+ */
+import type { Decoder, Engine, GradientTargets, ModelView, RunRequest, RunResult } from "./engine";
+import {
+  columnSumAccumulate,
+  geluBackward,
+  geluForward,
+  layerNormBackward,
+  layerNormForward,
+  matmul,
+  matmulAccumulate,
+  matmulTransAAccumulate,
+  matmulTransB,
+  useSimd,
+} from "./kernels";
+import { rowMajor, simdGemm, transposed } from "./simd-gemm";
+import type { LoraPair } from "./lora";
+import type { Rng } from "./rng";
+import type { Linear } from "./weights";
+
+function assert(condition: boolean, message: () => string): asserts condition {
+  if (!condition) throw new Error(message());
+}
+
+// ---- linear layer with an optional adapter ----
+
+interface LinearSaved {
+  input: Float32Array; // [N, nIn]
+  dropped: Float32Array | null; // [N, nIn] adapter input after dropout (null without an adapter)
+  keep: Uint8Array | null; // [N, nIn] dropout mask (null when no dropout)
+  down: Float32Array | null; // [N, r] = dropped @ A
+}
+
+function linearForward(
+  out: Float32Array, // [N, nOut]
+  x: Float32Array, // [N, nIn]
+  N: number,
+  lin: Linear,
+  pair: LoraPair | undefined,
+  scale: number,
+  dropout: number,
+  rng: Rng | undefined,
+): LinearSaved {
+  const { nIn, nOut } = lin;
+  matmul(out, x, lin.weight, N, nIn, nOut, lin.bias);
+  if (!pair) return { input: x, dropped: null, keep: null, down: null };
+  let dropped = x;
+  let keep: Uint8Array | null = null;
+  if (dropout > 0 && rng) {
+    keep = new Uint8Array(N * nIn);
+    dropped = new Float32Array(N * nIn);
+    const inv = 1 / (1 - dropout);
+    for (let i = 0; i < dropped.length; i++) {
+      if (rng.uniform() >= dropout) {
+        keep[i] = 1;
+        dropped[i] = x[i] * inv;
+      }
+    }
+  }
+  const r = pair.A.length / nIn;
+  const down = new Float32Array(N * r);
+  matmul(down, dropped, pair.A, N, nIn, r, null);
+  matmulAccumulate(out, down, pair.B, N, r, nOut, scale);
+  return { input: x, dropped, keep, down };
+}
+
+function linearBackward(
+  dx: Float32Array, // [N, nIn], overwritten
+  dy: Float32Array, // [N, nOut]
+  N: number,
+  lin: Linear,
+  saved: LinearSaved,
+  pair: LoraPair | undefined,
+  scale: number,
+  dropout: number,
+  grad: Linear | undefined,
+  pairGrad: LoraPair | undefined,
+): void {
+  const { nIn, nOut } = lin;
+  matmulTransB(dx, dy, lin.weight, N, nOut, nIn, false, 1);
+  if (grad) {
+    matmulTransAAccumulate(grad.weight, saved.input, dy, N, nIn, nOut, 1);
+    columnSumAccumulate(grad.bias, dy, N, nOut);
+  }
+  if (!pair) return;
+  const r = pair.A.length / nIn;
+  const dDown = new Float32Array(N * r); // [N, r]
+  matmulTransB(dDown, dy, pair.B, N, nOut, r, false, scale);
+  if (pairGrad) {
+    matmulTransAAccumulate(pairGrad.B, saved.down!, dy, N, r, nOut, scale);
+    matmulTransAAccumulate(pairGrad.A, saved.dropped!, dDown, N, nIn, r, 1);
+  }
+  if (saved.keep) {
+    const dDropped = new Float32Array(N * nIn);
+    matmulTransB(dDropped, dDown, pair.A, N, r, nIn, false, 1);
+    const inv = 1 / (1 - dropout);
+    for (let i = 0; i < dDropped.length; i++) if (saved.keep[i]) dx[i] += dDropped[i] * inv;
+  } else {
+    matmulTransB(dx, dDown, pair.A, N, r, nIn, true, 1);
+  }
+}
+
+// ---- causal self-attention ----
+
+/** Row-wise causal softmax of scores[T, T] in place: row i keeps columns 0..i, the rest become 0. */
+function causalSoftmax(s: Float32Array, offset: number, T: number): void {
+  for (let i = 0; i < T; i++) {
+    const row = offset + i * T;
+    let max = -Infinity;
+    for (let j = 0; j <= i; j++) if (s[row + j] > max) max = s[row + j];
+    let sum = 0;
+    for (let j = 0; j <= i; j++) {
+      const e = Math.exp(s[row + j] - max);
+      s[row + j] = e;
+      sum += e;
+    }
+    const inv = 1 / sum;
+    for (let j = 0; j <= i; j++) s[row + j] *= inv;
+    for (let j = i + 1; j < T; j++) s[row + j] = 0;
+  }
+}
+
+/**
+ * Attention as matrix products per (sequence, head), on the SIMD kernel: the causal half of each product is
+ * wasted work, but at four lanes per instruction that is still far faster than the triangular scalar loops.
+ */
+function attentionForwardSimd(y: Float32Array, att: Float32Array, qkv: Float32Array, B: number, T: number, C: number, H: number): void {
+  const hd = C / H;
+  const C3 = 3 * C;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      const q = b * T * C3 + h * hd;
+      const a = (b * H + h) * T * T;
+      // scores[T, T] = q[T, hd] @ k^T / sqrt(hd)
+      simdGemm!.multiply(att, rowMajor(qkv, T, hd, q, C3), transposed(qkv, T, hd, q + C, C3), false, 1 / Math.sqrt(hd), a, T);
+      causalSoftmax(att, a, T);
+      // y[T, hd] = att[T, T] @ v[T, hd]
+      simdGemm!.multiply(y, rowMajor(att, T, T, a), rowMajor(qkv, T, hd, q + 2 * C, C3), false, 1, b * T * C + h * hd, C);
+    }
+  }
+}
+
+function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float32Array, att: Float32Array, B: number, T: number, C: number, H: number): void {
+  const hd = C / H;
+  const C3 = 3 * C;
+  const scale = 1 / Math.sqrt(hd);
+  const dAtt = new Float32Array(T * T);
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      const q = b * T * C3 + h * hd;
+      const a = (b * H + h) * T * T;
+      const o = b * T * C + h * hd;
+      // dAtt[T, T] = dy[T, hd] @ v^T
+      simdGemm!.multiply(dAtt, rowMajor(dy, T, hd, o, C), transposed(qkv, T, hd, q + 2 * C, C3), false, 1);
+      // through the softmax: dScores = att * (dAtt - rowsum(att * dAtt)), times the 1/sqrt(hd) of the scores
+      for (let i = 0; i < T; i++) {
+        let dot = 0;
+        for (let j = 0; j <= i; j++) dot += att[a + i * T + j] * dAtt[i * T + j];
+        for (let j = 0; j < T; j++) dAtt[i * T + j] = j <= i ? att[a + i * T + j] * (dAtt[i * T + j] - dot) * scale : 0;
+      }
+      // dq = dScores @ k ; dk = dScores^T @ q ; dv = att^T @ dy
+      simdGemm!.multiply(dqkv, rowMajor(dAtt, T, T), rowMajor(qkv, T, hd, q + C, C3), true, 1, q, C3);
+      simdGemm!.multiply(dqkv, transposed(dAtt, T, T), rowMajor(qkv, T, hd, q, C3), true, 1, q + C, C3);
+      simdGemm!.multiply(dqkv, transposed(att, T, T, a), rowMajor(dy, T, hd, o, C), true, 1, q + 2 * C, C3);
+    }
+  }
+}
+
+/** y[N,C] from qkv[N,3C]; att[B,H,T,T] keeps the softmax probabilities (zero above the diagonal). */
+function attentionForward(
+  y: Float32Array,
+  att: Float32Array,
+  qkv: Float32Array,
+  B: number,
+  T: number,
+  C: number,
+  H: number,
+): void {
+  const hd = C / H;
+  if (useSimd(T, hd, T)) return attentionForwardSimd(y, att, qkv, B, T, C, H);
+  const scale = 1 / Math.sqrt(hd);
+  const C3 = 3 * C;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < T; i++) {
+        const q = (b * T + i) * C3 + h * hd;
+        const row = ((b * H + h) * T + i) * T;
+        let max = -Infinity;
+        for (let j = 0; j <= i; j++) {
+          const k = (b * T + j) * C3 + C + h * hd;
+          let s = 0;
+          for (let d = 0; d < hd; d++) s += qkv[q + d] * qkv[k + d];
+          s *= scale;
+          att[row + j] = s;
+          if (s > max) max = s;
+        }
+        let sum = 0;
+        for (let j = 0; j <= i; j++) {
+          const e = Math.exp(att[row + j] - max);
+          att[row + j] = e;
+          sum += e;
+        }
+        const inv = 1 / sum;
+        const o = (b * T + i) * C + h * hd;
+        for (let d = 0; d < hd; d++) y[o + d] = 0;
+        for (let j = 0; j <= i; j++) {
+          const p = att[row + j] * inv;
+          att[row + j] = p;
+          const v = (b * T + j) * C3 + 2 * C + h * hd;
+          for (let d = 0; d < hd; d++) y[o + d] += p * qkv[v + d];
+        }
+      }
+    }
+  }
+}
+
+/** dqkv[N,3C] (zero on entry) from dy[N,C]. */
+function attentionBackward(
+  dqkv: Float32Array,
+  dy: Float32Array,
+  qkv: Float32Array,
+  att: Float32Array,
+  B: number,
+  T: number,
+  C: number,
+  H: number,
+): void {
+  const hd = C / H;
+  if (useSimd(T, hd, T)) return attentionBackwardSimd(dqkv, dy, qkv, att, B, T, C, H);
+  const scale = 1 / Math.sqrt(hd);
+  const C3 = 3 * C;
+  const dAtt = new Float32Array(T);
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < T; i++) {
+        const o = (b * T + i) * C + h * hd;
+        const row = ((b * H + h) * T + i) * T;
+        let dot = 0;
+        for (let j = 0; j <= i; j++) {
+          const v = (b * T + j) * C3 + 2 * C + h * hd;
+          const p = att[row + j];
+          let s = 0;
+          for (let d = 0; d < hd; d++) {
+            s += dy[o + d] * qkv[v + d];
+            dqkv[v + d] += p * dy[o + d];
+          }
+          dAtt[j] = s;
+          dot += p * s;
+        }
+        const q = (b * T + i) * C3 + h * hd;
+        for (let j = 0; j <= i; j++) {
+          const ds = att[row + j] * (dAtt[j] - dot) * scale;
+          const k = (b * T + j) * C3 + C + h * hd;
+          for (let d = 0; d < hd; d++) {
+            dqkv[q + d] += ds * qkv[k + d];
+            dqkv[k + d] += ds * qkv[q + d];
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- the whole model ----
+
+interface BlockSaved {
+  x: Float32Array; // [N, C] block input
+  ln1: Float32Array;
+  mean1: Float32Array;
+  rstd1: Float32Array;
+  qkv: Float32Array; // [N, 3C]
+  qkvSaved: LinearSaved;
+  att: Float32Array; // [B, H, T, T]
+  projSaved: LinearSaved;
+  xMid: Float32Array; // [N, C] after the attention residual
+  ln2: Float32Array;
+  mean2: Float32Array;
+  rstd2: Float32Array;
+  fc: Float32Array; // [N, 4C] before GELU
+  fcTanh: Float32Array; // [N, 4C] the tanh inside GELU
+  fcSaved: LinearSaved;
+  outSaved: LinearSaved;
+}
+
+function embed(x: Float32Array, tokens: Int32Array, T: number, positionOffsets: ArrayLike<number> | null, model: ModelView): void {
+  const { vocabSize: V, dModel: C } = model.config;
+  const { tokenEmbedding: wte, positionEmbedding: wpe } = model.weights;
+  for (let n = 0; n < tokens.length; n++) {
+    const tok = tokens[n];
+    assert(tok >= 0 && tok < V && Number.isInteger(tok), () => `token id ${tok} is outside the vocabulary 0..${V - 1}`);
+    const t = positionOffsets ? positionOffsets[n] : n % T;
+    const xo = n * C, eo = tok * C, po = t * C;
+    for (let c = 0; c < C; c++) x[xo + c] = wte[eo + c] + wpe[po + c];
+  }
+}
+
+function runGPT(request: RunRequest): RunResult {
+  const { model, tokens, batch: B, seqLen: T, dropoutRng } = request;
+  const { config, weights: w, lora, valueHead } = model;
+  const { dModel: C, nHeads: H, vocabSize: V } = config;
+  const N = B * T;
+  assert(T <= config.contextLength, () => `sequence length ${T} exceeds contextLength=${config.contextLength}`);
+  assert(tokens.length === N, () => `expected ${B}x${T}=${N} tokens, got ${tokens.length}`);
+  const scale = lora?.scale ?? 0;
+  const dropout = lora?.config.dropout ?? 0;
+
+  let x = new Float32Array(N * C); // [N, C]
+  embed(x, tokens, T, null, model);
+
+  const saved: BlockSaved[] = [];
+  for (let l = 0; l < config.nLayers; l++) {
+    const blk = w.blocks[l];
+    const pairs = lora?.blocks[l] ?? {};
+    const ln1 = new Float32Array(N * C), mean1 = new Float32Array(N), rstd1 = new Float32Array(N);
+    layerNormForward(ln1, mean1, rstd1, x, blk.ln1.gain, blk.ln1.bias, N, C);
+    const qkv = new Float32Array(N * 3 * C);
+    const qkvSaved = linearForward(qkv, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
+    const att = new Float32Array(B * H * T * T);
+    const attY = new Float32Array(N * C);
+    attentionForward(attY, att, qkv, B, T, C, H);
+    const xMid = new Float32Array(N * C);
+    const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng);
+    for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
+
+    const ln2 = new Float32Array(N * C), mean2 = new Float32Array(N), rstd2 = new Float32Array(N);
+    layerNormForward(ln2, mean2, rstd2, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
+    const fc = new Float32Array(N * 4 * C);
+    const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng);
+    const g = new Float32Array(N * 4 * C);
+    const fcTanh = new Float32Array(N * 4 * C);
+    geluForward(g, fc, g.length, fcTanh);
+    const xOut = new Float32Array(N * C);
+    const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng);
+    for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
+
+    saved.push({ x, ln1, mean1, rstd1, qkv, qkvSaved, att, projSaved, xMid, ln2, mean2, rstd2, fc, fcTanh, fcSaved, outSaved });
+    x = xOut;
+  }
+
+  const lnf = new Float32Array(N * C), meanF = new Float32Array(N), rstdF = new Float32Array(N);
+  layerNormForward(lnf, meanF, rstdF, x, w.lnFinal.gain, w.lnFinal.bias, N, C);
+  const logits = new Float32Array(N * V); // [N, V]
+  matmul(logits, lnf, w.lmHead, N, C, V, null);
+  let values: Float32Array | null = null;
+  if (valueHead) {
+    values = new Float32Array(N); // [N]
+    for (let n = 0; n < N; n++) {
+      let s = valueHead.bias[0];
+      for (let c = 0; c < C; c++) s += lnf[n * C + c] * valueHead.weight[c];
+      values[n] = s;
+    }
+  }
+  if (!request.backward) return { logits, values };
+
+  // ---- backward ----
+  const { dLogits, dValues } = request.backward.lossGradient(logits, values);
+  const grads: GradientTargets = request.backward.grads;
+  const gw = grads.weights;
+  const dLnf = new Float32Array(N * C);
+  matmulTransB(dLnf, dLogits, w.lmHead, N, V, C, false, 1);
+  if (gw) matmulTransAAccumulate(gw.lmHead, lnf, dLogits, N, C, V, 1);
+  if (valueHead && dValues) {
+    const gv = grads.valueHead;
+    for (let n = 0; n < N; n++) {
+      const dv = dValues[n];
+      if (dv === 0) continue;
+      for (let c = 0; c < C; c++) {
+        dLnf[n * C + c] += dv * valueHead.weight[c];
+        if (gv) gv.weight[c] += dv * lnf[n * C + c];
+      }
+      if (gv) gv.bias[0] += dv;
+    }
+  }
+  const dx = new Float32Array(N * C); // gradient of the residual stream
+  layerNormBackward(dx, gw?.lnFinal.gain ?? null, gw?.lnFinal.bias ?? null, dLnf, x, meanF, rstdF, w.lnFinal.gain, N, C);
+
+  for (let l = config.nLayers - 1; l >= 0; l--) {
+    const s = saved[l];
+    const blk = w.blocks[l];
+    const pairs = lora?.blocks[l] ?? {};
+    const gBlk = gw?.blocks[l];
+    const gPairs = grads.lora?.blocks[l];
+    // MLP branch: x_out = x_mid + mlp_proj(gelu(mlp_fc(ln2(x_mid))))
+    const dG = new Float32Array(N * 4 * C);
+    linearBackward(dG, dx, N, blk.mlp_proj, s.outSaved, pairs.mlp_proj, scale, dropout, gBlk?.mlp_proj, gPairs?.mlp_proj);
+    const dFc = new Float32Array(N * 4 * C);
+    geluBackward(dFc, dG, s.fc, s.fcTanh, dFc.length);
+    const dLn2 = new Float32Array(N * C);
+    linearBackward(dLn2, dFc, N, blk.mlp_fc, s.fcSaved, pairs.mlp_fc, scale, dropout, gBlk?.mlp_fc, gPairs?.mlp_fc);
+    layerNormBackward(dx, gBlk?.ln2.gain ?? null, gBlk?.ln2.bias ?? null, dLn2, s.xMid, s.mean2, s.rstd2, blk.ln2.gain, N, C);
+    // attention branch: x_mid = x + attn_proj(attention(attn_qkv(ln1(x))))
+    const dAttY = new Float32Array(N * C);
+    linearBackward(dAttY, dx, N, blk.attn_proj, s.projSaved, pairs.attn_proj, scale, dropout, gBlk?.attn_proj, gPairs?.attn_proj);
+    const dQkv = new Float32Array(N * 3 * C);
+    attentionBackward(dQkv, dAttY, s.qkv, s.att, B, T, C, H);
+    const dLn1 = new Float32Array(N * C);
+    linearBackward(dLn1, dQkv, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv);
+    layerNormBackward(dx, gBlk?.ln1.gain ?? null, gBlk?.ln1.bias ?? null, dLn1, s.x, s.mean1, s.rstd1, blk.ln1.gain, N, C);
+  }
+
+  if (gw) {
+    for (let n = 0; n < N; n++) {
+      const eo = tokens[n] * C, po = (n % T) * C, xo = n * C;
+      for (let c = 0; c < C; c++) {
+        gw.tokenEmbedding[eo + c] += dx[xo + c];
+        gw.positionEmbedding[po + c] += dx[xo + c];
+      }
+    }
+  }
+  return { logits, values };
+}
+
+// ---- incremental decoding with a key/value cache ----
+
+function createDecoder(model: ModelView, rows: number): Decoder {
+  const { config, weights: w, lora } = model;
+  const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
+  const hd = C / H;
+  const scale = lora?.scale ?? 0;
+  // [rows, H, Tmax, hd] per layer
+  const keys = Array.from({ length: L }, () => new Float32Array(rows * H * Tmax * hd));
+  const vals = Array.from({ length: L }, () => new Float32Array(rows * H * Tmax * hd));
+  const lengths = new Int32Array(rows);
+  const scores = new Float32Array(Tmax);
+
+  function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
+    const R = rowIds.length;
+    assert(R === newTokens.length && R > 0, () => `extend needs one token list per row; got ${R} rows and ${newTokens.length} lists`);
+    const m = newTokens[0].length;
+    const N = R * m;
+    const tokens = new Int32Array(N);
+    const positions = new Int32Array(N);
+    rowIds.forEach((row, r) => {
+      assert(row >= 0 && row < rows, () => `row ${row} is outside this decoder's 0..${rows - 1}`);
+      assert(newTokens[r].length === m, () => `every row must get ${m} new tokens; row ${row} got ${newTokens[r].length}`);
+      assert(lengths[row] + m <= Tmax, () => `row ${row} would hold ${lengths[row] + m} tokens, over contextLength=${Tmax}`);
+      for (let j = 0; j < m; j++) {
+        tokens[r * m + j] = newTokens[r][j];
+        positions[r * m + j] = lengths[row] + j;
+      }
+    });
+    let x = new Float32Array(N * C);
+    embed(x, tokens, m, positions, model);
+    const h = new Float32Array(N * C), mean = new Float32Array(N), rstd = new Float32Array(N);
+    const qkv = new Float32Array(N * 3 * C);
+    const y = new Float32Array(N * C);
+    const fc = new Float32Array(N * 4 * C);
+    for (let l = 0; l < L; l++) {
+      const blk = w.blocks[l];
+      const pairs = lora?.blocks[l] ?? {};
+      const K = keys[l], Vc = vals[l];
+      layerNormForward(h, mean, rstd, x, blk.ln1.gain, blk.ln1.bias, N, C);
+      linearForward(qkv, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined);
+      for (let n = 0; n < N; n++) {
+        const row = rowIds[Math.floor(n / m)];
+        for (let hh = 0; hh < H; hh++) {
+          const c = ((row * H + hh) * Tmax + positions[n]) * hd;
+          const src = n * 3 * C + hh * hd;
+          for (let d = 0; d < hd; d++) {
+            K[c + d] = qkv[src + C + d];
+            Vc[c + d] = qkv[src + 2 * C + d];
+          }
+        }
+      }
+      const inv = 1 / Math.sqrt(hd);
+      for (let n = 0; n < N; n++) {
+        const row = rowIds[Math.floor(n / m)];
+        const len = positions[n] + 1;
+        for (let hh = 0; hh < H; hh++) {
+          const q = n * 3 * C + hh * hd;
+          const base = (row * H + hh) * Tmax * hd;
+          let max = -Infinity;
+          for (let t = 0; t < len; t++) {
+            let s = 0;
+            const k = base + t * hd;
+            for (let d = 0; d < hd; d++) s += qkv[q + d] * K[k + d];
+            s *= inv;
+            scores[t] = s;
+            if (s > max) max = s;
+          }
+          let sum = 0;
+          for (let t = 0; t < len; t++) {
+            scores[t] = Math.exp(scores[t] - max);
+            sum += scores[t];
+          }
+          const o = n * C + hh * hd;
+          for (let d = 0; d < hd; d++) y[o + d] = 0;
+          for (let t = 0; t < len; t++) {
+            const p = scores[t] / sum;
+            const v = base + t * hd;
+            for (let d = 0; d < hd; d++) y[o + d] += p * Vc[v + d];
+          }
+        }
+      }
+      const xMid = new Float32Array(N * C);
+      linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined);
+      for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
+      layerNormForward(h, mean, rstd, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
+      linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined);
+      geluForward(fc, fc, fc.length);
+      const xOut = new Float32Array(N * C);
+      linearForward(xOut, fc, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
+      for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
+      x = xOut;
+    }
+    for (const row of rowIds) lengths[row] += m;
+    // Only each row's last position is needed for the next token.
+    const last = new Float32Array(R * C);
+    for (let r = 0; r < R; r++) last.set(x.subarray((r * m + m - 1) * C, (r * m + m) * C), r * C);
+    const lnf = new Float32Array(R * C);
+    layerNormForward(lnf, new Float32Array(R), new Float32Array(R), last, w.lnFinal.gain, w.lnFinal.bias, R, C);
+    const logits = new Float32Array(R * V);
+    matmul(logits, lnf, w.lmHead, R, C, V, null);
+    return logits;
+  }
+
+  return {
+    extend,
+    copyRow(from, to) {
+      const n = lengths[from];
+      for (let l = 0; l < L; l++) {
+        for (let hh = 0; hh < H; hh++) {
+          const src = (from * H + hh) * Tmax * hd;
+          const dst = (to * H + hh) * Tmax * hd;
+          keys[l].copyWithin(dst, src, src + n * hd);
+          vals[l].copyWithin(dst, src, src + n * hd);
+        }
+      }
+      lengths[to] = n;
+    },
+    length: (row) => lengths[row],
+    dispose() {},
+  };
+}
+
+/** The pure-TypeScript engine. */
+export const jsEngine: Engine = Object.freeze({ name: "js", run: runGPT, createDecoder });

@@ -1,0 +1,73 @@
+/**
+ * A small seeded random number generator (xoshiro128**) whose whole state is four 32-bit words, so a training
+ * run can save it in a checkpoint and resume with exactly the draws it would have made.
+ */
+export type RngState = [number, number, number, number];
+
+export class Rng {
+  private s = new Uint32Array(4);
+  private spareNormal: number | null = null;
+
+  constructor(seed: number) {
+    // splitmix32 spreads a small integer seed over the four words; an all-zero state would be stuck at zero.
+    let x = seed >>> 0;
+    for (let i = 0; i < 4; i++) {
+      x = (x + 0x9e3779b9) >>> 0;
+      let z = x;
+      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+      this.s[i] = (z ^ (z >>> 16)) >>> 0;
+    }
+  }
+
+  static fromState(state: RngState): Rng {
+    if (state.length !== 4 || state.every((w) => w === 0)) {
+      throw new Error(`RNG state must be four 32-bit words, not all zero; got [${state.join(", ")}]`);
+    }
+    const rng = new Rng(0);
+    rng.s.set(state);
+    return rng;
+  }
+
+  getState(): RngState {
+    // The cached second Box-Muller normal is dropped so a restored generator and the original agree from here on.
+    this.spareNormal = null;
+    return [this.s[0], this.s[1], this.s[2], this.s[3]];
+  }
+
+  nextU32(): number {
+    const s = this.s;
+    const result = Math.imul(rotl(Math.imul(s[1], 5) >>> 0, 7), 9) >>> 0;
+    const t = (s[1] << 9) >>> 0;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 11);
+    return result;
+  }
+
+  /** Uniform in [0, 1) with 24 bits, the precision of a float32 mantissa. */
+  uniform(): number {
+    return (this.nextU32() >>> 8) / 16777216;
+  }
+
+  /** Standard normal (Box-Muller). */
+  normal(): number {
+    if (this.spareNormal !== null) {
+      const z = this.spareNormal;
+      this.spareNormal = null;
+      return z;
+    }
+    const u1 = 1 - this.uniform(); // in (0, 1], so the log is finite
+    const u2 = this.uniform();
+    const r = Math.sqrt(-2 * Math.log(u1));
+    this.spareNormal = r * Math.sin(2 * Math.PI * u2);
+    return r * Math.cos(2 * Math.PI * u2);
+  }
+}
+
+function rotl(x: number, k: number): number {
+  return ((x << k) | (x >>> (32 - k))) >>> 0;
+}

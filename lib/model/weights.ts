@@ -1,0 +1,159 @@
+import type { GPTConfig } from "./config";
+import type { Rng } from "./rng";
+import type { TensorMap } from "./safetensors";
+
+/** A linear layer y = x @ weight + bias, with weight stored [nIn, nOut] so the forward pass is a plain matmul. */
+export interface Linear {
+  nIn: number;
+  nOut: number;
+  weight: Float32Array; // [nIn, nOut]
+  bias: Float32Array; // [nOut]
+}
+
+export interface LayerNormWeights {
+  gain: Float32Array; // [C]
+  bias: Float32Array; // [C]
+}
+
+export interface BlockWeights {
+  ln1: LayerNormWeights;
+  attn_qkv: Linear; // [C, 3C]: queries, keys, values side by side
+  attn_proj: Linear; // [C, C]
+  ln2: LayerNormWeights;
+  mlp_fc: Linear; // [C, 4C]
+  mlp_proj: Linear; // [4C, C]
+}
+
+export interface GPTWeights {
+  tokenEmbedding: Float32Array; // [V, C]
+  positionEmbedding: Float32Array; // [T, C]
+  blocks: BlockWeights[];
+  lnFinal: LayerNormWeights;
+  lmHead: Float32Array; // [C, V], no bias
+}
+
+/** GPT-2's initialisation: N(0, 0.02), with the residual projections scaled down by sqrt(2 * nLayers). */
+export function initGPTWeights(config: GPTConfig, rng: Rng): GPTWeights {
+  const { vocabSize: V, contextLength: T, dModel: C, nLayers: L } = config;
+  const normal = (n: number, std: number) => {
+    const a = new Float32Array(n);
+    for (let i = 0; i < n; i++) a[i] = rng.normal() * std;
+    return a;
+  };
+  const residualStd = 0.02 / Math.sqrt(2 * L);
+  const linear = (nIn: number, nOut: number, std: number): Linear => ({
+    nIn,
+    nOut,
+    weight: normal(nIn * nOut, std),
+    bias: new Float32Array(nOut),
+  });
+  const layerNorm = (): LayerNormWeights => ({ gain: new Float32Array(C).fill(1), bias: new Float32Array(C) });
+  return {
+    tokenEmbedding: normal(V * C, 0.02),
+    positionEmbedding: normal(T * C, 0.02),
+    blocks: Array.from({ length: L }, () => ({
+      ln1: layerNorm(),
+      attn_qkv: linear(C, 3 * C, 0.02),
+      attn_proj: linear(C, C, residualStd),
+      ln2: layerNorm(),
+      mlp_fc: linear(C, 4 * C, 0.02),
+      mlp_proj: linear(4 * C, C, residualStd),
+    })),
+    lnFinal: layerNorm(),
+    lmHead: normal(C * V, 0.02),
+  };
+}
+
+export interface NamedParameter {
+  name: string;
+  shape: number[];
+  data: Float32Array;
+  /** weight decay applies to matrices and embeddings, not to biases and LayerNorm gains */
+  decay: boolean;
+}
+
+/** Every tensor of the model with its checkpoint name, in a fixed order. */
+export function listGPTParameters(w: GPTWeights, config: GPTConfig): NamedParameter[] {
+  const { vocabSize: V, contextLength: T, dModel: C } = config;
+  const out: NamedParameter[] = [
+    { name: "wte", shape: [V, C], data: w.tokenEmbedding, decay: true },
+    { name: "wpe", shape: [T, C], data: w.positionEmbedding, decay: true },
+  ];
+  w.blocks.forEach((b, l) => {
+    const p = `blocks.${l}.`;
+    out.push({ name: `${p}ln1.gain`, shape: [C], data: b.ln1.gain, decay: false });
+    out.push({ name: `${p}ln1.bias`, shape: [C], data: b.ln1.bias, decay: false });
+    for (const key of ["attn_qkv", "attn_proj"] as const) {
+      out.push({ name: `${p}${key}.weight`, shape: [b[key].nIn, b[key].nOut], data: b[key].weight, decay: true });
+      out.push({ name: `${p}${key}.bias`, shape: [b[key].nOut], data: b[key].bias, decay: false });
+    }
+    out.push({ name: `${p}ln2.gain`, shape: [C], data: b.ln2.gain, decay: false });
+    out.push({ name: `${p}ln2.bias`, shape: [C], data: b.ln2.bias, decay: false });
+    for (const key of ["mlp_fc", "mlp_proj"] as const) {
+      out.push({ name: `${p}${key}.weight`, shape: [b[key].nIn, b[key].nOut], data: b[key].weight, decay: true });
+      out.push({ name: `${p}${key}.bias`, shape: [b[key].nOut], data: b[key].bias, decay: false });
+    }
+  });
+  out.push({ name: "ln_f.gain", shape: [C], data: w.lnFinal.gain, decay: false });
+  out.push({ name: "ln_f.bias", shape: [C], data: w.lnFinal.bias, decay: false });
+  out.push({ name: "lm_head", shape: [C, V], data: w.lmHead, decay: true });
+  return out;
+}
+
+/** A structure of the same shape whose every array is a fresh copy (`fill` given: filled with that value). */
+export function cloneGPTWeights(w: GPTWeights, fill?: number): GPTWeights {
+  const copy = (a: Float32Array) => (fill === undefined ? a.slice() : new Float32Array(a.length).fill(fill));
+  const linear = (l: Linear): Linear => ({ nIn: l.nIn, nOut: l.nOut, weight: copy(l.weight), bias: copy(l.bias) });
+  const ln = (n: LayerNormWeights): LayerNormWeights => ({ gain: copy(n.gain), bias: copy(n.bias) });
+  return {
+    tokenEmbedding: copy(w.tokenEmbedding),
+    positionEmbedding: copy(w.positionEmbedding),
+    blocks: w.blocks.map((b) => ({
+      ln1: ln(b.ln1),
+      attn_qkv: linear(b.attn_qkv),
+      attn_proj: linear(b.attn_proj),
+      ln2: ln(b.ln2),
+      mlp_fc: linear(b.mlp_fc),
+      mlp_proj: linear(b.mlp_proj),
+    })),
+    lnFinal: ln(w.lnFinal),
+    lmHead: copy(w.lmHead),
+  };
+}
+
+/** A value head for PPO: a linear map from the final hidden state to one number per token. */
+export interface ValueHeadWeights {
+  weight: Float32Array; // [C]
+  bias: Float32Array; // [1]
+}
+
+export function initValueHead(config: GPTConfig): ValueHeadWeights {
+  // Zero init: the first value estimates are 0 and the head learns from the returns alone.
+  return { weight: new Float32Array(config.dModel), bias: new Float32Array(1) };
+}
+
+export function listValueHeadParameters(v: ValueHeadWeights): NamedParameter[] {
+  return [
+    { name: "value_head.weight", shape: [v.weight.length], data: v.weight, decay: true },
+    { name: "value_head.bias", shape: [1], data: v.bias, decay: false },
+  ];
+}
+
+/**
+ * Copies tensors from a checkpoint into parameters of the same names, failing with the first name that is
+ * missing or whose shape differs, so a wrong file never loads half-way silently.
+ */
+export function assignParameters(params: NamedParameter[], tensors: TensorMap, source: string): void {
+  for (const p of params) {
+    const t = tensors.get(p.name);
+    if (!t) throw new Error(`${source} has no tensor '${p.name}'`);
+    if (t.shape.join(",") !== p.shape.join(",")) {
+      throw new Error(`${source} has '${p.name}' with shape [${t.shape}], model expects [${p.shape}]`);
+    }
+  }
+  for (const p of params) p.data.set(tensors.get(p.name)!.data);
+}
+
+export function parametersToTensorMap(params: NamedParameter[], prefix = ""): TensorMap {
+  return new Map(params.map((p) => [prefix + p.name, { shape: p.shape, data: p.data }]));
+}

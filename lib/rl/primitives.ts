@@ -1,0 +1,44 @@
+/**
+ * The training primitives the algorithms are written on, and nothing else: the runtime's TrainingClient
+ * provides them, and so can any script's own client. Structural types, so lib/ does not depend on server/.
+ */
+export type PolicyLoss = "importance_sampling" | "ppo" | "cispo";
+export type LossName = "cross_entropy" | PolicyLoss;
+
+/** Per-token arrays aligned with `tokens`: entry i is about token i, predicted from tokens[0..i-1]. */
+export type TrainingBatch = {
+  tokens: number[][];
+  weights?: number[][];
+  samplingLogprobs?: number[][];
+  advantages?: number[][];
+  returns?: number[][];
+};
+
+export type SampledSequence = { tokens: number[]; text: string; logprobs: number[]; finishReason: "stop" | "length" };
+
+export type SampleOptions = {
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  stop?: (string | number)[];
+  seed?: number;
+};
+
+export interface TrainingPrimitives {
+  forward(batch: TrainingBatch, options?: { temperature?: number }): Promise<{ logprobs: number[][]; values?: number[][] }>;
+  forwardBackward(
+    batch: TrainingBatch,
+    loss: LossName,
+    config?: { temperature?: number; clipLow?: number; clipHigh?: number; klCoef?: number; valueCoef?: number },
+  ): Promise<{ loss: number; metrics: Record<string, number> }>;
+  optimStep(params: { lr: number; weightDecay?: number; gradClip?: number }): Promise<{ gradNorm: number; step: number }>;
+  sample(prompts: number[][], n: number, params?: SampleOptions): Promise<{ samples: SampledSequence[][] }>;
+}
+
+/** What rollouts need beyond the primitives: how text becomes tokens, and how long a sequence may be. */
+export type PolicyModel = {
+  primitives: TrainingPrimitives;
+  tokenizer: { encode(text: string): number[]; decode(tokens: number[]): string };
+  contextLength: number;
+};

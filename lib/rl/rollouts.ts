@@ -1,0 +1,129 @@
+/**
+ * Rollouts: episodes played by the policy through a protocol, sampled in large batches. Also turns finished
+ * trajectories into the primitives' batch format and sums them up as metrics.
+ */
+import { renderChat, type ChatMessage } from "@/lib/model/chat";
+import type { ByteTokenizer } from "@/lib/model/tokenizer";
+import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
+import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
+import type { TurnAdvantages } from "./advantages";
+import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
+
+export type EpisodeSpec = { seed: number; sample?: DatasetRow };
+
+/** Renders a conversation for the policy and samples its replies, one batch for all requests of a round. */
+export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
+  return async (requests: ActRequest[]): Promise<ActResponse[]> => {
+    const prompts = requests.map((r) => renderChat(policy.tokenizer as ByteTokenizer, r.messages, { addGenerationPrompt: true }).tokens);
+    // Identical prompts (a group's first turn) are prefilled once and forked, when every prompt repeats equally.
+    const unique = new Map<string, number[]>();
+    prompts.forEach((p, i) => {
+      const key = p.join(",");
+      unique.set(key, [...(unique.get(key) ?? []), i]);
+    });
+    const counts = new Set([...unique.values()].map((indices) => indices.length));
+    const responses = new Array<ActResponse>(requests.length);
+    if (counts.size === 1 && unique.size < prompts.length) {
+      const n = [...counts][0]!;
+      const groups = [...unique.values()];
+      const { samples } = await policy.primitives.sample(groups.map((indices) => prompts[indices[0]!]!), n, sampling);
+      groups.forEach((indices, g) => indices.forEach((index, k) => (responses[index] = toResponse(prompts[index]!, samples[g]![k]!))));
+    } else {
+      const { samples } = await policy.primitives.sample(prompts, 1, sampling);
+      prompts.forEach((prompt, i) => (responses[i] = toResponse(prompt, samples[i]![0]!)));
+    }
+    return responses;
+  };
+}
+
+function toResponse(prompt: number[], sample: { tokens: number[]; text: string; logprobs: number[] }): ActResponse {
+  return { text: sample.text, promptTokens: prompt, tokens: sample.tokens, logprobs: sample.logprobs };
+}
+
+/** `groupSize` episodes from each spec, played by the policy; returns [group][sample]. */
+export async function collectGroups(options: {
+  policy: PolicyModel;
+  environment: EnvironmentDefinition<any, any, any>;
+  protocol: Protocol;
+  specs: EpisodeSpec[];
+  groupSize: number;
+  sampling: SampleOptions & { maxTokens: number };
+  /** Make sessions; the sandbox passes its own, the default runs the definition in this process. */
+  createSession?: () => EnvironmentSession;
+}): Promise<Trajectory[][]> {
+  const { policy, specs, groupSize, sampling } = options;
+  const create = options.createSession ?? (() => new EnvironmentSession(options.environment));
+  const starts = specs.flatMap((spec) => Array.from({ length: groupSize }, () => ({ session: create(), seed: spec.seed, sample: spec.sample })));
+  const fitsContext = (messages: ChatMessage[]) =>
+    renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
+  const trajectories = await runEpisodes(options.protocol, starts, policyActor(policy, sampling), { fitsContext });
+  const groups: Trajectory[][] = [];
+  for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));
+  return groups;
+}
+
+/**
+ * One sequence per turn: the prompt the policy saw, then its action. Only the action's tokens carry weight, the
+ * sampler's logprobs and the turn's advantage (and, for PPO, the value target).
+ */
+export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantages, returns?: TurnAdvantages): TrainingBatch {
+  const batch: Required<Pick<TrainingBatch, "tokens" | "weights" | "samplingLogprobs" | "advantages">> & { returns?: number[][] } = {
+    tokens: [],
+    weights: [],
+    samplingLogprobs: [],
+    advantages: [],
+    ...(returns ? { returns: [] } : {}),
+  };
+  groups.forEach((group, g) =>
+    group.forEach((trajectory, i) =>
+      trajectory.turns.forEach((turn, t) => {
+        if (turn.actionTokens.length === 0) return;
+        const p = turn.promptTokens.length;
+        const zeros = new Array<number>(p).fill(0);
+        const a = advantages[g]![i]![t]!;
+        batch.tokens.push([...turn.promptTokens, ...turn.actionTokens]);
+        batch.weights.push([...zeros, ...turn.actionTokens.map(() => 1)]);
+        batch.samplingLogprobs.push([...zeros, ...turn.actionLogprobs]);
+        batch.advantages.push([...zeros, ...turn.actionTokens.map(() => a)]);
+        if (returns) batch.returns!.push([...zeros, ...turn.actionTokens.map(() => returns[g]![i]![t]!)]);
+      }),
+    ),
+  );
+  return batch;
+}
+
+/** Splits a batch into chunks of at most `size` sequences (gradients accumulate across them). */
+export function chunkBatch(batch: TrainingBatch, size: number): TrainingBatch[] {
+  const out: TrainingBatch[] = [];
+  for (let start = 0; start < batch.tokens.length; start += size) {
+    const part: TrainingBatch = { tokens: batch.tokens.slice(start, start + size) };
+    for (const key of ["weights", "samplingLogprobs", "advantages", "returns"] as const) {
+      if (batch[key]) part[key] = batch[key]!.slice(start, start + size);
+    }
+    out.push(part);
+  }
+  return out;
+}
+
+/** reward/mean, reward/std, per-reward-function means, episode length, score, and the environment's metrics. */
+export function rolloutMetrics(groups: Trajectory[][], scoreName = "score"): Record<string, number> {
+  const all = groups.flat();
+  const n = Math.max(all.length, 1);
+  const rewards = all.map((t) => t.totalReward);
+  const mean = rewards.reduce((a, b) => a + b, 0) / n;
+  const metrics: Record<string, number> = {
+    "reward/mean": mean,
+    "reward/std": Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / n),
+    [`reward/${scoreName}`]: all.reduce((a, t) => a + t.score, 0) / n,
+    "episode/length": all.reduce((a, t) => a + t.turns.length, 0) / n,
+    "episode/truncated": all.filter((t) => t.truncated).length / n,
+    "episode/invalid_actions": all.reduce((a, t) => a + t.invalidActions, 0) / n,
+    "episode/action_tokens": all.reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0) / n,
+  };
+  for (const name of new Set(all.flatMap((t) => Object.keys(t.rewards)))) {
+    metrics[`reward/${name}`] = all.reduce((a, t) => a + (t.rewards[name] ?? 0), 0) / n;
+  }
+  const names = new Set(all.flatMap((t) => Object.keys(t.metrics)));
+  for (const name of names) metrics[`env/${name}`] = all.reduce((a, t) => a + (t.metrics[name] ?? 0), 0) / n;
+  return metrics;
+}

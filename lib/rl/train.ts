@@ -1,0 +1,132 @@
+/**
+ * The training loop of an RL experiment, on the primitives only: for each step, pick the step's prompts, run the
+ * algorithm (rollouts, advantages, update), report metrics and rollouts, evaluate on held-out episodes on
+ * schedule, and checkpoint. The same loop serves the built-in runs and a user's script.
+ */
+import { Rng } from "@/lib/model/rng";
+import type { DatasetRow, EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
+import type { AlgorithmName, ExperimentConfig } from "@/lib/sdk/experiment";
+import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
+import type { TurnAdvantages } from "./advantages";
+import type { RlAlgorithm } from "./algorithm";
+import { evaluate } from "./evaluate";
+import { grpo, grpoPerTurn } from "./grpo";
+import { ppo } from "./ppo";
+import type { PolicyModel } from "./primitives";
+import { reinforce } from "./reinforce";
+import { rloo } from "./rloo";
+import type { EpisodeSpec } from "./rollouts";
+
+export const rlAlgorithms: Record<Exclude<AlgorithmName, "sft">, RlAlgorithm> = {
+  grpo,
+  "grpo-per-turn": grpoPerTurn,
+  ppo,
+  rloo,
+  reinforce,
+};
+
+export type TrainingHooks = {
+  onMetrics?(step: number, metrics: Record<string, number>): void | Promise<void>;
+  onRollouts?(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null): void | Promise<void>;
+  /** Save a resumable checkpoint after `step`; `memory` is the algorithm's state to save with it. */
+  onCheckpoint?(step: number, memory: Record<string, number>): void | Promise<void>;
+  /** Asked between steps; true ends the loop early (cancel, pause, preemption). */
+  shouldStop?(): boolean;
+};
+
+/** Splits a dataset: rows marked split "test" are held out; without such a field, the last fifth is. */
+export function splitDataset(rows: DatasetRow[]): { train: DatasetRow[]; test: DatasetRow[] } {
+  if (rows.some((row) => "split" in row)) {
+    return { train: rows.filter((row) => row.split !== "test"), test: rows.filter((row) => row.split === "test") };
+  }
+  const cut = Math.floor(rows.length * 0.8);
+  return { train: rows.slice(0, cut), test: rows.slice(cut) };
+}
+
+/** The prompts of one training step: a function of (seed, step) alone, so a resumed run sees the same ones. */
+export function trainingSpecs(config: ExperimentConfig, step: number, rows: DatasetRow[] | null): EpisodeSpec[] {
+  const rng = new Rng((config.seed * 1_000_003 + step * 7_919) >>> 0);
+  return Array.from({ length: config.algorithm.groupsPerStep }, () => {
+    const seed = rng.nextU32() % config.evaluation.seedOffset; // training seeds stay below the held-out range
+    return rows ? { seed, sample: rows[rng.nextU32() % rows.length]! } : { seed };
+  });
+}
+
+export function evaluationSpecs(config: ExperimentConfig, rows: DatasetRow[] | null): EpisodeSpec[] {
+  const { episodes, seedOffset } = config.evaluation;
+  return Array.from({ length: rows ? Math.min(episodes, rows.length) : episodes }, (_, i) =>
+    rows ? { seed: seedOffset + i, sample: rows[i]! } : { seed: seedOffset + i },
+  );
+}
+
+export async function trainRl(options: {
+  config: ExperimentConfig;
+  policy: PolicyModel;
+  environment: EnvironmentDefinition<any, any, any>;
+  protocol: Protocol;
+  dataset?: DatasetRow[];
+  /** Resume after this many completed steps (from a checkpoint), with the algorithm state saved there. */
+  startStep?: number;
+  memory?: Record<string, number>;
+  hooks?: TrainingHooks;
+  createSession?: () => EnvironmentSession;
+}): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean }> {
+  const { config, policy, environment, protocol, hooks = {} } = options;
+  if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");
+  if (environment.data.kind === "dataset" && !options.dataset) {
+    throw new Error(`environment '${environment.name}' reads dataset '${environment.data.dataset}', but no rows were given`);
+  }
+  const algorithm = rlAlgorithms[config.algorithm.name];
+  const split = options.dataset ? splitDataset(options.dataset) : null;
+  const memory = { ...(options.memory ?? {}) };
+  const evaluations: { step: number; score: number }[] = [];
+  const sampling = { ...config.agent.sampling };
+  const { steps } = config.algorithm;
+  let step = options.startStep ?? 0;
+
+  const runEvaluation = async () => {
+    const result = await evaluate({
+      policy,
+      environment,
+      protocol,
+      specs: evaluationSpecs(config, split?.test ?? null),
+      maxTokens: sampling.maxTokens,
+      temperature: config.evaluation.temperature,
+      createSession: options.createSession,
+    });
+    evaluations.push({ step, score: result.score });
+    const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
+    await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
+    await hooks.onRollouts?.(step, "eval", result.trajectories.map((t) => [t]), null);
+  };
+
+  if (step === 0) await runEvaluation();
+  while (step < steps) {
+    if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true };
+    const started = performance.now();
+    const output = await algorithm({
+      policy,
+      environment,
+      protocol,
+      specs: trainingSpecs(config, step, split?.train ?? null),
+      config: config.algorithm,
+      sampling,
+      memory,
+      createSession: options.createSession,
+    });
+    step += 1;
+    const seconds = (performance.now() - started) / 1000;
+    const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
+    await hooks.onMetrics?.(step, {
+      ...output.metrics,
+      "perf/step_seconds": seconds,
+      "perf/sampled_tokens_per_s": sampled / seconds,
+      "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,
+    });
+    await hooks.onRollouts?.(step, "train", output.groups, output.advantages);
+    const evaluateNow = step === steps || (config.evaluation.every > 0 && step % config.evaluation.every === 0);
+    if (evaluateNow) await runEvaluation();
+    if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);
+  }
+  return { steps: step, evaluations, stopped: false };
+}

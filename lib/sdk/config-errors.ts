@@ -1,0 +1,30 @@
+import type { z } from "zod";
+
+/**
+ * Turns a zod error into one line per problem: the field's dotted path, what was given and what is accepted.
+ * Used by every user-facing config (agent, experiment), so the editor and the API say the same thing.
+ */
+export function describeConfigError(error: z.ZodError, input: unknown): string {
+  return error.issues
+    .map((issue) => {
+      const path = issue.path.length ? issue.path.join(".") : "(config)";
+      const given = valueAt(input, issue.path);
+      const shown = given === undefined ? "missing" : `got ${JSON.stringify(given)}`;
+      return `${path}: ${issue.message} (${shown})`;
+    })
+    .join("\n");
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== "object") return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** A number field with an inclusive range whose error message states the range. */
+export function rangeMessage(min: number, max: number, integer = false) {
+  return `must be ${integer ? "a whole number" : "a number"} from ${min} to ${max}`;
+}

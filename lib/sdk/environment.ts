@@ -1,0 +1,237 @@
+/**
+ * Environments: what an agent sees, what it may do, and what it earns.
+ *
+ * A user describes an environment as pure functions of an explicit state (`reset`, `parseAction`, `step`,
+ * `render`), so the runtime can run many episodes side by side, in the sandbox or natively, and replay any of
+ * them from its seed. `EnvironmentSession` wraps a definition into the gym-like object the protocols drive:
+ * `reset(seed, sample?)` → first observation, `step(actionText)` → { observation, reward, done, info, metrics }.
+ */
+import { Rng } from "@/lib/model/rng";
+
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+export type ParseResult<Action> = { ok: true; action: Action } | { ok: false; error: string };
+
+export type StepOutcome<State> = {
+  state: State;
+  /** What the agent sees next; omitted when the episode is done. */
+  observation?: string;
+  reward: number;
+  done: boolean;
+  info?: Record<string, Json>;
+  /** Numbers to average into the run's metrics, e.g. {won: 1}. */
+  metrics?: Record<string, number>;
+};
+
+export type Tool<State> = {
+  description: string;
+  /** The tool's answer, shown to the agent as the next observation. Throwing an Error answers with its message. */
+  run(args: string, state: State): string;
+};
+
+export type DatasetRow = Record<string, string | number | boolean | null>;
+
+export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = DatasetRow> = {
+  name: string;
+  description?: string;
+  /** "free": the environment makes its own problems from the seed; "dataset": it reads one row per episode. */
+  data: { kind: "free" } | { kind: "dataset"; dataset: string };
+  systemPrompt: string | ((sample: Sample | undefined) => string);
+  /** Turns before the episode is cut off (a cut-off episode is done, with no extra reward). */
+  maxTurns: number;
+  /** What an unparseable action costs, and whether the episode goes on after one. */
+  invalidAction?: { penalty: number; endEpisode: boolean };
+  /** Per-step cost added to every step's reward (a negative number), e.g. for a text world. */
+  stepCost?: number;
+  reset(context: { seed: number; rng: Rng; sample?: Sample }): { state: State; observation: string };
+  parseAction(text: string, state: State): ParseResult<Action>;
+  step(state: State, action: Action, context: { rng: Rng }): StepOutcome<State>;
+  /** The environment's own picture of the state (a board), shown in the trajectory viewer. */
+  render?(state: State): string;
+  /** Tools the agent may call with `@name(args)`; the answer comes back as the next observation. */
+  tools?: Record<string, Tool<State>>;
+  /**
+   * Extra reward functions, scored once on the finished episode and added to its last step's reward. Each is
+   * reported apart (reward/NAME) beside the environment's own step rewards (reward/env).
+   */
+  rewardFunctions?: Record<string, (summary: EpisodeSummary<State>) => number>;
+  /** The headline score of a finished episode for evaluation (e.g. accuracy: 1 if solved). */
+  score?(summary: EpisodeSummary<State>): number;
+  /** Name of the score, e.g. "accuracy", "solved", "win_rate". */
+  scoreName?: string;
+};
+
+export type EpisodeSummary<State> = {
+  state: State;
+  turns: number;
+  totalReward: number;
+  done: boolean;
+  truncated: boolean;
+  invalidActions: number;
+};
+
+const TOOL_CALL = /^\s*@([A-Za-z_][A-Za-z0-9_]*)\((.*)\)\s*$/s;
+
+/** Checks a definition once, at the point it is made, so a mistake names the field instead of failing mid-run. */
+export function defineEnvironment<State, Action, Sample extends DatasetRow = DatasetRow>(
+  definition: EnvironmentDefinition<State, Action, Sample>,
+): EnvironmentDefinition<State, Action, Sample> {
+  const problems: string[] = [];
+  if (typeof definition.name !== "string" || !/^[a-z0-9][a-z0-9-]{0,63}$/.test(definition.name)) {
+    problems.push(`name must be 1-64 lowercase letters, digits or '-'; got ${JSON.stringify(definition.name)}`);
+  }
+  if (!Number.isInteger(definition.maxTurns) || definition.maxTurns < 1 || definition.maxTurns > 1000) {
+    problems.push(`maxTurns must be a whole number from 1 to 1000; got ${String(definition.maxTurns)}`);
+  }
+  for (const fn of ["reset", "parseAction", "step"] as const) {
+    if (typeof definition[fn] !== "function") problems.push(`${fn} must be a function`);
+  }
+  if (definition.invalidAction && !Number.isFinite(definition.invalidAction.penalty)) {
+    problems.push(`invalidAction.penalty must be a finite number; got ${String(definition.invalidAction.penalty)}`);
+  }
+  if (definition.stepCost !== undefined && (!Number.isFinite(definition.stepCost) || definition.stepCost > 0)) {
+    problems.push(`stepCost must be a finite number ≤ 0; got ${String(definition.stepCost)}`);
+  }
+  if (problems.length) throw new Error(`defineEnvironment: ${problems.join("; ")}`);
+  return definition;
+}
+
+export type SessionStep = {
+  observation: string | null;
+  reward: number;
+  done: boolean;
+  info: Record<string, Json>;
+  metrics: Record<string, number>;
+};
+
+/** One episode at a time of one environment: the object a protocol drives. */
+export class EnvironmentSession<State = unknown, Action = unknown, Sample extends DatasetRow = DatasetRow> {
+  private state: State | undefined;
+  private rng = new Rng(0);
+  private turn = 0;
+  private total = 0;
+  private invalid = 0;
+  private finished = true;
+  private truncated = false;
+  private breakdown: Record<string, number> = { env: 0 };
+  sample: Sample | undefined;
+
+  constructor(readonly definition: EnvironmentDefinition<State, Action, Sample>) {}
+
+  get systemPrompt(): string {
+    const prompt = this.definition.systemPrompt;
+    return typeof prompt === "function" ? prompt(this.sample) : prompt;
+  }
+
+  /** Starts an episode; the same seed (and sample) always gives the same episode. */
+  reset(seed: number, sample?: Sample): string {
+    this.rng = new Rng(seed);
+    this.sample = sample;
+    const { state, observation } = this.definition.reset({ seed, rng: this.rng, sample });
+    this.state = state;
+    this.turn = 0;
+    this.total = 0;
+    this.invalid = 0;
+    this.finished = false;
+    this.truncated = false;
+    this.breakdown = { env: 0 };
+    return observation;
+  }
+
+  /** Applies the agent's action text: a tool call, an invalid action, or an action the environment steps on. */
+  step(actionText: string): SessionStep {
+    if (this.finished || this.state === undefined) throw new Error("step() called on a finished episode; call reset() first");
+    this.turn += 1;
+    const outcome = this.resolve(actionText);
+    const stepCost = this.definition.stepCost ?? 0;
+    let { reward, done } = outcome;
+    reward += stepCost;
+    if (!done && this.turn >= this.definition.maxTurns) {
+      done = true;
+      this.truncated = true;
+    }
+    this.breakdown.env! += reward;
+    this.total += reward;
+    this.finished = done;
+    if (done && this.definition.rewardFunctions) {
+      const summary = this.summary();
+      for (const [name, fn] of Object.entries(this.definition.rewardFunctions)) {
+        const value = fn(summary);
+        if (!Number.isFinite(value)) throw new Error(`reward function '${name}' returned ${value}; it must return a finite number`);
+        this.breakdown[name] = value;
+        reward += value;
+        this.total += value;
+      }
+    }
+    return {
+      observation: done ? null : (outcome.observation ?? ""),
+      reward,
+      done,
+      info: { ...(outcome.info ?? {}), ...(this.truncated ? { truncated: true } : {}) },
+      metrics: outcome.metrics ?? {},
+    };
+  }
+
+  private resolve(actionText: string): Omit<StepOutcome<State>, "state"> {
+    const state = this.state as State;
+    const toolCall = this.definition.tools ? TOOL_CALL.exec(actionText) : null;
+    if (toolCall) {
+      const [, name, args] = toolCall;
+      const tool = this.definition.tools![name!];
+      if (!tool) {
+        return this.invalidAction(`unknown tool '${name}'; tools: ${Object.keys(this.definition.tools!).join(", ")}`);
+      }
+      let answer: string;
+      try {
+        answer = tool.run(args!, state);
+      } catch (error) {
+        answer = `error: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      return { observation: answer, reward: 0, done: false, info: { tool: name!, args: args! }, metrics: { tool_calls: 1 } };
+    }
+    const parsed = this.definition.parseAction(actionText, state);
+    if (!parsed.ok) return this.invalidAction(parsed.error);
+    const outcome = this.definition.step(state, parsed.action, { rng: this.rng });
+    this.state = outcome.state;
+    return outcome;
+  }
+
+  private invalidAction(error: string): Omit<StepOutcome<State>, "state"> {
+    this.invalid += 1;
+    const rule = this.definition.invalidAction ?? { penalty: -1, endEpisode: true };
+    return {
+      observation: `Invalid action: ${error}`,
+      reward: rule.penalty,
+      done: rule.endEpisode,
+      info: { invalid: error },
+      metrics: { invalid_action: 1 },
+    };
+  }
+
+  render(): string | undefined {
+    return this.state !== undefined && this.definition.render ? this.definition.render(this.state) : undefined;
+  }
+
+  /** The episode's return so far, by reward function: "env" for the step rewards, then each extra function. */
+  rewardBreakdown(): Record<string, number> {
+    return { ...this.breakdown };
+  }
+
+  summary(): EpisodeSummary<State> {
+    if (this.state === undefined) throw new Error("summary() before reset()");
+    return {
+      state: this.state,
+      turns: this.turn,
+      totalReward: this.total,
+      done: this.finished,
+      truncated: this.truncated,
+      invalidActions: this.invalid,
+    };
+  }
+
+  /** The episode's headline score: the definition's own, else 1 when the return is positive. */
+  score(): number {
+    const summary = this.summary();
+    return this.definition.score ? this.definition.score(summary) : summary.totalReward > 0 ? 1 : 0;
+  }
+}

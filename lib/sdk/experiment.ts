@@ -1,0 +1,76 @@
+/**
+ * Experiments: an agent, an environment, a protocol and an algorithm with its hyperparameters. The schema's
+ * descriptions drive the editor's forms and completions; `defineExperiment` rejects an invalid value with a
+ * message naming the field and the accepted range.
+ */
+import { z } from "zod";
+import { agentSchema } from "./agent";
+import { describeConfigError, rangeMessage } from "./config-errors";
+
+const ranged = (min: number, max: number) => z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
+const rangedInt = (min: number, max: number) =>
+  z.number(rangeMessage(min, max, true)).int(rangeMessage(min, max, true)).min(min, rangeMessage(min, max, true)).max(max, rangeMessage(min, max, true));
+
+export const algorithmNames = ["grpo", "grpo-per-turn", "ppo", "rloo", "reinforce", "sft"] as const;
+export type AlgorithmName = (typeof algorithmNames)[number];
+export const policyLosses = ["importance_sampling", "ppo", "cispo"] as const;
+
+export const algorithmSchema = z.object({
+  name: z.enum(algorithmNames, `must be one of ${algorithmNames.join(", ")}`).default("grpo").describe("the RL algorithm (or sft)"),
+  steps: rangedInt(1, 1_000_000).default(100).describe("training steps (one optimizer update per step)"),
+  groupSize: rangedInt(1, 1024).default(8).describe("episodes per prompt (seed); GRPO and RLOO compare within a group"),
+  groupsPerStep: rangedInt(1, 4096).default(8).describe("prompts (groups) per training step"),
+  learningRate: ranged(1e-7, 1).default(3e-3).describe("Adam learning rate"),
+  weightDecay: ranged(0, 1).default(0).describe("AdamW decoupled weight decay"),
+  gradClip: ranged(0, 1e6).default(1).describe("clip the global gradient norm to this (0 = off)"),
+  loss: z.enum(policyLosses, `must be one of ${policyLosses.join(", ")}`).default("ppo").describe("policy loss on the primitives"),
+  clipRange: ranged(0, 10).default(0.2).describe("PPO clip range ε: ratios are clipped to [1-ε, 1+ε]"),
+  klCoef: ranged(0, 100).default(0).describe("weight of the KL penalty against the reference policy"),
+  entropyCoef: ranged(0, 10).default(0).describe("reserved for an entropy bonus; reported entropy is always logged"),
+  discount: ranged(0, 1).default(1).describe("discount γ of per-turn returns"),
+  gaeLambda: ranged(0, 1).default(0.95).describe("GAE λ (PPO)"),
+  valueCoef: ranged(0, 100).default(0.5).describe("weight of the value loss (PPO)"),
+  epochs: rangedInt(1, 64).default(1).describe("optimizer passes over each batch of rollouts"),
+  normalizeAdvantages: z.boolean().default(true).describe("divide group advantages by the group's standard deviation (GRPO)"),
+});
+export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
+
+export const experimentSchema = z.object({
+  name: z.string().trim().min(1, "give the experiment a name").max(120).describe("the experiment's name"),
+  environment: z.string().min(1, "name an environment").describe("a built-in environment or the experiment's own"),
+  agent: agentSchema,
+  protocol: z
+    .object({
+      name: z.enum(["single-turn", "multi-turn", "turn-based"], "must be single-turn, multi-turn or turn-based").default("single-turn"),
+      agents: z.array(z.string().min(1)).min(1).default(["agent"]).describe("agents in the order they act"),
+      history: z
+        .enum(["full", "last"], "must be full or last")
+        .default("full")
+        .describe("full: prompts hold the whole conversation; last: only the latest observation"),
+    })
+    .default({ name: "single-turn", agents: ["agent"], history: "full" })
+    .describe("how the agent(s) and the environment take turns"),
+  algorithm: algorithmSchema.default(algorithmSchema.parse({})),
+  evaluation: z
+    .object({
+      every: rangedInt(0, 1_000_000).default(10).describe("evaluate every N steps (0 = only before and after)"),
+      episodes: rangedInt(1, 100_000).default(64).describe("held-out episodes per evaluation"),
+      seedOffset: rangedInt(0, 2 ** 30).default(1_000_000).describe("held-out seeds start here, apart from training seeds"),
+      temperature: ranged(0, 5).default(0).describe("sampling temperature for evaluation (0 = greedy)"),
+    })
+    .default({ every: 10, episodes: 64, seedOffset: 1_000_000, temperature: 0 })
+    .describe("evaluation on held-out seeds"),
+  checkpointEvery: rangedInt(0, 1_000_000).default(25).describe("save a resumable checkpoint every N steps (0 = only at the end)"),
+  seed: rangedInt(0, 2 ** 31 - 1).default(0).describe("seed of the whole run: model init, sampling, environments"),
+});
+
+export type ExperimentConfig = z.infer<typeof experimentSchema>;
+export type ExperimentConfigInput = z.input<typeof experimentSchema>;
+
+export function defineExperiment(input: ExperimentConfigInput): ExperimentConfig {
+  const parsed = experimentSchema.safeParse(input);
+  if (!parsed.success) throw new Error(`Invalid experiment:\n${describeConfigError(parsed.error, input)}`);
+  const config = parsed.data;
+  if (config.algorithm.name === "ppo" && !config.agent.valueHead) config.agent.valueHead = true;
+  return config;
+}

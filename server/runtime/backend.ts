@@ -1,0 +1,128 @@
+/**
+ * Backend choice, made once per process and reported in one frozen capability object that the rest of the
+ * runtime reads instead of probing again.
+ *
+ *   js        the pure-TypeScript engine (lib/model/gpt.ts): the fastest on CPU for the model sizes here,
+ *             measured in docs/RUNTIME.md
+ *   node-gpu  @tensorflow/tfjs-node-gpu, used when it loads and a GPU is visible
+ *   node      @tensorflow/tfjs-node (native TensorFlow on the CPU)
+ *   wasm      @tensorflow/tfjs-backend-wasm
+ *   cpu       @tensorflow/tfjs-backend-cpu (tfjs's pure-JS kernels)
+ *
+ * `auto` tries node-gpu and otherwise takes js. The native packages are optional and loaded with a dynamic
+ * import, so a machine without them simply skips them. An explicit choice that cannot load is an error: a
+ * user who asked for a backend should not silently get another.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname } from "node:path";
+import type { Engine } from "@/lib/model/engine";
+import { jsEngine } from "@/lib/model/gpt";
+import { createTfjsEngine } from "./tfjs-engine";
+
+export const backendNames = ["js", "node-gpu", "node", "wasm", "cpu"] as const;
+export type BackendName = (typeof backendNames)[number];
+export type BackendPreference = BackendName | "auto";
+
+export interface RuntimeCapabilities {
+  /** the backend in use */
+  readonly backend: BackendName;
+  /** what was asked for */
+  readonly requested: BackendPreference;
+  /** true when computation runs on a GPU */
+  readonly gpu: boolean;
+  /** the backends tried before this one, and why each was passed over */
+  readonly skipped: readonly { readonly backend: BackendName; readonly reason: string }[];
+}
+
+export interface RuntimeBackend {
+  readonly capabilities: RuntimeCapabilities;
+  readonly engine: Engine;
+}
+
+let chosen: RuntimeBackend | null = null;
+
+/**
+ * Chooses the backend (once; later calls return the same choice, and asking for a different one is an error,
+ * because tfjs's backend is global to the process).
+ */
+export async function initBackend(options: { prefer?: BackendPreference } = {}): Promise<RuntimeBackend> {
+  const requested = options.prefer ?? "auto";
+  if (requested !== "auto" && !(backendNames as readonly string[]).includes(requested)) {
+    throw new Error(`unknown backend '${requested}'; expected auto or one of ${backendNames.join(", ")}`);
+  }
+  if (chosen) {
+    if (requested === "auto" || requested === chosen.capabilities.backend) return chosen;
+    throw new Error(`backend already chosen as '${chosen.capabilities.backend}' in this process; cannot switch to '${requested}'`);
+  }
+  const candidates: BackendName[] = requested === "auto" ? ["node-gpu", "js"] : [requested];
+  const skipped: { backend: BackendName; reason: string }[] = [];
+  for (const backend of candidates) {
+    try {
+      const { engine, gpu } = await load(backend);
+      chosen = Object.freeze({
+        capabilities: Object.freeze({ backend, requested, gpu, skipped: Object.freeze(skipped.map((s) => Object.freeze(s))) }),
+        engine,
+      });
+      return chosen;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      if (requested !== "auto") throw new Error(`backend '${backend}' is not available: ${reason}`);
+      skipped.push({ backend, reason });
+    }
+  }
+  throw new Error(`no backend could be loaded: ${skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ")}`);
+}
+
+/** The backend chosen by initBackend, or null before it has run. */
+export function currentBackend(): RuntimeBackend | null {
+  return chosen;
+}
+
+// Package names held in variables so bundlers and type-checkers do not insist that the optional ones exist.
+const optionalPackage = {
+  "node-gpu": "@tensorflow/tfjs-node-gpu",
+  node: "@tensorflow/tfjs-node",
+};
+
+/** tfjs-core with the gradient functions registered (the umbrella `@tensorflow/tfjs` package would do this). */
+async function loadTfjsCore() {
+  const tf = await import("@tensorflow/tfjs-core");
+  await import("@tensorflow/tfjs-core/dist/register_all_gradients");
+  return tf;
+}
+
+async function load(backend: BackendName): Promise<{ engine: Engine; gpu: boolean }> {
+  switch (backend) {
+    case "js":
+      return { engine: jsEngine, gpu: false };
+    case "node-gpu":
+    case "node": {
+      const tf = await import(/* @vite-ignore */ optionalPackage[backend]).catch(() => {
+        throw new Error(`${optionalPackage[backend]} is not installed or failed to load`);
+      });
+      await tf.ready();
+      // tfjs-node-gpu quietly runs on the CPU when CUDA finds no device; the driver's control node tells us.
+      const gpu = backend === "node-gpu" && existsSync("/dev/nvidiactl");
+      if (backend === "node-gpu" && !gpu) throw new Error("tfjs-node-gpu loaded but no GPU is visible");
+      return { engine: createTfjsEngine(tf, backend), gpu };
+    }
+    case "wasm": {
+      const tf = await loadTfjsCore();
+      const wasm = await import("@tensorflow/tfjs-backend-wasm");
+      // In Node the .wasm binaries are read from the package's dist folder.
+      const dist = dirname(createRequire(import.meta.url).resolve("@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm"));
+      wasm.setWasmPaths(dist + "/");
+      if (!(await tf.setBackend("wasm"))) throw new Error("tfjs could not start the wasm backend");
+      await tf.ready();
+      return { engine: createTfjsEngine(tf, "wasm"), gpu: false };
+    }
+    case "cpu": {
+      const tf = await loadTfjsCore();
+      await import("@tensorflow/tfjs-backend-cpu");
+      if (!(await tf.setBackend("cpu"))) throw new Error("tfjs could not start the cpu backend");
+      await tf.ready();
+      return { engine: createTfjsEngine(tf, "cpu"), gpu: false };
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * A base model held once per process: its config, tokenizer and weights, and the engine that computes it.
+ * Any number of TrainingClients sit on one BaseModel; LoRA clients read its weights without copying them,
+ * full-parameter clients train a copy, and both use it, frozen, as the reference policy of the KL penalty.
+ */
+import { type GPTConfig, describeMismatch, parseGPTConfig } from "@/lib/model/config";
+import type { Engine } from "@/lib/model/engine";
+import { jsEngine } from "@/lib/model/gpt";
+import { Rng } from "@/lib/model/rng";
+import { ByteTokenizer, type TokenizerSpec } from "@/lib/model/tokenizer";
+import { type GPTWeights, assignParameters, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
+import { readCheckpoint } from "./checkpoint-store";
+
+export interface BaseModelOptions {
+  /** how to compute the model; default the pure-TypeScript engine (see initBackend) */
+  engine?: Engine;
+}
+
+export class BaseModel {
+  readonly tokenizer = new ByteTokenizer();
+
+  private constructor(
+    readonly config: GPTConfig,
+    readonly weights: GPTWeights,
+    readonly engine: Engine,
+  ) {}
+
+  /** A freshly initialised model (GPT-2 initialisation from `seed`). */
+  static create(config: unknown, options: BaseModelOptions & { seed?: number } = {}): BaseModel {
+    const parsed = parseGPTConfig(config);
+    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), options.engine ?? jsEngine);
+  }
+
+  /**
+   * Loads full weights from a checkpoint folder (a full-parameter training state, or sampler weights that are
+   * full or merged). With `expect` given, a checkpoint of another shape is refused with the fields that differ.
+   */
+  static load(dir: string, options: BaseModelOptions & { expect?: GPTConfig } = {}): BaseModel {
+    const ckpt = readCheckpoint(dir);
+    if (ckpt.manifest.contents === "lora") {
+      throw new Error(`'${dir}' holds a LoRA adapter, not full weights; load it into a TrainingClient on its base model`);
+    }
+    const config = parseGPTConfig(ckpt.json("model_config.json"));
+    if (options.expect) {
+      const problems = describeMismatch(config, options.expect);
+      if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
+    }
+    ByteTokenizer.fromJSON(ckpt.json<TokenizerSpec>("tokenizer.json"));
+    const model = BaseModel.create(config, options);
+    assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
+    return model;
+  }
+
+  parameterCount(): number {
+    return listGPTParameters(this.weights, this.config).reduce((n, p) => n + p.data.length, 0);
+  }
+}

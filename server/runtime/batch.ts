@@ -1,0 +1,94 @@
+/**
+ * The batch format of the primitives. Every per-token array is aligned with `tokens`: entry i is about token i,
+ * predicted from tokens[0..i-1]. Entry 0 has no prefix, so it is ignored on input and reported as 0 on output.
+ */
+export interface Batch {
+  /** [B][L_b] token ids of each sequence (prompt and completion together) */
+  tokens: number[][];
+  /** [B][L_b] per-token loss weights, e.g. the chat template's loss mask; default 1 everywhere */
+  weights?: number[][];
+  /** [B][L_b] logprobs the sampler reported (importance_sampling, ppo, cispo) */
+  samplingLogprobs?: number[][];
+  /** [B][L_b] per-token advantages (importance_sampling, ppo, cispo) */
+  advantages?: number[][];
+  /** [B][L_b] value targets for the value head's MSE loss */
+  returns?: number[][];
+  /** [B][L_b] reference-policy logprobs for the KL penalty; computed from the reference when absent */
+  referenceLogprobs?: number[][];
+}
+
+/** A batch right-padded into one [B, T] block, the layout the engines take. */
+export interface PackedBatch {
+  B: number;
+  T: number;
+  tokens: Int32Array; // [B*T]
+  lengths: number[]; // [B]
+}
+
+export function packBatch(batch: Batch, vocabSize: number, contextLength: number): PackedBatch {
+  const rows = batch.tokens;
+  if (!Array.isArray(rows) || rows.length === 0) throw new Error("batch.tokens must hold at least one sequence");
+  const lengths = rows.map((r) => r.length);
+  const T = Math.max(...lengths);
+  rows.forEach((r, b) => {
+    if (r.length === 0) throw new Error(`batch.tokens[${b}] is empty; every sequence needs at least one token`);
+    if (r.length > contextLength) {
+      throw new Error(`batch.tokens[${b}] has ${r.length} tokens, over the model's contextLength=${contextLength}`);
+    }
+    for (const t of r) {
+      if (!Number.isInteger(t) || t < 0 || t >= vocabSize) {
+        throw new Error(`batch.tokens[${b}] holds token id ${t}, outside the model's vocabulary 0..${vocabSize - 1}`);
+      }
+    }
+  });
+  for (const key of ["weights", "samplingLogprobs", "advantages", "returns", "referenceLogprobs"] as const) {
+    const field = batch[key];
+    if (field === undefined) continue;
+    if (field.length !== rows.length) {
+      throw new Error(`batch.${key} has ${field.length} rows, batch.tokens has ${rows.length}`);
+    }
+    field.forEach((r, b) => {
+      if (r.length !== rows[b].length) {
+        throw new Error(`batch.${key}[${b}] has ${r.length} entries, batch.tokens[${b}] has ${rows[b].length}`);
+      }
+    });
+  }
+  const tokens = new Int32Array(rows.length * T); // padding is token 0; causal attention never looks right
+  rows.forEach((r, b) => tokens.set(r, b * T));
+  return { B: rows.length, T, tokens, lengths };
+}
+
+/**
+ * log softmax(logits / temperature) at `target` for one row of logits, plus the log-sum-exp it used. The one
+ * definition shared by `forward`, the losses and `sample`, so their logprobs agree.
+ */
+export function logprobOf(
+  logits: Float32Array,
+  offset: number,
+  V: number,
+  temperature: number,
+  target: number,
+): { logprob: number; logSumExp: number } {
+  const inv = 1 / temperature;
+  let max = -Infinity;
+  for (let j = 0; j < V; j++) {
+    const z = logits[offset + j] * inv;
+    if (z > max) max = z;
+  }
+  let sum = 0;
+  for (let j = 0; j < V; j++) sum += Math.exp(logits[offset + j] * inv - max);
+  const logSumExp = max + Math.log(sum);
+  return { logprob: logits[offset + target] * inv - logSumExp, logSumExp };
+}
+
+/** Per-token logprobs aligned with tokens (entry 0 is 0) from the logits of a packed batch. */
+export function tokenLogprobs(logits: Float32Array, packed: PackedBatch, V: number, temperature: number): number[][] {
+  const { T, tokens, lengths } = packed;
+  return lengths.map((len, b) => {
+    const out = new Array<number>(len).fill(0);
+    for (let i = 1; i < len; i++) {
+      out[i] = logprobOf(logits, (b * T + i - 1) * V, V, temperature, tokens[b * T + i]).logprob;
+    }
+    return out;
+  });
+}

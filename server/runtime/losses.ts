@@ -1,0 +1,180 @@
+/**
+ * The per-token losses of `forwardBackward`, written against logprobs: each gives the loss of a token and its
+ * derivative with respect to that token's logprob, and the chain rule through log-softmax turns that into the
+ * gradient on the logits that the engine backpropagates.
+ *
+ *   cross_entropy        ℓ = -logp
+ *   importance_sampling  ℓ = -r·A                          r = exp(logp - samplingLogp)
+ *   ppo                  ℓ = -min(r·A, clip(r, 1-εlow, 1+εhigh)·A)
+ *   cispo                ℓ = -sg(clip(r, 1-εlow, 1+εhigh))·A·logp     (sg: no gradient through the weight)
+ *   KL penalty (any)     ℓ += β·(exp(δ) - δ - 1)            δ = refLogp - logp (the k3 estimator, ≥ 0)
+ *   value head           ℓ += c·½(v - R)²
+ *
+ * Every term is multiplied by the token's weight, summed, and divided by the summed weights ("tokens") or not
+ * ("none").
+ */
+import { z } from "zod";
+import { type Batch, type PackedBatch, logprobOf } from "./batch";
+
+export const lossNames = ["cross_entropy", "importance_sampling", "ppo", "cispo"] as const;
+export type LossName = (typeof lossNames)[number];
+
+export const lossConfigSchema = z.object({
+  temperature: z
+    .number()
+    .positive()
+    .default(1)
+    .describe("logprobs are of softmax(logits / temperature); use the temperature the samples were drawn at"),
+  clipLow: z
+    .number()
+    .min(0)
+    .optional()
+    .describe("ppo/cispo: the ratio is clipped below at 1 - clipLow (default 0.2 for ppo, no lower clip for cispo)"),
+  clipHigh: z.number().min(0).optional().describe("ppo/cispo: the ratio is clipped above at 1 + clipHigh (default 0.2)"),
+  klCoef: z.number().min(0).default(0).describe("weight of the KL penalty against the reference policy (0 = off)"),
+  valueCoef: z.number().min(0).default(0.5).describe("weight of the value head's MSE loss, used when the batch has returns"),
+  normalize: z
+    .enum(["tokens", "none"])
+    .default("tokens")
+    .describe("tokens: divide the summed loss by the summed weights; none: keep the sum"),
+});
+export type LossConfig = z.infer<typeof lossConfigSchema>;
+export type LossConfigInput = z.input<typeof lossConfigSchema>;
+
+export function parseLossConfig(loss: string, input: LossConfigInput | undefined): LossConfig {
+  if (!(lossNames as readonly string[]).includes(loss)) {
+    throw new Error(`unknown loss '${loss}'; expected one of ${lossNames.join(", ")}`);
+  }
+  const parsed = lossConfigSchema.safeParse(input ?? {});
+  if (!parsed.success) throw new Error(`invalid loss config: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+export function requireLossInputs(loss: LossName, batch: Batch, config: LossConfig): void {
+  if (loss === "cross_entropy") return;
+  for (const key of ["samplingLogprobs", "advantages"] as const) {
+    if (!batch[key]) throw new Error(`loss '${loss}' needs batch.${key}, aligned with batch.tokens`);
+  }
+  if (config.klCoef < 0) throw new Error(`klCoef must be ≥ 0, got ${config.klCoef}`);
+}
+
+export interface LossOutput {
+  dLogits: Float32Array; // [B*T, V]
+  dValues: Float32Array | null; // [B*T]
+  loss: number;
+  metrics: Record<string, number>;
+}
+
+/**
+ * Loss, metrics and the gradients on logits and values for a packed batch; logits row b*T+i-1 predicts token i
+ * of sequence b, and the value at that row estimates the return from the state that produced token i.
+ */
+export function computeLoss(
+  loss: LossName,
+  config: LossConfig,
+  batch: Batch,
+  packed: PackedBatch,
+  logits: Float32Array,
+  values: Float32Array | null,
+  V: number,
+  referenceLogprobs: number[][] | null,
+): LossOutput {
+  const { B, T, tokens, lengths } = packed;
+  const tau = config.temperature;
+  const clipLow = config.clipLow ?? (loss === "cispo" ? 1 : 0.2);
+  const clipHigh = config.clipHigh ?? 0.2;
+  const dLogits = new Float32Array(B * T * V);
+  const dValues = values && batch.returns ? new Float32Array(B * T) : null;
+
+  let weightSum = 0;
+  for (let b = 0; b < B; b++) for (let i = 1; i < lengths[b]; i++) weightSum += batch.weights?.[b][i] ?? 1;
+  const denom = config.normalize === "tokens" ? Math.max(weightSum, 1e-12) : 1;
+
+  let policyLoss = 0, klSum = 0, valueLoss = 0, entropySum = 0;
+  let ratioSum = 0, ratioMin = Infinity, ratioMax = -Infinity, clipped = 0;
+  const probs = new Float64Array(V);
+  for (let b = 0; b < B; b++) {
+    for (let i = 1; i < lengths[b]; i++) {
+      const w = batch.weights?.[b][i] ?? 1;
+      if (w === 0) continue;
+      const row = (b * T + i - 1) * V;
+      const target = tokens[b * T + i];
+      const { logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target);
+      let entropy = 0;
+      for (let j = 0; j < V; j++) {
+        const lp = logits[row + j] / tau - logSumExp;
+        const p = Math.exp(lp);
+        probs[j] = p;
+        entropy -= p * lp;
+      }
+      entropySum += w * entropy;
+
+      let l: number, g: number; // the token's loss and dℓ/dlogp
+      if (loss === "cross_entropy") {
+        l = -logp;
+        g = -1;
+      } else {
+        const A = batch.advantages![b][i];
+        const r = Math.exp(logp - batch.samplingLogprobs![b][i]);
+        ratioSum += w * r;
+        if (r < ratioMin) ratioMin = r;
+        if (r > ratioMax) ratioMax = r;
+        const rClipped = Math.min(Math.max(r, 1 - clipLow), 1 + clipHigh);
+        if (loss === "importance_sampling") {
+          l = -r * A;
+          g = -r * A;
+        } else if (loss === "ppo") {
+          const unclipped = r * A, clippedObjective = rClipped * A;
+          if (unclipped <= clippedObjective) {
+            l = -unclipped;
+            g = -r * A;
+          } else {
+            l = -clippedObjective;
+            g = 0;
+            clipped += w;
+          }
+        } else {
+          l = -rClipped * A * logp;
+          g = -rClipped * A;
+          if (rClipped !== r) clipped += w;
+        }
+      }
+      policyLoss += w * l;
+      if (config.klCoef > 0) {
+        const delta = referenceLogprobs![b][i] - logp;
+        const e = Math.exp(delta);
+        klSum += w * (e - delta - 1);
+        g += config.klCoef * (1 - e);
+      }
+      const scale = (w * g) / denom / tau;
+      for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
+      dLogits[row + target] += scale;
+
+      if (dValues) {
+        const v = values![b * T + i - 1];
+        const diff = v - batch.returns![b][i];
+        valueLoss += w * 0.5 * diff * diff;
+        dValues[b * T + i - 1] = (config.valueCoef * w * diff) / denom;
+      }
+    }
+  }
+  const total = (policyLoss + config.klCoef * klSum + config.valueCoef * valueLoss) / denom;
+  const metrics: Record<string, number> = {
+    loss: total,
+    "loss/policy": policyLoss / denom,
+    entropy: entropySum / Math.max(weightSum, 1e-12),
+    tokens: weightSum,
+  };
+  if (config.klCoef > 0) {
+    metrics.kl = klSum / Math.max(weightSum, 1e-12);
+    metrics["loss/kl"] = (config.klCoef * klSum) / denom;
+  }
+  if (dValues) metrics["loss/value"] = (config.valueCoef * valueLoss) / denom;
+  if (loss !== "cross_entropy") {
+    metrics["ratio/mean"] = ratioSum / Math.max(weightSum, 1e-12);
+    metrics["ratio/min"] = ratioMin;
+    metrics["ratio/max"] = ratioMax;
+  }
+  if (loss === "ppo" || loss === "cispo") metrics.clip_frac = clipped / Math.max(weightSum, 1e-12);
+  return { dLogits, dValues, loss: total, metrics };
+}

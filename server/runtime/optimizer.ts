@@ -1,0 +1,106 @@
+/** AdamW over the trainable Float32Arrays of one client, with global-norm gradient clipping. */
+import { z } from "zod";
+import type { NamedParameter } from "@/lib/model/weights";
+import type { TensorMap } from "@/lib/model/safetensors";
+
+export const adamParamsSchema = z.object({
+  lr: z.number().min(0).describe("learning rate"),
+  betas: z
+    .tuple([z.number().min(0).max(1), z.number().min(0).max(1)])
+    .default([0.9, 0.999])
+    .describe("decay rates of the first and second moment estimates"),
+  eps: z.number().positive().default(1e-8).describe("added to the root of the second moment"),
+  weightDecay: z
+    .number()
+    .min(0)
+    .default(0)
+    .describe("decoupled weight decay (AdamW) on matrices and embeddings; biases and LayerNorm are not decayed"),
+  gradClip: z
+    .number()
+    .min(0)
+    .default(0)
+    .describe("rescale gradients whose global L2 norm exceeds this (0 = no clipping)"),
+});
+export type AdamParams = z.infer<typeof adamParamsSchema>;
+export type AdamParamsInput = z.input<typeof adamParamsSchema>;
+
+/** A trainable tensor and the buffer its gradient accumulates in. */
+export interface TrainableParameter extends NamedParameter {
+  grad: Float32Array;
+}
+
+export class AdamW {
+  step = 0;
+  private m: Float32Array[];
+  private v: Float32Array[];
+
+  constructor(readonly params: TrainableParameter[]) {
+    this.m = params.map((p) => new Float32Array(p.data.length));
+    this.v = params.map((p) => new Float32Array(p.data.length));
+  }
+
+  /** Global L2 norm of the accumulated gradients. */
+  gradNorm(): number {
+    let sq = 0;
+    for (const p of this.params) for (let i = 0; i < p.grad.length; i++) sq += p.grad[i] * p.grad[i];
+    return Math.sqrt(sq);
+  }
+
+  /** One update from the accumulated gradients, which are then zeroed; returns the norm before clipping. */
+  apply(input: AdamParamsInput): { gradNorm: number; step: number } {
+    const parsed = adamParamsSchema.safeParse(input);
+    if (!parsed.success) throw new Error(`invalid optimizer settings: ${z.prettifyError(parsed.error)}`);
+    const { lr, betas: [b1, b2], eps, weightDecay, gradClip } = parsed.data;
+    const norm = this.gradNorm();
+    if (!Number.isFinite(norm)) throw new Error(`gradient norm is ${norm}; refusing to apply a non-finite update`);
+    const clip = gradClip > 0 && norm > gradClip ? gradClip / norm : 1;
+    this.step += 1;
+    const bc1 = 1 - b1 ** this.step;
+    const bc2 = 1 - b2 ** this.step;
+    this.params.forEach((p, k) => {
+      const m = this.m[k], v = this.v[k], w = p.data, g = p.grad;
+      const decay = p.decay ? 1 - lr * weightDecay : 1;
+      for (let i = 0; i < w.length; i++) {
+        const gi = g[i] * clip;
+        m[i] = b1 * m[i] + (1 - b1) * gi;
+        v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+        w[i] = w[i] * decay - (lr * (m[i] / bc1)) / (Math.sqrt(v[i] / bc2) + eps);
+      }
+      g.fill(0);
+    });
+    return { gradNorm: norm, step: this.step };
+  }
+
+  zeroGrad(): void {
+    for (const p of this.params) p.grad.fill(0);
+  }
+
+  /** The moment estimates as tensors named `m.<param>` and `v.<param>`. */
+  stateTensors(): TensorMap {
+    const out: TensorMap = new Map();
+    this.params.forEach((p, k) => {
+      out.set(`m.${p.name}`, { shape: p.shape, data: this.m[k] });
+      out.set(`v.${p.name}`, { shape: p.shape, data: this.v[k] });
+    });
+    return out;
+  }
+
+  loadState(tensors: TensorMap, step: number, source: string): void {
+    this.params.forEach((p, k) => {
+      for (const [prefix, buf] of [["m.", this.m[k]], ["v.", this.v[k]]] as const) {
+        const t = tensors.get(prefix + p.name);
+        if (!t || t.data.length !== buf.length) {
+          throw new Error(`${source} has no optimizer tensor '${prefix}${p.name}' of shape [${p.shape}]`);
+        }
+        buf.set(t.data);
+      }
+    });
+    this.step = step;
+  }
+
+  reset(): void {
+    this.m.forEach((a) => a.fill(0));
+    this.v.forEach((a) => a.fill(0));
+    this.step = 0;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Batched sampling over a key/value cache: every prompt is prefilled once, forked into n rows, and all rows
+ * then advance one token per step together.
+ *
+ * The logprob reported for a token is log softmax(logits / temperature) of that token: the policy's sampling
+ * distribution at the given temperature, before any top-k or top-p truncation. `forward` and `forwardBackward`
+ * given the same temperature compute exactly this quantity, so sampled logprobs can serve as the "old" logprobs
+ * of importance sampling, PPO and CISPO. At temperature 0 (greedy) the logprobs are those of temperature 1.
+ */
+import { z } from "zod";
+import type { Decoder } from "@/lib/model/engine";
+import type { Rng } from "@/lib/model/rng";
+import { type ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
+import { logprobOf } from "./batch";
+
+export const sampleParamsSchema = z.object({
+  maxTokens: z.number().int().min(1).default(64).describe("most new tokens per sample"),
+  temperature: z.number().min(0).default(1).describe("softmax temperature; 0 picks the most likely token"),
+  topP: z.number().gt(0).max(1).default(1).describe("sample from the smallest set of tokens whose probability reaches topP"),
+  topK: z.number().int().min(0).default(0).describe("sample from the K most likely tokens (0 = all)"),
+  stop: z
+    .array(z.union([z.string().min(1), z.number().int().min(0)]))
+    .default([specialTokens.endOfTurn])
+    .describe("token ids or strings that end a sample (kept in tokens, cut from text); default: end of turn"),
+  seed: z.number().int().optional().describe("seed for this call alone; without it the client's generator is used"),
+});
+export type SampleParams = z.infer<typeof sampleParamsSchema>;
+export type SampleParamsInput = z.input<typeof sampleParamsSchema>;
+
+export interface SampledSequence {
+  /** the new tokens (the prompt is not repeated) */
+  tokens: number[];
+  /** the new tokens as text, special tokens left out, cut before a stop string */
+  text: string;
+  /** per new token: log softmax(logits / temperature) of the token, untruncated */
+  logprobs: number[];
+  finishReason: "stop" | "length";
+}
+
+export interface SampleResult {
+  /** [prompts][n] */
+  samples: SampledSequence[][];
+}
+
+export function parseSampleParams(input: SampleParamsInput | undefined): SampleParams {
+  const parsed = sampleParamsSchema.safeParse(input ?? {});
+  if (!parsed.success) throw new Error(`invalid sample params: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** Draws one token id from a row of logits under temperature, top-k and top-p. */
+function drawToken(logits: Float32Array, offset: number, V: number, p: SampleParams, rng: Rng, probs: Float64Array): number {
+  if (p.temperature === 0) {
+    let best = 0;
+    for (let j = 1; j < V; j++) if (logits[offset + j] > logits[offset + best]) best = j;
+    return best;
+  }
+  const inv = 1 / p.temperature;
+  let max = -Infinity;
+  for (let j = 0; j < V; j++) max = Math.max(max, logits[offset + j] * inv);
+  let sum = 0;
+  for (let j = 0; j < V; j++) {
+    probs[j] = Math.exp(logits[offset + j] * inv - max);
+    sum += probs[j];
+  }
+  if (p.topK === 0 && p.topP >= 1) {
+    let u = rng.uniform() * sum;
+    for (let j = 0; j < V; j++) {
+      u -= probs[j];
+      if (u < 0) return j;
+    }
+    return V - 1;
+  }
+  // Truncation: the most likely tokens first, the top K of them, then the shortest prefix reaching topP.
+  const order = Array.from({ length: V }, (_, j) => j).sort((a, b) => probs[b] - probs[a] || a - b);
+  const k = p.topK > 0 ? Math.min(p.topK, V) : V;
+  let kept = 0, mass = 0, keptMass = 0;
+  for (let i = 0; i < k; i++) mass += probs[order[i]];
+  for (; kept < k; kept++) {
+    keptMass += probs[order[kept]];
+    if (keptMass >= p.topP * mass) {
+      kept++;
+      break;
+    }
+  }
+  let u = rng.uniform() * keptMass;
+  for (let i = 0; i < kept; i++) {
+    u -= probs[order[i]];
+    if (u < 0) return order[i];
+  }
+  return order[kept - 1];
+}
+
+export function sampleWithDecoder(
+  decoder: Decoder,
+  prompts: readonly (readonly number[])[],
+  n: number,
+  params: SampleParams,
+  rng: Rng,
+  V: number,
+  contextLength: number,
+  tokenizer: ByteTokenizer,
+): SampleResult {
+  if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a whole number ≥ 1, got ${n}`);
+  prompts.forEach((prompt, i) => {
+    if (prompt.length === 0) throw new Error(`prompts[${i}] is empty; start it with at least one token (e.g. bos)`);
+    if (prompt.length > contextLength) {
+      throw new Error(`prompts[${i}] has ${prompt.length} tokens, over the model's contextLength=${contextLength}`);
+    }
+  });
+  const rows = prompts.length * n;
+  const stopIds = new Set(params.stop.filter((s): s is number => typeof s === "number"));
+  const stopStrings = params.stop.filter((s): s is string => typeof s === "string");
+  const out: SampledSequence[] = Array.from({ length: rows }, () => ({
+    tokens: [],
+    text: "",
+    logprobs: [],
+    finishReason: "length" as const,
+  }));
+  const rowLogits = new Float32Array(rows * V); // [rows, V] logits for each row's next token
+
+  // Prefill: prompts of one length go through the model together, then each fills its n rows.
+  const byLength = new Map<number, number[]>();
+  prompts.forEach((p, i) => byLength.set(p.length, [...(byLength.get(p.length) ?? []), i]));
+  for (const group of byLength.values()) {
+    const logits = decoder.extend(
+      group.map((i) => i * n),
+      group.map((i) => prompts[i]),
+    );
+    group.forEach((i, g) => {
+      for (let s = 0; s < n; s++) {
+        if (s > 0) decoder.copyRow(i * n, i * n + s);
+        rowLogits.set(logits.subarray(g * V, (g + 1) * V), (i * n + s) * V);
+      }
+    });
+  }
+
+  let active = Array.from({ length: rows }, (_, r) => r);
+  const probs = new Float64Array(V);
+  const logprobTemperature = params.temperature === 0 ? 1 : params.temperature;
+  while (active.length > 0) {
+    const next: number[] = [];
+    for (const row of active) {
+      const seq = out[row];
+      const token = drawToken(rowLogits, row * V, V, params, rng, probs);
+      seq.tokens.push(token);
+      seq.logprobs.push(logprobOf(rowLogits, row * V, V, logprobTemperature, token).logprob);
+      let done = false;
+      if (stopIds.has(token)) {
+        seq.finishReason = "stop";
+        done = true;
+      } else if (stopStrings.length > 0) {
+        const text = tokenizer.decode(seq.tokens, { skipSpecial: true });
+        if (stopStrings.some((s) => text.includes(s))) {
+          seq.finishReason = "stop";
+          done = true;
+        }
+      }
+      if (!done && (seq.tokens.length >= params.maxTokens || decoder.length(row) >= contextLength)) done = true;
+      if (!done) next.push(row);
+    }
+    if (next.length === 0) break;
+    const logits = decoder.extend(
+      next,
+      next.map((row) => [out[row].tokens[out[row].tokens.length - 1]]),
+    );
+    next.forEach((row, i) => rowLogits.set(logits.subarray(i * V, (i + 1) * V), row * V));
+    active = next;
+  }
+
+  for (const seq of out) {
+    let text = tokenizer.decode(seq.tokens, { skipSpecial: true });
+    for (const s of stopStrings) {
+      const at = text.indexOf(s);
+      if (at >= 0) text = text.slice(0, at);
+    }
+    seq.text = text;
+  }
+  return { samples: prompts.map((_, i) => out.slice(i * n, (i + 1) * n)) };
+}

@@ -1,0 +1,291 @@
+/**
+ * The training primitives every algorithm and user script is written on: forward, forwardBackward, optimStep,
+ * sample, saveState / loadState and saveWeightsForSampler. One client trains either one LoRA adapter on a
+ * shared, frozen base model or a full copy of the base's weights, optionally with a value head for PPO.
+ */
+import { type LoraConfig, type LoraConfigInput, describeMismatch, parseLoraConfig } from "@/lib/model/config";
+import type { GradientTargets, ModelView } from "@/lib/model/engine";
+import { type LoraAdapter, cloneLoraAdapter, initLoraAdapter, listLoraParameters, mergeLoraAdapter } from "@/lib/model/lora";
+import { Rng, type RngState } from "@/lib/model/rng";
+import {
+  type NamedParameter,
+  assignParameters,
+  cloneGPTWeights,
+  initValueHead,
+  listGPTParameters,
+  listValueHeadParameters,
+  parametersToTensorMap,
+} from "@/lib/model/weights";
+import type { BaseModel } from "./base-model";
+import { type Batch, packBatch, tokenLogprobs } from "./batch";
+import { type CheckpointFile, readCheckpoint, writeCheckpoint } from "./checkpoint-store";
+import { type LossConfigInput, type LossName, computeLoss, parseLossConfig, requireLossInputs } from "./losses";
+import { AdamW, type AdamParamsInput, type TrainableParameter } from "./optimizer";
+import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleWithDecoder } from "./sampler";
+
+export interface TrainingClientOptions {
+  /** train a LoRA adapter with these settings on the frozen base; absent: train every parameter */
+  lora?: LoraConfigInput;
+  /** attach a value head (PPO): `forward` then reports values and batches with `returns` train it */
+  valueHead?: boolean;
+  /** seeds adapter initialisation, dropout and sampling without an explicit seed */
+  seed?: number;
+}
+
+export interface ForwardResult {
+  /** [B][L_b] logprob of each token given its prefix (entry 0 is 0) */
+  logprobs: number[][];
+  /** [B][L_b] value estimate of the state each token was produced from (entry 0 is 0); with a value head */
+  values?: number[][];
+}
+
+export interface ForwardBackwardResult {
+  loss: number;
+  metrics: Record<string, number>;
+}
+
+export interface OptimStepResult {
+  /** global gradient norm before clipping */
+  gradNorm: number;
+  /** optimizer steps taken so far, this one included */
+  step: number;
+}
+
+interface TrainerState {
+  mode: "full" | "lora";
+  lora: LoraConfig | null;
+  valueHead: boolean;
+  step: number;
+  rng: RngState;
+}
+
+export class TrainingClient {
+  readonly mode: "full" | "lora";
+  private readonly view: ModelView;
+  private readonly reference: ModelView;
+  private readonly grads: GradientTargets;
+  private readonly optimizer: AdamW;
+  private rng: Rng;
+
+  constructor(
+    readonly base: BaseModel,
+    options: TrainingClientOptions = {},
+  ) {
+    const { config } = base;
+    this.rng = new Rng(options.seed ?? 0);
+    this.mode = options.lora ? "lora" : "full";
+    const valueHead = options.valueHead ? initValueHead(config) : null;
+    let lora: LoraAdapter | null = null;
+    if (options.lora) {
+      lora = initLoraAdapter(base.weights, parseLoraConfig(options.lora), this.rng);
+      this.view = { config, weights: base.weights, lora, valueHead };
+      this.grads = { lora: cloneLoraAdapter(lora, 0) };
+    } else {
+      const weights = cloneGPTWeights(base.weights);
+      this.view = { config, weights, lora: null, valueHead };
+      this.grads = { weights: cloneGPTWeights(weights, 0) };
+    }
+    if (valueHead) this.grads.valueHead = initValueHead(config);
+    this.reference = { config, weights: base.weights, lora: null, valueHead: null };
+    const params = this.trainableParameters(this.view);
+    const grads = this.trainableParameters({ ...this.view, ...this.gradsAsView() });
+    this.optimizer = new AdamW(params.map((p, i) => ({ ...p, grad: grads[i].data }) satisfies TrainableParameter));
+  }
+
+  /** Optimizer steps taken. */
+  get step(): number {
+    return this.optimizer.step;
+  }
+
+  get loraConfig(): LoraConfig | null {
+    return this.view.lora?.config ?? null;
+  }
+
+  get hasValueHead(): boolean {
+    return this.view.valueHead !== null;
+  }
+
+  /** Per-token logprobs (and values) of a batch, without touching gradients. */
+  async forward(batch: Batch, options: { temperature?: number } = {}): Promise<ForwardResult> {
+    const temperature = options.temperature ?? 1;
+    if (!(temperature > 0)) throw new Error(`temperature must be > 0, got ${temperature}`);
+    const { config } = this.base;
+    const packed = packBatch(batch, config.vocabSize, config.contextLength);
+    const { logits, values } = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
+    const result: ForwardResult = { logprobs: tokenLogprobs(logits, packed, config.vocabSize, temperature) };
+    if (values) {
+      result.values = packed.lengths.map((len, b) =>
+        Array.from({ length: len }, (_, i) => (i === 0 ? 0 : values[b * packed.T + i - 1])),
+      );
+    }
+    return result;
+  }
+
+  /** Adds the gradient of `loss` on `batch` to the accumulated gradients; optimStep applies and clears them. */
+  async forwardBackward(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
+    const config = parseLossConfig(loss, configInput);
+    requireLossInputs(loss, batch, config);
+    const { config: model } = this.base;
+    const packed = packBatch(batch, model.vocabSize, model.contextLength);
+    let referenceLogprobs: number[][] | null = null;
+    if (config.klCoef > 0) {
+      referenceLogprobs =
+        batch.referenceLogprobs ??
+        tokenLogprobs(
+          this.base.engine.run({ model: this.reference, tokens: packed.tokens, batch: packed.B, seqLen: packed.T }).logits,
+          packed,
+          model.vocabSize,
+          config.temperature,
+        );
+    }
+    let output: ReturnType<typeof computeLoss> | null = null;
+    this.base.engine.run({
+      model: this.view,
+      tokens: packed.tokens,
+      batch: packed.B,
+      seqLen: packed.T,
+      dropoutRng: this.rng,
+      backward: {
+        grads: this.grads,
+        lossGradient: (logits, values) => {
+          output = computeLoss(loss, config, batch, packed, logits, values, model.vocabSize, referenceLogprobs);
+          return output;
+        },
+      },
+    });
+    const { loss: value, metrics } = output!;
+    return { loss: value, metrics };
+  }
+
+  /** One AdamW update from the gradients accumulated since the last step. */
+  async optimStep(params: AdamParamsInput): Promise<OptimStepResult> {
+    return this.optimizer.apply(params);
+  }
+
+  /** Samples n completions for each prompt with the current weights. */
+  async sample(prompts: number[][], n: number, paramsInput?: SampleParamsInput): Promise<SampleResult> {
+    const params = parseSampleParams(paramsInput);
+    const { config } = this.base;
+    const rng = params.seed === undefined ? this.rng : new Rng(params.seed);
+    const decoder = this.base.engine.createDecoder(this.view, prompts.length * n);
+    try {
+      return sampleWithDecoder(decoder, prompts, n, params, rng, config.vocabSize, config.contextLength, this.base.tokenizer);
+    } finally {
+      decoder.dispose();
+    }
+  }
+
+  /** Weights (or adapter), optimizer moments, step and RNG state: everything to resume training exactly. */
+  async saveState(dir: string): Promise<void> {
+    const state: TrainerState = {
+      mode: this.mode,
+      lora: this.loraConfig,
+      valueHead: this.hasValueHead,
+      step: this.optimizer.step,
+      rng: this.rng.getState(),
+    };
+    writeCheckpoint(
+      dir,
+      { kind: "training_state", contents: this.mode, step: this.optimizer.step },
+      {
+        ...this.describingFiles(),
+        "trainer_state.json": { kind: "json", value: state },
+        "weights.safetensors": { kind: "tensors", tensors: parametersToTensorMap(this.trainableParameters(this.view)) },
+        "optimizer.safetensors": { kind: "tensors", tensors: this.optimizer.stateTensors() },
+      },
+    );
+  }
+
+  /**
+   * Weights only, for a sampler or an export: the adapter alone, or (merge) the adapter folded into a copy of
+   * the base so the result loads with BaseModel.load. The value head is training machinery and is left out.
+   */
+  async saveWeightsForSampler(dir: string, options: { merge?: boolean } = {}): Promise<void> {
+    const { config } = this.base;
+    let contents: "full" | "lora" | "merged";
+    let params: NamedParameter[];
+    if (this.view.lora && !options.merge) {
+      contents = "lora";
+      params = listLoraParameters(this.view.lora, this.view.weights);
+    } else if (this.view.lora) {
+      contents = "merged";
+      params = listGPTParameters(mergeLoraAdapter(this.view.weights, this.view.lora, config), config);
+    } else {
+      contents = "full";
+      params = listGPTParameters(this.view.weights, config);
+    }
+    writeCheckpoint(
+      dir,
+      { kind: "sampler_weights", contents, step: this.optimizer.step },
+      {
+        ...this.describingFiles(contents === "lora"),
+        "weights.safetensors": { kind: "tensors", tensors: parametersToTensorMap(params) },
+      },
+    );
+  }
+
+  /**
+   * Restores a training state (or sampler weights, with fresh optimizer state) saved by a client of the same
+   * shape; a checkpoint of another model, mode, adapter or value-head setting is refused naming what differs.
+   */
+  async loadState(dir: string): Promise<void> {
+    const ckpt = readCheckpoint(dir);
+    const { manifest } = ckpt;
+    const problems = describeMismatch(ckpt.json("model_config.json"), this.base.config);
+    const found = manifest.contents === "merged" ? "full" : manifest.contents;
+    if (found !== this.mode) {
+      problems.push(`checkpoint holds ${found === "lora" ? "a LoRA adapter" : "full weights"}, client trains ${this.mode === "lora" ? "a LoRA adapter" : "full weights"}`);
+    }
+    if (this.mode === "lora" && found === "lora") {
+      problems.push(...describeMismatch(ckpt.json("lora_config.json"), this.loraConfig!, "client"));
+    }
+    if (manifest.kind === "training_state") {
+      const state = ckpt.json<TrainerState>("trainer_state.json");
+      if (state.valueHead !== this.hasValueHead) {
+        problems.push(`checkpoint has valueHead=${state.valueHead}, client expects valueHead=${this.hasValueHead}`);
+      }
+    }
+    if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
+
+    const source = `checkpoint '${dir}'`;
+    if (manifest.kind === "training_state") {
+      const state = ckpt.json<TrainerState>("trainer_state.json");
+      assignParameters(this.trainableParameters(this.view), ckpt.tensors("weights.safetensors"), source);
+      this.optimizer.loadState(ckpt.tensors("optimizer.safetensors"), state.step, source);
+      this.rng = Rng.fromState(state.rng);
+    } else {
+      const params =
+        this.view.lora !== null
+          ? listLoraParameters(this.view.lora, this.view.weights)
+          : listGPTParameters(this.view.weights, this.base.config);
+      assignParameters(params, ckpt.tensors("weights.safetensors"), source);
+      this.optimizer.reset();
+    }
+    this.optimizer.zeroGrad();
+  }
+
+  // ---- plumbing ----
+
+  /** The files that say what a checkpoint is a checkpoint of. */
+  private describingFiles(withLora = this.mode === "lora"): Record<string, CheckpointFile> {
+    const files: Record<string, CheckpointFile> = {
+      "model_config.json": { kind: "json", value: this.base.config },
+      "tokenizer.json": { kind: "json", value: this.base.tokenizer.toJSON() },
+    };
+    if (withLora) files["lora_config.json"] = { kind: "json", value: this.loraConfig };
+    return files;
+  }
+
+  /** The tensors this client trains, in a fixed order (the gradient view lists its buffers in the same order). */
+  private trainableParameters(view: ModelView): NamedParameter[] {
+    const params = view.lora ? listLoraParameters(view.lora, this.base.weights) : listGPTParameters(view.weights, this.base.config);
+    return view.valueHead ? [...params, ...listValueHeadParameters(view.valueHead)] : params;
+  }
+
+  private gradsAsView(): Partial<ModelView> {
+    const out: Partial<ModelView> = { valueHead: this.grads.valueHead ?? null };
+    if (this.grads.lora) out.lora = this.grads.lora;
+    if (this.grads.weights) out.weights = this.grads.weights;
+    return out;
+  }
+}

@@ -1,0 +1,100 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { BaseModel } from "@/server/runtime/base-model";
+import { readCheckpoint, writeCheckpoint } from "@/server/runtime/checkpoint-store";
+import { TrainingClient } from "@/server/runtime/training-client";
+
+const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 1, nHeads: 2 };
+const dir = mkdtempSync(join(tmpdir(), "tinkerlab-ckpt-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const visible = (folder: string) => readdirSync(folder).filter((f) => !f.startsWith("."));
+const tensorFile = (value: number) => ({
+  kind: "tensors" as const,
+  tensors: new Map([["x", { shape: [4], data: new Float32Array(4).fill(value) }]]),
+});
+
+describe("checkpoint compatibility", () => {
+  it("refuses a checkpoint of another model shape, naming each mismatch", async () => {
+    const path = join(dir, "d16");
+    await new TrainingClient(BaseModel.create(tiny)).saveState(path);
+    const wider = new TrainingClient(BaseModel.create({ ...tiny, dModel: 32, nHeads: 4 }));
+    await expect(wider.loadState(path)).rejects.toThrow(
+      /checkpoint has dModel=16, model expects dModel=32; checkpoint has nHeads=2, model expects nHeads=4/,
+    );
+    expect(() => BaseModel.load(path, { expect: { ...tiny, contextLength: 8 } })).toThrow(
+      /checkpoint has contextLength=16, model expects contextLength=8/,
+    );
+  });
+
+  it("refuses an adapter of another rank or a checkpoint of another mode", async () => {
+    const base = BaseModel.create(tiny);
+    const path = join(dir, "rank4");
+    await new TrainingClient(base, { lora: { rank: 4 } }).saveState(path);
+    await expect(new TrainingClient(base, { lora: { rank: 8 } }).loadState(path)).rejects.toThrow(
+      /checkpoint has rank=4, client expects rank=8/,
+    );
+    await expect(new TrainingClient(base).loadState(path)).rejects.toThrow(
+      /checkpoint holds a LoRA adapter, client trains full weights/,
+    );
+  });
+});
+
+describe("atomic checkpoint writes", () => {
+  it("a write that fails part-way leaves the previous checkpoint intact and no partial folder", () => {
+    const path = join(dir, "atomic", "ckpt");
+    writeCheckpoint(path, { kind: "sampler_weights", contents: "full", step: 1 }, { "w.safetensors": tensorFile(1) });
+    expect(() =>
+      writeCheckpoint(
+        path,
+        { kind: "sampler_weights", contents: "full", step: 2 },
+        { "w.safetensors": tensorFile(2), "v.safetensors": tensorFile(3) },
+        {
+          afterFile: (name) => {
+            if (name === "w.safetensors") throw new Error("disk full");
+          },
+        },
+      ),
+    ).toThrow("disk full");
+    const ckpt = readCheckpoint(path);
+    expect(ckpt.manifest.step).toBe(1);
+    expect(ckpt.tensors("w.safetensors").get("x")!.data[0]).toBe(1);
+    expect(readdirSync(join(dir, "atomic"))).toEqual(["ckpt"]); // the temporary folder was removed too
+  });
+
+  it("a process killed mid-write leaves the previous checkpoint readable under the target name", async () => {
+    const parent = join(dir, "killed");
+    const path = join(parent, "ckpt");
+    writeCheckpoint(path, { kind: "sampler_weights", contents: "full", step: 1 }, { "a.safetensors": tensorFile(1) });
+    const script = fileURLToPath(new URL("./fixtures/hang-mid-checkpoint.ts", import.meta.url));
+    const child = spawn(process.execPath, ["--import", "tsx", script, path], {
+      cwd: fileURLToPath(new URL("../../..", import.meta.url)),
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on("data", (chunk) => String(chunk).includes("mid-write") && resolve());
+      child.on("exit", (code) => reject(new Error(`writer exited with ${code} before reaching mid-write`)));
+    });
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.on("exit", resolve));
+    expect(visible(parent)).toEqual(["ckpt"]);
+    const ckpt = readCheckpoint(path);
+    expect(ckpt.manifest.step).toBe(1);
+    expect(ckpt.tensors("a.safetensors").get("x")!.data[0]).toBe(1);
+    // The dead writer's temporary folder is hidden, so nothing lists it as a checkpoint.
+    expect(readdirSync(parent).some((f) => f.startsWith(".ckpt.tmp-"))).toBe(true);
+  }, 30_000);
+
+  it("a new checkpoint under an existing name replaces it whole", () => {
+    const path = join(dir, "replace", "ckpt");
+    writeCheckpoint(path, { kind: "sampler_weights", contents: "full", step: 1 }, { "old.safetensors": tensorFile(1) });
+    writeCheckpoint(path, { kind: "sampler_weights", contents: "full", step: 2 }, { "new.safetensors": tensorFile(2) });
+    expect(readdirSync(join(dir, "replace"))).toEqual(["ckpt"]);
+    expect(readdirSync(path).sort()).toEqual(["manifest.json", "new.safetensors"]);
+    expect(readCheckpoint(path).manifest.step).toBe(2);
+  });
+});

@@ -1,0 +1,226 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { renderChat } from "@/lib/model/chat";
+import { listGPTParameters } from "@/lib/model/weights";
+import { BaseModel } from "@/server/runtime/base-model";
+import { TrainingClient } from "@/server/runtime/training-client";
+
+const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 2, nHeads: 2 };
+const batch = { tokens: [[1, 5, 9, 13, 17, 21, 25, 29], [2, 4, 6, 8, 10, 12]] };
+const dir = mkdtempSync(join(tmpdir(), "tinkerlab-client-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * A randomly initialised base cannot be moved far by an adapter (its frozen LM head is tiny and the final
+ * LayerNorm bounds the logits), so LoRA tests start from a base that had some full-parameter training first.
+ */
+async function pretrainedBase(seed: number): Promise<BaseModel> {
+  const client = new TrainingClient(BaseModel.create(tiny, { seed }));
+  const data = { tokens: [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]] };
+  for (let i = 0; i < 30; i++) {
+    await client.forwardBackward(data, "cross_entropy");
+    await client.optimStep({ lr: 3e-2 });
+  }
+  const path = join(dir, `pretrained-${seed}`);
+  await client.saveWeightsForSampler(path);
+  return BaseModel.load(path);
+}
+
+const snapshot = (base: BaseModel) => listGPTParameters(base.weights, base.config).map((p) => p.data.slice());
+
+describe("full-parameter SFT", () => {
+  it("drives the loss on a small fixed chat dataset near zero", async () => {
+    const base = BaseModel.create({ vocabSize: 262, contextLength: 40, dModel: 32, nLayers: 2, nHeads: 2 }, { seed: 1 });
+    const chats = [
+      ["hi", "hello!"],
+      ["2+2", "four"],
+      ["color?", "blue"],
+      ["bye", "see you"],
+    ].map(([q, a]) => renderChat(base.tokenizer, [{ role: "user", content: q }, { role: "assistant", content: a }]));
+    const data = { tokens: chats.map((c) => c.tokens), weights: chats.map((c) => c.lossMask) };
+    const client = new TrainingClient(base);
+    const first = await client.forwardBackward(data, "cross_entropy");
+    await client.optimStep({ lr: 1e-2 });
+    let last = first;
+    for (let step = 0; step < 120 && last.loss > 0.02; step++) {
+      last = await client.forwardBackward(data, "cross_entropy");
+      await client.optimStep({ lr: 1e-2, gradClip: 1 });
+    }
+    expect(first.loss).toBeGreaterThan(3); // about ln(262) at the start
+    expect(last.loss).toBeLessThan(0.05);
+    // Greedy sampling now reproduces the trained answer.
+    const prompt = renderChat(base.tokenizer, [{ role: "user", content: "2+2" }], { addGenerationPrompt: true });
+    const out = await client.sample([prompt.tokens], 1, { temperature: 0, maxTokens: 10 });
+    expect(out.samples[0][0].text).toBe("four");
+    expect(out.samples[0][0].finishReason).toBe("stop");
+  });
+});
+
+describe("sampling", () => {
+  it("reports the same per-token logprobs that forward computes (1e-4), with truncation and a trained adapter", async () => {
+    const base = BaseModel.create(tiny, { seed: 2 });
+    const client = new TrainingClient(base, { lora: { rank: 4, alpha: 8 }, seed: 3 });
+    for (let i = 0; i < 3; i++) {
+      await client.forwardBackward(batch, "cross_entropy");
+      await client.optimStep({ lr: 5e-2 });
+    }
+    const prompts = [[1, 2, 3], [7], [4, 5, 6, 7, 8]];
+    for (const params of [{ temperature: 1 }, { temperature: 0.7, topK: 5, topP: 0.9 }]) {
+      const out = await client.sample(prompts, 3, { maxTokens: 8, stop: [], seed: 5, ...params });
+      const seqs = out.samples.flatMap((group, p) => group.map((s) => ({ prompt: prompts[p], s })));
+      expect(seqs.length).toBe(9);
+      const fwd = await client.forward({ tokens: seqs.map(({ prompt, s }) => [...prompt, ...s.tokens]) }, { temperature: params.temperature });
+      seqs.forEach(({ prompt, s }, i) => {
+        expect(s.tokens.length).toBe(Math.min(8, tiny.contextLength - prompt.length));
+        const fromForward = fwd.logprobs[i].slice(prompt.length);
+        s.logprobs.forEach((lp, t) => expect(Math.abs(lp - fromForward[t])).toBeLessThan(1e-4));
+      });
+    }
+  });
+
+  it("gives the same samples for the same seed and different ones for another seed", async () => {
+    const client = new TrainingClient(BaseModel.create(tiny, { seed: 4 }));
+    const a = await client.sample([[1, 2], [3]], 4, { maxTokens: 10, seed: 42 });
+    const b = await client.sample([[1, 2], [3]], 4, { maxTokens: 10, seed: 42 });
+    const c = await client.sample([[1, 2], [3]], 4, { maxTokens: 10, seed: 43 });
+    expect(b).toEqual(a);
+    expect(c.samples.flat().map((s) => s.tokens)).not.toEqual(a.samples.flat().map((s) => s.tokens));
+    // The n samples of one prompt differ from each other (each row draws its own tokens).
+    expect(new Set(a.samples[0].map((s) => s.tokens.join(","))).size).toBeGreaterThan(1);
+  });
+
+  it("stops at a stop token (kept) or a stop string (cut from the text), else at maxTokens", async () => {
+    const client = new TrainingClient(BaseModel.create({ ...tiny, vocabSize: 262, contextLength: 64 }, { seed: 5 }));
+    const free = await client.sample([[257]], 1, { maxTokens: 30, seed: 1, stop: [] });
+    const tokens = free.samples[0][0].tokens;
+    const stopToken = tokens[5];
+    const stopped = await client.sample([[257]], 1, { maxTokens: 30, seed: 1, stop: [stopToken] });
+    const cut = stopped.samples[0][0];
+    expect(cut.finishReason).toBe("stop");
+    expect(cut.tokens).toEqual(tokens.slice(0, tokens.indexOf(stopToken) + 1));
+    expect(free.samples[0][0].finishReason).toBe("length");
+    expect(tokens.length).toBe(30);
+    const ascii = tokens.find((t, i) => i > 0 && t >= 32 && t < 127)!;
+    const stopString = String.fromCharCode(ascii);
+    const byString = (await client.sample([[257]], 1, { maxTokens: 30, seed: 1, stop: [stopString] })).samples[0][0];
+    expect(byString.finishReason).toBe("stop");
+    expect(byString.tokens).toEqual(tokens.slice(0, tokens.indexOf(ascii) + 1));
+    expect(byString.text).toBe(client.base.tokenizer.decode(tokens.slice(0, tokens.indexOf(ascii)), { skipSpecial: true }));
+  });
+});
+
+describe("LoRA clients on one shared base", () => {
+  it("leave the base weights bit for bit unchanged while the adapter learns", async () => {
+    const base = await pretrainedBase(6);
+    const before = snapshot(base);
+    const client = new TrainingClient(base, { lora: { rank: 4, alpha: 8, dropout: 0.1 }, seed: 1 });
+    const start = await client.forwardBackward(batch, "cross_entropy");
+    for (let i = 0; i < 20; i++) {
+      await client.forwardBackward(batch, "cross_entropy");
+      await client.optimStep({ lr: 3e-2, weightDecay: 0.1 });
+    }
+    const end = await client.forwardBackward(batch, "cross_entropy");
+    expect(end.loss).toBeLessThan(start.loss - 1);
+    snapshot(base).forEach((data, k) => expect(Buffer.from(data.buffer).equals(Buffer.from(before[k].buffer))).toBe(true));
+  });
+
+  it("train independently: one adapter's updates change nothing the other computes", async () => {
+    const shared = BaseModel.create(tiny, { seed: 7 });
+    const a = new TrainingClient(shared, { lora: { rank: 2, alpha: 4 }, seed: 1 });
+    const b = new TrainingClient(shared, { lora: { rank: 4, alpha: 4, targets: ["mlp_fc"] }, seed: 2 });
+    const alone = new TrainingClient(BaseModel.create(tiny, { seed: 7 }), { lora: { rank: 4, alpha: 4, targets: ["mlp_fc"] }, seed: 2 });
+    const other = { tokens: [[3, 1, 4, 1, 5, 9, 2, 6]] };
+    for (let i = 0; i < 5; i++) {
+      // Interleaved: a steps between b's forwardBackward and b's optimStep.
+      const rb = await b.forwardBackward(other, "cross_entropy");
+      await a.forwardBackward(batch, "cross_entropy");
+      await a.optimStep({ lr: 5e-2 });
+      await b.optimStep({ lr: 5e-2 });
+      const ralone = await alone.forwardBackward(other, "cross_entropy");
+      await alone.optimStep({ lr: 5e-2 });
+      expect(rb.loss).toBe(ralone.loss);
+    }
+    expect((await b.forward(other)).logprobs).toEqual((await alone.forward(other)).logprobs);
+    expect((await a.forward(other)).logprobs).not.toEqual((await b.forward(other)).logprobs);
+    expect((await b.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples).toEqual(
+      (await alone.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples,
+    );
+  });
+});
+
+describe("KL penalty and value head", () => {
+  it("KL against the base is zero before training and grows as the policy moves away", async () => {
+    const base = BaseModel.create(tiny, { seed: 8 });
+    const client = new TrainingClient(base, { seed: 3 });
+    const before = await client.forwardBackward(batch, "cross_entropy", { klCoef: 0.1 });
+    expect(before.metrics.kl).toBeCloseTo(0, 10);
+    await client.optimStep({ lr: 5e-2 });
+    const after = await client.forwardBackward(batch, "cross_entropy", { klCoef: 0.1 });
+    expect(after.metrics.kl).toBeGreaterThan(1e-4);
+  });
+
+  it("a value head trained with returns predicts them", async () => {
+    const client = new TrainingClient(BaseModel.create(tiny, { seed: 9 }), { lora: { rank: 2 }, valueHead: true });
+    const returns = batch.tokens.map((r, b) => r.map(() => (b === 0 ? 1 : -1)));
+    const data = { ...batch, returns, samplingLogprobs: batch.tokens.map((r) => r.map(() => -3)), advantages: batch.tokens.map((r) => r.map(() => 0)) };
+    const first = await client.forwardBackward(data, "ppo", { valueCoef: 1 });
+    for (let i = 0; i < 50; i++) {
+      await client.forwardBackward(data, "ppo", { valueCoef: 1 });
+      await client.optimStep({ lr: 3e-2 });
+    }
+    const last = await client.forwardBackward(data, "ppo", { valueCoef: 1 });
+    expect(first.metrics["loss/value"]).toBeGreaterThan(0.4);
+    expect(last.metrics["loss/value"]).toBeLessThan(0.05);
+    const { values } = await client.forward(batch);
+    expect(values![0][3]).toBeGreaterThan(0.5);
+    expect(values![1][3]).toBeLessThan(-0.5);
+  });
+});
+
+describe("saveState / loadState", () => {
+  for (const mode of ["full", "lora"] as const) {
+    it(`${mode}: a restored client gives identical logprobs, the identical next step and the same samples`, async () => {
+      const base = BaseModel.create(tiny, { seed: 10 });
+      const options = mode === "lora" ? { lora: { rank: 4, alpha: 8, dropout: 0.2 }, valueHead: true, seed: 4 } : { valueHead: true, seed: 4 };
+      const original = new TrainingClient(base, options);
+      const adam = { lr: 3e-2, weightDecay: 0.01, gradClip: 1 };
+      for (let i = 0; i < 3; i++) {
+        await original.forwardBackward(batch, "cross_entropy");
+        await original.optimStep(adam);
+      }
+      const path = join(dir, `${mode}-state`);
+      await original.saveState(path);
+      const restored = new TrainingClient(base, { ...options, seed: 99 });
+      await restored.loadState(path);
+      expect(restored.step).toBe(3);
+      expect(await restored.forward(batch)).toEqual(await original.forward(batch));
+      // The next step uses the restored optimizer moments and dropout draws: results agree exactly.
+      const [fa, fb] = [await original.forwardBackward(batch, "cross_entropy"), await restored.forwardBackward(batch, "cross_entropy")];
+      expect(fb).toEqual(fa);
+      const [sa, sb] = [await original.optimStep(adam), await restored.optimStep(adam)];
+      expect(sb).toEqual(sa);
+      expect(await restored.forward(batch)).toEqual(await original.forward(batch));
+      expect(await restored.sample([[1, 2]], 2, { maxTokens: 5 })).toEqual(await original.sample([[1, 2]], 2, { maxTokens: 5 }));
+    });
+  }
+
+  it("merged sampler weights load as a base model that computes what the adapter did", async () => {
+    const base = BaseModel.create(tiny, { seed: 11 });
+    const client = new TrainingClient(base, { lora: { rank: 2, alpha: 4 } });
+    for (let i = 0; i < 3; i++) {
+      await client.forwardBackward(batch, "cross_entropy");
+      await client.optimStep({ lr: 5e-2 });
+    }
+    await client.saveWeightsForSampler(join(dir, "merged"), { merge: true });
+    await client.saveWeightsForSampler(join(dir, "adapter"));
+    const exported = new TrainingClient(BaseModel.load(join(dir, "merged"), { expect: base.config }));
+    const want = (await client.forward(batch)).logprobs.flat();
+    (await exported.forward(batch)).logprobs.flat().forEach((lp, i) => expect(Math.abs(lp - want[i])).toBeLessThan(1e-5));
+    const reloaded = new TrainingClient(base, { lora: { rank: 2, alpha: 4 }, seed: 5 });
+    await reloaded.loadState(join(dir, "adapter"));
+    expect((await reloaded.forward(batch)).logprobs).toEqual((await client.forward(batch)).logprobs);
+    expect(() => BaseModel.load(join(dir, "adapter"))).toThrow(/holds a LoRA adapter, not full weights/);
+  });
+});
