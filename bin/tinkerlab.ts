@@ -1,15 +1,17 @@
 /**
  * The Tinkerlab command line.
  *
- *   tinkerlab start [--dev]   the workbench (web server, scheduler, workers) on PORT, default 3000
+ *   tinkerlab start [--dev]   the workbench (web server, scheduler, local workers) on PORT, default 3000
+ *   tinkerlab worker          a worker that joins TINKERLAB_SERVER_URL with TINKERLAB_WORKER_TOKEN
  *
  * Configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …).
  */
 import { StartupError } from "../server/db";
 import { ConfigError, serverEnv } from "../server/env";
 import { startWebServer } from "../server/web-server";
+import { runWorker } from "../server/worker/worker-process";
 
-const USAGE = "usage: tinkerlab start [--dev]";
+const USAGE = "usage: tinkerlab start [--dev] | tinkerlab worker";
 
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
@@ -18,7 +20,7 @@ async function main(argv: string[]) {
       const unknown = rest.filter((arg) => arg !== "--dev");
       if (unknown.length) fail(`unknown option ${unknown.join(" ")}\n${USAGE}`);
       const env = serverEnv();
-      const server = await startWebServer(env, { dev: rest.includes("--dev") });
+      const server = await startWebServer(env, { dev: rest.includes("--dev"), workerEnv: process.env });
       const db = server.database;
       console.log(`Tinkerlab is ready at ${server.url}`);
       console.log(`  database: ${db.kind} (${db.location}), migration ${db.migration.latest}`);
@@ -29,6 +31,20 @@ async function main(argv: string[]) {
       };
       process.once("SIGINT", () => void stop("SIGINT"));
       process.once("SIGTERM", () => void stop("SIGTERM"));
+      return;
+    }
+    case "worker": {
+      const env = serverEnv();
+      if (!env.TINKERLAB_SERVER_URL || !env.TINKERLAB_WORKER_TOKEN) {
+        fail("a worker needs TINKERLAB_SERVER_URL (e.g. http://host:3000) and TINKERLAB_WORKER_TOKEN (the server's worker token)");
+      }
+      await runWorker({
+        serverUrl: env.TINKERLAB_SERVER_URL,
+        token: env.TINKERLAB_WORKER_TOKEN,
+        artifactsDir: env.ARTIFACTS_DIR,
+        backend: env.TINKERLAB_BACKEND,
+        memoryShare: env.TINKERLAB_WORKER_MEMORY_SHARE,
+      });
       return;
     }
     case undefined:

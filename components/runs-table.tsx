@@ -28,7 +28,11 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
       <tbody className="divide-y divide-slate-100">
         {runs.map((run) => (
           <tr key={run.id} className="hover:bg-slate-50">
-            <td className="px-4 py-2 font-medium text-slate-800">{run.name}</td>
+            <td className="px-4 py-2 font-medium">
+              <Link className="text-slate-800 hover:text-brand-700 hover:underline" href={`/runs/${run.id}`}>
+                {run.name}
+              </Link>
+            </td>
             <td className="px-4 py-2">
               <Link className="text-brand-700 hover:underline" href={`/experiments/${run.experimentId}`}>
                 {run.experimentName}

@@ -40,13 +40,44 @@ export const serverEnvSchema = z.object({
     .default(3000),
   HOST: z.string().min(1).default("127.0.0.1").describe("interface the web server listens on"),
   TINKERLAB_BACKEND: z
-    .enum(["auto", "node-gpu", "node", "wasm", "cpu"])
+    .enum(["auto", "js", "node-gpu", "node", "wasm", "cpu"])
     .default("auto")
-    .describe("training backend; auto tries node-gpu, node, wasm, then cpu"),
+    .describe("training backend; auto takes node-gpu where it loads and sees a GPU, else the TypeScript engine (js)"),
   TINKERLAB_AUTH: z
     .enum(["local", "apikey"])
     .default("local")
     .describe("local: every browser is the local user; apikey: every request needs an API key"),
+  TINKERLAB_WORKER_TOKEN: z
+    .string()
+    .min(16, "must be at least 16 characters")
+    .optional()
+    .describe("shared secret workers present to the server; unset: the server makes one for its local workers"),
+  TINKERLAB_SERVER_URL: z
+    .url({ message: "must be a URL like http://host:3000" })
+    .optional()
+    .describe("the server a `tinkerlab worker` joins"),
+  TINKERLAB_LOCAL_WORKERS: z.coerce
+    .number({ message: "must be a whole number from 0 to 16" })
+    .int("must be a whole number from 0 to 16")
+    .min(0, "must be a whole number from 0 to 16")
+    .max(16, "must be a whole number from 0 to 16")
+    .default(1)
+    .describe("worker processes the server starts on this machine"),
+  TINKERLAB_WORKER_MEMORY_SHARE: z.coerce
+    .number({ message: "must be a number from 0.01 to 1" })
+    .min(0.01, "must be a number from 0.01 to 1")
+    .max(1, "must be a number from 0.01 to 1")
+    .default(1)
+    .describe("share of this machine's memory a worker offers (set by the server for its local workers)"),
+  TINKERLAB_BASES_DIR: z
+    .string()
+    .min(1)
+    .default("./lib/envs/bases")
+    .describe("folder of the built-in base models, one checkpoint folder per base"),
+  TINKERLAB_EXAMPLES: z
+    .enum(["on", "off"], "must be on or off")
+    .default("on")
+    .describe("on: add the built-in use cases as example experiments at start (once)"),
   TEST_DATABASE_URL: z.preprocess(emptyAsUndefined, postgresUrl.optional()),
   TINKERLAB_TEST_DB: z.enum(["pglite", "postgres"]).default("pglite"),
 });

@@ -1,16 +1,25 @@
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import next from "next";
+import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
+import { ensureExampleExperiments } from "./examples";
+import { startSchedulerLoop } from "./scheduler/loop";
+import { createPackingPolicy } from "./scheduler/policy";
+import { startLocalWorkers } from "./worker/local-workers";
 
-export type RunningServer = { url: string; database: DatabaseHandle; close(): Promise<void> };
+export type RunningServer = { url: string; database: DatabaseHandle; localWorkerPids(): number[]; close(): Promise<void> };
 
 /**
  * Starts the workbench: takes the port first (so a port in use fails in a second, not after a build), opens and
  * migrates the database, then hands requests to Next.js.
  */
-export async function startWebServer(env: ServerEnv, options: { dev?: boolean; root?: string } = {}): Promise<RunningServer> {
+export async function startWebServer(
+  env: ServerEnv,
+  options: { dev?: boolean; root?: string; /** the environment local workers inherit */ workerEnv?: NodeJS.ProcessEnv } = {},
+): Promise<RunningServer> {
   const root = path.resolve(options.root ?? process.cwd());
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   const server = http.createServer((req, res) => {
@@ -48,12 +57,23 @@ export async function startWebServer(env: ServerEnv, options: { dev?: boolean; r
     throw error;
   }
   handle = app.getRequestHandler();
+  if (env.TINKERLAB_EXAMPLES === "on") await ensureExampleExperiments(database.db);
 
   const url = `http://${env.HOST === "0.0.0.0" ? "localhost" : env.HOST}:${env.PORT}`;
+  const localUrl = `http://${env.HOST === "0.0.0.0" ? "127.0.0.1" : env.HOST}:${env.PORT}`;
+  const token = env.TINKERLAB_WORKER_TOKEN ?? randomBytes(24).toString("base64url");
+  setWorkerToken(token);
+  const scheduler = startSchedulerLoop(database.db, createPackingPolicy(), {
+    onError: (error) => console.error("scheduler pass failed:", error),
+  });
+  const localWorkers = startLocalWorkers({ count: env.TINKERLAB_LOCAL_WORKERS, serverUrl: localUrl, token, root, env: options.workerEnv ?? ({} as NodeJS.ProcessEnv) });
   return {
     url,
     database,
+    localWorkerPids: localWorkers.pids,
     async close() {
+      scheduler.stop();
+      await localWorkers.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.close?.();
       await database.close();

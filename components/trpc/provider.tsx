@@ -8,7 +8,7 @@ import superjson from "superjson";
 import type { AppRouter } from "@/server/api/root";
 import { makeQueryClient } from "./query-client";
 
-export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
+export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
 let browserQueryClient: QueryClient | undefined;
 

@@ -64,7 +64,8 @@ export type Trajectory = {
   initialRender?: string;
 };
 
-export type EpisodeStart = { session: EnvironmentSession; seed: number; sample?: DatasetRow };
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- sessions of any environment mix in one batch
+export type EpisodeStart = { session: EnvironmentSession<any, any, any>; seed: number; sample?: DatasetRow };
 
 /**
  * Runs every episode to its end. `act` receives all pending requests of a round at once. An episode whose

@@ -1,12 +1,14 @@
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { runsRouter } from "./routers/runs";
+import { workerRouter } from "./routers/worker";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
   health: healthRouter,
   experiments: experimentsRouter,
   runs: runsRouter,
+  worker: workerRouter,
 });
 
 export type AppRouter = typeof appRouter;

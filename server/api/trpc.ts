@@ -17,6 +17,8 @@ type ContextInner = {
   user: User | null;
   /** Set when the request carried an API key that matched no user, so the error can say so. */
   rejectedApiKey?: boolean;
+  /** The worker token a worker process sent, if any (checked by the worker router). */
+  workerToken?: string;
 };
 
 /** The context without Next.js: tests call this directly with their own database. */
@@ -29,7 +31,8 @@ export type Context = ReturnType<typeof createContextInner>;
 /** The context of an HTTP request: the process's database and the user its headers name. */
 export async function createTRPCContext(opts: { headers: Headers }): Promise<Context> {
   const database = await getDatabase();
-  return createContextInner({ database, ...(await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH)) });
+  const workerToken = opts.headers.get("x-tinkerlab-worker-token") ?? undefined;
+  return createContextInner({ database, workerToken, ...(await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH)) });
 }
 
 export async function authenticate(

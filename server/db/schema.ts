@@ -1,4 +1,5 @@
 import { relations } from "drizzle-orm";
+import type { Footprint } from "../scheduler/resources";
 import {
   bigserial,
   boolean,
@@ -221,6 +222,20 @@ export const workers = pgTable("workers", {
   heartbeatAt: timestamp("heartbeat_at", { withTimezone: true }).notNull().defaultNow(),
 });
 
+export const runLogs = pgTable(
+  "run_logs",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    level: text("level").notNull().$type<"info" | "warn" | "error">(),
+    message: text("message").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("run_logs_run_seq_idx").on(t.runId, t.seq)],
+);
+
 export const devices = pgTable(
   "devices",
   {
@@ -236,7 +251,6 @@ export const devices = pgTable(
   (t) => [index("devices_worker_idx").on(t.workerId)],
 );
 
-export type JobFootprint = { memoryMb: number; computeSlots: number; baseModel?: string };
 
 export const jobs = pgTable(
   "jobs",
@@ -252,12 +266,16 @@ export const jobs = pgTable(
     priority: integer("priority").notNull().default(0),
     status: jobStatus("status").notNull().default("queued"),
     reason: text("reason"),
-    footprint: jsonb("footprint").$type<JobFootprint>().notNull(),
+    footprint: jsonb("footprint").$type<Footprint>().notNull(),
     workerId: text("worker_id").references(() => workers.id, { onDelete: "set null" }),
     deviceId: text("device_id").references(() => devices.id, { onDelete: "set null" }),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
     attempts: integer("attempts").notNull().default(0),
     lastCheckpointId: text("last_checkpoint_id"),
+    /** Set while a worker should stop the job at its next step: "cancel", "pause" or "preempt". */
+    stopRequested: text("stop_requested").$type<"cancel" | "pause" | "preempt">(),
+    /** Seconds of work the job is expected to take, when known (used by backfill). */
+    estimatedSeconds: doublePrecision("estimated_seconds"),
     submittedAt: timestamp("submitted_at", { withTimezone: true }).notNull().defaultNow(),
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
@@ -308,12 +326,16 @@ export const runsRelations = relations(runs, ({ one, many }) => ({
   version: one(experimentVersions, { fields: [runs.experimentVersionId], references: [experimentVersions.id] }),
   metricPoints: many(metricPoints),
   rollouts: many(rollouts),
+  logs: many(runLogs),
   checkpoints: many(checkpoints),
   jobs: many(jobs),
   shareLinks: many(shareLinks),
 }));
 export const metricPointsRelations = relations(metricPoints, ({ one }) => ({
   run: one(runs, { fields: [metricPoints.runId], references: [runs.id] }),
+}));
+export const runLogsRelations = relations(runLogs, ({ one }) => ({
+  run: one(runs, { fields: [runLogs.runId], references: [runs.id] }),
 }));
 export const rolloutsRelations = relations(rollouts, ({ one }) => ({
   run: one(runs, { fields: [rollouts.runId], references: [runs.id] }),

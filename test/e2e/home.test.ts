@@ -2,14 +2,14 @@ import fs from "node:fs";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, SCREENSHOTS, startServer, type TestServer } from "./support/server";
+import { launchBrowser, ROOT, SCREENSHOTS, startServer, type TestServer } from "./support/server";
 
 let server: TestServer;
 let browser: BrowserContext;
 let page: Page;
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer({ TINKERLAB_EXAMPLES: "off" });
   browser = await launchBrowser();
   page = await browser.newPage();
   fs.mkdirSync(SCREENSHOTS, { recursive: true });
@@ -70,7 +70,34 @@ describe("the home page", () => {
     const response = await fetch(`${server.url}/api/health`);
     expect(response.status).toBe(200);
     const health = await response.json();
-    expect(health).toMatchObject({ status: "ok", database: { kind: "pglite", location: server.dataDir, migration: { applied: 1, latest: "0000_init" } } });
+    const journal = JSON.parse(fs.readFileSync(path.join(ROOT, "drizzle/meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
+    expect(health).toMatchObject({
+      status: "ok",
+      database: { kind: "pglite", location: server.dataDir, migration: { applied: journal.entries.length, latest: journal.entries.at(-1)!.tag } },
+    });
     expect(health.training.requested).toBe("auto");
+    // The local worker registers once it has started, with the backend it chose.
+    for (let i = 0; i < 60 && health.training.workers.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      health.training = (await (await fetch(`${server.url}/api/health`)).json()).training;
+    }
+    expect(health.training.workers).toEqual([expect.objectContaining({ backend: "js" })]);
+  });
+});
+
+describe("a fresh workbench", () => {
+  it("lists the built-in use cases as example experiments", async () => {
+    const withExamples = await startServer({ TINKERLAB_LOCAL_WORKERS: "0" });
+    try {
+      const examplePage = await browser.newPage();
+      await examplePage.goto(withExamples.url);
+      const list = examplePage.getByRole("list", { name: "Experiments" });
+      for (const name of ["arithmetic-grpo", "guess-number-grpo", "tic-tac-toe-grpo", "tool-use-grpo", "text-world-grpo"]) {
+        await list.getByText(name, { exact: true }).waitFor();
+      }
+      await examplePage.close();
+    } finally {
+      await withExamples.stop();
+    }
   });
 });

@@ -48,7 +48,7 @@ describe("start-up refuses bad configuration with one clear message", () => {
   });
 
   it("a second server on the same embedded database folder, which stays intact", async () => {
-    const first = await startServer();
+    const first = await startServer({ TINKERLAB_LOCAL_WORKERS: "0" });
     running.push(first);
     const created = await fetch(`${first.url}/api/trpc/experiments.create`, {
       method: "POST",
@@ -67,7 +67,7 @@ describe("start-up refuses bad configuration with one clear message", () => {
 
     // Once the first server stops, the folder opens again with its data.
     await first.stop();
-    const second = await startServer({ PGLITE_DATA_DIR: first.dataDir });
+    const second = await startServer({ PGLITE_DATA_DIR: first.dataDir, TINKERLAB_LOCAL_WORKERS: "0" });
     running.push(second);
     const again = await fetch(`${second.url}/api/trpc/experiments.list`);
     expect(JSON.stringify(await again.json())).toContain("survives");

@@ -1,6 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
+import { LaunchButton } from "@/components/launch-button";
 import { RunsTable } from "@/components/runs-table";
 import { Card, PageHeader } from "@/components/ui/card";
 import { RelativeTime } from "@/components/ui/time";
@@ -38,6 +39,7 @@ export default async function ExperimentPage({ params }: Props) {
             <RelativeTime date={experiment.createdAt} />
           </>
         }
+        actions={<LaunchButton experimentId={experiment.id} />}
       />
       <div className="grid gap-6 lg:grid-cols-3">
         <Card title="Runs" className="lg:col-span-2">

@@ -1,7 +1,8 @@
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
+import { workers } from "../../db/schema";
+import { serverEnv } from "../../env";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 import type { Context } from "../trpc";
-import { trainingBackendStatus } from "../../runtime/backend-status";
 
 export async function checkHealth(ctx: Pick<Context, "db" | "database">) {
   const started = performance.now();
@@ -14,7 +15,14 @@ export async function checkHealth(ctx: Pick<Context, "db" | "database">) {
       migration: ctx.database.migration,
       latencyMs: Math.round((performance.now() - started) * 100) / 100,
     },
-    training: trainingBackendStatus(),
+    training: {
+      requested: serverEnv().TINKERLAB_BACKEND,
+      /** The backends the live workers train with. */
+      workers: await ctx.db
+        .select({ id: workers.id, hostname: workers.hostname, backend: workers.backend })
+        .from(workers)
+        .where(eq(workers.status, "alive")),
+    },
   };
 }
 

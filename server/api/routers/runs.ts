@@ -1,7 +1,12 @@
 import { TRPCError } from "@trpc/server";
-import { and, desc, eq, ilike, inArray, lt, or, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, ilike, inArray, lt, max, or, type SQL } from "drizzle-orm";
 import { z } from "zod";
-import { experiments, runs, runStatus } from "../../db/schema";
+import { defineExperiment } from "@/lib/sdk/experiment";
+import type { Database } from "../../db";
+import { newId } from "../../db/ids";
+import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
+import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
+import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
 const runColumns = {
@@ -54,6 +59,147 @@ export const runsRouter = createTRPCRouter({
       return { items: items.slice(0, input.limit), nextCursor };
     }),
 
+  /**
+   * Launches a run of an experiment's latest version: snapshots its source and config into the run, and queues a
+   * training job for the scheduler.
+   */
+  launch: protectedProcedure
+    .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0) }))
+    .mutation(async ({ ctx, input }) => {
+      const [version] = await ctx.db
+        .select({ id: experimentVersions.id, config: experimentVersions.config, experimentName: experiments.name })
+        .from(experiments)
+        .innerJoin(experimentVersions, and(eq(experimentVersions.experimentId, experiments.id), eq(experimentVersions.version, experiments.latestVersion)))
+        .where(eq(experiments.id, input.experimentId));
+      if (!version) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.experimentId}'` });
+      let config;
+      try {
+        config = defineExperiment(version.config as never);
+      } catch (error) {
+        throw new TRPCError({ code: "BAD_REQUEST", message: (error as Error).message });
+      }
+      if (config.algorithm.name === "sft") {
+        throw new TRPCError({ code: "BAD_REQUEST", message: "algorithm.name: runs launched from the workbench are RL runs; choose grpo, grpo-per-turn, ppo, rloo or reinforce" });
+      }
+      let shape;
+      try {
+        shape = baseModelShape(config.agent.base);
+      } catch (error) {
+        throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
+      }
+      const runId = newId("run");
+      const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
+      await ctx.db.insert(runs).values({
+        id: runId,
+        experimentId: input.experimentId,
+        experimentVersionId: version.id,
+        createdBy: ctx.user.id,
+        name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
+        config: config as unknown as Record<string, unknown>,
+        seed: config.seed,
+        totalSteps: config.algorithm.steps,
+      });
+      try {
+        await submitJob(ctx.db, {
+          runId,
+          userId: ctx.user.id,
+          priority: input.priority,
+          resources: {
+            kind: "rl",
+            mode: config.agent.training.mode,
+            baseModel: config.agent.base,
+            model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
+            batchSize: config.algorithm.groupSize * config.algorithm.groupsPerStep,
+            contextLength: shape.contextLength,
+            loraRank: config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
+            computeSlots: 1,
+          },
+        });
+      } catch (error) {
+        await ctx.db.update(runs).set({ status: "failed", reason: (error as Error).message, finishedAt: new Date() }).where(eq(runs.id, runId));
+        if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+        throw error;
+      }
+      await ctx.db.update(experiments).set({ updatedAt: new Date() }).where(eq(experiments.id, input.experimentId));
+      return { runId };
+    }),
+
+  /** Cancel, pause or resume a run: a running job stops at its next step (pause saves a checkpoint first). */
+  control: protectedProcedure
+    .input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) }))
+    .mutation(async ({ ctx, input }) => {
+      const job = await latestJobOf(ctx.db, input.id);
+      if (input.action === "resume") {
+        const [resumed] = await ctx.db
+          .update(jobs)
+          .set({ status: "queued", reason: "resumed by user", stopRequested: null })
+          .where(and(eq(jobs.id, job.id), eq(jobs.status, "paused")))
+          .returning({ id: jobs.id });
+        if (!resumed) throw new TRPCError({ code: "CONFLICT", message: `Run '${input.id}' is ${job.status}; only a paused run can be resumed.` });
+        await ctx.db.update(runs).set({ status: "queued", reason: null }).where(eq(runs.id, input.id));
+        return { state: "queued" as const };
+      }
+      const result = await requestStop(ctx.db, job.id, input.action);
+      if (result === "finished") throw new TRPCError({ code: "CONFLICT", message: `Run '${input.id}' has already ended (${job.status}).` });
+      if (result === "stopped") {
+        await ctx.db
+          .update(runs)
+          .set({ status: input.action === "cancel" ? "cancelled" : "paused", reason: `${input.action === "cancel" ? "cancelled" : "paused"} by user`, finishedAt: input.action === "cancel" ? new Date() : null })
+          .where(eq(runs.id, input.id));
+      }
+      return { state: result };
+    }),
+
+  /** Metric points after a sequence number (0 = from the start): the run page polls or streams from here. */
+  metrics: protectedProcedure
+    .input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0), limit: z.number().int().min(1).max(200_000).default(50_000) }))
+    .query(async ({ ctx, input }) => {
+      const points = await ctx.db
+        .select({ seq: metricPoints.seq, name: metricPoints.name, step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
+        .from(metricPoints)
+        .where(and(eq(metricPoints.runId, input.runId), gt(metricPoints.seq, input.afterSeq)))
+        .orderBy(asc(metricPoints.seq))
+        .limit(input.limit);
+      return { points, lastSeq: points.at(-1)?.seq ?? input.afterSeq };
+    }),
+
+  /** The rollouts of one step (the latest when none is named), by group and sample. */
+  rollouts: protectedProcedure
+    .input(z.object({ runId: z.string().min(1), split: z.enum(["train", "eval"]).default("train"), step: z.number().int().min(0).optional() }))
+    .query(async ({ ctx, input }) => {
+      const [latest] = await ctx.db
+        .select({ step: max(rollouts.step) })
+        .from(rollouts)
+        .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split)));
+      const step = input.step ?? latest?.step ?? null;
+      if (step === null) return { step: null, lastStep: null, items: [] };
+      const items = await ctx.db
+        .select({
+          groupIndex: rollouts.groupIndex,
+          sampleIndex: rollouts.sampleIndex,
+          prompt: rollouts.prompt,
+          turns: rollouts.turns,
+          rewards: rollouts.rewards,
+          totalReward: rollouts.totalReward,
+          advantage: rollouts.advantage,
+          tokens: rollouts.tokens,
+          tokenLogprobs: rollouts.tokenLogprobs,
+        })
+        .from(rollouts)
+        .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split), eq(rollouts.step, step)))
+        .orderBy(asc(rollouts.groupIndex), asc(rollouts.sampleIndex));
+      return { step, lastStep: latest?.step ?? null, items };
+    }),
+
+  logs: protectedProcedure.input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0) })).query(async ({ ctx, input }) => {
+    return ctx.db
+      .select({ seq: runLogs.seq, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
+      .from(runLogs)
+      .where(and(eq(runLogs.runId, input.runId), gt(runLogs.seq, input.afterSeq)))
+      .orderBy(asc(runLogs.seq))
+      .limit(1000);
+  }),
+
   byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
     const [run] = await ctx.db
       .select({ ...runColumns, config: runs.config })
@@ -65,3 +211,9 @@ export const runsRouter = createTRPCRouter({
     return run;
   }),
 });
+
+async function latestJobOf(db: Database, runId: string) {
+  const [job] = await db.select({ id: jobs.id, status: jobs.status }).from(jobs).where(eq(jobs.runId, runId)).orderBy(desc(jobs.submittedAt)).limit(1);
+  if (!job) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}' (or it has no job)` });
+  return job;
+}

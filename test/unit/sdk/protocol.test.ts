@@ -15,8 +15,8 @@ function bisect(requests: ActRequest[]) {
         if (m.role !== "assistant") continue;
         const guess = Number(m.content);
         const answer = messages[i + 1]?.content;
-        if (answer === "higher") lo = guess + 1;
-        if (answer === "lower") hi = guess - 1;
+        if (answer?.startsWith("higher")) lo = guess + 1;
+        if (answer?.startsWith("lower")) hi = guess - 1;
       }
       return { text: String(Math.floor((lo + hi) / 2)) };
     }),

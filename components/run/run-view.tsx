@@ -1,0 +1,126 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMemo, useState } from "react";
+import { Button } from "@/components/ui/button";
+import { Card } from "@/components/ui/card";
+import { StatusBadge } from "@/components/ui/status-badge";
+import { useTRPC } from "@/components/trpc/provider";
+import { MetricChart } from "./metric-chart";
+import { RolloutsPanel } from "./rollouts-panel";
+import { useMetricStream } from "./use-metric-stream";
+
+const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s"];
+const ACTIVE = new Set(["queued", "running"]);
+
+export function RunView({ runId }: { runId: string }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const run = useQuery({ ...trpc.runs.byId.queryOptions({ id: runId }), refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000) });
+  const live = run.data ? ACTIVE.has(run.data.status) : true;
+  const { series, error } = useMetricStream(runId, live);
+  const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
+  const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
+  const [smoothing, setSmoothing] = useState(0.6);
+
+  const names = useMemo(() => {
+    const all = [...series.keys()].sort();
+    return { headline: HEADLINE.filter((n) => series.has(n)), rest: all.filter((n) => !HEADLINE.includes(n)) };
+  }, [series]);
+
+  if (!run.data) return <p className="text-sm text-slate-500">{run.error ? run.error.message : "Loading…"}</p>;
+  const r = run.data;
+  const stepSeconds = series.get("perf/step_seconds");
+  const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
+  const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
+  const tokensPerSecond = series.get("perf/tokens_per_s")?.at(-1)?.value;
+
+  return (
+    <div className="space-y-6">
+      <div className="flex flex-wrap items-center justify-between gap-4">
+        <div className="flex items-center gap-3">
+          <StatusBadge status={r.status} />
+          <span className="text-sm tabular-nums text-slate-600" aria-label="progress">
+            step {r.step} of {r.totalSteps}
+            {eta !== null && ` · ETA ${formatDuration(eta)}`}
+            {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
+          </span>
+          {r.reason && <span className="text-sm text-slate-500">· {r.reason}</span>}
+        </div>
+        <div className="flex items-center gap-2">
+          {(r.status === "running" || r.status === "queued") && (
+            <>
+              <Button variant="secondary" onClick={() => control.mutate({ id: runId, action: "pause" })}>
+                Pause
+              </Button>
+              <Button variant="secondary" onClick={() => control.mutate({ id: runId, action: "cancel" })}>
+                Cancel
+              </Button>
+            </>
+          )}
+          {r.status === "paused" && <Button onClick={() => control.mutate({ id: runId, action: "resume" })}>Resume</Button>}
+        </div>
+      </div>
+      {control.error && <p className="text-sm text-red-600">{control.error.message}</p>}
+      <div className="h-1.5 overflow-hidden rounded-full bg-slate-200">
+        <div className="h-full bg-brand-500 transition-all" style={{ width: `${r.totalSteps ? (100 * r.step) / r.totalSteps : 0}%` }} />
+      </div>
+
+      <section aria-label="Charts">
+        <div className="mb-2 flex items-center justify-between">
+          <h2 className="text-sm font-semibold text-slate-800">Metrics</h2>
+          <label className="flex items-center gap-2 text-xs text-slate-600">
+            Smoothing
+            <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />
+            <span className="w-8 tabular-nums">{smoothing.toFixed(2)}</span>
+          </label>
+        </div>
+        {error && <p className="text-sm text-red-600">Metrics: {error}</p>}
+        {series.size === 0 ? (
+          <p className="rounded-lg border border-dashed border-slate-300 px-4 py-8 text-center text-sm text-slate-500">
+            {live ? "Waiting for the first metric points…" : "This run reported no metrics."}
+          </p>
+        ) : (
+          <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
+            {names.headline.map((name) => (
+              <MetricChart key={name} name={name} points={series.get(name)!} smoothing={smoothing} />
+            ))}
+          </div>
+        )}
+        {names.rest.length > 0 && (
+          <details className="mt-3">
+            <summary className="cursor-pointer text-sm text-slate-600">All metrics ({names.rest.length} more)</summary>
+            <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
+              {names.rest.map((name) => (
+                <MetricChart key={name} name={name} points={series.get(name)!} smoothing={smoothing} />
+              ))}
+            </div>
+          </details>
+        )}
+      </section>
+
+      <RolloutsPanel runId={runId} live={live} />
+
+      <div className="grid gap-6 lg:grid-cols-2">
+        <Card title="Config">
+          <pre className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs text-slate-700">{JSON.stringify(r.config, null, 2)}</pre>
+        </Card>
+        <Card title="Log">
+          <ol className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs">
+            {(logs.data ?? []).map((line) => (
+              <li key={line.seq} className={line.level === "error" ? "text-red-700" : line.level === "warn" ? "text-amber-700" : "text-slate-700"}>
+                <span className="text-slate-400">{line.createdAt.toISOString().slice(11, 19)}</span> {line.message}
+              </li>
+            ))}
+          </ol>
+        </Card>
+      </div>
+    </div>
+  );
+}
+
+function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}

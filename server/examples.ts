@@ -1,0 +1,25 @@
+/** The built-in use cases, present as example experiments in every new workbench. */
+import { eq } from "drizzle-orm";
+import { useCases } from "@/lib/envs";
+import type { Database } from "./db";
+import { LOCAL_USER } from "./db";
+import { newId } from "./db/ids";
+import { experiments, experimentVersions } from "./db/schema";
+
+export async function ensureExampleExperiments(db: Database) {
+  for (const [name, useCase] of Object.entries(useCases)) {
+    const [existing] = await db.select({ id: experiments.id }).from(experiments).where(eq(experiments.template, name)).limit(1);
+    if (existing) continue;
+    const id = newId("exp");
+    await db.transaction(async (tx) => {
+      await tx.insert(experiments).values({
+        id,
+        ownerId: LOCAL_USER.id,
+        name: useCase.template.name,
+        description: useCase.environment.description ?? useCase.title,
+        template: name,
+      });
+      await tx.insert(experimentVersions).values({ id: newId("ver"), experimentId: id, version: 1, files: {}, config: useCase.template as Record<string, unknown>, message: "built-in example" });
+    });
+  }
+}

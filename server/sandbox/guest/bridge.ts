@@ -1,0 +1,475 @@
+/**
+ * The guest half of the sandbox: bundled with the user's files and evaluated inside QuickJS before them. It
+ * hardens the realm, holds one `EnvironmentSession` per slot, and answers batches of ops (reset, step, render,
+ * summary, score) given as one JSON string, so many steps cost one boundary crossing.
+ *
+ * It also checks what the user's functions return (the contract) where the SDK would silently coerce: a reward
+ * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
+ * precise (it knows which function and which field) and keeps oversized values from being serialized at all.
+ */
+import { type DatasetRow, type EnvironmentDefinition, type Json, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
+import { Rng } from "@/lib/model/rng";
+import type { EnvironmentDescription, GuestEpisodeEnd, GuestFailure, GuestOp, GuestResetValue, GuestStepValue } from "../wire";
+
+type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
+type Register = (progress: object, call: (request: string) => string) => void;
+
+// Captured before any user module is evaluated: user code may replace the globals, not these bindings.
+const global = globalThis as unknown as Record<string, unknown>;
+const stringify = JSON.stringify;
+const parseJson = JSON.parse;
+const now = Date.now;
+const isFiniteNumber = Number.isFinite;
+const isArray = Array.isArray;
+const objectKeys = Object.keys;
+const getPrototypeOf = Object.getPrototypeOf;
+const defineProperty = Object.defineProperty;
+const apply = Reflect.apply;
+const StringOf = String;
+
+const register = global.__tinkerlab_register as Register;
+delete global.__tinkerlab_register;
+
+/** Read by the host's interrupt handler to learn which op is running (for the per-call CPU limit). */
+const progress = Object.create(null) as { op: number };
+progress.op = -1;
+
+class ContractViolation extends Error {
+  constructor(
+    readonly fn: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ContractError";
+  }
+}
+
+class SizeViolation extends Error {
+  constructor(
+    readonly what: string,
+    readonly length: number,
+  ) {
+    super(`${what} is ${length} characters`);
+    this.name = "LimitError";
+  }
+}
+
+hardenRealm();
+const logs: string[] = [];
+installConsole();
+
+let maxChars = 100_000;
+let definition: AnyDefinition | null = null;
+let description: EnvironmentDescription | null = null;
+const sessions: EnvironmentSession<unknown, unknown, DatasetRow>[] = [];
+/** A tool's broken answer, raised after the step (the SDK turns a throwing tool into an observation). */
+let pendingViolation: ContractViolation | null = null;
+
+/** Called once by the generated entry, after the user's modules have been evaluated. */
+export function install(userModule: Record<string, unknown>): void {
+  const { exportName, value } = findDefinition(userModule);
+  defineEnvironment(value as AnyDefinition); // the SDK's own checks, with its messages, for undecorated exports too
+  definition = guardDefinition(value as AnyDefinition);
+  description = {
+    name: definition.name,
+    description: typeof definition.description === "string" ? definition.description : null,
+    data: definition.data?.kind === "dataset" ? { kind: "dataset", dataset: StringOf(definition.data.dataset) } : { kind: "free" },
+    maxTurns: definition.maxTurns,
+    tools: definition.tools ? objectKeys(definition.tools) : [],
+    scoreName: typeof definition.scoreName === "string" ? definition.scoreName : null,
+    hasRender: typeof definition.render === "function",
+    exportName,
+  };
+  register(progress, call);
+}
+
+function call(request: string): string {
+  const ops = parseJson(request) as GuestOp[];
+  const ms: number[] = [];
+  const results: string[] = [];
+  for (let i = 0; i < ops.length; i++) {
+    progress.op = i;
+    const started = now();
+    let encoded: string;
+    try {
+      pendingViolation = null;
+      const value = runOp(ops[i]!);
+      if (pendingViolation) throw pendingViolation;
+      encoded = stringify({ ok: true, value });
+    } catch (error) {
+      encoded = stringify({ ok: false, error: describeFailure(error) });
+    }
+    ms.push(now() - started);
+    results.push(encoded);
+  }
+  progress.op = -1;
+  return `{"ms":${stringify(ms)},"results":[${results.join(",")}]}`;
+}
+
+function runOp(op: GuestOp): unknown {
+  switch (op.op) {
+    case "configure":
+      maxChars = op.maxObservationChars;
+      return null;
+    case "describe":
+      return description;
+    case "logs":
+      return logs.splice(0, logs.length);
+    case "reset": {
+      const session = (sessions[op.slot] ??= new EnvironmentSession(definition!));
+      const observation = checkSize("observation", session.reset(op.seed, op.sample ?? undefined));
+      const value: GuestResetValue = {
+        observation,
+        systemPrompt: checkSize("systemPrompt", session.systemPrompt),
+        render: checkSize("render", session.render() ?? null),
+      };
+      return value;
+    }
+    case "step": {
+      const session = sessionAt(op.slot);
+      const step = session.step(op.action);
+      const value: GuestStepValue = {
+        observation: checkSize("observation", step.observation),
+        reward: step.reward,
+        done: step.done,
+        info: checkJsonSize("info", step.info),
+        metrics: step.metrics,
+        render: checkSize("render", session.render() ?? null),
+        end: step.done ? episodeEnd(session) : null,
+      };
+      return value;
+    }
+    case "render":
+      return checkSize("render", sessionAt(op.slot).render() ?? null);
+    case "summary": {
+      const session = sessionAt(op.slot);
+      const summary = session.summary();
+      return { ...summary, breakdown: session.rewardBreakdown(), state: stateAsJson(summary.state) };
+    }
+    case "score":
+      return sessionAt(op.slot).score();
+  }
+}
+
+function sessionAt(slot: number) {
+  const session = sessions[slot];
+  if (!session) throw new Error(`slot ${slot} has no episode; reset it first`);
+  return session;
+}
+
+function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEnd {
+  const summary = session.summary();
+  return {
+    turns: summary.turns,
+    totalReward: summary.totalReward,
+    truncated: summary.truncated,
+    invalidActions: summary.invalidActions,
+    score: session.score(),
+    breakdown: session.rewardBreakdown(),
+    state: stateAsJson(summary.state),
+  };
+}
+
+/** The state is informational (the trajectory viewer); one that does not serialize, or is too big, is null. */
+function stateAsJson(state: unknown): Json {
+  try {
+    const text = stringify(state);
+    return text === undefined || text.length > maxChars ? null : (parseJson(text) as Json);
+  } catch {
+    return null;
+  }
+}
+
+function checkSize<T extends string | null>(what: string, text: T): T {
+  if (typeof text === "string" && text.length > maxChars) throw new SizeViolation(what, text.length);
+  return text;
+}
+
+function checkJsonSize<T>(what: string, value: T): T {
+  const text = stringify(value);
+  if (text.length > maxChars) throw new SizeViolation(`${what} as JSON`, text.length);
+  return value;
+}
+
+// ---- finding and guarding the user's definition ----
+
+function isDefinitionLike(value: unknown): boolean {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    typeof (value as AnyDefinition).reset === "function" &&
+    typeof (value as AnyDefinition).step === "function"
+  );
+}
+
+function findDefinition(userModule: Record<string, unknown>): { exportName: string; value: unknown } {
+  if (isDefinitionLike(userModule.default)) return { exportName: "default", value: userModule.default };
+  const named = objectKeys(userModule).filter((key) => key !== "default" && isDefinitionLike(userModule[key]));
+  if (named.length === 1) return { exportName: named[0]!, value: userModule[named[0]!] };
+  if (named.length === 0) {
+    throw new ContractViolation(
+      "module",
+      "the entry file exports no environment; write `export default defineEnvironment({ ... })`",
+    );
+  }
+  throw new ContractViolation(
+    "module",
+    `the entry file exports several environments (${named.join(", ")}); make the one to run the default export`,
+  );
+}
+
+/**
+ * The definition with every user function wrapped so that what it returns is checked and copied into plain
+ * values once (a getter runs once; a Proxy is read once), with errors that name the function and the field.
+ */
+function guardDefinition(user: AnyDefinition): AnyDefinition {
+  const systemPrompt = user.systemPrompt;
+  const guarded: AnyDefinition = {
+    ...user,
+    systemPrompt:
+      typeof systemPrompt === "function"
+        ? (sample) => expectString("systemPrompt", "its return value", apply(systemPrompt, user, [sample]))
+        : expectString("systemPrompt", "systemPrompt", systemPrompt),
+    reset(context) {
+      const result = settled("reset", apply(user.reset, user, [context]));
+      if (result === null || typeof result !== "object") {
+        throw new ContractViolation("reset", `reset() must return { state, observation }; got ${describeValue(result)}`);
+      }
+      const { state, observation } = result as { state: unknown; observation: unknown };
+      return { state, observation: expectString("reset", "observation", observation) };
+    },
+    parseAction(text, state) {
+      const result = settled("parseAction", apply(user.parseAction, user, [text, state]));
+      if (result === null || typeof result !== "object") {
+        throw new ContractViolation(
+          "parseAction",
+          `parseAction() must return { ok: true, action } or { ok: false, error }; got ${describeValue(result)}`,
+        );
+      }
+      const { ok, action, error } = result as { ok: unknown; action: unknown; error: unknown };
+      if (ok === true) return { ok: true, action };
+      if (ok === false) return { ok: false, error: expectString("parseAction", "error", error) };
+      throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
+    },
+    step(state, action, context) {
+      const result = settled("step", apply(user.step, user, [state, action, context]));
+      if (result === null || typeof result !== "object") {
+        throw new ContractViolation("step", `step() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
+      }
+      const outcome = result as Record<string, unknown>;
+      const { state: next, observation, reward, done, info, metrics } = outcome;
+      if (typeof reward !== "number" || !isFiniteNumber(reward)) {
+        throw new ContractViolation("step", `step() returned reward ${describeValue(reward)}; reward must be a finite number`);
+      }
+      if (typeof done !== "boolean") {
+        throw new ContractViolation("step", `step() returned done ${describeValue(done)}; done must be true or false`);
+      }
+      if (observation !== undefined && observation !== null && typeof observation !== "string") {
+        throw new ContractViolation(
+          "step",
+          `step() returned observation ${describeValue(observation)}; observation must be a string or left out`,
+        );
+      }
+      return {
+        state: next,
+        observation: (observation ?? undefined) as string | undefined,
+        reward,
+        done,
+        info: info === undefined ? undefined : checkInfo(info),
+        metrics: metrics === undefined ? undefined : checkMetrics(metrics),
+      };
+    },
+    render:
+      typeof user.render === "function"
+        ? (state) => expectString("render", "its return value", apply(user.render!, user, [state]))
+        : undefined,
+    tools: user.tools ? guardTools(user.tools) : undefined,
+    rewardFunctions: user.rewardFunctions ? guardRewardFunctions(user.rewardFunctions) : undefined,
+    score:
+      typeof user.score === "function"
+        ? (summary) => {
+            const value = apply(user.score!, user, [summary]);
+            if (typeof value !== "number" || !isFiniteNumber(value)) {
+              throw new ContractViolation("score", `score() returned ${describeValue(value)}; a score must be a finite number`);
+            }
+            return value;
+          }
+        : undefined,
+  };
+  return guarded;
+}
+
+function guardTools(tools: NonNullable<AnyDefinition["tools"]>): NonNullable<AnyDefinition["tools"]> {
+  const guarded: NonNullable<AnyDefinition["tools"]> = {};
+  for (const name of objectKeys(tools)) {
+    const tool = tools[name]!;
+    guarded[name] = {
+      description: StringOf(tool.description),
+      run(args, state) {
+        const answer = apply(tool.run, tool, [args, state]);
+        if (typeof answer === "string") return answer;
+        pendingViolation ??= new ContractViolation(
+          `tools.${name}.run`,
+          `tool '${name}' returned ${describeValue(answer)}; a tool must return a string`,
+        );
+        return "";
+      },
+    };
+  }
+  return guarded;
+}
+
+function guardRewardFunctions(functions: NonNullable<AnyDefinition["rewardFunctions"]>): NonNullable<AnyDefinition["rewardFunctions"]> {
+  const guarded: NonNullable<AnyDefinition["rewardFunctions"]> = {};
+  for (const name of objectKeys(functions)) {
+    const fn = functions[name]!;
+    guarded[name] = (summary) => {
+      const value = apply(fn, functions, [summary]);
+      if (typeof value !== "number" || !isFiniteNumber(value)) {
+        throw new ContractViolation(
+          `rewardFunctions.${name}`,
+          `reward function '${name}' returned ${describeValue(value)}; a reward must be a finite number`,
+        );
+      }
+      return value;
+    };
+  }
+  return guarded;
+}
+
+function settled(fn: string, value: unknown): unknown {
+  if (value !== null && typeof value === "object" && typeof (value as { then?: unknown }).then === "function") {
+    throw new ContractViolation(fn, `${fn}() returned a Promise; environment functions must be synchronous (no async/await)`);
+  }
+  return value;
+}
+
+function expectString(fn: string, field: string, value: unknown): string {
+  if (typeof value === "string") return value;
+  const where = field === "its return value" ? `${fn}() returned ${describeValue(value)}` : `${fn === field ? "" : `${fn}() returned `}${field} ${describeValue(value)}`;
+  throw new ContractViolation(fn, `${where}; ${field === "its return value" ? "it" : field} must be a string`);
+}
+
+function checkMetrics(metrics: unknown): Record<string, number> {
+  if (metrics === null || typeof metrics !== "object" || isArray(metrics)) {
+    throw new ContractViolation("step", `step() returned metrics ${describeValue(metrics)}; metrics must be an object of numbers`);
+  }
+  const copy: Record<string, number> = {};
+  for (const key of objectKeys(metrics)) {
+    const value = (metrics as Record<string, unknown>)[key];
+    if (typeof value !== "number" || !isFiniteNumber(value)) {
+      throw new ContractViolation("step", `step() returned metrics.${key} ${describeValue(value)}; metrics must be finite numbers`);
+    }
+    defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return copy;
+}
+
+function checkInfo(info: unknown): Record<string, Json> {
+  if (info === null || typeof info !== "object" || isArray(info)) {
+    throw new ContractViolation("step", `step() returned info ${describeValue(info)}; info must be an object of JSON values`);
+  }
+  return toJson(info, "info", 0) as Record<string, Json>;
+}
+
+/** A plain copy of a JSON value; anything else (NaN, a function, a Map, a cycle) names its path. */
+function toJson(value: unknown, path: string, depth: number): Json {
+  if (depth > 32) throw new ContractViolation("step", `step() returned ${path} nested deeper than 32 levels`);
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") {
+    if (isFiniteNumber(value)) return value;
+    throw new ContractViolation("step", `step() returned ${path} ${describeValue(value)}; info values must be JSON (finite numbers)`);
+  }
+  if (isArray(value)) return value.map((item, index) => toJson(item, `${path}[${index}]`, depth + 1));
+  if (typeof value === "object" && (getPrototypeOf(value) === Object.prototype || getPrototypeOf(value) === null)) {
+    const copy: Record<string, Json> = {};
+    for (const key of objectKeys(value)) {
+      const item = toJson((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
+      defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    }
+    return copy;
+  }
+  throw new ContractViolation("step", `step() returned ${path} ${describeValue(value)}; info values must be JSON`);
+}
+
+function describeValue(value: unknown): string {
+  switch (typeof value) {
+    case "string":
+      return `${stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)} (a string)`;
+    case "number":
+      return `${StringOf(value)}${isFiniteNumber(value) ? " (a number)" : ""}`;
+    case "boolean":
+      return `${StringOf(value)} (a boolean)`;
+    case "undefined":
+      return "undefined";
+    case "function":
+      return "a function";
+    case "bigint":
+      return `${StringOf(value)}n (a bigint)`;
+    case "symbol":
+      return "a symbol";
+    default:
+      return value === null ? "null" : isArray(value) ? "an array" : "an object";
+  }
+}
+
+function describeFailure(error: unknown): GuestFailure {
+  try {
+    if (error instanceof ContractViolation) return { kind: "contract", name: error.name, message: error.message, fn: error.fn };
+    if (error instanceof SizeViolation) {
+      return { kind: "limit", name: error.name, message: error.message, what: error.what, length: error.length };
+    }
+    if (error instanceof Error) {
+      const stack = typeof error.stack === "string" ? error.stack.slice(0, 4_000) : undefined;
+      return { kind: "runtime", name: StringOf(error.name).slice(0, 100), message: StringOf(error.message).slice(0, 2_000), stack };
+    }
+    return { kind: "runtime", name: "NonErrorThrown", message: `threw a non-Error value: ${describeValue(error)}` };
+  } catch {
+    return { kind: "runtime", name: "NonErrorThrown", message: "threw a value that could not be described (reading it threw)" };
+  }
+}
+
+// ---- the realm ----
+
+/**
+ * Nothing in QuickJS reaches the host, so eval and the Function constructor cannot escape; they are removed
+ * anyway, so code that relies on them fails here as it would under a strict content security policy.
+ */
+function hardenRealm(): void {
+  const blocked = function Function() {
+    throw new EvalError("code generation (eval, new Function) is disabled in the sandbox");
+  };
+  const prototypes = [
+    Function.prototype,
+    getPrototypeOf(async function () {}),
+    getPrototypeOf(function* () {}),
+    getPrototypeOf(async function* () {}),
+  ];
+  defineProperty(blocked, "prototype", { value: Function.prototype });
+  for (const prototype of prototypes) defineProperty(prototype, "constructor", { value: blocked, writable: false, configurable: false });
+  defineProperty(global, "Function", { value: blocked, writable: false, configurable: false });
+  delete global.eval;
+  // Reproducible randomness comes from the episode's `rng`; Math.random is seeded too so that runs replay.
+  const fallback = new Rng(0x5eed);
+  defineProperty(Math, "random", { value: () => fallback.uniform(), writable: false, configurable: false });
+}
+
+/** console.* collects up to 200 lines, returned by validate() and shown in the editor. */
+function installConsole(): void {
+  const write =
+    (level: string) =>
+    (...args: unknown[]) => {
+      if (logs.length >= 200) return;
+      const parts = args.map((arg) => {
+        if (typeof arg === "string") return arg;
+        try {
+          return stringify(arg) ?? StringOf(arg);
+        } catch {
+          return describeValue(arg);
+        }
+      });
+      const line = `${level === "log" ? "" : `[${level}] `}${parts.join(" ")}`;
+      logs.push(line.length > 1_000 ? `${line.slice(0, 1_000)}…` : line);
+    };
+  global.console = { log: write("log"), info: write("info"), warn: write("warn"), error: write("error"), debug: write("debug") };
+}

@@ -1,0 +1,556 @@
+/**
+ * A user's environment, run in the sandbox, offered two ways:
+ *  - `SandboxedEnvironmentPool`: many episodes (slots) in one sandbox; `resetMany` / `stepMany` move any number
+ *    of them in one boundary crossing. This is what keeps the sandbox cheap.
+ *  - `SandboxedSession`: one slot with the surface of the SDK's `EnvironmentSession` (reset, step, render,
+ *    summary, score, systemPrompt), so `runEpisodes` can drive it unchanged. `runSandboxedEpisodes` wraps
+ *    `runEpisodes` so that each round's steps are sent as one batch and the sessions answer from it.
+ *
+ * Every answer from the guest is checked here again (types, sizes, JSON), since the guest is not trusted.
+ * Any error fails the pool: later calls throw the same error, which names the limit or the user's line.
+ */
+import type { DatasetRow, EnvironmentSession, EpisodeSummary, Json, SessionStep } from "@/lib/sdk/environment";
+import { type ActRequest, type ActResponse, type EpisodeStart, type Protocol, type Trajectory, runEpisodes } from "@/lib/sdk/protocol";
+import type { ChatMessage } from "@/lib/model/chat";
+import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateFunction } from "./compile";
+import { SandboxError, SandboxLimitError, formatCount } from "./errors";
+import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
+import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
+import type { EnvironmentDescription, GuestEpisodeEnd, GuestFailure, GuestOp, GuestResetValue, GuestResult, GuestStepValue } from "./wire";
+
+export type SandboxSource = CompiledEnvironment | { files: SourceFiles; entry?: string };
+
+export type SandboxedReset = GuestResetValue;
+export type SandboxedStep = GuestStepValue;
+export type SandboxedSummary = EpisodeSummary<Json> & { breakdown: Record<string, number> };
+
+/** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
+export const maxSlots = 65_536;
+
+type Slot = {
+  seed: number;
+  sample: DatasetRow | undefined;
+  turns: number;
+  done: boolean;
+  cpuMs: number;
+  systemPrompt: string;
+  render: string | null;
+  end: GuestEpisodeEnd | null;
+  /** Answers fetched in a batch, waiting for the session's own call. */
+  pendingReset: GuestResetValue | null;
+  pendingStep: { action: string; value: GuestStepValue } | null;
+};
+
+export class SandboxedEnvironmentPool {
+  private readonly slots = new Map<number, Slot>();
+  private readonly sessionsBySlot = new Map<number, SandboxedSession>();
+
+  private constructor(
+    private readonly sandbox: QuickJSSandbox,
+    readonly environment: EnvironmentDescription,
+    readonly limits: SandboxLimits,
+  ) {}
+
+  /** Compiles (unless given a compiled bundle) and loads the environment; throws a SandboxError on failure. */
+  static async create(source: SandboxSource, options: { limits?: SandboxLimitsInput } = {}): Promise<SandboxedEnvironmentPool> {
+    const limits = resolveSandboxLimits(options.limits);
+    let compiled: CompiledEnvironment;
+    if ("code" in source) compiled = source;
+    else {
+      const result = await compileEnvironment(source.files, { entry: source.entry });
+      if (!result.ok) {
+        const first = result.diagnostics[0]!;
+        const where = first.file ? ` (at ${first.file}:${first.line}:${first.column})` : "";
+        throw new SandboxError("syntax", `${first.message}${where}`, {
+          location: first.file ? { file: first.file, line: first.line ?? 1, column: first.column ?? 1 } : null,
+        });
+      }
+      compiled = result.compiled;
+    }
+    const sandbox = await QuickJSSandbox.create(compiled, limits);
+    try {
+      const configure: GuestOp = { op: "configure", maxObservationChars: limits.maxObservationChars };
+      const budget: OpBudget = { ms: limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "describing the environment" };
+      const response = sandbox.call([configure, { op: "describe" }], [budget, budget], "describing the environment");
+      const description = response.results[1]!;
+      if (!description.ok) throw new SandboxError("runtime", `describing the environment failed: ${description.error.message}`);
+      return new SandboxedEnvironmentPool(sandbox, checkDescription(description.value), limits);
+    } catch (error) {
+      sandbox.dispose();
+      throw error;
+    }
+  }
+
+  /** The error that failed this pool, if one did. */
+  get failure(): SandboxError | null {
+    return this.sandbox.failed;
+  }
+
+  /** Starts (or restarts) an episode in each slot; one crossing for all of them. */
+  resetMany(starts: { slot: number; seed: number; sample?: DatasetRow }[]): SandboxedReset[] {
+    const ops: GuestOp[] = [];
+    const budgets: OpBudget[] = [];
+    for (const { slot, seed, sample } of starts) {
+      checkSlot(slot);
+      if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
+      ops.push({ op: "reset", slot, seed, sample: sample ?? null });
+      budgets.push(this.budget(slot, `reset of episode ${slot} (seed ${seed})`, true));
+    }
+    const values = this.run(ops, budgets, "reset", (value, i) => this.checkReset(value, ops[i] as { slot: number; seed: number }));
+    for (const [i, value] of values.entries()) {
+      const { slot, seed, sample } = starts[i]!;
+      const state = this.slotState(slot);
+      Object.assign(state, { seed, sample, turns: 0, done: false, systemPrompt: value.systemPrompt, render: value.render, end: null });
+      state.pendingReset = value;
+      state.pendingStep = null;
+    }
+    return values;
+  }
+
+  /** Applies one action in each slot; one crossing for all of them. */
+  stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
+    const ops: GuestOp[] = [];
+    const budgets: OpBudget[] = [];
+    for (const { slot, action } of steps) {
+      const state = this.started(slot);
+      const label = `step ${state.turns + 1} of episode ${slot} (seed ${state.seed})`;
+      if (state.done) throw this.fail(new SandboxError("runtime", `${label}: the episode has ended; reset it first`));
+      if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${label}: the action must be a string`));
+      if (action.length > this.limits.maxActionChars) {
+        throw this.fail(
+          new SandboxLimitError(
+            "maxActionChars",
+            this.limits.maxActionChars,
+            action.length,
+            `${label}: the action is ${formatCount(action.length)} characters; limit maxActionChars=${formatCount(this.limits.maxActionChars)}`,
+          ),
+        );
+      }
+      if (state.turns >= this.limits.maxStepsPerEpisode) {
+        throw this.fail(
+          new SandboxLimitError(
+            "maxStepsPerEpisode",
+            this.limits.maxStepsPerEpisode,
+            state.turns + 1,
+            `episode ${slot} (seed ${state.seed}) did not end within maxStepsPerEpisode=${formatCount(this.limits.maxStepsPerEpisode)} steps`,
+          ),
+        );
+      }
+      ops.push({ op: "step", slot, action });
+      budgets.push(this.budget(slot, label, false));
+    }
+    const values = this.run(ops, budgets, "step", (value, i) => this.checkStep(value, budgets[i]!.label));
+    for (const [i, value] of values.entries()) {
+      const { slot, action } = steps[i]!;
+      const state = this.slotState(slot);
+      state.turns += 1;
+      state.done = value.done;
+      state.render = value.render;
+      state.end = value.end;
+      state.pendingStep = { action, value };
+    }
+    return values;
+  }
+
+  render(slot: number): string | undefined {
+    const state = this.started(slot);
+    return state.render ?? undefined;
+  }
+
+  summary(slot: number): SandboxedSummary {
+    const state = this.started(slot);
+    const label = `summary of episode ${slot} (seed ${state.seed})`;
+    const [value] = this.run([{ op: "summary", slot }], [this.budget(slot, label, false)], "summary", (raw) => checkSummary(raw, label));
+    return value!;
+  }
+
+  score(slot: number): number {
+    const state = this.started(slot);
+    if (state.end) return state.end.score;
+    const label = `score of episode ${slot} (seed ${state.seed})`;
+    const [value] = this.run([{ op: "score", slot }], [this.budget(slot, label, false)], "score", (raw) => finite(raw, `${label}: the score`));
+    return value!;
+  }
+
+  /** What the user's code wrote with console.* since the last call (at most 200 lines). */
+  drainLogs(): string[] {
+    const budget: OpBudget = { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "reading the logs" };
+    const [lines] = this.run([{ op: "logs" }], [budget], "logs", (raw) => {
+      if (!Array.isArray(raw) || !raw.every((line) => typeof line === "string")) throw new SandboxError("runtime", "the sandbox's logs are malformed");
+      return raw as string[];
+    });
+    return lines!;
+  }
+
+  /** The `EnvironmentSession`-shaped view of one slot. */
+  session(slot: number): SandboxedSession {
+    checkSlot(slot);
+    let session = this.sessionsBySlot.get(slot);
+    if (!session) this.sessionsBySlot.set(slot, (session = new SandboxedSession(this, slot)));
+    return session;
+  }
+
+  dispose(): void {
+    this.sandbox.dispose();
+  }
+
+  // ---- used by SandboxedSession ----
+
+  /** @internal The batch answer waiting for this slot's session, consumed once. */
+  takePendingReset(slot: number): GuestResetValue | null {
+    const state = this.slots.get(slot);
+    const value = state?.pendingReset ?? null;
+    if (state) state.pendingReset = null;
+    return value;
+  }
+
+  /** @internal */
+  takePendingStep(slot: number): { action: string; value: GuestStepValue } | null {
+    const state = this.slots.get(slot);
+    const value = state?.pendingStep ?? null;
+    if (state) state.pendingStep = null;
+    return value;
+  }
+
+  /** @internal */
+  slotView(slot: number): Readonly<Slot> | undefined {
+    return this.slots.get(slot);
+  }
+
+  // ---- plumbing ----
+
+  private fail(error: SandboxError): SandboxError {
+    return this.sandbox.fail(error);
+  }
+
+  private slotState(slot: number): Slot {
+    let state = this.slots.get(slot);
+    if (!state) {
+      state = { seed: 0, sample: undefined, turns: 0, done: true, cpuMs: 0, systemPrompt: "", render: null, end: null, pendingReset: null, pendingStep: null };
+      this.slots.set(slot, state);
+    }
+    return state;
+  }
+
+  private started(slot: number): Slot {
+    checkSlot(slot);
+    const state = this.slots.get(slot);
+    if (!state) throw new SandboxError("runtime", `episode ${slot} has not been reset`);
+    return state;
+  }
+
+  /** The CPU an op may use: the per-call limit, or what is left of the episode's budget if that is less. */
+  private budget(slot: number, label: string, resetting: boolean): OpBudget {
+    const spent = resetting ? 0 : (this.slots.get(slot)?.cpuMs ?? 0);
+    const remaining = this.limits.cpuMsPerEpisode - spent;
+    return remaining < this.limits.cpuMsPerCall
+      ? { ms: Math.max(remaining, 0), limit: "cpuMsPerEpisode", spentBeforeMs: spent, label }
+      : { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: spent, label };
+  }
+
+  /** One crossing: sends the ops, charges each slot its CPU, turns a failed op into the pool's error. */
+  private run<T>(ops: GuestOp[], budgets: OpBudget[], kind: string, check: (value: unknown, index: number) => T): T[] {
+    if (ops.length === 0) {
+      if (this.sandbox.failed) throw this.sandbox.failed;
+      return [];
+    }
+    const response = this.sandbox.call(ops, budgets, ops.length === 1 ? budgets[0]!.label : `a batch of ${ops.length} ${kind} calls`);
+    const values: T[] = [];
+    for (const [i, result] of response.results.entries()) {
+      const op = ops[i]!;
+      const budget = budgets[i]!;
+      if ("slot" in op) {
+        const state = this.slotState(op.slot);
+        state.cpuMs = (op.op === "reset" ? 0 : state.cpuMs) + response.ms[i]!;
+        if (state.cpuMs > this.limits.cpuMsPerEpisode) {
+          throw this.fail(
+            new SandboxLimitError(
+              "cpuMsPerEpisode",
+              this.limits.cpuMsPerEpisode,
+              state.cpuMs,
+              `${budget.label} exceeded cpuMsPerEpisode=${formatCount(this.limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(state.cpuMs)} ms)`,
+            ),
+          );
+        }
+      }
+      values.push(this.unwrap(result, budget.label, (value) => check(value, i)));
+    }
+    return values;
+  }
+
+  private unwrap<T>(result: GuestResult, label: string, check: (value: unknown) => T): T {
+    if (result && typeof result === "object" && result.ok === true) {
+      try {
+        return check(result.value);
+      } catch (error) {
+        throw this.fail(error instanceof SandboxError ? error : new SandboxError("runtime", `${label}: ${(error as Error).message}`));
+      }
+    }
+    const failure: GuestFailure | undefined = result && typeof result === "object" && result.ok === false ? result.error : undefined;
+    if (!failure || typeof failure.message !== "string") throw this.fail(new SandboxError("runtime", `${label}: the sandbox's answer is malformed`));
+    throw this.fail(this.describeFailure(failure, label));
+  }
+
+  private describeFailure(failure: GuestFailure, label: string): SandboxError {
+    const message = String(failure.message).slice(0, 2_000);
+    if (failure.kind === "contract") {
+      const fn = typeof failure.fn === "string" ? failure.fn : null;
+      return new SandboxError("contract", `${label}: ${message}`, { location: fn ? this.locateFunction(fn) : null });
+    }
+    if (failure.kind === "limit") {
+      const length = typeof failure.length === "number" ? failure.length : 0;
+      return new SandboxLimitError(
+        "maxObservationChars",
+        this.limits.maxObservationChars,
+        length,
+        `${label}: ${String(failure.what ?? "a value")} is ${formatCount(length)} characters; limit maxObservationChars=${formatCount(this.limits.maxObservationChars)}`,
+      );
+    }
+    const { location, userStack } = this.sandbox.mapStack(typeof failure.stack === "string" ? failure.stack : undefined);
+    return classifyFatal(String(failure.name ?? "Error"), message, this.limits, label, () => this.sandbox.memoryUsedMb(), location, userStack);
+  }
+
+  /** Where the user defined `step` (or another named function), for contract errors that have no stack. */
+  private locateFunction(fn: string) {
+    return locateFunction(this.sandbox.compiled, fn);
+  }
+
+  private checkReset(value: unknown, op: { slot: number; seed: number }): GuestResetValue {
+    const label = `reset of episode ${op.slot} (seed ${op.seed})`;
+    const record = object(value, label);
+    return {
+      observation: this.text(record.observation, `${label}: the observation`),
+      systemPrompt: this.text(record.systemPrompt, `${label}: the system prompt`),
+      render: record.render === null ? null : this.text(record.render, `${label}: the render`),
+    };
+  }
+
+  private checkStep(value: unknown, label: string): GuestStepValue {
+    const record = object(value, label);
+    if (typeof record.done !== "boolean") throw new SandboxError("contract", `${label}: done must be true or false`);
+    return {
+      observation: record.observation === null ? null : this.text(record.observation, `${label}: the observation`),
+      reward: finite(record.reward, `${label}: the reward`),
+      done: record.done,
+      info: jsonRecord(record.info, `${label}: info`),
+      metrics: numberRecord(record.metrics, `${label}: metrics`),
+      render: record.render === null ? null : this.text(record.render, `${label}: the render`),
+      end: record.end === null ? null : checkEnd(record.end, label),
+    };
+  }
+
+  private text(value: unknown, what: string): string {
+    if (typeof value !== "string") throw new SandboxError("contract", `${what} must be a string`);
+    if (value.length > this.limits.maxObservationChars) {
+      throw new SandboxLimitError(
+        "maxObservationChars",
+        this.limits.maxObservationChars,
+        value.length,
+        `${what} is ${formatCount(value.length)} characters; limit maxObservationChars=${formatCount(this.limits.maxObservationChars)}`,
+      );
+    }
+    return value;
+  }
+}
+
+/**
+ * One slot of a pool, shaped like the SDK's `EnvironmentSession`. Each call answers from the pool's last batch
+ * when that batch already holds its answer (`runSandboxedEpisodes` arranges this), else it crosses alone.
+ */
+export class SandboxedSession {
+  sample: DatasetRow | undefined;
+
+  constructor(
+    private readonly pool: SandboxedEnvironmentPool,
+    readonly slot: number,
+  ) {}
+
+  get systemPrompt(): string {
+    return this.pool.slotView(this.slot)?.systemPrompt ?? "";
+  }
+
+  reset(seed: number, sample?: DatasetRow): string {
+    const state = this.pool.slotView(this.slot);
+    let value = state && state.seed === seed && state.sample === sample ? this.pool.takePendingReset(this.slot) : null;
+    value ??= this.pool.resetMany([{ slot: this.slot, seed, sample }])[0]!;
+    this.pool.takePendingReset(this.slot);
+    this.sample = sample;
+    return value.observation;
+  }
+
+  step(actionText: string): SessionStep {
+    const pending = this.pool.takePendingStep(this.slot);
+    if (pending && pending.action !== actionText) {
+      throw new SandboxError("runtime", `episode ${this.slot}: step was batched with a different action than the one now applied`);
+    }
+    const value = pending?.value ?? this.pool.stepMany([{ slot: this.slot, action: actionText }])[0]!;
+    if (!pending) this.pool.takePendingStep(this.slot);
+    return { observation: value.observation, reward: value.reward, done: value.done, info: value.info, metrics: value.metrics };
+  }
+
+  render(): string | undefined {
+    return this.pool.render(this.slot);
+  }
+
+  summary(): SandboxedSummary {
+    const end = this.pool.slotView(this.slot)?.end;
+    if (end) {
+      return {
+        state: end.state,
+        turns: end.turns,
+        totalReward: end.totalReward,
+        done: true,
+        truncated: end.truncated,
+        invalidActions: end.invalidActions,
+        breakdown: end.breakdown,
+      };
+    }
+    return this.pool.summary(this.slot);
+  }
+
+  score(): number {
+    return this.pool.score(this.slot);
+  }
+
+  rewardBreakdown(): Record<string, number> {
+    return { ...this.summary().breakdown };
+  }
+}
+
+/**
+ * `runEpisodes` over sandboxed sessions, with one crossing per round instead of one per episode: all resets go
+ * in one batch, and after `act` answers a round, all of that round's steps go in one batch.
+ */
+export async function runSandboxedEpisodes(
+  protocol: Protocol,
+  pool: SandboxedEnvironmentPool,
+  starts: { seed: number; sample?: DatasetRow }[],
+  act: (requests: ActRequest[]) => Promise<ActResponse[]>,
+  options: { fitsContext?: (messages: ChatMessage[]) => boolean } = {},
+): Promise<Trajectory[]> {
+  pool.resetMany(starts.map(({ seed, sample }, slot) => ({ slot, seed, sample })));
+  // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
+  const episodes: EpisodeStart[] = starts.map(({ seed, sample }, slot) => ({
+    session: pool.session(slot) as unknown as EnvironmentSession,
+    seed,
+    sample,
+  }));
+  return runEpisodes(
+    protocol,
+    episodes,
+    async (requests) => {
+      const responses = await act(requests);
+      if (responses.length === requests.length) {
+        pool.stepMany(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text })));
+      }
+      return responses;
+    },
+    options,
+  );
+}
+
+// ---- checks of what the guest answers ----
+
+function checkSlot(slot: number): void {
+  if (!Number.isInteger(slot) || slot < 0 || slot >= maxSlots) {
+    throw new SandboxError("runtime", `slot must be a whole number from 0 to ${maxSlots - 1}; got ${String(slot)}`);
+  }
+}
+
+function object(value: unknown, what: string): Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new SandboxError("contract", `${what}: the answer must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function finite(value: unknown, what: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) throw new SandboxError("contract", `${what} must be a finite number; got ${String(value)}`);
+  return value;
+}
+
+/** A fresh copy: keys such as "__proto__" become plain data, never prototypes. */
+function jsonRecord(value: unknown, what: string): Record<string, Json> {
+  object(value, what);
+  return copyJson(value, what, 0) as Record<string, Json>;
+}
+
+function copyJson(value: unknown, what: string, depth: number): Json {
+  if (depth > 64) throw new SandboxError("contract", `${what} is nested deeper than 64 levels`);
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") return finite(value, what);
+  if (Array.isArray(value)) return value.map((item) => copyJson(item, what, depth + 1));
+  if (typeof value === "object") {
+    const copy: Record<string, Json> = {};
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(copy, key, { value: copyJson(item, what, depth + 1), enumerable: true, writable: true, configurable: true });
+    }
+    return copy;
+  }
+  throw new SandboxError("contract", `${what} must be JSON`);
+}
+
+function numberRecord(value: unknown, what: string): Record<string, number> {
+  const record = object(value, what);
+  const copy: Record<string, number> = {};
+  for (const [key, item] of Object.entries(record)) {
+    Object.defineProperty(copy, key, { value: finite(item, `${what}.${key}`), enumerable: true, writable: true, configurable: true });
+  }
+  return copy;
+}
+
+function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
+  const record = object(value, `${label}: the episode's end`);
+  const whole = (field: string) => {
+    const n = finite(record[field], `${label}: ${field}`);
+    if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${label}: ${field} must be a whole number`);
+    return n;
+  };
+  if (typeof record.truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
+  return {
+    turns: whole("turns"),
+    totalReward: finite(record.totalReward, `${label}: the total reward`),
+    truncated: record.truncated,
+    invalidActions: whole("invalidActions"),
+    score: finite(record.score, `${label}: the score`),
+    breakdown: numberRecord(record.breakdown, `${label}: the reward breakdown`),
+    state: copyJson(record.state, `${label}: the state`, 0),
+  };
+}
+
+function checkSummary(value: unknown, label: string): SandboxedSummary {
+  const record = object(value, label);
+  const whole = (field: string) => {
+    const n = finite(record[field], `${label}: ${field}`);
+    if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${label}: ${field} must be a whole number`);
+    return n;
+  };
+  if (typeof record.done !== "boolean" || typeof record.truncated !== "boolean") {
+    throw new SandboxError("contract", `${label}: done and truncated must be true or false`);
+  }
+  return {
+    state: copyJson(record.state, `${label}: the state`, 0),
+    turns: whole("turns"),
+    totalReward: finite(record.totalReward, `${label}: the total reward`),
+    done: record.done,
+    truncated: record.truncated,
+    invalidActions: whole("invalidActions"),
+    breakdown: numberRecord(record.breakdown, `${label}: the reward breakdown`),
+  };
+}
+
+function checkDescription(value: unknown): EnvironmentDescription {
+  const record = object(value, "the environment's description");
+  const data = object(record.data, "the environment's data");
+  if (typeof record.name !== "string" || typeof record.maxTurns !== "number" || typeof record.exportName !== "string") {
+    throw new SandboxError("contract", "the environment's description is malformed");
+  }
+  return {
+    name: record.name,
+    description: typeof record.description === "string" ? record.description : null,
+    data: data.kind === "dataset" && typeof data.dataset === "string" ? { kind: "dataset", dataset: data.dataset } : { kind: "free" },
+    maxTurns: record.maxTurns,
+    tools: Array.isArray(record.tools) ? record.tools.filter((tool): tool is string => typeof tool === "string") : [],
+    scoreName: typeof record.scoreName === "string" ? record.scoreName : null,
+    hasRender: record.hasRender === true,
+    exportName: record.exportName,
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * The messages that cross the sandbox boundary, as JSON strings in both directions. The guest (guest/bridge.ts,
+ * inside QuickJS) and the host (quickjs-host.ts) import these types only; the host re-validates every answer,
+ * because user code shares the guest's realm and could tamper with it.
+ */
+import type { DatasetRow, Json } from "@/lib/sdk/environment";
+
+export type GuestOp =
+  | { op: "configure"; maxObservationChars: number }
+  | { op: "describe" }
+  | { op: "reset"; slot: number; seed: number; sample: DatasetRow | null }
+  | { op: "step"; slot: number; action: string }
+  | { op: "render"; slot: number }
+  | { op: "summary"; slot: number }
+  | { op: "score"; slot: number }
+  | { op: "logs" };
+
+export type GuestFailure = {
+  kind: "runtime" | "contract" | "limit";
+  name: string;
+  message: string;
+  stack?: string;
+  /** For a contract failure: the user function whose answer broke it, e.g. "step". */
+  fn?: string;
+  /** For a size limit: what was too large and how large it was. */
+  what?: string;
+  length?: number;
+};
+
+export type GuestResult = { ok: true; value: unknown } | { ok: false; error: GuestFailure };
+
+/** One answer per op, with the milliseconds each op took by the guest's clock. */
+export type GuestResponse = { ms: number[]; results: GuestResult[] };
+
+export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null };
+
+export type GuestEpisodeEnd = {
+  turns: number;
+  totalReward: number;
+  truncated: boolean;
+  invalidActions: number;
+  score: number;
+  /** The return by reward function: "env" for the step rewards, then each of the definition's rewardFunctions. */
+  breakdown: Record<string, number>;
+  /** The final state as JSON, or null when it does not serialize within the observation limit. */
+  state: Json;
+};
+
+export type GuestStepValue = {
+  observation: string | null;
+  reward: number;
+  done: boolean;
+  info: Record<string, Json>;
+  metrics: Record<string, number>;
+  render: string | null;
+  end: GuestEpisodeEnd | null;
+};
+
+export type EnvironmentDescription = {
+  name: string;
+  description: string | null;
+  data: { kind: "free" } | { kind: "dataset"; dataset: string };
+  maxTurns: number;
+  tools: string[];
+  scoreName: string | null;
+  hasRender: boolean;
+  /** The export the definition was found under ("default" or a name). */
+  exportName: string;
+};
+
+/** The global the bridge takes (and deletes) before user code runs, to hand the host its entry points. */
+export const registerGlobal = "__tinkerlab_register";

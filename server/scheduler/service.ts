@@ -1,0 +1,198 @@
+/**
+ * The scheduler as a service over the database: jobs are rows, workers hold leases renewed by heartbeats, and
+ * each tick carries out the placement policy's decisions. The same `SchedulingPolicy` runs here and in the
+ * simulator. Every state change is one conditional UPDATE (`… where status = 'queued'`), so two schedulers or a
+ * worker racing the scheduler cannot both win.
+ */
+import { and, eq, inArray, isNull, lt, sql } from "drizzle-orm";
+import type { Database } from "../db";
+import { newId } from "../db/ids";
+import { devices, jobs, runLogs, runs, workers } from "../db/schema";
+import { describeDevice, slotsInUseByUser, type ClusterState, type RunningJob, type SchedulingPolicy } from "./policy";
+import { checkEverFits, estimateFootprint, type DeviceCapacity, type JobResourceSpec } from "./resources";
+
+export const LEASE_SECONDS = 20;
+
+export class JobRejectedError extends Error {
+  override name = "JobRejectedError";
+}
+
+export type SubmitJob = {
+  runId: string;
+  userId: string;
+  priority?: number;
+  resources: JobResourceSpec & { baseModel: string };
+  estimatedSeconds?: number | null;
+};
+
+export async function submitJob(db: Database, job: SubmitJob, knownDevices?: DeviceCapacity[]): Promise<string> {
+  const footprint = estimateFootprint({ ...job.resources, model: { ...job.resources.model, name: job.resources.baseModel } });
+  const capacities = knownDevices ?? (await liveDeviceCapacities(db));
+  if (capacities.length > 0) {
+    const fit = checkEverFits(footprint, capacities);
+    if (!fit.fits) throw new JobRejectedError(`This job can never run here: it ${fit.message}.`);
+  }
+  const id = newId("job");
+  await db.insert(jobs).values({
+    id,
+    kind: job.resources.kind,
+    mode: job.resources.mode,
+    runId: job.runId,
+    userId: job.userId,
+    priority: job.priority ?? 0,
+    footprint,
+    estimatedSeconds: job.estimatedSeconds ?? null,
+  });
+  return id;
+}
+
+async function liveDeviceCapacities(db: Database): Promise<DeviceCapacity[]> {
+  const rows = await db
+    .select({ id: devices.id, kind: devices.kind, memoryMb: devices.memoryMb, computeSlots: devices.computeSlots })
+    .from(devices)
+    .innerJoin(workers, eq(workers.id, devices.workerId))
+    .where(eq(workers.status, "alive"));
+  return rows;
+}
+
+/** Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. */
+export async function expireLeases(db: Database, now = new Date()): Promise<string[]> {
+  const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
+  const dead = await db
+    .update(workers)
+    .set({ status: "dead" })
+    .where(and(eq(workers.status, "alive"), lt(workers.heartbeatAt, cutoff)))
+    .returning({ id: workers.id, hostname: workers.hostname, pid: workers.pid });
+  if (dead.length === 0) return [];
+  const requeued = await db
+    .update(jobs)
+    .set({
+      status: "queued",
+      workerId: null,
+      deviceId: null,
+      leaseExpiresAt: null,
+      attempts: sql`${jobs.attempts} + 1`,
+      reason: sql`'worker lost (no heartbeat for ${sql.raw(String(LEASE_SECONDS))} s); resuming from the last checkpoint'`,
+    })
+    .where(and(inArray(jobs.workerId, dead.map((w) => w.id)), inArray(jobs.status, ["placing", "running"])))
+    .returning({ id: jobs.id, runId: jobs.runId });
+  for (const job of requeued) {
+    if (!job.runId) continue;
+    await db.update(runs).set({ status: "queued" }).where(eq(runs.id, job.runId));
+    await db.insert(runLogs).values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
+  }
+  return requeued.map((j) => j.id);
+}
+
+/** The cluster as the policy sees it: live devices, what runs on each, and the queue. */
+export async function clusterState(db: Database, now = Date.now()): Promise<ClusterState> {
+  const capacityRows = await liveDeviceCapacities(db);
+  const active = await db
+    .select({
+      id: jobs.id,
+      userId: jobs.userId,
+      priority: jobs.priority,
+      footprint: jobs.footprint,
+      deviceId: jobs.deviceId,
+      kind: jobs.kind,
+      startedAt: jobs.startedAt,
+      estimatedSeconds: jobs.estimatedSeconds,
+    })
+    .from(jobs)
+    .where(inArray(jobs.status, ["placing", "running"]));
+  const byDevice = new Map<string, RunningJob[]>();
+  for (const job of active) {
+    if (!job.deviceId) continue;
+    const started = job.startedAt?.getTime() ?? now;
+    byDevice.set(job.deviceId, [
+      ...(byDevice.get(job.deviceId) ?? []),
+      {
+        id: job.id,
+        userId: job.userId,
+        priority: job.priority,
+        footprint: job.footprint,
+        preemptible: job.kind === "rl" || job.kind === "sft",
+        estimatedEndAt: job.estimatedSeconds ? started / 1000 + job.estimatedSeconds : null,
+        secondsSinceCheckpoint: 0,
+      },
+    ]);
+  }
+  const deviceStates = capacityRows.map((capacity) => describeDevice(capacity, byDevice.get(capacity.id) ?? []));
+  const queued = await db
+    .select({
+      id: jobs.id,
+      userId: jobs.userId,
+      priority: jobs.priority,
+      submittedAt: jobs.submittedAt,
+      kind: jobs.kind,
+      mode: jobs.mode,
+      footprint: jobs.footprint,
+      estimatedSeconds: jobs.estimatedSeconds,
+    })
+    .from(jobs)
+    .where(and(eq(jobs.status, "queued"), isNull(jobs.stopRequested)))
+    .orderBy(jobs.submittedAt);
+  return {
+    now: now / 1000,
+    devices: deviceStates,
+    queue: queued.map((job) => ({
+      ...job,
+      submittedAt: job.submittedAt.getTime() / 1000,
+      mode: (job.mode ?? "full") as "lora" | "full",
+      estimatedSeconds: job.estimatedSeconds,
+    })),
+    slotsInUseByUser: slotsInUseByUser(deviceStates),
+  };
+}
+
+/** One scheduling pass: expire leases, ask the policy, carry out its decisions. Returns what it did. */
+export async function schedulerTick(db: Database, policy: SchedulingPolicy, now = new Date()) {
+  const requeued = await expireLeases(db, now);
+  const state = await clusterState(db, now.getTime());
+  const decisions = policy.decide(state);
+  const placed: string[] = [];
+  const preempted: string[] = [];
+  for (const decision of decisions) {
+    if (decision.type === "preempt") {
+      const [row] = await db
+        .update(jobs)
+        .set({ stopRequested: "preempt" })
+        .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "running"), isNull(jobs.stopRequested)))
+        .returning({ id: jobs.id });
+      if (row) preempted.push(row.id);
+      continue;
+    }
+    const [device] = await db.select({ workerId: devices.workerId }).from(devices).where(eq(devices.id, decision.deviceId));
+    if (!device) continue;
+    const [row] = await db
+      .update(jobs)
+      .set({
+        status: "placing",
+        workerId: device.workerId,
+        deviceId: decision.deviceId,
+        leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000),
+        reason: decision.backfilled ? "backfilled" : decision.sharesBase ? `shares base ${decision.sharesBase}` : null,
+      })
+      .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "queued")))
+      .returning({ id: jobs.id });
+    if (row) placed.push(row.id);
+  }
+  return { requeued, placed, preempted };
+}
+
+/** Asks the worker running a job to stop it at its next step (cancel, pause); a queued job stops at once. */
+export async function requestStop(db: Database, jobId: string, why: "cancel" | "pause"): Promise<"stopped" | "requested" | "finished"> {
+  const finalStatus = why === "cancel" ? "cancelled" : "paused";
+  const [queued] = await db
+    .update(jobs)
+    .set({ status: finalStatus, reason: why === "cancel" ? "cancelled by user" : "paused by user", finishedAt: why === "cancel" ? new Date() : null })
+    .where(and(eq(jobs.id, jobId), eq(jobs.status, "queued")))
+    .returning({ id: jobs.id });
+  if (queued) return "stopped";
+  const [active] = await db
+    .update(jobs)
+    .set({ stopRequested: why })
+    .where(and(eq(jobs.id, jobId), inArray(jobs.status, ["placing", "running"])))
+    .returning({ id: jobs.id });
+  return active ? "requested" : "finished";
+}

@@ -1,0 +1,54 @@
+/**
+ * The worker processes `tinkerlab start` runs on its own machine. Each is a child process, so a job that
+ * crashes takes down its worker, never the web server; a worker that exits is started again after a pause.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+
+export function startLocalWorkers(options: { count: number; serverUrl: string; token: string; root: string; env: NodeJS.ProcessEnv; log?: (line: string) => void }) {
+  const log = options.log ?? console.log;
+  const children = new Set<ChildProcess>();
+  let closing = false;
+  // tsx's CLI run by this same node binary: no PATH lookup, so the children start whatever their environment.
+  const tsx = path.join(options.root, "node_modules", "tsx", "dist", "cli.mjs");
+  const cli = path.join(options.root, "bin", "tinkerlab.ts");
+  const spawnOne = (index: number) => {
+    const child = spawn(process.execPath, [tsx, cli, "worker"], {
+      cwd: options.root,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: {
+        ...options.env,
+        TINKERLAB_SERVER_URL: options.serverUrl,
+        TINKERLAB_WORKER_TOKEN: options.token,
+        TINKERLAB_WORKER_MEMORY_SHARE: String(1 / options.count),
+      },
+    });
+    children.add(child);
+    child.on("exit", (code, signal) => {
+      children.delete(child);
+      if (closing) return;
+      log(`local worker ${index} exited (${signal ?? code}); starting another in 2 s`);
+      setTimeout(() => !closing && spawnOne(index), 2000);
+    });
+  };
+  for (let i = 0; i < options.count; i++) spawnOne(i);
+  return {
+    pids: () => [...children].map((c) => c.pid!),
+    async stop() {
+      closing = true;
+      await Promise.all(
+        [...children].map(
+          (child) =>
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+              child.once("exit", () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              child.kill("SIGTERM");
+            }),
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * Runs one training job on this worker: loads (or shares) the base model, builds the client, resumes from the
+ * last checkpoint if there is one, and drives the RL loop, sending metrics, rollouts and checkpoints to the server
+ * as they happen.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { useCases } from "@/lib/envs";
+import { trainRl } from "@/lib/rl/train";
+import { defineExperiment } from "@/lib/sdk/experiment";
+import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
+import type { TurnAdvantages } from "@/lib/rl/advantages";
+import { TrainingClient } from "../runtime";
+import { loadBaseModel } from "./base-models";
+import { loadBuiltinDataset } from "./datasets";
+import type { WorkerApi } from "./worker-api";
+
+export type JobSpec = Awaited<ReturnType<WorkerApi["worker"]["claim"]["mutate"]>>;
+export type StopReason = "cancel" | "pause" | "preempt";
+export type JobOutcome = { outcome: "completed" | "failed" | "cancelled" | "paused" | "preempted"; reason: string | null };
+
+const MEMORY_FILE = "algorithm-memory.json";
+
+export async function runJob(options: {
+  api: WorkerApi;
+  workerId: string;
+  spec: JobSpec;
+  artifactsDir: string;
+  /** Why the server asked this job to stop, once it has. */
+  stopRequested: () => StopReason | null;
+  onStep?: (step: number) => void;
+}): Promise<JobOutcome> {
+  const { api, workerId, spec } = options;
+  const jobId = spec.job.id;
+  const runId = spec.run.id;
+  const config = defineExperiment(spec.run.config as never);
+  const useCase = useCases[config.environment];
+  if (!useCase) {
+    throw new Error(`Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}.`);
+  }
+  const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
+  const base = loadBaseModel(config.agent.base);
+  const training = config.agent.training;
+  const client = new TrainingClient(base, {
+    lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
+    valueHead: config.agent.valueHead,
+    seed: config.seed,
+  });
+  let startStep = 0;
+  let memory: Record<string, number> = {};
+  if (spec.resume) {
+    await client.loadState(spec.resume.path);
+    startStep = spec.resume.step;
+    const memoryFile = path.join(spec.resume.path, MEMORY_FILE);
+    if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
+  }
+  const environment = useCase.environment;
+  const dataset = environment.data.kind === "dataset" ? loadBuiltinDataset(environment.data.dataset) : undefined;
+
+  let stepReached = startStep;
+  const result = await trainRl({
+    config,
+    policy: { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength },
+    environment,
+    protocol,
+    dataset,
+    startStep,
+    memory,
+    hooks: {
+      onMetrics: async (step, metrics) => {
+        stepReached = Math.max(stepReached, step);
+        const wallTime = new Date();
+        const points = Object.entries(metrics)
+          .filter(([, value]) => Number.isFinite(value))
+          .map(([name, value]) => ({ step, name, value, wallTime }));
+        await api.worker.report.mutate({ workerId, jobId, step: stepReached, metrics: points });
+        options.onStep?.(stepReached);
+      },
+      onRollouts: async (step, split, groups, advantages) => {
+        await api.worker.report.mutate({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
+      },
+      onCheckpoint: async (step, algorithmMemory) => {
+        const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
+        await client.saveState(dir);
+        fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
+        const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+        await api.worker.checkpoint.mutate({ workerId, jobId, step, path: dir, sizeBytes });
+      },
+      shouldStop: () => options.stopRequested() !== null,
+    },
+  });
+  if (!result.stopped) return { outcome: "completed", reason: null };
+  const why = options.stopRequested()!;
+  if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };
+  // Paused or preempted work resumes later: save where it stands first.
+  const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(result.steps).padStart(6, "0")}`);
+  await client.saveState(dir);
+  fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(memory));
+  const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+  await api.worker.checkpoint.mutate({ workerId, jobId, step: result.steps, path: dir, sizeBytes });
+  return why === "pause"
+    ? { outcome: "paused", reason: `paused by user at step ${result.steps}` }
+    : { outcome: "preempted", reason: `preempted at step ${result.steps} for higher-priority work; will resume from there` };
+}
+
+function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) {
+  return groups.flatMap((group, g) =>
+    group.map((trajectory, i) => ({
+      step,
+      split,
+      groupIndex: g,
+      sampleIndex: i,
+      prompt: trajectory.systemPrompt,
+      turns: trajectory.turns.map((turn) => ({
+        observation: turn.observation,
+        action: turn.action,
+        reward: turn.reward,
+        ...(turn.render !== undefined ? { render: turn.render } : {}),
+        info: turn.info,
+      })),
+      rewards: trajectory.rewards,
+      totalReward: trajectory.totalReward,
+      advantage: advantages?.[g]?.[i]?.[0] ?? null,
+      tokens: trajectory.turns.flatMap((turn) => turn.actionTokens),
+      tokenLogprobs: trajectory.turns.flatMap((turn) => turn.actionLogprobs),
+    })),
+  );
+}

@@ -1,0 +1,128 @@
+/**
+ * The life of a run through the real server, scheduler and worker processes: launch, live metrics, a worker
+ * killed mid-run (its job resumes from the last checkpoint on another worker, with no metric point lost or
+ * doubled), and several workers sharing a real PostgreSQL server.
+ */
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { startServer, tempDir, type TestServer } from "./support/server";
+
+let basesDir: string;
+const servers: TestServer[] = [];
+
+beforeAll(async () => {
+  basesDir = tempDir("bases");
+  const base = BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 7 });
+  await new TrainingClient(base).saveWeightsForSampler(path.join(basesDir, "tiny-base"));
+});
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop()));
+});
+
+async function call<T>(server: TestServer, procedure: string, input: unknown, method: "GET" | "POST" = "POST"): Promise<T> {
+  const url = `${server.url}/api/trpc/${procedure}`;
+  const response =
+    method === "GET"
+      ? await fetch(`${url}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+      : await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
+  const body = await response.json();
+  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
+  return body.result.data.json as T;
+}
+
+async function launch(server: TestServer, steps: number, name = "tiny") {
+  const { id } = await call<{ id: string }>(server, "experiments.create", {
+    name,
+    config: {
+      name,
+      environment: "arithmetic",
+      agent: { base: "tiny-base", sampling: { maxTokens: 3 } },
+      algorithm: { name: "grpo", steps, groupSize: 4, groupsPerStep: 2 },
+      evaluation: { every: 0, episodes: 8 },
+      checkpointEvery: 5,
+    },
+  });
+  return (await call<{ runId: string }>(server, "runs.launch", { experimentId: id })).runId;
+}
+
+type Run = { status: string; step: number; reason: string | null };
+
+async function waitFor(server: TestServer, runId: string, done: (run: Run) => boolean, seconds: number): Promise<Run> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const run = await call<Run>(server, "runs.byId", { id: runId }, "GET");
+    if (done(run)) return run;
+    if (Date.now() > deadline) throw new Error(`run ${runId} still ${run.status} at step ${run.step} after ${seconds} s:\n${server.output().slice(-3000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+async function metricSteps(server: TestServer, runId: string, name: string) {
+  const { points } = await call<{ points: { name: string; step: number }[] }>(server, "runs.metrics", { runId }, "GET");
+  return points.filter((p) => p.name === name).map((p) => p.step);
+}
+
+describe("a run's life", () => {
+  it("trains to the end, reporting every step's metrics and rollouts", async () => {
+    const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
+    servers.push(server);
+    const runId = await launch(server, 12);
+    const run = await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 120);
+    expect(run).toMatchObject({ status: "completed", step: 12 });
+    expect(await metricSteps(server, runId, "reward/mean")).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    expect((await metricSteps(server, runId, "eval/score")).sort((a, b) => a - b)).toEqual([0, 12]);
+    const rollouts = await call<{ step: number; items: unknown[] }>(server, "runs.rollouts", { runId }, "GET");
+    expect(rollouts.step).toBe(12);
+    expect(rollouts.items).toHaveLength(8);
+  });
+
+  it("survives its worker being killed: the job resumes from the last checkpoint, no point lost or doubled", async () => {
+    const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
+    servers.push(server);
+    const steps = 300;
+    const runId = await launch(server, steps);
+    await waitFor(server, runId, (r) => r.step >= 12, 120);
+    const { workers } = (await (await fetch(`${server.url}/api/health`)).json()).training as { workers: { id: string }[] };
+    expect(workers).toHaveLength(1);
+    const pid = Number(/\[worker (\d+)\] job/.exec(server.output())![1]);
+    process.kill(pid, "SIGKILL");
+
+    const run = await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 240);
+    expect(run.status).toBe("completed");
+    expect(server.output()).toMatch(/started from step \d+/);
+    const rewardSteps = await metricSteps(server, runId, "reward/mean");
+    expect(rewardSteps).toHaveLength(steps);
+    expect(new Set(rewardSteps).size).toBe(steps);
+    const logs = await call<{ message: string }[]>(server, "runs.logs", { runId }, "GET");
+    expect(logs.map((l) => l.message).join("\n")).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/);
+  });
+
+  it("runs two jobs at once on two workers against a PostgreSQL server", async (context) => {
+    const adminUrl = process.env.TEST_DATABASE_URL;
+    if (!adminUrl) context.skip();
+    const name = `tinkerlab_e2e_${randomBytes(4).toString("hex")}`;
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const url = new URL(adminUrl!);
+    url.pathname = `/${name}`;
+    const server = await startServer({
+      DATABASE_URL: url.toString(),
+      TINKERLAB_BASES_DIR: basesDir,
+      TINKERLAB_EXAMPLES: "off",
+      TINKERLAB_LOCAL_WORKERS: "2",
+      ARTIFACTS_DIR: tempDir("artifacts"),
+    });
+    servers.push(server);
+    const runs = [await launch(server, 20, "a"), await launch(server, 20, "b")];
+    for (const runId of runs) {
+      expect(await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 180)).toMatchObject({ status: "completed", step: 20 });
+    }
+    const workerOfJob = [...server.output().matchAll(/\[worker (\d+)\] job job_\w+ \(run (run_\w+)\) started/g)].map((m) => m[1]);
+    expect(new Set(workerOfJob).size).toBe(2);
+  });
+});

@@ -1,0 +1,276 @@
+/**
+ * Hostile environments: each must fail with a clear error (the limit or the cause named), leave the failed pool
+ * failed, and leave the host and every other sandbox working. Nothing may be written outside the sandbox.
+ */
+import { readdirSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SandboxError, SandboxLimitError, SandboxedEnvironmentPool } from "@/server/sandbox";
+import { createPool, envSource, fastLimits, firstError } from "./helpers";
+
+let bystander: SandboxedEnvironmentPool;
+const repoFilesBefore = readdirSync(process.cwd()).sort();
+
+beforeAll(async () => {
+  bystander = await createPool();
+  bystander.resetMany([{ slot: 0, seed: 1 }]);
+});
+
+afterAll(() => {
+  bystander.dispose();
+});
+
+/** The run next door still works, and the host's own realm is untouched. */
+function expectBystanderUnaffected() {
+  bystander.resetMany([{ slot: 0, seed: 7 }]);
+  const [step] = bystander.stepMany([{ slot: 0, action: "go" }]);
+  expect(step).toMatchObject({ observation: "n=1", reward: 1, done: false });
+  expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  expect(Object.prototype).not.toHaveProperty("polluted");
+}
+
+/** Resets slot 0 and steps it until an error; returns that error. */
+async function stepUntilError(pool: SandboxedEnvironmentPool, steps = 50) {
+  return firstError(() => {
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    for (let i = 0; i < steps; i++) {
+      const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+      if (step!.done) pool.resetMany([{ slot: 0, seed: 1 }]);
+    }
+  });
+}
+
+describe("hostile environments", () => {
+  it("stops an infinite loop at the per-call CPU limit", async () => {
+    const pool = await createPool({ step: "while (true) {}" });
+    const started = performance.now();
+    const error = await stepUntilError(pool);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("cpuMsPerCall");
+    expect(error.message).toMatch(/step 1 of episode 0 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms\)/);
+    // the pool stays failed with the same reason
+    expect(() => pool.resetMany([{ slot: 0, seed: 2 }])).toThrow(error.message);
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("stops an infinite loop that catches its own errors", async () => {
+    const pool = await createPool({ step: "for (;;) { try { while (true) {} } catch (e) {} }" });
+    const error = await stepUntilError(pool);
+    expect(error.limit).toBe("cpuMsPerCall");
+    pool.dispose();
+  });
+
+  it("stops an infinite loop at load time", async () => {
+    const error = await firstError(() => createPool({ top: "while (true) {}" }, { ...fastLimits, cpuMsPerEpisode: 200 }));
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.message).toMatch(/loading the environment exceeded cpuMsPerEpisode=200 ms/);
+    expectBystanderUnaffected();
+  });
+
+  it("stops a slow loop at the per-episode CPU limit", async () => {
+    // ~40 ms a step: under the 100 ms per-call limit, over the 400 ms episode limit within ~10 steps
+    const pool = await createPool({
+      maxTurns: 100,
+      step: `const until = Date.now() + 40; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };`,
+    });
+    const error = await stepUntilError(pool, 30);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("cpuMsPerEpisode");
+    expect(error.message).toMatch(/exceeded cpuMsPerEpisode=400 ms \(the episode ran \d+ ms\)/);
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("stops a memory bomb at the memory limit", async () => {
+    const pool = await createPool({ step: `const hoard: number[][] = []; while (true) hoard.push(new Array(100_000).fill(state.n));` }, { ...fastLimits, cpuMsPerCall: 1_000, cpuMsPerEpisode: 2_000 });
+    const error = await stepUntilError(pool);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("memoryMb");
+    expect(error.message).toMatch(/ran out of memory: exceeded memoryMb=24/);
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("stops a memory bomb that is caught and retried", async () => {
+    const pool = await createPool({
+      step: `const hoard: number[][] = []; for (let i = 0; i < 1e9; i++) { try { hoard.push(new Array(100_000).fill(i)); } catch { } } return null as any;`,
+    });
+    const error = await stepUntilError(pool);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(["memoryMb", "cpuMsPerCall"]).toContain(error.limit);
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("stops deep recursion at the stack limit", async () => {
+    const pool = await createPool({ top: "function dive(n: number): number { return dive(n + 1) + 1; }", step: "dive(0); return null as any;" });
+    const error = await stepUntilError(pool);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("maxStackKb");
+    expect(error.message).toMatch(/overflowed the stack: recursion deeper than maxStackKb=256 KiB allows/);
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("rejects a huge observation with its length and the limit", async () => {
+    const pool = await createPool({ step: `return { state, observation: "x".repeat(2_000_001), reward: 0, done: false };` }, { ...fastLimits, memoryMb: 64 });
+    const error = await stepUntilError(pool);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("maxObservationChars");
+    expect(error.message).toContain("observation is 2,000,001 characters; limit maxObservationChars=100,000");
+    pool.dispose();
+  });
+
+  it("rejects a string too large for memory", async () => {
+    const pool = await createPool({ step: `let s = "x"; while (true) s = s + s; return null as any;` });
+    const error = await stepUntilError(pool);
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect(error.limit).toBe("memoryMb");
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("rejects a huge action before it crosses", async () => {
+    const pool = await createPool({}, { ...fastLimits, maxActionChars: 100 });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const error = await firstError(() => pool.stepMany([{ slot: 0, action: "a".repeat(150) }]));
+    expect(error.limit).toBe("maxActionChars");
+    expect(error.message).toContain("the action is 150 characters; limit maxActionChars=100");
+    pool.dispose();
+  });
+
+  it("has no process, require, fetch, timers or dynamic import", async () => {
+    const pool = await createPool({
+      step: `
+        const g = globalThis as any;
+        const seen = [typeof g.process, typeof g.require, typeof g.fetch, typeof g.setTimeout, typeof g.setInterval,
+          typeof g.XMLHttpRequest, typeof g.WebAssembly, typeof g.Deno, typeof g.Bun, typeof g.module, typeof g.__tinkerlab_register];
+        let imported = "no promise";
+        const name = "node:fs";
+        const pending = import(name);
+        pending.then(() => { imported = "loaded"; }, (e: unknown) => { imported = String(e); });
+        return { state, observation: JSON.stringify(seen), reward: 0, done: false, info: { imported } };`,
+    });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+    expect(JSON.parse(step!.observation!)).toEqual(Array(11).fill("undefined"));
+    expect(step!.info.imported).not.toBe("loaded");
+    pool.dispose();
+  });
+
+  it("refuses to compile imports of node modules or packages", async () => {
+    for (const specifier of ["node:fs", "fs", "child_process", "zod", "@/server/db/client"]) {
+      const error = await firstError(() =>
+        SandboxedEnvironmentPool.create({ files: { "environment.ts": `import * as m from "${specifier}";\nconsole.log(m);\n${envSource()}` } }),
+      );
+      expect(error).toBeInstanceOf(SandboxError);
+      expect(error.kind).toBe("syntax");
+      expect(error.message).toContain(`'${specifier}' cannot be imported in the sandbox`);
+    }
+  });
+
+  it("blocks eval, Function and constructor-chain escapes", async () => {
+    const attempts = [
+      `eval("1 + 1")`,
+      `(0, eval)("1")`,
+      `new Function("return 1")()`,
+      `Function("return this")()`,
+      `(function () {}).constructor("return 1")()`,
+      `(async function () {}).constructor("return 1")`,
+      `(function* () {}).constructor("return 1")`,
+      `(({}) as any).constructor.constructor("return process")()`,
+      `(state as any).constructor.constructor("return globalThis.process")()`,
+    ];
+    const pool = await createPool({
+      step: `
+        const attempts = [${attempts.map((code) => `() => ${code}`).join(",\n")}];
+        const outcomes = attempts.map((attempt) => { try { attempt(); return "escaped"; } catch (e) { return String(e); } });
+        return { state, observation: JSON.stringify(outcomes), reward: 0, done: false };`,
+    });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+    const outcomes = JSON.parse(step!.observation!) as string[];
+    for (const outcome of outcomes) expect(outcome).not.toBe("escaped");
+    expect(outcomes.join("\n")).toMatch(/code generation \(eval, new Function\) is disabled/);
+    pool.dispose();
+  });
+
+  it("keeps prototype pollution inside the sandbox", async () => {
+    const pool = await createPool({
+      reset: `(Object.prototype as any).polluted = "yes"; (context as any).__proto__.polluted2 = "yes"; return { state: { n: 0 }, observation: "start" };`,
+      step: `(state as any).__proto__.polluted3 = "yes";
+        return { state, observation: "o", reward: 0, done: false, info: JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}}') };`,
+    });
+    pool.resetMany([{ slot: 0, seed: 1, sample: { question: "q" } }]);
+    const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+    // the keys arrive as plain data, never as prototypes
+    expect(Object.getPrototypeOf(step!.info)).toBe(Object.prototype);
+    expect(Object.keys(step!.info)).toEqual(["__proto__", "constructor"]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((step!.info as Record<string, unknown>).polluted).toBeUndefined();
+    pool.dispose();
+    expectBystanderUnaffected();
+  });
+
+  it("reports thrown non-Error values clearly", async () => {
+    for (const thrown of [`42`, `"a string"`, `null`, `undefined`, `{ toString() { throw new Error("no") } }`, `new Proxy({}, { get() { throw new Error("trap") }, getPrototypeOf() { throw new Error("trap") } })`]) {
+      const pool = await createPool({ step: `throw ${thrown};` });
+      const error = await stepUntilError(pool);
+      expect(error).toBeInstanceOf(SandboxError);
+      expect(error.kind).toBe("runtime");
+      expect(error.message).toMatch(/step 1 of episode 0 \(seed 1\) threw NonErrorThrown: threw (a non-Error value|a value that could not be described)/);
+      pool.dispose();
+    }
+  });
+
+  it("rejects NaN and Infinity rewards, naming the field", async () => {
+    for (const reward of ["NaN", "Infinity", "-Infinity", `"1"`]) {
+      const pool = await createPool({ step: `return { state, observation: "o", reward: ${reward} as any, done: false };` });
+      const error = await stepUntilError(pool);
+      expect(error.kind).toBe("contract");
+      expect(error.message).toContain(`step() returned reward ${reward === `"1"` ? `"1" (a string)` : reward}; reward must be a finite number`);
+      expect(error.location).toMatchObject({ file: "environment.ts", line: 14 });
+      pool.dispose();
+    }
+  });
+
+  it("turns a returned Proxy or a throwing getter into a clear error", async () => {
+    const cases = [
+      { step: `return new Proxy({}, { get: (_t, key) => key === "then" ? undefined : 1 }) as any;`, expected: /done 1 \(a number\); done must be true or false/ },
+      { step: `return { state, observation: "o", get reward(): number { throw new Error("getter says no"); }, done: false };`, expected: /threw Error: getter says no \(at environment\.ts:15:/ },
+      { step: `return new Proxy({}, { get() { while (true) {} } }) as any;`, expected: /exceeded cpuMsPerCall=100 ms/ },
+      { step: `return Promise.resolve({ state, reward: 1, done: true }) as any;`, expected: /step\(\) returned a Promise; environment functions must be synchronous/ },
+      { step: `const o: any = { state, observation: "o", reward: 1, done: false, info: {} }; o.info.self = o.info; return o;`, expected: /info/ },
+    ];
+    for (const { step, expected } of cases) {
+      const pool = await createPool({ step });
+      const error = await stepUntilError(pool);
+      expect(error).toBeInstanceOf(SandboxError);
+      expect(error.message).toMatch(expected);
+      pool.dispose();
+    }
+    expectBystanderUnaffected();
+  });
+
+  it("ends an environment that never ends its episode at maxStepsPerEpisode", async () => {
+    // defineEnvironment caps maxTurns at 1000, so the export skips it to claim an endless episode
+    const source = envSource({ maxTurns: 5, step: `return { state, observation: "again", reward: 0, done: false };` })
+      .replace("export default defineEnvironment<{ n: number }, string>({", "const env: any = ({")
+      .replace(/\}\);\n$/, "});\nenv.maxTurns = Infinity;\nexport default { ...env, maxTurns: 1e9 } as any;\n");
+    const error = await firstError(() => SandboxedEnvironmentPool.create({ files: { "environment.ts": source } }, { limits: fastLimits }));
+    // the SDK's own check rejects it at load...
+    expect(error.kind).toBe("contract");
+    expect(error.message).toContain("maxTurns must be a whole number from 1 to 1000");
+    // ...and a legal but long episode is cut by the server's limit
+    const pool = await createPool({ maxTurns: 1000, step: `return { state, observation: "again", reward: 0, done: false };` }, { ...fastLimits, maxStepsPerEpisode: 20 });
+    const stepError = await stepUntilError(pool, 100);
+    expect(stepError.limit).toBe("maxStepsPerEpisode");
+    expect(stepError.message).toContain("episode 0 (seed 1) did not end within maxStepsPerEpisode=20 steps");
+    pool.dispose();
+  });
+
+  it("writes nothing outside the sandbox", () => {
+    expect(readdirSync(process.cwd()).sort()).toEqual(repoFilesBefore);
+  });
+});

@@ -1,0 +1,157 @@
+/** The sandbox runs a well-behaved environment exactly as the server would natively, and errors point home. */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { EnvironmentSession } from "@/lib/sdk/environment";
+import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
+import { Rng } from "@/lib/model/rng";
+import { SandboxError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
+import { validateExperimentSource } from "@/server/sandbox/validate";
+import dice from "./fixtures/dice-env";
+import { createPool, envSource, firstError } from "./helpers";
+
+const diceSource = readFileSync(fileURLToPath(new URL("./fixtures/dice-env.ts", import.meta.url)), "utf8");
+
+/** A scripted policy that depends on the observation, so any divergence would compound. */
+function policy(seed: number) {
+  const rng = new Rng(seed);
+  return async (requests: ActRequest[]) =>
+    requests.map((request) => {
+      const last = request.messages.at(-1)!.content;
+      const pick = Math.floor(rng.uniform() * 8);
+      const text = pick === 7 ? "@remaining()" : pick === 6 ? "seven" : String(1 + ((pick + last.length) % 6));
+      return { text };
+    });
+}
+
+describe("sandboxed environments", () => {
+  it("gives the same trajectories as the native environment for the same seeds", async () => {
+    const seeds = Array.from({ length: 24 }, (_, i) => 100 + i);
+    const native = await runEpisodes(
+      multiTurn(),
+      seeds.map((seed) => ({ session: new EnvironmentSession(dice), seed })),
+      policy(1),
+    );
+    const pool = await SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } });
+    const sandboxed = await runSandboxedEpisodes(multiTurn(), pool, seeds.map((seed) => ({ seed })), policy(1));
+    expect(sandboxed).toEqual(native);
+    expect(native.some((t) => t.invalidActions > 0) && native.some((t) => t.score === 1)).toBe(true);
+    // the per-session surface, one crossing per call, agrees too
+    const unbatched = await runEpisodes(
+      multiTurn(),
+      seeds.map((seed, slot) => ({ session: pool.session(slot) as unknown as EnvironmentSession, seed })),
+      policy(1),
+    );
+    expect(unbatched).toEqual(native);
+    expect(pool.environment).toMatchObject({ name: "dice-sum", maxTurns: 6, tools: ["remaining"], scoreName: "exact", hasRender: true });
+    pool.dispose();
+  });
+
+  it("maps a syntax error to the user's file, line and column", async () => {
+    const source = envSource().replace(`observation: "start"`, `observation: "start" +`);
+    const result = await compileEnvironment({ "environment.ts": "// header\n" + source, "helper.ts": "export const x = 1;\n" });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.diagnostics[0]).toMatchObject({ source: "syntax", file: "environment.ts", line: 10, severity: "error" });
+    expect(result.diagnostics[0]!.column).toBeGreaterThan(1);
+  });
+
+  it("maps a runtime throw to the user's file, line and column, through a second file", async () => {
+    const helper = ["// helpers", "export function explode(n: number): number {", "  if (n > 0) throw new RangeError(`too far: ${n}`);", "  return n;", "}", ""].join("\n");
+    const source = envSource({ top: `import { explode } from "./helper";`, step: `return { state, reward: explode(state.n + 1), done: true };` });
+    const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": source, "helper.ts": helper } });
+    pool.resetMany([{ slot: 0, seed: 3 }]);
+    const error = await firstError(() => pool.stepMany([{ slot: 0, action: "x" }]));
+    expect(error).toBeInstanceOf(SandboxError);
+    expect(error.kind).toBe("runtime");
+    expect(error.location).toEqual({ file: "helper.ts", line: 3, column: 24 });
+    expect(error.message).toBe("step 1 of episode 0 (seed 3) threw RangeError: too far: 1 (at helper.ts:3:24)");
+    expect(error.userStack).toMatch(/at explode \(helper\.ts:3:24\)\n\s+at step \(environment\.ts:15:\d+\)/);
+    pool.dispose();
+  });
+
+  it("reports an error at load time with its location", async () => {
+    const error = await firstError(() => createPool({ top: `const table: any = null;\nconst first = table.rows;` }));
+    expect(error.kind).toBe("runtime");
+    expect(error.location).toMatchObject({ file: "environment.ts", line: 3 });
+  });
+
+  it("rejects limits above the server's maxima, naming the field", () => {
+    expect(() => resolveSandboxLimits({ cpuMsPerCall: 5_000 })).toThrow(/cpuMsPerCall: must be at most 1,000, the server's maximum \(got 5000\)/);
+    expect(resolveSandboxLimits({ memoryMb: 32 })).toMatchObject({ memoryMb: 32, cpuMsPerCall: 200 });
+  });
+
+  it("collects console output", async () => {
+    const pool = await createPool({ reset: `console.log("reset", context.seed, { a: 1 }); return { state: { n: 0 }, observation: "start" };` });
+    pool.resetMany([{ slot: 0, seed: 9 }]);
+    expect(pool.drainLogs()).toEqual([`reset 9 {"a":1}`]);
+    pool.dispose();
+  });
+});
+
+describe("validateExperimentSource", () => {
+  it("accepts a well-behaved environment and dry-runs it", async () => {
+    const report = await validateExperimentSource({ "dice-env.ts": diceSource }, { typeCheck: false });
+    expect(report.diagnostics).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.environment?.name).toBe("dice-sum");
+    expect(report.episodes).toHaveLength(3);
+  });
+
+  it("flags a string reward and a NaN reward with the field named", async () => {
+    for (const [reward, shown] of [[`"1"`, `"1" (a string)`], ["NaN", "NaN"]] as const) {
+      const report = await validateExperimentSource(
+        { "environment.ts": envSource({ step: `return { state, observation: "o", reward: ${reward} as any, done: false };` }) },
+        { typeCheck: false },
+      );
+      expect(report.ok).toBe(false);
+      expect(report.diagnostics).toEqual([
+        expect.objectContaining({
+          severity: "error",
+          source: "contract",
+          message: `step 1 of episode 0 (seed 0): step() returned reward ${shown}; reward must be a finite number`,
+          file: "environment.ts",
+          line: 14,
+        }),
+      ]);
+    }
+  });
+
+  it("flags a done that is not a boolean and an observation that is not a string", async () => {
+    const report = await validateExperimentSource(
+      { "environment.ts": envSource({ step: `return { state, observation: 7, reward: 0, done: false } as any;` }) },
+      { typeCheck: false },
+    );
+    expect(report.diagnostics[0]?.message).toContain("step() returned observation 7 (a number); observation must be a string or left out");
+  });
+
+  it("reports syntax errors without running anything", async () => {
+    const report = await validateExperimentSource({ "environment.ts": "export default {\n  name: 'x',,\n};\n" });
+    expect(report.ok).toBe(false);
+    expect(report.diagnostics[0]).toMatchObject({ source: "syntax", file: "environment.ts", line: 2 });
+    expect(report.environment).toBeNull();
+  });
+
+  it("reports type errors with their position", async () => {
+    const report = await validateExperimentSource({
+      "environment.ts": envSource({ step: `const label: number = "n";\n    return { state, observation: String(label), reward: 1, done: true };` }),
+    });
+    expect(report.diagnostics).toContainEqual(
+      expect.objectContaining({ source: "type", file: "environment.ts", line: 15, column: 11, message: "Type 'string' is not assignable to type 'number'." }),
+    );
+    expect(report.episodes).toHaveLength(3); // the dry run still ran
+  }, 20_000);
+
+  it("reports an environment without an export", async () => {
+    const report = await validateExperimentSource({ "environment.ts": "export const x = 1;\n" }, { typeCheck: false });
+    expect(report.diagnostics[0]).toMatchObject({ source: "contract", message: expect.stringContaining("exports no environment") });
+  });
+
+  it("reports a limit hit during the dry run", async () => {
+    const report = await validateExperimentSource(
+      { "environment.ts": envSource({ step: "while (true) {}" }) },
+      { typeCheck: false, limits: { cpuMsPerCall: 50 } },
+    );
+    expect(report.diagnostics[0]).toMatchObject({ source: "limit", message: expect.stringContaining("exceeded cpuMsPerCall=50 ms") });
+  });
+});
