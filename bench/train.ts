@@ -1,7 +1,7 @@
 /**
  * Training and sampling throughput of the runtime next to PyTorch on the same CPU, measured in one run.
  *
- *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--seconds 5] [--configs tiny,small] [--no-torch]
+ *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--seconds 5] [--configs tiny,small] [--no-torch]
  *
  * train: tokens/s of forwardBackward(cross_entropy) + optimStep(AdamW) on B random sequences of T tokens
  *        (B*T tokens per step, as the PyTorch script counts them).
@@ -20,14 +20,15 @@ const configs = {
 type ConfigName = keyof typeof configs;
 
 function parseArgs(argv: string[]) {
-  const args = { backend: "js" as BackendPreference, seconds: 5, configs: Object.keys(configs) as ConfigName[], torch: true };
+  const args = { backend: "js" as BackendPreference, threads: undefined as number | undefined, seconds: 5, configs: Object.keys(configs) as ConfigName[], torch: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--backend") args.backend = argv[++i] as BackendPreference;
     else if (a === "--seconds") args.seconds = Number(argv[++i]);
+    else if (a === "--threads") args.threads = Number(argv[++i]);
     else if (a === "--configs") args.configs = argv[++i].split(",") as ConfigName[];
     else if (a === "--no-torch") args.torch = false;
-    else throw new Error(`unknown argument '${a}'; accepted: --backend, --seconds, --configs, --no-torch`);
+    else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --seconds, --configs, --no-torch`);
   }
   for (const c of args.configs) if (!(c in configs)) throw new Error(`unknown config '${c}'; accepted: ${Object.keys(configs).join(", ")}`);
   return args;
@@ -35,7 +36,7 @@ function parseArgs(argv: string[]) {
 
 const args = parseArgs(process.argv.slice(2));
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const { capabilities, engine } = await initBackend({ prefer: args.backend });
+const { capabilities, engine } = await initBackend({ prefer: args.backend, threads: args.threads });
 
 const results = [];
 for (const name of args.configs) {
@@ -74,7 +75,7 @@ for (const name of args.configs) {
 }
 
 const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}x` : "n/a");
-console.log(`backend: ${capabilities.backend} (requested ${capabilities.requested})`);
+console.log(`backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, threads: ${capabilities.threads}`);
 console.log(
   formatTable(
     ["config", "params", "train tok/s", "torch train", "ratio", "sample tok/s", "torch sample", "ratio", "peak RSS MB"],
@@ -91,4 +92,15 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ backend: capabilities.backend, configs: results }));
+console.log(
+  JSON.stringify({
+    configs: results.map(({ name, train_tokens_per_s, torch_train_tokens_per_s, sample_tokens_per_s, torch_sample_tokens_per_s, peak_rss_mb }) => ({
+      name,
+      train_tokens_per_s,
+      torch_train_tokens_per_s,
+      sample_tokens_per_s,
+      torch_sample_tokens_per_s,
+      peak_rss_mb,
+    })),
+  }),
+);

@@ -24,6 +24,16 @@ import {
   useSimd,
 } from "./kernels";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
+
+/**
+ * Activations come from the kernel's WebAssembly memory (a stack released when a pass ends), so the SIMD
+ * products use them in place, and the garbage collector never sees them.
+ */
+const arena = simdGemm?.arena ?? null;
+/** For arrays the code writes in full before reading. */
+const scratch = (n: number): Float32Array => (arena ? arena.alloc(n, false) : new Float32Array(n));
+/** For arrays that are accumulated into, or only partly written. */
+const zeros = (n: number): Float32Array => (arena ? arena.alloc(n, true) : new Float32Array(n));
 import type { LoraPair } from "./lora";
 import type { Rng } from "./rng";
 import type { Linear } from "./weights";
@@ -58,7 +68,7 @@ function linearForward(
   let keep: Uint8Array | null = null;
   if (dropout > 0 && rng) {
     keep = new Uint8Array(N * nIn);
-    dropped = new Float32Array(N * nIn);
+    dropped = zeros(N * nIn);
     const inv = 1 / (1 - dropout);
     for (let i = 0; i < dropped.length; i++) {
       if (rng.uniform() >= dropout) {
@@ -68,7 +78,7 @@ function linearForward(
     }
   }
   const r = pair.A.length / nIn;
-  const down = new Float32Array(N * r);
+  const down = scratch(N * r);
   matmul(down, dropped, pair.A, N, nIn, r, null);
   matmulAccumulate(out, down, pair.B, N, r, nOut, scale);
   return { input: x, dropped, keep, down };
@@ -94,14 +104,14 @@ function linearBackward(
   }
   if (!pair) return;
   const r = pair.A.length / nIn;
-  const dDown = new Float32Array(N * r); // [N, r]
+  const dDown = scratch(N * r); // [N, r]
   matmulTransB(dDown, dy, pair.B, N, nOut, r, false, scale);
   if (pairGrad) {
     matmulTransAAccumulate(pairGrad.B, saved.down!, dy, N, r, nOut, scale);
     matmulTransAAccumulate(pairGrad.A, saved.dropped!, dDown, N, nIn, r, 1);
   }
   if (saved.keep) {
-    const dDropped = new Float32Array(N * nIn);
+    const dDropped = scratch(N * nIn);
     matmulTransB(dDropped, dDown, pair.A, N, r, nIn, false, 1);
     const inv = 1 / (1 - dropout);
     for (let i = 0; i < dDropped.length; i++) if (saved.keep[i]) dx[i] += dDropped[i] * inv;
@@ -154,7 +164,7 @@ function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float3
   const hd = C / H;
   const C3 = 3 * C;
   const scale = 1 / Math.sqrt(hd);
-  const dAtt = new Float32Array(T * T);
+  const dAtt = scratch(T * T);
   for (let b = 0; b < B; b++) {
     for (let h = 0; h < H; h++) {
       const q = b * T * C3 + h * hd;
@@ -239,7 +249,7 @@ function attentionBackward(
   if (useSimd(T, hd, T)) return attentionBackwardSimd(dqkv, dy, qkv, att, B, T, C, H);
   const scale = 1 / Math.sqrt(hd);
   const C3 = 3 * C;
-  const dAtt = new Float32Array(T);
+  const dAtt = scratch(T);
   for (let b = 0; b < B; b++) {
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < T; i++) {
@@ -305,6 +315,17 @@ function embed(x: Float32Array, tokens: Int32Array, T: number, positionOffsets: 
 }
 
 function runGPT(request: RunRequest): RunResult {
+  const mark = arena?.mark() ?? 0;
+  try {
+    const { logits, values } = runPass(request);
+    // The arena is reused by the next pass; what leaves the engine is copied out first.
+    return { logits: logits.slice(), values: values ? values.slice() : null };
+  } finally {
+    arena?.release(mark);
+  }
+}
+
+function runPass(request: RunRequest): RunResult {
   const { model, tokens, batch: B, seqLen: T, dropoutRng } = request;
   const { config, weights: w, lora, valueHead } = model;
   const { dModel: C, nHeads: H, vocabSize: V } = config;
@@ -314,32 +335,32 @@ function runGPT(request: RunRequest): RunResult {
   const scale = lora?.scale ?? 0;
   const dropout = lora?.config.dropout ?? 0;
 
-  let x = new Float32Array(N * C); // [N, C]
+  let x = scratch(N * C); // [N, C]
   embed(x, tokens, T, null, model);
 
   const saved: BlockSaved[] = [];
   for (let l = 0; l < config.nLayers; l++) {
     const blk = w.blocks[l];
     const pairs = lora?.blocks[l] ?? {};
-    const ln1 = new Float32Array(N * C), mean1 = new Float32Array(N), rstd1 = new Float32Array(N);
+    const ln1 = scratch(N * C), mean1 = scratch(N), rstd1 = scratch(N);
     layerNormForward(ln1, mean1, rstd1, x, blk.ln1.gain, blk.ln1.bias, N, C);
-    const qkv = new Float32Array(N * 3 * C);
+    const qkv = scratch(N * 3 * C);
     const qkvSaved = linearForward(qkv, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
-    const att = new Float32Array(B * H * T * T);
-    const attY = new Float32Array(N * C);
+    const att = zeros(B * H * T * T);
+    const attY = scratch(N * C);
     attentionForward(attY, att, qkv, B, T, C, H);
-    const xMid = new Float32Array(N * C);
+    const xMid = scratch(N * C);
     const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng);
     for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
 
-    const ln2 = new Float32Array(N * C), mean2 = new Float32Array(N), rstd2 = new Float32Array(N);
+    const ln2 = scratch(N * C), mean2 = scratch(N), rstd2 = scratch(N);
     layerNormForward(ln2, mean2, rstd2, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
-    const fc = new Float32Array(N * 4 * C);
+    const fc = scratch(N * 4 * C);
     const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng);
-    const g = new Float32Array(N * 4 * C);
-    const fcTanh = new Float32Array(N * 4 * C);
+    const g = scratch(N * 4 * C);
+    const fcTanh = scratch(N * 4 * C);
     geluForward(g, fc, g.length, fcTanh);
-    const xOut = new Float32Array(N * C);
+    const xOut = scratch(N * C);
     const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng);
     for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
 
@@ -347,13 +368,13 @@ function runGPT(request: RunRequest): RunResult {
     x = xOut;
   }
 
-  const lnf = new Float32Array(N * C), meanF = new Float32Array(N), rstdF = new Float32Array(N);
+  const lnf = scratch(N * C), meanF = scratch(N), rstdF = scratch(N);
   layerNormForward(lnf, meanF, rstdF, x, w.lnFinal.gain, w.lnFinal.bias, N, C);
-  const logits = new Float32Array(N * V); // [N, V]
+  const logits = scratch(N * V); // [N, V]
   matmul(logits, lnf, w.lmHead, N, C, V, null);
   let values: Float32Array | null = null;
   if (valueHead) {
-    values = new Float32Array(N); // [N]
+    values = scratch(N); // [N]
     for (let n = 0; n < N; n++) {
       let s = valueHead.bias[0];
       for (let c = 0; c < C; c++) s += lnf[n * C + c] * valueHead.weight[c];
@@ -366,7 +387,7 @@ function runGPT(request: RunRequest): RunResult {
   const { dLogits, dValues } = request.backward.lossGradient(logits, values);
   const grads: GradientTargets = request.backward.grads;
   const gw = grads.weights;
-  const dLnf = new Float32Array(N * C);
+  const dLnf = scratch(N * C);
   matmulTransB(dLnf, dLogits, w.lmHead, N, V, C, false, 1);
   if (gw) matmulTransAAccumulate(gw.lmHead, lnf, dLogits, N, C, V, 1);
   if (valueHead && dValues) {
@@ -381,31 +402,34 @@ function runGPT(request: RunRequest): RunResult {
       if (gv) gv.bias[0] += dv;
     }
   }
-  const dx = new Float32Array(N * C); // gradient of the residual stream
+  const dx = zeros(N * C); // gradient of the residual stream
   layerNormBackward(dx, gw?.lnFinal.gain ?? null, gw?.lnFinal.bias ?? null, dLnf, x, meanF, rstdF, w.lnFinal.gain, N, C);
 
   for (let l = config.nLayers - 1; l >= 0; l--) {
+    // This layer's gradient temporaries are dead once dx has passed through it.
+    const layerMark = arena?.mark() ?? 0;
     const s = saved[l];
     const blk = w.blocks[l];
     const pairs = lora?.blocks[l] ?? {};
     const gBlk = gw?.blocks[l];
     const gPairs = grads.lora?.blocks[l];
     // MLP branch: x_out = x_mid + mlp_proj(gelu(mlp_fc(ln2(x_mid))))
-    const dG = new Float32Array(N * 4 * C);
+    const dG = scratch(N * 4 * C);
     linearBackward(dG, dx, N, blk.mlp_proj, s.outSaved, pairs.mlp_proj, scale, dropout, gBlk?.mlp_proj, gPairs?.mlp_proj);
-    const dFc = new Float32Array(N * 4 * C);
+    const dFc = scratch(N * 4 * C);
     geluBackward(dFc, dG, s.fc, s.fcTanh, dFc.length);
-    const dLn2 = new Float32Array(N * C);
+    const dLn2 = scratch(N * C);
     linearBackward(dLn2, dFc, N, blk.mlp_fc, s.fcSaved, pairs.mlp_fc, scale, dropout, gBlk?.mlp_fc, gPairs?.mlp_fc);
     layerNormBackward(dx, gBlk?.ln2.gain ?? null, gBlk?.ln2.bias ?? null, dLn2, s.xMid, s.mean2, s.rstd2, blk.ln2.gain, N, C);
     // attention branch: x_mid = x + attn_proj(attention(attn_qkv(ln1(x))))
-    const dAttY = new Float32Array(N * C);
+    const dAttY = scratch(N * C);
     linearBackward(dAttY, dx, N, blk.attn_proj, s.projSaved, pairs.attn_proj, scale, dropout, gBlk?.attn_proj, gPairs?.attn_proj);
-    const dQkv = new Float32Array(N * 3 * C);
+    const dQkv = zeros(N * 3 * C);
     attentionBackward(dQkv, dAttY, s.qkv, s.att, B, T, C, H);
-    const dLn1 = new Float32Array(N * C);
+    const dLn1 = scratch(N * C);
     linearBackward(dLn1, dQkv, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv);
     layerNormBackward(dx, gBlk?.ln1.gain ?? null, gBlk?.ln1.bias ?? null, dLn1, s.x, s.mean1, s.rstd1, blk.ln1.gain, N, C);
+    arena?.release(layerMark);
   }
 
   if (gw) {
@@ -434,6 +458,15 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const scores = new Float32Array(Tmax);
 
   function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
+    const mark = arena?.mark() ?? 0;
+    try {
+      return extendRows(rowIds, newTokens);
+    } finally {
+      arena?.release(mark);
+    }
+  }
+
+  function extendRows(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
     const R = rowIds.length;
     assert(R === newTokens.length && R > 0, () => `extend needs one token list per row; got ${R} rows and ${newTokens.length} lists`);
     const m = newTokens[0].length;
@@ -449,12 +482,12 @@ function createDecoder(model: ModelView, rows: number): Decoder {
         positions[r * m + j] = lengths[row] + j;
       }
     });
-    let x = new Float32Array(N * C);
+    let x = scratch(N * C);
     embed(x, tokens, m, positions, model);
-    const h = new Float32Array(N * C), mean = new Float32Array(N), rstd = new Float32Array(N);
-    const qkv = new Float32Array(N * 3 * C);
-    const y = new Float32Array(N * C);
-    const fc = new Float32Array(N * 4 * C);
+    const h = scratch(N * C), mean = scratch(N), rstd = scratch(N);
+    const qkv = scratch(N * 3 * C);
+    const y = scratch(N * C);
+    const fc = scratch(N * 4 * C);
     for (let l = 0; l < L; l++) {
       const blk = w.blocks[l];
       const pairs = lora?.blocks[l] ?? {};
@@ -502,26 +535,26 @@ function createDecoder(model: ModelView, rows: number): Decoder {
           }
         }
       }
-      const xMid = new Float32Array(N * C);
+      const xMid = scratch(N * C);
       linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined);
       for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
       layerNormForward(h, mean, rstd, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
       linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined);
       geluForward(fc, fc, fc.length);
-      const xOut = new Float32Array(N * C);
+      const xOut = scratch(N * C);
       linearForward(xOut, fc, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
       for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
       x = xOut;
     }
     for (const row of rowIds) lengths[row] += m;
     // Only each row's last position is needed for the next token.
-    const last = new Float32Array(R * C);
+    const last = scratch(R * C);
     for (let r = 0; r < R; r++) last.set(x.subarray((r * m + m - 1) * C, (r * m + m) * C), r * C);
-    const lnf = new Float32Array(R * C);
-    layerNormForward(lnf, new Float32Array(R), new Float32Array(R), last, w.lnFinal.gain, w.lnFinal.bias, R, C);
-    const logits = new Float32Array(R * V);
+    const lnf = scratch(R * C);
+    layerNormForward(lnf, scratch(R), scratch(R), last, w.lnFinal.gain, w.lnFinal.bias, R, C);
+    const logits = scratch(R * V);
     matmul(logits, lnf, w.lmHead, R, C, V, null);
-    return logits;
+    return logits.slice();
   }
 
   return {

@@ -1,24 +1,28 @@
 /**
  * A WebAssembly SIMD matrix multiply, generated here as bytes (no toolchain needed), for the engine's big
- * matmuls: V8 runs it several times faster than the best plain-TypeScript loop because each instruction does
- * four float32 multiply-adds.
+ * matmuls: V8 runs it about 20x faster than the best plain-TypeScript loop, because each instruction does four
+ * float32 multiply-adds and a 4×8 tile of the result stays in registers.
  *
- * The kernel computes C[M, N] = A[M, K] @ B[K, N] for M a multiple of 4 and N a multiple of 8, with A packed
- * as [M/4][K][4] (the four rows of a block side by side per k) so one pointer walks it. Each step keeps a 4×8
- * tile of C in eight v128 registers. The TypeScript side packs, pads, transposes and scales the operands
- * while copying them in, which costs O(MK + KN) against the kernel's O(MKN).
+ * The kernel computes C[M, N] (+)= scale * A[M, K] @ B[K, N] for M a multiple of 4 and N a multiple of 8,
+ * reading A through row and column strides (so A may be a transpose), B by contiguous rows and C with a row
+ * stride. Operands that already live in WebAssembly memory (allocated from `wasmArena`, as the engine's
+ * activations are) are used in place; others are copied in with memcpy-speed `set` calls.
+ *
+ * The memory is shared where SharedArrayBuffer exists, so a helper thread (server/runtime/gemm-threads.ts) can
+ * compute half the rows of a large product in the same memory: each element is still computed by one thread
+ * in the same order, so results do not depend on the number of threads.
  */
 
 // ---- a tiny WebAssembly encoder: just what the kernel needs ----
 
 const op = {
-  block: 0x02, loop: 0x03, br: 0x0c, brIf: 0x0d, end: 0x0b,
+  block: 0x02, loop: 0x03, if: 0x04, br: 0x0c, brIf: 0x0d, end: 0x0b,
   localGet: 0x20, localSet: 0x21, localTee: 0x22,
   f32Load: 0x2a, i32Const: 0x41, i32Eqz: 0x45, i32GeU: 0x4f, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32Shl: 0x74,
 };
 const simd = { load: [0xfd, 0x00], store: [0xfd, 0x0b], splat: [0xfd, 0x13], add: [0xfd, 0xe4, 0x01], mul: [0xfd, 0xe6, 0x01], const: [0xfd, 0x0c] };
 const voidBlock = 0x40;
-const i32 = 0x7f, v128 = 0x7b;
+const i32 = 0x7f, f32 = 0x7d, v128 = 0x7b;
 
 function uleb(n: number): number[] {
   const out: number[] = [];
@@ -45,48 +49,59 @@ const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...bo
 const name = (s: string) => [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
 const vector = (items: number[][]) => [...uleb(items.length), ...items.flat()];
 
-function gemmModule(): Uint8Array<ArrayBuffer> {
-  // params: 0 a, 1 b, 2 c, 3 M, 4 K, 5 N ; i32 locals: 6 i, 7 j, 8 k, 9 pa, 10 pb, 11 N4, 12 pc ; v128 locals: 13..20 acc, 21 b0, 22 b1, 23 av
-  const [A, B, Cp, M, K, N, I, J, Kc, PA, PB, N4, PC] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
-  const ACC = 13, B0 = 21, B1 = 22, AV = 23;
+function gemmModule(sharedMemory: boolean): Uint8Array<ArrayBuffer> {
+  // params: a, b, c (byte addresses), M, K, N, strides in floats (A rows, A columns, B rows, C rows),
+  // accumulate (0/1), scale (f32)
+  const [A, B, Cp, M, K, N, ARS, ACS, BRS, CRS, ACCUM, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+  // i32 locals: i, j, k, four row pointers into A, pb, pc, the strides in bytes
+  const [I, J, Kc, PA, PB, PC, ARS4, ACS4, BRS4, CRS4] = [12, 13, 14, 15, 19, 20, 21, 22, 23, 24];
+  // v128 locals: the 4x8 accumulator tile, two B vectors, the splatted A value, the splatted scale
+  const ACC = 25, B0 = 33, B1 = 34, AV = 35, SC = 36;
   const get = (l: number) => [op.localGet, l];
   const set = (l: number) => [op.localSet, l];
   const c32 = (v: number) => [op.i32Const, ...sleb(v)];
   const memarg = (align: number, offset: number) => [align, ...uleb(offset)];
+  const rows = [0, 1, 2, 3];
   const body: number[] = [
-    ...get(N), ...c32(2), op.i32Shl, ...set(N4),
+    ...[[ARS, ARS4], [ACS, ACS4], [BRS, BRS4], [CRS, CRS4]].flatMap(([from, to]) => [...get(from), ...c32(2), op.i32Shl, ...set(to)]),
+    ...get(SCALE), ...simd.splat, ...set(SC),
     ...c32(0), ...set(I),
     op.block, voidBlock, op.loop, voidBlock,
     ...get(I), ...get(M), op.i32GeU, op.brIf, 1,
     ...c32(0), ...set(J),
     op.block, voidBlock, op.loop, voidBlock,
     ...get(J), ...get(N), op.i32GeU, op.brIf, 1,
-    // zero the 4×8 accumulator tile
     ...Array.from({ length: 8 }, (_, t) => [...simd.const, ...new Array(16).fill(0), ...set(ACC + t)]).flat(),
-    // pa = a + i*K*4 (block i/4 of the packed A holds K*4 floats); pb = b + j*4
-    ...get(A), ...get(I), ...get(K), op.i32Mul, ...c32(2), op.i32Shl, op.i32Add, ...set(PA),
+    // pa_r = a + (i + r) * aRowStride ; pb = b + j * 4
+    ...get(A), ...get(I), ...get(ARS4), op.i32Mul, op.i32Add, ...set(PA),
+    ...[1, 2, 3].flatMap((r) => [...get(PA + r - 1), ...get(ARS4), op.i32Add, ...set(PA + r)]),
     ...get(B), ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PB),
     ...get(K), ...set(Kc),
     op.block, voidBlock, op.loop, voidBlock,
     ...get(Kc), op.i32Eqz, op.brIf, 1,
     ...get(PB), ...simd.load, ...memarg(4, 0), ...set(B0),
     ...get(PB), ...simd.load, ...memarg(4, 16), ...set(B1),
-    ...[0, 1, 2, 3].flatMap((r) => [
-      ...get(PA), op.f32Load, ...memarg(2, 4 * r), ...simd.splat, ...set(AV),
+    ...rows.flatMap((r) => [
+      ...get(PA + r), op.f32Load, ...memarg(2, 0), ...simd.splat, ...set(AV),
       ...get(ACC + 2 * r), ...get(AV), ...get(B0), ...simd.mul, ...simd.add, ...set(ACC + 2 * r),
       ...get(ACC + 2 * r + 1), ...get(AV), ...get(B1), ...simd.mul, ...simd.add, ...set(ACC + 2 * r + 1),
+      ...get(PA + r), ...get(ACS4), op.i32Add, ...set(PA + r),
     ]),
-    ...get(PA), ...c32(16), op.i32Add, ...set(PA),
-    ...get(PB), ...get(N4), op.i32Add, ...set(PB),
+    ...get(PB), ...get(BRS4), op.i32Add, ...set(PB),
     ...get(Kc), ...c32(1), op.i32Sub, ...set(Kc),
     op.br, 0,
     op.end, op.end,
-    // store the tile at c + (i*N + j)*4, one row of C per N4 bytes
-    ...get(Cp), ...get(I), ...get(N), op.i32Mul, ...get(J), op.i32Add, ...c32(2), op.i32Shl, op.i32Add, ...set(PC),
-    ...[0, 1, 2, 3].flatMap((r) => [
-      ...get(PC), ...get(ACC + 2 * r), ...simd.store, ...memarg(4, 0),
-      ...get(PC), ...get(ACC + 2 * r + 1), ...simd.store, ...memarg(4, 16),
-      ...get(PC), ...get(N4), op.i32Add, ...set(PC),
+    // c tile = scale * acc (+ c tile when accumulating); pc = c + i * cRowStride + j * 4
+    ...get(Cp), ...get(I), ...get(CRS4), op.i32Mul, op.i32Add, ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PC),
+    ...rows.flatMap((r) => [
+      ...[0, 1].flatMap((h) => [
+        ...get(ACC + 2 * r + h), ...get(SC), ...simd.mul, ...set(ACC + 2 * r + h),
+        ...get(ACCUM), op.if, voidBlock,
+        ...get(ACC + 2 * r + h), ...get(PC), ...simd.load, ...memarg(4, 16 * h), ...simd.add, ...set(ACC + 2 * r + h),
+        op.end,
+        ...get(PC), ...get(ACC + 2 * r + h), ...simd.store, ...memarg(4, 16 * h),
+      ]),
+      ...get(PC), ...get(CRS4), op.i32Add, ...set(PC),
     ]),
     ...get(J), ...c32(8), op.i32Add, ...set(J),
     op.br, 0,
@@ -96,17 +111,22 @@ function gemmModule(): Uint8Array<ArrayBuffer> {
     op.end, op.end,
     op.end,
   ];
-  const locals = vector([[...uleb(7), i32], [...uleb(11), v128]]);
+  const locals = vector([[...uleb(13), i32], [...uleb(12), v128]]);
   const code = [...locals, ...body];
+  // memory limits: shared memories must declare a maximum (flag 3), private ones need only a minimum (flag 0)
+  const limits = sharedMemory ? [0x03, ...uleb(1), ...uleb(maxPages)] : [0x00, ...uleb(1)];
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vector([[0x60, ...vector([[i32], [i32], [i32], [i32], [i32], [i32]]), 0x00]])),
-    ...section(2, vector([[...name("env"), ...name("memory"), 0x02, 0x00, 0x01]])),
+    ...section(1, vector([[0x60, ...vector([...new Array(11).fill([i32]), [f32]]), 0x00]])),
+    ...section(2, vector([[...name("env"), ...name("memory"), 0x02, ...limits]])),
     ...section(3, vector([[0x00]])),
     ...section(7, vector([[...name("gemm"), 0x00, 0x00]])),
     ...section(10, vector([[...uleb(code.length), ...code]])),
   ]);
 }
+
+// 4 GiB of address space is reserved, not committed: pages are only touched as the arena grows.
+const maxPages = 65536;
 
 // ---- the TypeScript side ----
 
@@ -143,60 +163,176 @@ export const transposed = (data: Float32Array, rows: number, cols: number, offse
   colStride: rowStride,
 });
 
+/** The kernel's arguments: byte addresses, sizes and float strides, accumulate flag, scale. */
+export type GemmArgs = [number, number, number, number, number, number, number, number, number, number, number, number];
+
+/** Another thread that can run the kernel on the same shared memory (see server/runtime/gemm-threads.ts). */
+export interface GemmHelper {
+  /** starts the kernel with these arguments on the helper thread and returns at once */
+  start(args: GemmArgs): void;
+  /** waits until the started kernel has finished */
+  finish(): void;
+}
+
+/**
+ * Stack-like scratch memory inside the kernel's WebAssembly memory: arrays allocated here are multiplied in
+ * place, without copies. Without shared memory (a browser page that is not cross-origin isolated) growing
+ * would detach earlier arrays, so there the arena hands out ordinary arrays and products copy their operands.
+ */
+export interface WasmArena {
+  /**
+   * an array of n floats, valid until the mark taken before it is released; zero-filled unless `zero` is
+   * false, in which case it holds whatever the last user left (for arrays that are written in full)
+   */
+  alloc(n: number, zero?: boolean): Float32Array;
+  mark(): number;
+  release(mark: number): void;
+}
+
 export interface SimdGemm {
   /**
    * out[M, N] (+)= scale * a[M, K] @ b[K, N], with a and b read through their views and row i of the result at
    * out[outOffset + i * outRowStride] (default: packed rows).
    */
   multiply(out: Float32Array, a: MatrixView, b: MatrixView, accumulate: boolean, scale: number, outOffset?: number, outRowStride?: number): void;
+  readonly arena: WasmArena;
+  /** what a helper thread needs to run the same kernel on the same memory; null without shared memory */
+  readonly sharing: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null;
+  setHelper(helper: GemmHelper | null): void;
 }
 
+// Inner-dimension block: 256 rows of an 8-float B strip and a 4-float A strip fit in L1 with room to spare.
+export const kBlock = 256;
+// A product is split between two threads only when it is big enough to repay waking the other thread.
+const parallelMinWork = 1 << 18;
+// Kernel tiles may read up to three rows past an operand's end; this much memory always lies beyond the arena top.
+const guardBytes = 1 << 16;
+
 function createSimdGemm(): SimdGemm | null {
-  const bytes = gemmModule();
-  if (typeof WebAssembly === "undefined" || !WebAssembly.validate(bytes)) return null;
-  const memory = new WebAssembly.Memory({ initial: 16 });
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } });
-  const gemm = instance.exports.gemm as (a: number, b: number, c: number, M: number, K: number, N: number) => void;
+  if (typeof WebAssembly === "undefined") return null;
+  const shared = typeof SharedArrayBuffer !== "undefined";
+  const bytes = gemmModule(shared);
+  if (!WebAssembly.validate(bytes)) return null;
+  const memory = new WebAssembly.Memory(shared ? { initial: 32, maximum: maxPages, shared: true } : { initial: 32 });
+  const module = new WebAssembly.Module(bytes);
+  const gemm = new WebAssembly.Instance(module, { env: { memory } }).exports.gemm as (...args: GemmArgs) => void;
   let heap = new Float32Array(memory.buffer);
+  // Each grow of a shared memory gives memory.buffer a new object; arrays made before still view the same bytes.
+  const ownBuffers = new WeakSet<ArrayBufferLike>([memory.buffer]);
+  const owns = (a: Float32Array) => shared && ownBuffers.has(a.buffer);
+  let top = 64; // in floats; the first bytes stay unused so no array starts at address 0
+  let helper: GemmHelper | null = null;
+
+  const ensure = (floats: number) => {
+    const need = floats * 4 + guardBytes;
+    if (need > memory.buffer.byteLength) {
+      memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
+      heap = new Float32Array(memory.buffer);
+      ownBuffers.add(memory.buffer);
+    }
+  };
+  const arena: WasmArena = {
+    alloc(n, zero = true) {
+      if (!shared) return new Float32Array(n);
+      const start = top;
+      top += (n + 3) & ~3; // keep every array 16-byte aligned
+      ensure(top);
+      const view = new Float32Array(memory.buffer, start * 4, n);
+      if (zero) view.fill(0);
+      return view;
+    },
+    mark: () => top,
+    release(mark) {
+      top = mark;
+    },
+  };
+  // Scratch for operands that must be copied: from the arena when shared, else from the start of memory.
+  let privateTop = 0;
+  const scratch = (n: number): number => {
+    if (shared) return arena.alloc(n, false).byteOffset / 4;
+    const start = privateTop;
+    privateTop += (n + 3) & ~3;
+    ensure(privateTop);
+    return start;
+  };
+
+  /**
+   * Long inner dimensions (a weight gradient sums over every token) are cut into blocks, each accumulated onto
+   * the last: a block's strips of A and B then stay in the L1 cache while the tiles sweep over them.
+   */
+  function runBlocked(args: GemmArgs) {
+    const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
+    if (K <= kBlock) return gemm(...args);
+    for (let k0 = 0; k0 < K; k0 += kBlock) {
+      gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, scale);
+    }
+  }
+
+  function run(args: GemmArgs, M4: number, work: number) {
+    if (!helper || M4 < 8 || work < parallelMinWork) return runBlocked(args);
+    // The helper takes the lower half of the rows, this thread the upper half.
+    const half = (M4 >> 3) << 2;
+    const [a, b, c, , K, N, ars, acs, brs, crs, acc, scale] = args;
+    helper.start([a + half * ars * 4, b, c + half * crs * 4, M4 - half, K, N, ars, acs, brs, crs, acc, scale]);
+    try {
+      runBlocked([a, b, c, half, K, N, ars, acs, brs, crs, acc, scale]);
+    } finally {
+      helper.finish();
+    }
+  }
 
   return {
+    arena,
+    sharing: shared ? { module, memory } : null,
+    setHelper(h) {
+      helper = h;
+    },
     multiply(out, a, b, accumulate, scale, outOffset = 0, outRowStride = b.cols) {
       const M = a.rows, K = a.cols, N = b.cols;
       if (b.rows !== K) throw new Error(`matmul of [${M}, ${K}] by [${b.rows}, ${N}]: inner sizes differ`);
       const M4 = (M + 3) & ~3, N8 = (N + 7) & ~7;
-      const aOff = 0, bOff = M4 * K, cOff = bOff + K * N8; // float offsets, all multiples of 4 (16 bytes)
-      const need = (cOff + M4 * N8) * 4;
-      if (need > memory.buffer.byteLength) {
-        memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
-        heap = new Float32Array(memory.buffer);
-      }
-      // A packed as [M4/4][K][4], scaled; padding rows are zero.
-      const ad = a.data, ars = a.rowStride, acs = a.colStride, ao = a.offset;
-      for (let i4 = 0; i4 < M4; i4 += 4) {
-        const base = aOff + i4 * K;
-        for (let r = 0; r < 4; r++) {
-          const row = i4 + r;
-          if (row < M) {
-            const src = ao + row * ars;
-            for (let k = 0; k < K; k++) heap[base + k * 4 + r] = ad[src + k * acs] * scale;
-          } else {
-            for (let k = 0; k < K; k++) heap[base + k * 4 + r] = 0;
-          }
+      const mark = arena.mark();
+      privateTop = 0;
+      try {
+        // A: in place if it is in WebAssembly memory, else its rows copied in as they lie in memory.
+        let aPtr: number, ars: number, acs: number;
+        if (owns(a.data)) {
+          [aPtr, ars, acs] = [a.data.byteOffset + a.offset * 4, a.rowStride, a.colStride];
+        } else {
+          const contiguousRows = a.colStride === 1;
+          const count = contiguousRows ? M : K, len = contiguousRows ? K : M, stride = contiguousRows ? a.rowStride : a.colStride;
+          const pitch = (len + 3) & ~3;
+          const base = scratch((count + 4) * pitch);
+          for (let r = 0; r < count; r++) heap.set(a.data.subarray(a.offset + r * stride, a.offset + r * stride + len), base + r * pitch);
+          [aPtr, ars, acs] = [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch];
         }
-      }
-      // B as [K][N8], padding columns zero.
-      const bd = b.data, brs = b.rowStride, bcs = b.colStride, bo = b.offset;
-      for (let k = 0; k < K; k++) {
-        const dst = bOff + k * N8, src = bo + k * brs;
-        if (bcs === 1) heap.set(bd.subarray(src, src + N), dst);
-        else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * bcs];
-        for (let j = N; j < N8; j++) heap[dst + j] = 0;
-      }
-      gemm(aOff * 4, bOff * 4, cOff * 4, M4, K, N8);
-      for (let i = 0; i < M; i++) {
-        const src = cOff + i * N8, dst = outOffset + i * outRowStride;
-        if (accumulate) for (let j = 0; j < N; j++) out[dst + j] += heap[src + j];
-        else out.set(heap.subarray(src, src + N), dst);
+        // B: in place if in WebAssembly memory with contiguous rows of a multiple of 8, else copied as [K, N8].
+        let bPtr: number, brs: number;
+        if (owns(b.data) && b.colStride === 1 && N === N8) {
+          [bPtr, brs] = [b.data.byteOffset + b.offset * 4, b.rowStride];
+        } else {
+          const base = scratch(K * N8);
+          const bd = b.data, bcs = b.colStride;
+          for (let k = 0; k < K; k++) {
+            const dst = base + k * N8, src = b.offset + k * b.rowStride;
+            if (bcs === 1) heap.set(bd.subarray(src, src + N), dst);
+            else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * bcs];
+          }
+          [bPtr, brs] = [base * 4, N8];
+        }
+        // C: written in place when its tiles fit exactly, else through scratch.
+        if (owns(out) && M === M4 && N === N8) {
+          run([aPtr, bPtr, out.byteOffset + outOffset * 4, M4, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale], M4, M * K * N);
+          return;
+        }
+        const base = scratch(M4 * N8);
+        if (accumulate) {
+          for (let i = 0; i < M; i++) heap.set(out.subarray(outOffset + i * outRowStride, outOffset + i * outRowStride + N), base + i * N8);
+        }
+        run([aPtr, bPtr, base * 4, M4, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M4, M * K * N);
+        for (let i = 0; i < M; i++) out.set(heap.subarray(base + i * N8, base + i * N8 + N), outOffset + i * outRowStride);
+      } finally {
+        arena.release(mark);
       }
     },
   };

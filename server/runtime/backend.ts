@@ -15,9 +15,12 @@
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import { availableParallelism } from "node:os";
 import { dirname } from "node:path";
 import type { Engine } from "@/lib/model/engine";
 import { jsEngine } from "@/lib/model/gpt";
+import { simdAvailable } from "@/lib/model/kernels";
+import { startGemmHelper } from "./gemm-threads";
 import { createTfjsEngine } from "./tfjs-engine";
 
 export const backendNames = ["js", "node-gpu", "node", "wasm", "cpu"] as const;
@@ -31,6 +34,10 @@ export interface RuntimeCapabilities {
   readonly requested: BackendPreference;
   /** true when computation runs on a GPU */
   readonly gpu: boolean;
+  /** js: whether the WebAssembly SIMD kernel is in use */
+  readonly simd: boolean;
+  /** js: threads that compute one matrix product (1, or 2 with the helper thread) */
+  readonly threads: number;
   /** the backends tried before this one, and why each was passed over */
   readonly skipped: readonly { readonly backend: BackendName; readonly reason: string }[];
 }
@@ -46,8 +53,16 @@ let chosen: RuntimeBackend | null = null;
  * Chooses the backend (once; later calls return the same choice, and asking for a different one is an error,
  * because tfjs's backend is global to the process).
  */
-export async function initBackend(options: { prefer?: BackendPreference } = {}): Promise<RuntimeBackend> {
+export async function initBackend(
+  options: {
+    prefer?: BackendPreference;
+    /** js: 2 adds a helper thread to large matrix products; default 2 where the machine has two or more cores */
+    threads?: number;
+  } = {},
+): Promise<RuntimeBackend> {
   const requested = options.prefer ?? "auto";
+  const threads = options.threads ?? Math.min(2, availableParallelism());
+  if (threads !== 1 && threads !== 2) throw new Error(`threads must be 1 or 2, got ${threads}`);
   if (requested !== "auto" && !(backendNames as readonly string[]).includes(requested)) {
     throw new Error(`unknown backend '${requested}'; expected auto or one of ${backendNames.join(", ")}`);
   }
@@ -60,8 +75,17 @@ export async function initBackend(options: { prefer?: BackendPreference } = {}):
   for (const backend of candidates) {
     try {
       const { engine, gpu } = await load(backend);
+      const simd = backend === "js" && simdAvailable();
+      const helper = backend === "js" && threads === 2 && startGemmHelper();
       chosen = Object.freeze({
-        capabilities: Object.freeze({ backend, requested, gpu, skipped: Object.freeze(skipped.map((s) => Object.freeze(s))) }),
+        capabilities: Object.freeze({
+          backend,
+          requested,
+          gpu,
+          simd,
+          threads: helper ? 2 : 1,
+          skipped: Object.freeze(skipped.map((s) => Object.freeze(s))),
+        }),
         engine,
       });
       return chosen;
@@ -85,12 +109,37 @@ const optionalPackage = {
   node: "@tensorflow/tfjs-node",
 };
 
-/** tfjs-core with the gradient functions registered (the umbrella `@tensorflow/tfjs` package would do this). */
+/**
+ * tfjs-core with the gradient functions registered (the umbrella `@tensorflow/tfjs` package would do this).
+ * tfjs-core ships those only as ES modules whose imports omit file extensions, which Node's own loader refuses
+ * (bundlers and vitest accept them); for Node, a resolve hook limited to files inside @tensorflow packages
+ * supplies the missing ".js". Gradients and the engine live in tfjs's global registry, so they serve whichever
+ * copy of tfjs-core the backends use.
+ */
 async function loadTfjsCore() {
+  // Registered before the first import: a failed import stays failed in Node's module cache.
+  const { register } = await import("node:module");
+  register(`data:text/javascript,${encodeURIComponent(extensionlessResolveHook)}`, import.meta.url);
   const tf = await import("@tensorflow/tfjs-core");
-  await import("@tensorflow/tfjs-core/dist/register_all_gradients");
+  await import("@tensorflow/tfjs-core/dist/register_all_gradients.js");
   return tf;
 }
+
+const extensionlessResolveHook = `
+export async function resolve(specifier, context, next) {
+  try {
+    return await next(specifier, context);
+  } catch (error) {
+    if (!specifier.startsWith(".") || !String(context.parentURL).includes("/@tensorflow/")) throw error;
+    for (const suffix of [".js", "/index.js"]) {
+      try {
+        return await next(specifier + suffix, context);
+      } catch {}
+    }
+    throw error;
+  }
+}
+`;
 
 async function load(backend: BackendName): Promise<{ engine: Engine; gpu: boolean }> {
   switch (backend) {

@@ -9,10 +9,11 @@ import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer, type TokenizerSpec } from "@/lib/model/tokenizer";
 import { type GPTWeights, assignParameters, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
+import { currentBackend } from "./backend";
 import { readCheckpoint } from "./checkpoint-store";
 
 export interface BaseModelOptions {
-  /** how to compute the model; default the pure-TypeScript engine (see initBackend) */
+  /** how to compute the model; default: the engine initBackend chose, or the TypeScript engine before it ran */
   engine?: Engine;
 }
 
@@ -28,7 +29,8 @@ export class BaseModel {
   /** A freshly initialised model (GPT-2 initialisation from `seed`). */
   static create(config: unknown, options: BaseModelOptions & { seed?: number } = {}): BaseModel {
     const parsed = parseGPTConfig(config);
-    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), options.engine ?? jsEngine);
+    const engine = options.engine ?? currentBackend()?.engine ?? jsEngine;
+    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), engine);
   }
 
   /**
