@@ -124,7 +124,8 @@ async function main() {
   ensureDependencies(root);
   const env = { ...process.env, NODE_ENV: "test" };
   if (projects.includes("e2e")) ensureChromium();
-  if (projects.includes("integration-postgres") && !env.TEST_DATABASE_URL) env.TEST_DATABASE_URL = await startThrowawayPostgres();
+  const needsPostgres = projects.includes("integration-postgres") || projects.includes("e2e");
+  if (needsPostgres && !env.TEST_DATABASE_URL) env.TEST_DATABASE_URL = await startThrowawayPostgres();
 
   const resultsDir = path.join(root, "test-results");
   fs.mkdirSync(resultsDir, { recursive: true });

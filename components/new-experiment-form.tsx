@@ -1,6 +1,6 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { Button } from "@/components/ui/button";
@@ -13,6 +13,8 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
   const [open, setOpen] = useState(startOpen);
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
+  const [template, setTemplate] = useState("arithmetic");
+  const templates = useQuery({ ...trpc.experiments.templates.queryOptions(), enabled: open });
   const create = useMutation(
     trpc.experiments.create.mutationOptions({
       onSuccess: ({ id }) => router.push(`/experiments/${id}`),
@@ -30,7 +32,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
       className="w-full max-w-lg space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-left shadow-sm"
       onSubmit={(event) => {
         event.preventDefault();
-        create.mutate({ name, description });
+        create.mutate({ name, description, template });
       }}
     >
       <label className="block">
@@ -44,6 +46,21 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
           className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
         />
         {fieldErrors?.name && <span className="mt-1 block text-xs text-red-600">{fieldErrors.name.join(", ")}</span>}
+      </label>
+      <label className="block">
+        <span className="text-sm font-medium text-slate-700">Start from</span>
+        <select
+          name="template"
+          value={template}
+          onChange={(event) => setTemplate(event.target.value)}
+          className="mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
+        >
+          {(templates.data ?? [{ key: "arithmetic", title: "Two-digit addition (single turn)", algorithm: "grpo" }]).map((t) => (
+            <option key={t.key} value={t.key}>
+              {t.title} · {t.algorithm}
+            </option>
+          ))}
+        </select>
       </label>
       <label className="block">
         <span className="text-sm font-medium text-slate-700">Description</span>

@@ -77,7 +77,7 @@ describe("a run's life", () => {
     const rollouts = await call<{ step: number; items: unknown[] }>(server, "runs.rollouts", { runId }, "GET");
     expect(rollouts.step).toBe(12);
     expect(rollouts.items).toHaveLength(8);
-  });
+  }, 240_000);
 
   it("survives its worker being killed: the job resumes from the last checkpoint, no point lost or doubled", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
@@ -98,7 +98,7 @@ describe("a run's life", () => {
     expect(new Set(rewardSteps).size).toBe(steps);
     const logs = await call<{ message: string }[]>(server, "runs.logs", { runId }, "GET");
     expect(logs.map((l) => l.message).join("\n")).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/);
-  });
+  }, 480_000);
 
   it("runs two jobs at once on two workers against a PostgreSQL server", async (context) => {
     const adminUrl = process.env.TEST_DATABASE_URL;
@@ -124,5 +124,5 @@ describe("a run's life", () => {
     }
     const workerOfJob = [...server.output().matchAll(/\[worker (\d+)\] job job_\w+ \(run (run_\w+)\) started/g)].map((m) => m[1]);
     expect(new Set(workerOfJob).size).toBe(2);
-  });
+  }, 300_000);
 });

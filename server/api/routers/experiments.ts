@@ -1,7 +1,9 @@
 import { TRPCError } from "@trpc/server";
 import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
+import { useCases } from "@/lib/envs";
 import { newId } from "../../db/ids";
+import { validateInChildProcess } from "../../sandbox/validate-in-child";
 import { experiments, experimentVersions, runs } from "../../db/schema";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 import type { Database } from "../../db";
@@ -39,6 +41,16 @@ async function requireExperiment(db: Database, id: string) {
 }
 
 export const experimentsRouter = createTRPCRouter({
+  /** The built-in use cases a new experiment can start from. */
+  templates: protectedProcedure.query(() =>
+    Object.entries(useCases).map(([key, useCase]) => ({
+      key,
+      title: useCase.title,
+      description: useCase.environment.description ?? "",
+      algorithm: String((useCase.template.algorithm as { name?: string } | undefined)?.name ?? "grpo"),
+    })),
+  ),
+
   list: protectedProcedure
     .input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
     .query(async ({ ctx, input }) => {
@@ -95,6 +107,14 @@ export const experimentsRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const id = newId("exp");
       const versionId = newId("ver");
+      if (input.template !== undefined) {
+        const useCase = useCases[input.template];
+        if (!useCase) {
+          throw new TRPCError({ code: "BAD_REQUEST", message: `template: no built-in template '${input.template}'; templates: ${Object.keys(useCases).join(", ")}` });
+        }
+        // A template's config is the starting point; what the caller gave wins.
+        if (Object.keys(input.config).length === 0) input.config = { ...useCase.template, name: input.name } as Record<string, unknown>;
+      }
       await ctx.db.transaction(async (tx) => {
         await tx.insert(experiments).values({
           id,
@@ -145,6 +165,30 @@ export const experimentsRouter = createTRPCRouter({
         });
         return { versionId, version: row.latestVersion };
       });
+    }),
+
+  /**
+   * Compiles the source, runs it in the sandbox for a few episodes with probing actions, and returns
+   * diagnostics (file, line, column) without launching anything.
+   */
+  validate: protectedProcedure
+    .input(
+      z.object({
+        files: sourceFilesSchema,
+        entry: z.string().max(200).optional(),
+        episodes: z.number().int().min(1).max(20).default(3),
+        typeCheck: z.boolean().default(true),
+      }),
+    )
+    .mutation(async ({ input }) => {
+      if (Object.keys(input.files).length === 0) {
+        throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
+      }
+      try {
+        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck });
+      } catch (error) {
+        throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (error as Error).message });
+      }
     }),
 
   rename: protectedProcedure

@@ -1,0 +1,18 @@
+/**
+ * `experiments.validate` runs here, in a long-lived child process of the web server: user code never runs in
+ * the server's own process, and a validation that hangs past its limits is killed from outside. One JSON request
+ * per stdin line ({id, files, options}), one JSON answer per stdout line ({id, report} or {id, error}).
+ */
+import readline from "node:readline";
+import { validateExperimentSource } from "./validate";
+
+for await (const line of readline.createInterface({ input: process.stdin })) {
+  if (!line.trim()) continue;
+  const { id, files, options } = JSON.parse(line);
+  try {
+    const report = await validateExperimentSource(files, options);
+    process.stdout.write(`${JSON.stringify({ id, report })}\n`);
+  } catch (error) {
+    process.stdout.write(`${JSON.stringify({ id, error: error instanceof Error ? error.message : String(error) })}\n`);
+  }
+}
