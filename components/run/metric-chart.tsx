@@ -34,9 +34,19 @@ export function MetricChart({ name, points, smoothing }: { name: string; points:
   const data = raw.map((p, i) => ({ step: p.step, raw: p.value, smooth: smoothed[i]!.value }));
   const last = points.at(-1);
   // A constant series gets a symmetric range around its value instead of recharts' arbitrary one.
-  const flat = points.length > 0 && points.every((p) => p.value === points[0]!.value) ? points[0]!.value || 1e-9 : null;
+  const flat = points.length > 0 && points.every((p) => p.value === points[0]!.value) ? points[0]!.value : null;
+  // Ticks carry as many decimals as the range needs, so a narrow band does not print one number five times.
+  let low = Infinity;
+  let high = -Infinity;
+  for (const p of raw) {
+    low = Math.min(low, p.value);
+    high = Math.max(high, p.value);
+  }
+  const span = high - low;
+  const decimals = span > 0 && span < 1 ? Math.min(6, Math.ceil(-Math.log10(span)) + 1) : 2;
+  const tick = (v: number) => (Math.abs(v) >= 1000 ? compact.format(v) : Number(v.toFixed(decimals)).toString());
   return (
-    <figure className="rounded-lg border border-slate-200 bg-white p-3" aria-label={`chart ${name}`}>
+    <figure className="rounded-lg border border-slate-200 bg-white p-3" aria-label={`chart ${name}`} data-points={points.length}>
       <figcaption className="mb-1 flex items-baseline justify-between gap-2">
         <span className="font-mono text-xs font-medium text-slate-700">{name}</span>
         {last && <span className="font-mono text-xs tabular-nums text-slate-500">{format(last.value)}</span>}
@@ -46,7 +56,7 @@ export function MetricChart({ name, points, smoothing }: { name: string; points:
           <LineChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: -12 }}>
             <CartesianGrid stroke="#e2e8f0" strokeDasharray="3 3" />
             <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} tick={{ fontSize: 10 }} allowDecimals={false} />
-            <YAxis tick={{ fontSize: 10 }} tickFormatter={format} width={52} domain={flat ? [flat - 1, flat + 1] : ["auto", "auto"]} />
+            <YAxis tick={{ fontSize: 10 }} tickFormatter={tick} width={56} domain={flat !== null ? [flat - 1, flat + 1] : ["auto", "auto"]} />
             <Tooltip formatter={(v) => format(Number(v))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
             {smoothing > 0 && <Line dataKey="raw" stroke="#4f6ef7" strokeOpacity={0.25} dot={false} isAnimationActive={false} />}
             <Line dataKey="smooth" stroke="#3b57e0" strokeWidth={1.75} dot={points.length < 30} isAnimationActive={false} />

@@ -1,7 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
@@ -18,10 +18,17 @@ export function RunView({ runId }: { runId: string }) {
   const queryClient = useQueryClient();
   const run = useQuery({ ...trpc.runs.byId.queryOptions({ id: runId }), refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000) });
   const live = run.data ? ACTIVE.has(run.data.status) : true;
-  const { series, error } = useMetricStream(runId, live);
+  const { series, error } = useMetricStream(runId);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);
+  // When the run ends, fetch logs and rollouts once more: polling stops, and the last ones came after it.
+  useEffect(() => {
+    if (!live) {
+      void queryClient.invalidateQueries({ queryKey: trpc.runs.logs.queryKey({ runId }) });
+      void queryClient.invalidateQueries({ queryKey: trpc.runs.rollouts.pathKey() });
+    }
+  }, [live, queryClient, trpc, runId]);
 
   const names = useMemo(() => {
     const all = [...series.keys()].sort();

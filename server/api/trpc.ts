@@ -51,6 +51,8 @@ export async function authenticate(
 
 const t = initTRPC.context<Context>().create({
   transformer: superjson,
+  // Live streams send a ping every 5 s so proxies keep them open; a client hearing nothing for 15 s reconnects.
+  sse: { ping: { enabled: true, intervalMs: 5000 }, client: { reconnectAfterInactivityMs: 15_000 } },
   errorFormatter({ shape, error }) {
     return {
       ...shape,

@@ -8,7 +8,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { startServer, tempDir, type TestServer } from "./support/server";
+import { launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let basesDir: string;
 const servers: TestServer[] = [];
@@ -69,13 +69,30 @@ describe("a run's life", () => {
   it("trains to the end, reporting every step's metrics and rollouts", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
     servers.push(server);
-    const runId = await launch(server, 12);
+    const runId = await launch(server, 40);
+    // A browser on the run page watches the reward curve grow while the run trains.
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/runs/${runId}`);
+      const chart = page.getByRole("figure", { name: "chart reward/mean" });
+      await chart.waitFor({ timeout: 120_000 });
+      const dots = async () => Number(await chart.getAttribute("data-points"));
+      const early = await dots();
+      await page.getByText("completed", { exact: true }).waitFor({ timeout: 180_000 });
+      await page.waitForTimeout(1500);
+      expect(early).toBeLessThan(40);
+      expect(await dots()).toBe(40);
+      await page.screenshot({ path: path.join(SCREENSHOTS, "run.png"), fullPage: true });
+    } finally {
+      await browser.close();
+    }
     const run = await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 120);
-    expect(run).toMatchObject({ status: "completed", step: 12 });
-    expect(await metricSteps(server, runId, "reward/mean")).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
-    expect((await metricSteps(server, runId, "eval/score")).sort((a, b) => a - b)).toEqual([0, 12]);
+    expect(run).toMatchObject({ status: "completed", step: 40 });
+    expect(await metricSteps(server, runId, "reward/mean")).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect((await metricSteps(server, runId, "eval/score")).sort((a, b) => a - b)).toEqual([0, 40]);
     const rollouts = await call<{ step: number; items: unknown[] }>(server, "runs.rollouts", { runId }, "GET");
-    expect(rollouts.step).toBe(12);
+    expect(rollouts.step).toBe(40);
     expect(rollouts.items).toHaveLength(8);
   }, 240_000);
 

@@ -1,10 +1,11 @@
-import { TRPCError } from "@trpc/server";
+import { tracked, TRPCError } from "@trpc/server";
 import { and, asc, desc, eq, gt, ilike, inArray, lt, max, or, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Database } from "../../db";
 import { newId } from "../../db/ids";
 import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
+import { waitForRunData } from "../../run-events";
 import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
 import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -161,6 +162,40 @@ export const runsRouter = createTRPCRouter({
         .orderBy(asc(metricPoints.seq))
         .limit(input.limit);
       return { points, lastSeq: points.at(-1)?.seq ?? input.afterSeq };
+    }),
+
+  /**
+   * Every metric point of a run as a server-sent event stream: what exists, then each new batch as workers report
+   * it. Each event's id is the last point's sequence number, so a client that reconnects resumes right after the
+   * last batch it received: no gap, no duplicate. The stream ends once the run has ended and everything is sent.
+   */
+  metricStream: protectedProcedure
+    .input(z.object({ runId: z.string().min(1), lastEventId: z.string().nullish() }))
+    .subscription(async function* ({ ctx, input, signal }) {
+      let after = Number(input.lastEventId ?? 0) || 0;
+      for (;;) {
+        if (signal?.aborted) return;
+        const points = await ctx.db
+          .select({ seq: metricPoints.seq, name: metricPoints.name, step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
+          .from(metricPoints)
+          .where(and(eq(metricPoints.runId, input.runId), gt(metricPoints.seq, after)))
+          .orderBy(asc(metricPoints.seq))
+          .limit(20_000);
+        if (points.length > 0) {
+          after = points.at(-1)!.seq;
+          yield tracked(String(after), points);
+          continue;
+        }
+        const [run] = await ctx.db.select({ status: runs.status }).from(runs).where(eq(runs.id, input.runId));
+        if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.runId}'` });
+        if (run.status === "completed" || run.status === "failed" || run.status === "cancelled") {
+          // One last look: points written between the query above and the status read.
+          const [late] = await ctx.db.select({ seq: metricPoints.seq }).from(metricPoints).where(and(eq(metricPoints.runId, input.runId), gt(metricPoints.seq, after))).limit(1);
+          if (!late) return;
+          continue;
+        }
+        await waitForRunData(input.runId, 1000, signal);
+      }
     }),
 
   /** The rollouts of one step (the latest when none is named), by group and sample. */

@@ -9,6 +9,7 @@ import { and, asc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { newId } from "../../db/ids";
 import { checkpoints, devices, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, workers } from "../../db/schema";
+import { announceRunData } from "../../run-events";
 import { LEASE_SECONDS } from "../../scheduler/service";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 
@@ -150,6 +151,7 @@ export const workerRouter = createTRPCRouter({
         if (input.logs.length) await tx.insert(runLogs).values(input.logs.map((l) => ({ runId, ...withoutNulCharacters(l) })));
         if (input.step !== undefined) await tx.update(runs).set({ step: input.step }).where(eq(runs.id, runId));
       });
+      announceRunData(runId);
       return { stored: true };
     }),
 

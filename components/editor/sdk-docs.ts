@@ -1,0 +1,146 @@
+/**
+ * What the editor tells a user about the SDK they write against (`import { … } from "tinkerlab"`): the fields of
+ * `defineEnvironment`, of a `step` outcome and of the seeded `Rng`. The tables are typed against the real SDK
+ * types (`satisfies Record<keyof …>`), so a field added to or removed from the SDK fails the type check here, and
+ * test/e2e/editor.test.ts checks that each doc starts with the field's JSDoc in lib/sdk.
+ */
+import type { Rng } from "@/lib/model/rng";
+import type { EnvironmentDefinition, StepOutcome } from "@/lib/sdk/environment";
+
+export type SdkDoc = {
+  /** The signature or type shown beside the name. */
+  detail: string;
+  doc: string;
+  /** What completing the name inserts (a CodeMirror snippet, `${}` marks a field); the bare name by default. */
+  snippet?: string;
+  kind: "property" | "method" | "function" | "class" | "type";
+};
+
+type EnvironmentField = keyof EnvironmentDefinition<unknown, unknown>;
+
+export const environmentFieldDocs = {
+  name: { kind: "property", detail: "string", doc: "The environment's name: 1–64 lowercase letters, digits or '-'.", snippet: 'name: "${name}",' },
+  description: { kind: "property", detail: "string?", doc: "A sentence shown in the workbench beside the name." },
+  data: {
+    kind: "property",
+    detail: '{ kind: "free" } | { kind: "dataset"; dataset: string }',
+    doc: '"free": the environment makes its own problems from the seed; "dataset": it reads one row per episode.',
+    snippet: 'data: { kind: "${free}" },',
+  },
+  systemPrompt: {
+    kind: "property",
+    detail: "string | ((sample) => string)",
+    doc: "The system message every episode starts with; a function of the dataset row for a dataset environment.",
+    snippet: 'systemPrompt: "${}",',
+  },
+  maxTurns: {
+    kind: "property",
+    detail: "number",
+    doc: "Turns before the episode is cut off (a cut-off episode is done, with no extra reward). A whole number from 1 to 1000.",
+    snippet: "maxTurns: ${1},",
+  },
+  invalidAction: {
+    kind: "property",
+    detail: "{ penalty: number; endEpisode: boolean }?",
+    doc: "What an unparseable action costs, and whether the episode goes on after one. Default: penalty -1, the episode ends.",
+    snippet: "invalidAction: { penalty: ${-1}, endEpisode: ${true} },",
+  },
+  stepCost: {
+    kind: "property",
+    detail: "number?",
+    doc: "Per-step cost added to every step's reward (a negative number), e.g. for a text world.",
+    snippet: "stepCost: ${-0.01},",
+  },
+  reset: {
+    kind: "method",
+    detail: "reset({ seed, rng, sample }) → { state, observation }",
+    doc: "Starts an episode: the same seed (and sample) must always give the same first state and observation. Draw randomness from `rng`, never Math.random.",
+    snippet: "reset({ rng }) {\n\treturn { state: ${}, observation: \"\" };\n},",
+  },
+  parseAction: {
+    kind: "method",
+    detail: "parseAction(text, state) → { ok: true, action } | { ok: false, error }",
+    doc: "Turns the agent's text into an action, or says why it cannot; an error costs `invalidAction.penalty`.",
+    snippet: "parseAction(text, state) {\n\treturn { ok: true, action: ${text} };\n},",
+  },
+  step: {
+    kind: "method",
+    detail: "step(state, action, { rng }) → StepOutcome",
+    doc: "Applies an action: returns the next state, the reward, whether the episode is done, and the next observation.",
+    snippet: "step(state, action) {\n\treturn { state, reward: ${0}, done: true };\n},",
+  },
+  render: {
+    kind: "method",
+    detail: "render(state) → string",
+    doc: "The environment's own picture of the state (a board), shown in the trajectory viewer.",
+    snippet: "render(state) {\n\treturn ${JSON.stringify(state)};\n},",
+  },
+  tools: {
+    kind: "property",
+    detail: "Record<string, { description; run(args, state) → string }>?",
+    doc: "Tools the agent may call with `@name(args)`; the answer comes back as the next observation.",
+    snippet: 'tools: {\n\t${name}: { description: "", run: (args, state) => "" },\n},',
+  },
+  rewardFunctions: {
+    kind: "property",
+    detail: "Record<string, (summary: EpisodeSummary) → number>?",
+    doc: "Extra reward functions, scored once on the finished episode and added to its last step's reward. Each is reported apart (reward/NAME) beside the environment's own step rewards (reward/env).",
+    snippet: "rewardFunctions: {\n\t${name}: (summary) => 0,\n},",
+  },
+  score: {
+    kind: "method",
+    detail: "score(summary: EpisodeSummary) → number",
+    doc: "The headline score of a finished episode for evaluation (e.g. accuracy: 1 if solved). Default: 1 when the return is positive.",
+    snippet: "score: (summary) => (summary.totalReward > 0 ? 1 : 0),",
+  },
+  scoreName: { kind: "property", detail: "string?", doc: 'Name of the score, e.g. "accuracy", "solved", "win_rate".', snippet: 'scoreName: "${accuracy}",' },
+} satisfies Record<EnvironmentField, SdkDoc>;
+
+type StepOutcomeField = keyof StepOutcome<unknown>;
+
+export const stepOutcomeDocs = {
+  state: { kind: "property", detail: "State", doc: "The state after the action." },
+  observation: { kind: "property", detail: "string?", doc: "What the agent sees next; omitted when the episode is done." },
+  reward: { kind: "property", detail: "number", doc: "This step's reward (a finite number)." },
+  done: { kind: "property", detail: "boolean", doc: "Whether the episode has ended." },
+  info: { kind: "property", detail: "Record<string, Json>?", doc: "Anything JSON to show beside the step in the trajectory viewer." },
+  metrics: { kind: "property", detail: "Record<string, number>?", doc: "Numbers to average into the run's metrics, e.g. {won: 1}." },
+} satisfies Record<StepOutcomeField, SdkDoc>;
+
+type RngMethod = keyof Rng;
+
+export const rngMethodDocs = {
+  uniform: { kind: "method", detail: "uniform() → number", doc: "Uniform in [0, 1) with 24 bits, the precision of a float32 mantissa.", snippet: "uniform()" },
+  normal: { kind: "method", detail: "normal() → number", doc: "Standard normal (Box-Muller).", snippet: "normal()" },
+  nextU32: { kind: "method", detail: "nextU32() → number", doc: "The next raw 32-bit unsigned integer.", snippet: "nextU32()" },
+  getState: {
+    kind: "method",
+    detail: "getState() → [number, number, number, number]",
+    doc: "The generator's whole state (four 32-bit words), for Rng.fromState.",
+    snippet: "getState()",
+  },
+} satisfies Record<RngMethod, SdkDoc>;
+
+/** The names `tinkerlab` exports to user code (server/sandbox/guest/sdk.ts). */
+export const sdkExportDocs: Record<string, SdkDoc> = {
+  defineEnvironment: {
+    kind: "function",
+    detail: "defineEnvironment<State, Action>(definition) → definition",
+    doc: "Checks an environment definition once, where it is made, so a mistake names the field instead of failing mid-run. Export the result (default export).",
+    snippet: "defineEnvironment<${State}, ${Action}>({\n\t\n})",
+  },
+  Rng: { kind: "class", detail: "class Rng", doc: "A small seeded random number generator (xoshiro128**); `reset` and `step` receive one as `rng`." },
+  EnvironmentSession: { kind: "class", detail: "class EnvironmentSession", doc: "One episode at a time of one environment: the object a protocol drives." },
+  singleTurn: { kind: "function", detail: "singleTurn(agent?) → Protocol", doc: "One action per episode." },
+  multiTurn: { kind: "function", detail: 'multiTurn(agent?, history?: "full" | "last") → Protocol', doc: "One agent acting until the episode is done." },
+  turnBased: { kind: "function", detail: "turnBased(agents: string[]) → Protocol", doc: "Several agents acting in order on one shared environment." },
+  EnvironmentDefinition: { kind: "type", detail: "type EnvironmentDefinition<State, Action>", doc: "What defineEnvironment takes." },
+  StepOutcome: { kind: "type", detail: "type StepOutcome<State>", doc: "What `step` returns: state, observation, reward, done, info, metrics." },
+  ParseResult: { kind: "type", detail: "type ParseResult<Action>", doc: "What `parseAction` returns: { ok: true, action } or { ok: false, error }." },
+  EpisodeSummary: {
+    kind: "type",
+    detail: "type EpisodeSummary<State>",
+    doc: "A finished episode: state, turns, totalReward, done, truncated, invalidActions. Given to score and rewardFunctions.",
+  },
+  Tool: { kind: "type", detail: "type Tool<State>", doc: "A tool the agent may call: { description, run(args, state) → string }." },
+};
