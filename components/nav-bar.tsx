@@ -6,6 +6,8 @@ import { usePathname } from "next/navigation";
 const links = [
   { href: "/", label: "Experiments", match: (path: string) => path === "/" || path.startsWith("/experiments") },
   { href: "/runs", label: "Runs", match: (path: string) => path.startsWith("/runs") },
+  { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
+  { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
 ];
 
 export function NavBar() {

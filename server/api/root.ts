@@ -1,6 +1,7 @@
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { runsRouter } from "./routers/runs";
+import { schedulerRouter } from "./routers/scheduler";
 import { workerRouter } from "./routers/worker";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
@@ -8,6 +9,7 @@ export const appRouter = createTRPCRouter({
   health: healthRouter,
   experiments: experimentsRouter,
   runs: runsRouter,
+  scheduler: schedulerRouter,
   worker: workerRouter,
 });
 

@@ -13,6 +13,7 @@ import type { TurnAdvantages } from "@/lib/rl/advantages";
 import { TrainingClient } from "../runtime";
 import { loadBaseModel } from "./base-models";
 import { loadBuiltinDataset } from "./datasets";
+import { ReportQueue } from "./report-queue";
 import type { WorkerApi } from "./worker-api";
 
 export type JobSpec = Awaited<ReturnType<WorkerApi["worker"]["claim"]["mutate"]>>;
@@ -58,6 +59,8 @@ export async function runJob(options: {
   const dataset = environment.data.kind === "dataset" ? loadBuiltinDataset(environment.data.dataset) : undefined;
 
   let stepReached = startStep;
+  type Report = Parameters<WorkerApi["worker"]["report"]["mutate"]>[0];
+  const reports = new ReportQueue<Report>((report) => api.worker.report.mutate(report));
   const result = await trainRl({
     config,
     policy: { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength },
@@ -73,13 +76,14 @@ export async function runJob(options: {
         const points = Object.entries(metrics)
           .filter(([, value]) => Number.isFinite(value))
           .map(([name, value]) => ({ step, name, value, wallTime }));
-        await api.worker.report.mutate({ workerId, jobId, step: stepReached, metrics: points });
+        reports.push({ workerId, jobId, step: stepReached, metrics: points });
         options.onStep?.(stepReached);
       },
       onRollouts: async (step, split, groups, advantages) => {
-        await api.worker.report.mutate({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
+        reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
       },
       onCheckpoint: async (step, algorithmMemory) => {
+        await reports.flush();
         const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
         await client.saveState(dir);
         fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
@@ -89,6 +93,7 @@ export async function runJob(options: {
       shouldStop: () => options.stopRequested() !== null,
     },
   });
+  await reports.flush();
   if (!result.stopped) return { outcome: "completed", reason: null };
   const why = options.stopRequested()!;
   if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };

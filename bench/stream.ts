@@ -1,0 +1,222 @@
+/**
+ * `npm run bench:stream`: how fast metric points reach the people watching.
+ *
+ *  1. Latency: a worker (this process, through the real worker API) reports one point at a time; a subscriber on
+ *     the run's server-sent event stream notes when each arrives. p50 and p95 of arrival − report.
+ *  2. Step rate with 100 viewers: the same short training run on a real local worker, once with no viewer and
+ *     once with 100 SSE clients subscribed; the ratio of steps per second.
+ *  3. The run page with 100,000 points: Chromium opens it and we time until every chart holds all its points.
+ *
+ * The server runs as a child process (`tinkerlab start`) on a fresh embedded database. Options: --viewers N.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import { BaseModel, TrainingClient } from "../server/runtime";
+import { buildIfStale } from "../bin/build-if-stale.mjs";
+import { formatTable } from "./lib/measure";
+
+const root = path.resolve(import.meta.dirname, "..");
+const viewers = Number(process.argv[process.argv.indexOf("--viewers") + 1] || 100) || 100;
+const TOKEN = "bench-stream-worker-token-0123456789";
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+
+async function startServer(localWorkers: number, basesDir: string) {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bench-stream-"));
+  const child = spawn(process.execPath, [path.join(root, "node_modules/tsx/dist/cli.mjs"), path.join(root, "bin/tinkerlab.ts"), "start"], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "production",
+      PORT: String(port),
+      PGLITE_DATA_DIR: path.join(dir, "db"),
+      ARTIFACTS_DIR: path.join(dir, "artifacts"),
+      TINKERLAB_BASES_DIR: basesDir,
+      TINKERLAB_EXAMPLES: "off",
+      TINKERLAB_LOCAL_WORKERS: String(localWorkers),
+      TINKERLAB_WORKER_TOKEN: TOKEN,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk) => {
+      out += chunk;
+      if (out.includes("Tinkerlab is ready")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`server exited (${code}):\n${out}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  return { url, stop: () => new Promise<void>((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM"))) };
+}
+
+async function trpc<T>(url: string, procedure: string, input: unknown, worker = false): Promise<T> {
+  const response = await fetch(`${url}/api/trpc/${procedure}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(worker ? { "x-tinkerlab-worker-token": TOKEN } : {}) },
+    body: JSON.stringify({ json: input }),
+  });
+  const body = await response.json();
+  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
+  return body.result.data.json as T;
+}
+
+/** A raw SSE client of runs.metricStream; calls onPoints with each batch. */
+function subscribe(url: string, runId: string, onPoints: (points: { name: string; step: number; value: number }[]) => void) {
+  const controller = new AbortController();
+  const input = encodeURIComponent(JSON.stringify({ json: { runId } }));
+  const done = (async () => {
+    const response = await fetch(`${url}/api/trpc/runs.metricStream?input=${input}`, { signal: controller.signal, headers: { accept: "text/event-stream" } });
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let cut: number;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const event = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const data = event.split("\n").find((line) => line.startsWith("data: "));
+        if (!data) continue;
+        const parsed = JSON.parse(data.slice(6));
+        if (Array.isArray(parsed?.json)) onPoints(parsed.json);
+      }
+    }
+  })().catch(() => {});
+  return { close: () => controller.abort(), done };
+}
+
+async function createRun(url: string, steps: number, name: string) {
+  const { id } = await trpc<{ id: string }>(url, "experiments.create", {
+    name,
+    config: { name, environment: "arithmetic", agent: { base: "bench-base", sampling: { maxTokens: 3 } }, algorithm: { name: "grpo", steps, groupSize: 4, groupsPerStep: 4 }, evaluation: { every: 0, episodes: 8 }, checkpointEvery: 0 },
+  });
+  return (await trpc<{ runId: string }>(url, "runs.launch", { experimentId: id })).runId;
+}
+
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+async function measureLatency(url: string) {
+  const { workerId } = await trpc<{ workerId: string }>(url, "worker.register", { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench", memoryMb: 4096, computeSlots: 1 }] }, true);
+  const runId = await createRun(url, 100_000, "latency");
+  let jobId: string | undefined;
+  for (let i = 0; i < 100 && !jobId; i++) {
+    const beat = await trpc<{ assignments: string[] }>(url, "worker.heartbeat", { workerId, running: [] }, true);
+    jobId = beat.assignments[0];
+    if (!jobId) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  if (!jobId) throw new Error("the scheduler never placed the bench job");
+  await trpc(url, "worker.claim", { workerId, jobId }, true);
+  const sentAt = new Map<number, number>();
+  const latencies: number[] = [];
+  const sub = subscribe(url, runId, (points) => {
+    const now = performance.now();
+    for (const p of points) if (sentAt.has(p.step)) latencies.push(now - sentAt.get(p.step)!);
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  for (let step = 1; step <= 200; step++) {
+    sentAt.set(step, performance.now());
+    await trpc(url, "worker.report", { workerId, jobId, step, metrics: [{ step, name: "bench/latency", value: step }] }, true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  sub.close();
+  return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), received: latencies.length };
+}
+
+async function stepRate(url: string, watchers: number) {
+  const runId = await createRun(url, 60, `rate-${watchers}`);
+  const subs = Array.from({ length: watchers }, () => subscribe(url, runId, () => {}));
+  let firstAt = 0;
+  let lastAt = 0;
+  let steps = 0;
+  const probe = subscribe(url, runId, (points) => {
+    for (const p of points) {
+      if (p.name !== "reward/mean") continue;
+      if (p.step === 11) firstAt = performance.now();
+      if (p.step > steps) (steps = p.step), (lastAt = performance.now());
+    }
+  });
+  await probe.done;
+  subs.forEach((s) => s.close());
+  return (steps - 11) / ((lastAt - firstAt) / 1000); // steps/s after a 10-step warm-up
+}
+
+async function pageWith100kPoints(url: string) {
+  const { workerId } = await trpc<{ workerId: string }>(url, "worker.register", { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench-2", memoryMb: 4096, computeSlots: 1 }] }, true);
+  const runId = await createRun(url, 10_000, "page-100k");
+  let jobId: string | undefined;
+  for (let i = 0; i < 100 && !jobId; i++) {
+    jobId = (await trpc<{ assignments: string[] }>(url, "worker.heartbeat", { workerId, running: [] }, true)).assignments[0];
+    if (!jobId) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await trpc(url, "worker.claim", { workerId, jobId }, true);
+  const names = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s", "reward/std", "train/grad_norm"];
+  for (let start = 1; start <= 10_000; start += 1000) {
+    const metrics = [];
+    for (let step = start; step < start + 1000; step++) for (const name of names) metrics.push({ step, name, value: Math.sin(step / 500) + Math.random() * 0.1 });
+    await trpc(url, "worker.report", { workerId, jobId, step: start + 999, metrics }, true);
+  }
+  const context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "bench-chromium-")), {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  const page = await context.newPage();
+  const started = performance.now();
+  await page.goto(`${url}/runs/${runId}`);
+  await page.waitForFunction(() => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === "10000", null, { timeout: 120_000, polling: 50 });
+  const ms = performance.now() - started;
+  await context.close();
+  return ms;
+}
+
+buildIfStale(root);
+const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bench-bases-"));
+await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 })).saveWeightsForSampler(path.join(basesDir, "bench-base"));
+
+const quiet = await startServer(0, basesDir);
+const latency = await measureLatency(quiet.url);
+const interactiveMs = await pageWith100kPoints(quiet.url);
+await quiet.stop();
+
+const training = await startServer(1, basesDir);
+const alone = await stepRate(training.url, 0);
+const watched = await stepRate(training.url, viewers);
+await training.stop();
+
+console.log(
+  formatTable(
+    ["measure", "value"],
+    [
+      ["point → subscriber latency p50 (ms)", latency.p50],
+      ["point → subscriber latency p95 (ms)", latency.p95],
+      ["points received", latency.received],
+      ["training steps/s, no viewer", alone],
+      [`training steps/s, ${viewers} SSE viewers`, watched],
+      ["step-rate ratio", watched / alone],
+      ["run page with 100,000 points: all charts full (ms)", interactiveMs],
+    ],
+  ),
+);
+console.log(
+  JSON.stringify({
+    p50_ms: Math.round(latency.p50 * 10) / 10,
+    p95_ms: Math.round(latency.p95 * 10) / 10,
+    step_rate_ratio_100_viewers: Math.round((watched / alone) * 1000) / 1000,
+    run_page_interactive_ms_100k_points: Math.round(interactiveMs),
+  }),
+);
+process.exit(0);
