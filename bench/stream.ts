@@ -73,7 +73,7 @@ async function trpc<T>(url: string, procedure: string, input: unknown, worker = 
 }
 
 /** A raw SSE client of runs.metricStream; calls onPoints with each batch. */
-function subscribe(url: string, runId: string, onPoints: (points: { name: string; step: number; value: number }[]) => void) {
+function subscribe(url: string, runId: string, onPoints: (points: { name: string; step: number }[]) => void) {
   const controller = new AbortController();
   const input = encodeURIComponent(JSON.stringify({ json: { runId } }));
   const done = (async () => {
@@ -91,7 +91,9 @@ function subscribe(url: string, runId: string, onPoints: (points: { name: string
         const data = event.split("\n").find((line) => line.startsWith("data: "));
         if (!data) continue;
         const parsed = JSON.parse(data.slice(6));
-        if (Array.isArray(parsed?.json)) onPoints(parsed.json);
+        if (Array.isArray(parsed?.json)) {
+          onPoints((parsed.json as { name: string; steps: number[] }[]).flatMap((series) => series.steps.map((step) => ({ name: series.name, step }))));
+        }
       }
     }
   })().catch(() => {});

@@ -17,17 +17,14 @@ export function useMetricStream(runId: string) {
     trpc.runs.metricStream.subscriptionOptions(
       { runId },
       {
-        onData: ({ data: points }) => {
+        onData: ({ data: batch }) => {
           setSeries((previous) => {
             // Copy each touched series once, then append: earlier arrays stay as React last saw them.
             const next = new Map(previous);
-            const copied = new Set<string>();
-            for (const p of points) {
-              if (!copied.has(p.name)) {
-                next.set(p.name, [...(previous.get(p.name) ?? [])]);
-                copied.add(p.name);
-              }
-              next.get(p.name)!.push({ step: p.step, value: p.value });
+            for (const { name, steps, values } of batch) {
+              const list = [...(previous.get(name) ?? [])];
+              for (let i = 0; i < steps.length; i++) list.push({ step: steps[i]!, value: values[i]! });
+              next.set(name, list);
             }
             return next;
           });
