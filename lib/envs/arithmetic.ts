@@ -7,7 +7,7 @@ export const arithmetic = defineEnvironment<State, number>({
   name: "arithmetic",
   description: "Add two two-digit numbers. Reward 1 for the exact sum, 0 otherwise.",
   data: { kind: "free" },
-  systemPrompt: "Add the numbers. Answer with the sum only.",
+  systemPrompt: "Add.",
   maxTurns: 1,
   invalidAction: { penalty: 0, endEpisode: true },
   scoreName: "accuracy",

@@ -17,10 +17,17 @@ export function cellName(index: number, size: number): string {
   return `${COLUMNS[index % size]}${Math.floor(index / size) + 1}`;
 }
 
+/**
+ * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
+ * on offer are written out on the board itself.
+ */
 export function renderBoard(state: BoardState): string {
   const rows: string[] = [];
-  for (let r = 0; r < state.size; r++) rows.push(`${r + 1} ${state.cells.slice(r * state.size, (r + 1) * state.size).join("")}`);
-  return [`  ${COLUMNS.slice(0, state.size)}`, ...rows].join("\n");
+  for (let r = 0; r < state.size; r++) {
+    const cells = state.cells.slice(r * state.size, (r + 1) * state.size);
+    rows.push(cells.map((cell, c) => (cell === "." ? cellName(r * state.size + c, state.size) : cell)).join(" "));
+  }
+  return rows.join("\n");
 }
 
 /** The winner after a move at `index`, if that move completed a line. */
@@ -54,7 +61,7 @@ function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
   return next;
 }
 
-function emptyCells(state: BoardState): number[] {
+export function emptyCells(state: BoardState): number[] {
   const out: number[] = [];
   state.cells.forEach((cell, i) => cell === "." && out.push(i));
   return out;
@@ -77,7 +84,7 @@ function boardGame(options: { name: string; size: number; line: number; opponent
     name: options.name,
     description: options.description,
     data: { kind: "free" },
-    systemPrompt: `You play X on a ${size}x${size} board; ${line} in a row wins. Answer with a free cell such as b2.`,
+    systemPrompt: `X to play, ${line} in a row.`,
     maxTurns: Math.ceil((size * size) / 2),
     invalidAction: { penalty: -1, endEpisode: true },
     scoreName: "win_rate",

@@ -1,7 +1,23 @@
-/** Use case 2: guess a number from 1 to 100; the environment answers "higher" or "lower". Multi-turn. */
+/**
+ * Use case 2: guess a number from 1 to 100; the environment answers "higher" or "lower". Multi-turn. The answer
+ * also names the range still open ("higher 51-100"), as a board shows the whole position: the agent's job is to
+ * choose where to guess, not to recount the history, so it plays from the latest observation alone.
+ */
 import { defineEnvironment } from "@/lib/sdk/environment";
 
-type State = { secret: number; guesses: number[]; solved: boolean };
+export type GuessState = { secret: number; guesses: number[]; solved: boolean };
+type State = GuessState;
+
+/** The range still consistent with the answers so far: [low, high]. */
+export function openRange(state: GuessState): [number, number] {
+  let low = 1;
+  let high = 100;
+  for (const guess of state.guesses) {
+    if (guess < state.secret) low = Math.max(low, guess + 1);
+    else if (guess > state.secret) high = Math.min(high, guess - 1);
+  }
+  return [low, high];
+}
 
 export const MAX_GUESSES = 10;
 
@@ -9,7 +25,7 @@ export const guessNumber = defineEnvironment<State, number>({
   name: "guess-number",
   description: "Find a secret number from 1 to 100 in as few guesses as possible; each guess costs 0.02.",
   data: { kind: "free" },
-  systemPrompt: "Guess the secret number from 1 to 100. After each guess you hear higher or lower.",
+  systemPrompt: "Guess.",
   maxTurns: MAX_GUESSES,
   stepCost: -0.02,
   invalidAction: { penalty: -0.2, endEpisode: false },
@@ -18,11 +34,13 @@ export const guessNumber = defineEnvironment<State, number>({
     const secret = 1 + Math.floor(rng.uniform() * 100);
     return { state: { secret, guesses: [], solved: false }, observation: "1-100" };
   },
-  parseAction(text) {
+  parseAction(text, state) {
     const trimmed = text.trim();
     const value = Number(trimmed);
     if (!/^\d{1,3}$/.test(trimmed) || value < 1 || value > 100) {
-      return { ok: false, error: `expected a whole number from 1 to 100, got ${JSON.stringify(trimmed.slice(0, 20))}` };
+      // The error repeats the open range: with "last" history it is all the agent sees on its next turn.
+      const [low, high] = openRange(state);
+      return { ok: false, error: `expected a whole number from 1 to 100. ${low}-${high}` };
     }
     return { ok: true, action: value };
   },
@@ -31,7 +49,9 @@ export const guessNumber = defineEnvironment<State, number>({
     if (guess === state.secret) {
       return { state: { ...state, guesses, solved: true }, reward: 1, done: true, metrics: { solved: 1, turns_to_solve: guesses.length } };
     }
-    return { state: { ...state, guesses }, observation: guess < state.secret ? "higher" : "lower", reward: 0, done: false };
+    const next = { ...state, guesses };
+    const [low, high] = openRange(next);
+    return { state: next, observation: `${guess < state.secret ? "higher" : "lower"} ${low}-${high}`, reward: 0, done: false };
   },
   render: (state) => `secret ${state.secret} · guesses ${state.guesses.join(", ") || "none"}`,
   score: ({ state }) => (state.solved ? 1 : 0),

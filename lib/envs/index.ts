@@ -25,23 +25,23 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "arithmetic-grpo",
       environment: "arithmetic",
-      agent: { base: "arithmetic-base", sampling: { temperature: 1, maxTokens: 5 } },
+      agent: { base: "arithmetic-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 5 } },
       protocol: { name: "single-turn" },
-      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 2e-3, loss: "ppo" },
-      evaluation: { every: 10, episodes: 200 },
+      algorithm: { name: "grpo", steps: 120, groupSize: 8, groupsPerStep: 32, learningRate: 5e-4, loss: "ppo" },
+      evaluation: { every: 20, episodes: 200 },
     },
   },
   "guess-number": {
     environment: guessNumber,
-    protocol: multiTurn(),
+    protocol: multiTurn("agent", "last"),
     title: "Guess the number (multi-turn)",
     template: {
       name: "guess-number-grpo",
       environment: "guess-number",
-      agent: { base: "guess-number-base", sampling: { temperature: 1, maxTokens: 4 } },
-      protocol: { name: "multi-turn" },
-      algorithm: { name: "grpo-per-turn", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3, discount: 1 },
-      evaluation: { every: 10, episodes: 200 },
+      agent: { base: "guess-number-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 4 } },
+      protocol: { name: "multi-turn", history: "last" },
+      algorithm: { name: "grpo-per-turn", steps: 100, groupSize: 8, groupsPerStep: 8, learningRate: 5e-4, discount: 0.9 },
+      evaluation: { every: 20, episodes: 200 },
     },
   },
   "tic-tac-toe": {
@@ -51,10 +51,10 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "tic-tac-toe-grpo",
       environment: "tic-tac-toe",
-      agent: { base: "tic-tac-toe-base", sampling: { temperature: 1, maxTokens: 3 } },
+      agent: { base: "tic-tac-toe-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo", steps: 80, groupSize: 8, groupsPerStep: 16, learningRate: 2e-3 },
-      evaluation: { every: 10, episodes: 200 },
+      algorithm: { name: "grpo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 5e-4 },
+      evaluation: { every: 20, episodes: 200 },
     },
   },
   gomoku: {
@@ -64,10 +64,10 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "gomoku-grpo",
       environment: "gomoku",
-      agent: { base: "gomoku-base", sampling: { temperature: 1, maxTokens: 3 } },
+      agent: { base: "gomoku-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo", steps: 80, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3 },
-      evaluation: { every: 10, episodes: 100 },
+      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 5e-4 },
+      evaluation: { every: 20, episodes: 100 },
     },
   },
   "tool-use": {
@@ -77,10 +77,10 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "tool-use-grpo",
       environment: "tool-use",
-      agent: { base: "tool-use-base", sampling: { temperature: 1, maxTokens: 16 } },
+      agent: { base: "tool-use-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 16 } },
       protocol: { name: "multi-turn" },
-      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3 },
-      evaluation: { every: 10, episodes: 200 },
+      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 5e-4 },
+      evaluation: { every: 20, episodes: 200 },
     },
   },
   "text-world": {
@@ -90,10 +90,10 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "text-world-grpo",
       environment: "text-world",
-      agent: { base: "text-world-base", sampling: { temperature: 1, maxTokens: 12 } },
+      agent: { base: "text-world-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 12 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo-per-turn", steps: 80, groupSize: 8, groupsPerStep: 8, learningRate: 2e-3, discount: 1 },
-      evaluation: { every: 10, episodes: 200 },
+      algorithm: { name: "grpo-per-turn", steps: 80, groupSize: 8, groupsPerStep: 4, learningRate: 5e-4, discount: 0.95 },
+      evaluation: { every: 20, episodes: 200 },
     },
   },
 };

@@ -6,7 +6,7 @@
 import { defineEnvironment } from "@/lib/sdk/environment";
 
 type Sample = { question: string; answer: number; split: string };
-type State = { question: string; expected: number; answer: number | null; calls: number };
+export type ToolUseState = { question: string; expected: number; answer: number | null; calls: number; lastResult: string | null };
 
 /** + - * / on integers with parentheses: the calculator the agent may call. */
 export function calculate(expression: string): number {
@@ -45,11 +45,11 @@ export function calculate(expression: string): number {
   return Math.round(value * 1e6) / 1e6;
 }
 
-export const toolUse = defineEnvironment<State, number, Sample>({
+export const toolUse = defineEnvironment<ToolUseState, number, Sample>({
   name: "tool-use",
   description: "Word problems solved with a calculator tool: call @calc(…) and answer with the number.",
   data: { kind: "dataset", dataset: "word-problems" },
-  systemPrompt: "Solve it. Use @calc(expression), then answer with the number.",
+  systemPrompt: "Use @calc(...), then answer.",
   maxTurns: 4,
   invalidAction: { penalty: 0, endEpisode: true },
   scoreName: "accuracy",
@@ -58,13 +58,14 @@ export const toolUse = defineEnvironment<State, number, Sample>({
       description: "evaluates + - * / with parentheses",
       run: (args, state) => {
         state.calls += 1;
-        return String(calculate(args));
+        state.lastResult = String(calculate(args));
+        return state.lastResult;
       },
     },
   },
   reset({ sample }) {
     if (!sample) throw new Error("tool-use reads one dataset row per episode; none was given");
-    return { state: { question: sample.question, expected: Number(sample.answer), answer: null, calls: 0 }, observation: sample.question };
+    return { state: { question: sample.question, expected: Number(sample.answer), answer: null, calls: 0, lastResult: null }, observation: sample.question };
   },
   parseAction(text) {
     const trimmed = text.trim();

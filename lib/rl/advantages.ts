@@ -37,16 +37,19 @@ export function groupNormalized(groups: Trajectory[][], normalize: boolean): Tur
 }
 
 /**
- * Per-turn GRPO: each turn is credited with its own discounted return, compared with the returns of every turn
- * in the group, so an early good move and a late blunder in one episode get different signs.
+ * Per-turn GRPO: each turn is credited with its own discounted return, compared with the mean return of the
+ * group's episodes at the same turn (a baseline per turn index: later turns sit nearer the reward, so comparing
+ * them with early ones would favour late moves whatever they are), so an early good move and a late blunder in
+ * one episode get different signs. Normalised by the std of the group's turn advantages.
  */
 export function perTurnGroupNormalized(groups: Trajectory[][], discount: number, normalize: boolean): TurnAdvantages {
   return groups.map((group) => {
     const returns = group.map((t) => turnReturns(t, discount));
-    const all = returns.flat();
-    const m = mean(all);
-    const s = std(all);
-    return returns.map((perTurn) => perTurn.map((g) => (normalize ? (g - m) / (s + 1e-6) : g - m)));
+    const longest = Math.max(0, ...returns.map((r) => r.length));
+    const baselines = Array.from({ length: longest }, (_, t) => mean(returns.filter((r) => t < r.length).map((r) => r[t]!)));
+    const centred = returns.map((perTurn) => perTurn.map((g, t) => g - baselines[t]!));
+    const s = std(centred.flat());
+    return centred.map((perTurn) => perTurn.map((a) => (normalize ? a / (s + 1e-6) : a)));
   });
 }
 

@@ -92,13 +92,18 @@ export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantag
   return batch;
 }
 
-/** Splits a batch into chunks of at most `size` sequences (gradients accumulate across them). */
+/**
+ * Splits a batch into chunks of at most `size` sequences (gradients accumulate across them). Sequences are
+ * grouped by length first: a chunk is padded to its longest sequence, so mixing short and long wastes compute.
+ */
 export function chunkBatch(batch: TrainingBatch, size: number): TrainingBatch[] {
+  const order = batch.tokens.map((_, i) => i).sort((a, b) => batch.tokens[a]!.length - batch.tokens[b]!.length);
   const out: TrainingBatch[] = [];
-  for (let start = 0; start < batch.tokens.length; start += size) {
-    const part: TrainingBatch = { tokens: batch.tokens.slice(start, start + size) };
+  for (let start = 0; start < order.length; start += size) {
+    const rows = order.slice(start, start + size);
+    const part: TrainingBatch = { tokens: rows.map((i) => batch.tokens[i]!) };
     for (const key of ["weights", "samplingLogprobs", "advantages", "returns"] as const) {
-      if (batch[key]) part[key] = batch[key]!.slice(start, start + size);
+      if (batch[key]) part[key] = rows.map((i) => batch[key]![i]!);
     }
     out.push(part);
   }

@@ -114,6 +114,8 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
   private finished = true;
   private truncated = false;
   private breakdown: Record<string, number> = { env: 0 };
+  /** The latest valid observation: an invalid action's answer repeats it, so agents that see only it keep the state. */
+  private lastObservation = "";
   sample: Sample | undefined;
 
   constructor(readonly definition: EnvironmentDefinition<State, Action, Sample>) {}
@@ -135,6 +137,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     this.finished = false;
     this.truncated = false;
     this.breakdown = { env: 0 };
+    this.lastObservation = observation;
     return observation;
   }
 
@@ -143,6 +146,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     if (this.finished || this.state === undefined) throw new Error("step() called on a finished episode; call reset() first");
     this.turn += 1;
     const outcome = this.resolve(actionText);
+    if (outcome.info?.invalid === undefined && outcome.observation !== undefined) this.lastObservation = outcome.observation;
     const stepCost = this.definition.stepCost ?? 0;
     let { reward, done } = outcome;
     reward += stepCost;
@@ -200,7 +204,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     this.invalid += 1;
     const rule = this.definition.invalidAction ?? { penalty: -1, endEpisode: true };
     return {
-      observation: `Invalid action: ${error}`,
+      observation: `Invalid action: ${error}\n${this.lastObservation}`,
       reward: rule.penalty,
       done: rule.endEpisode,
       info: { invalid: error },

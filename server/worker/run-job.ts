@@ -12,7 +12,7 @@ import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import { TrainingClient } from "../runtime";
 import { loadBaseModel } from "./base-models";
-import { loadBuiltinDataset } from "./datasets";
+import { readBuiltInDataset } from "@/lib/envs/datasets";
 import { ReportQueue } from "./report-queue";
 import type { WorkerApi } from "./worker-api";
 
@@ -56,7 +56,7 @@ export async function runJob(options: {
     if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
   }
   const environment = useCase.environment;
-  const dataset = environment.data.kind === "dataset" ? loadBuiltinDataset(environment.data.dataset) : undefined;
+  const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
 
   let stepReached = startStep;
   type Report = Parameters<WorkerApi["worker"]["report"]["mutate"]>[0];

@@ -1,0 +1,127 @@
+/**
+ * Does RL learn? For each built-in use case: load its base checkpoint, train with its experiment template
+ * (lib/envs/index.ts), and score the held-out evaluation before and after. Prints a table, then one JSON line:
+ *
+ *   {"use_cases":[{"name":"arithmetic","metric":"accuracy","before":…,"after":…,"target":…,"steps":…,"seconds":…},…]}
+ *
+ *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--verbose] [--failures]
+ *
+ * --verbose prints each training step's metrics; --failures prints a few held-out episodes the trained policy
+ * still gets wrong.
+ */
+import { parseArgs } from "node:util";
+import { builtInBaseDir } from "../lib/envs/bases";
+import { readBuiltInDataset } from "../lib/envs/datasets";
+import { useCases } from "../lib/envs/index";
+import { trainRl } from "../lib/rl/train";
+import { defineExperiment } from "../lib/sdk/experiment";
+import type { Trajectory } from "../lib/sdk/protocol";
+import { BaseModel, TrainingClient } from "../server/runtime/index";
+
+/** What each use case is judged by: a figure of the held-out episodes, and the figure it should reach. */
+type Measure = { metric: string; target: number | null; lowerIsBetter?: boolean; of(episodes: Trajectory[]): number };
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
+const scoreOf = (episodes: Trajectory[]) => mean(episodes.map((t) => t.score));
+/** A game counts as lost unless the agent won or drew it: an invalid move ends it lost. */
+const lossRate = (episodes: Trajectory[]) => mean(episodes.map((t) => (t.metrics.won || t.metrics.draw ? 0 : 1)));
+const meanTurns = (episodes: Trajectory[]) => mean(episodes.map((t) => t.turns.length));
+
+const measures: Record<string, Measure[]> = {
+  arithmetic: [{ metric: "accuracy", target: 0.95, of: scoreOf }],
+  "guess-number": [
+    { metric: "solved", target: 0.98, of: scoreOf },
+    { metric: "mean_turns", target: 7.5, lowerIsBetter: true, of: meanTurns },
+  ],
+  "tic-tac-toe": [{ metric: "loss_rate", target: 0.05, lowerIsBetter: true, of: lossRate }],
+  "tool-use": [{ metric: "accuracy", target: 0.9, of: scoreOf }],
+  "text-world": [{ metric: "success", target: 0.9, of: scoreOf }],
+  gomoku: [
+    { metric: "win_rate", target: null, of: scoreOf },
+    { metric: "loss_rate", target: null, lowerIsBetter: true, of: lossRate },
+  ],
+};
+
+const { values: args } = parseArgs({
+  options: { only: { type: "string" }, steps: { type: "string" }, verbose: { type: "boolean", default: false }, failures: { type: "boolean", default: false } },
+});
+const names = args.only ? args.only.split(",") : ["arithmetic", "guess-number", "tic-tac-toe", "tool-use", "text-world", "gomoku"];
+
+type Row = { name: string; metric: string; before: number; after: number; target: number | null; met: boolean | null; steps: number; seconds: number };
+const rows: Row[] = [];
+
+for (const name of names) {
+  const useCase = useCases[name];
+  if (!useCase) throw new Error(`no use case '${name}'; use cases: ${Object.keys(useCases).join(", ")}`);
+  const template = structuredClone(useCase.template);
+  if (args.steps) template.algorithm = { ...template.algorithm, steps: Number(args.steps) };
+  const config = defineExperiment(template);
+  const { environment, protocol } = useCase;
+  const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
+
+  const base = BaseModel.load(builtInBaseDir(config.agent.base));
+  const training = config.agent.training;
+  const client = new TrainingClient(base, {
+    lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
+    valueHead: config.agent.valueHead,
+    seed: config.seed,
+  });
+  const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
+
+  const evaluations: { step: number; episodes: Trajectory[] }[] = [];
+  const started = performance.now();
+  const result = await trainRl({
+    config,
+    policy,
+    environment,
+    protocol,
+    dataset,
+    hooks: {
+      onRollouts: (step, split, groups) => {
+        if (split !== "eval") return;
+        const episodes = groups.flat();
+        evaluations.push({ step, episodes });
+        const figures = measures[name]!.map((m) => `${m.metric} ${m.of(episodes).toFixed(3)}`).join(", ");
+        console.error(`${name} step ${step}: ${figures} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+      },
+      onMetrics: (step, metrics) => {
+        if (!args.verbose || !("reward/mean" in metrics)) return;
+        const shown = ["reward/mean", "episode/length", "episode/invalid_actions", "entropy", "train/clip_frac", "perf/step_seconds"];
+        console.error(`  ${step} ${shown.map((k) => `${k} ${(metrics[k] ?? NaN).toFixed(3)}`).join(" ")}`);
+      },
+    },
+  });
+  const seconds = (performance.now() - started) / 1000;
+  if (args.failures) {
+    for (const episode of evaluations.at(-1)!.episodes.filter((t) => t.score < 1).slice(0, 5)) {
+      console.error(`  failed (seed ${episode.seed}): ${episode.turns.map((t) => `${JSON.stringify(t.observation)} -> ${JSON.stringify(t.action)}`).join(" | ")}`);
+    }
+  }
+  const first = evaluations[0]!.episodes;
+  const last = evaluations.at(-1)!.episodes;
+  for (const measure of measures[name]!) {
+    const after = measure.of(last);
+    const met = measure.target === null ? null : measure.lowerIsBetter ? after <= measure.target : after >= measure.target;
+    rows.push({ name, metric: measure.metric, before: measure.of(first), after, target: measure.target, met, steps: result.steps, seconds });
+  }
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;
+const header = ["use case", "metric", "before", "after", "target", "met", "steps", "seconds"];
+const table = rows.map((r) => [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), r.target === null ? "-" : String(r.target), r.met === null ? "-" : r.met ? "yes" : "no", String(r.steps), r.seconds.toFixed(0)]);
+const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
+for (const row of [header, ...table]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));
+// One entry per use case: its first measure at the top level, any further measure nested under its name.
+const entries = names.map((name) => {
+  const [main, ...more] = rows.filter((r) => r.name === name);
+  const figures = (r: Row) => ({ before: round(r.before), after: round(r.after), target: r.target, met: r.met });
+  return {
+    name,
+    metric: main!.metric,
+    ...figures(main!),
+    ...Object.fromEntries(more.map((r) => [r.metric, figures(r)])),
+    steps: main!.steps,
+    seconds: Math.round(main!.seconds),
+  };
+});
+console.log(JSON.stringify({ use_cases: entries }));

@@ -1,0 +1,66 @@
+/**
+ * Makes the built-in base checkpoints in lib/envs/bases/: for each recipe of lib/envs/bases.ts, a scripted,
+ * deliberately imperfect demonstrator plays the use case, and a small randomly initialised model is SFT'd on its
+ * conversations. Deterministic on one machine: the same recipe gives the same weights.
+ *
+ *   npx tsx bin/make-base-models.ts [--only arithmetic-base] [--steps N] [--out DIR] [--eval-every N]
+ */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { builtInBaseDir, builtInBases } from "../lib/envs/bases";
+import { readBuiltInDataset } from "../lib/envs/datasets";
+import { demonstrate, demonstrators, toConversations } from "../lib/envs/demonstrations";
+import { useCases } from "../lib/envs/index";
+import { Rng } from "../lib/model/rng";
+import { evaluate } from "../lib/rl/evaluate";
+import { sftStep } from "../lib/rl/sft";
+import { splitDataset } from "../lib/rl/train";
+import { BaseModel, TrainingClient } from "../server/runtime/index";
+
+const { values: args } = parseArgs({
+  options: { only: { type: "string" }, steps: { type: "string" }, out: { type: "string" }, "eval-every": { type: "string", default: "0" } },
+});
+const names = args.only ? args.only.split(",") : Object.keys(builtInBases);
+const evalEvery = Number(args["eval-every"]);
+
+for (const name of names) {
+  const recipe = builtInBases[name];
+  if (!recipe) throw new Error(`no recipe '${name}'; recipes: ${Object.keys(builtInBases).join(", ")}`);
+  const started = performance.now();
+  const useCase = useCases[recipe.useCase]!;
+  const { environment, protocol } = useCase;
+  const split = environment.data.kind === "dataset" ? splitDataset(readBuiltInDataset(environment.data.dataset)) : null;
+  const trajectories = await demonstrate(useCase, demonstrators[recipe.useCase]!, recipe.sft.episodes, recipe.sft.seed, split?.train);
+  const conversations = toConversations(trajectories, protocol.history);
+  const demoScore = trajectories.reduce((a, t) => a + t.score, 0) / trajectories.length;
+
+  const base = BaseModel.create(recipe.model, { seed: recipe.sft.seed });
+  const client = new TrainingClient(base, { seed: recipe.sft.seed });
+  const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: recipe.model.contextLength };
+  const evalSpecs = Array.from({ length: 100 }, (_, i) => (split ? { seed: 1_000_000 + i, sample: split.test[i]! } : { seed: 1_000_000 + i }));
+  const maxTokens = useCase.template.agent.sampling?.maxTokens ?? 16;
+  const report = async (step: number, loss: number) => {
+    const greedy = await evaluate({ policy, environment, protocol, specs: evalSpecs, maxTokens });
+    const sampled = await evaluate({ policy, environment, protocol, specs: evalSpecs, maxTokens, temperature: 1 });
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`${name} step ${step} loss ${loss.toFixed(3)} ${environment.scoreName} greedy ${greedy.score.toFixed(2)} sampled ${sampled.score.toFixed(2)} (${seconds.toFixed(0)} s)`);
+  };
+  console.log(`${name}: ${conversations.length} conversations from ${trajectories.length} demonstrations (demonstrator ${environment.scoreName} ${demoScore.toFixed(2)}), ${base.parameterCount()} parameters`);
+
+  const { steps: defaultSteps, batch, learningRate, seed } = recipe.sft;
+  const steps = args.steps ? Number(args.steps) : defaultSteps;
+  const rng = new Rng(seed);
+  let loss = NaN;
+  for (let step = 0; step < steps; step++) {
+    const lr = learningRate * (0.1 + 0.45 * (1 + Math.cos((Math.PI * step) / steps)));
+    const chosen = Array.from({ length: batch }, () => conversations[rng.nextU32() % conversations.length]!);
+    loss = (await sftStep(policy, chosen, { learningRate: lr }))["loss/sft"]!;
+    if (evalEvery > 0 && step > 0 && step % evalEvery === 0) await report(step, loss);
+  }
+  await report(steps, loss);
+  const dir = args.out ? path.join(args.out, name) : builtInBaseDir(name);
+  mkdirSync(path.dirname(dir), { recursive: true });
+  await client.saveWeightsForSampler(dir);
+  console.log(`${name}: wrote ${dir} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}

@@ -1,0 +1,93 @@
+/**
+ * Scripted demonstrators for the built-in use cases, and the conversations they produce. The base checkpoints
+ * are SFT'd on these (bin/make-base-models.ts), so each demonstrator is deliberately imperfect: it speaks the
+ * environment's format exactly but plays badly, leaving RL something to learn.
+ */
+import type { ChatMessage } from "@/lib/model/chat";
+import { Rng } from "@/lib/model/rng";
+import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
+import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
+import { cellName, emptyCells, type BoardState } from "./board-games";
+import { openRange, type GuessState } from "./guess-number";
+import type { UseCase } from "./index";
+import { legalActions, type WorldState } from "./text-world";
+import type { ToolUseState } from "./tool-use";
+
+/** The demonstrator's next action, from the true state (it may peek; the policy never does). */
+export type Demonstrator = (state: any, rng: Rng, sample: DatasetRow | undefined) => string;
+
+const pick = <T>(items: readonly T[], rng: Rng): T => items[Math.floor(rng.uniform() * items.length)]!;
+
+/** Right when no carry is needed; when the ones carry over, it forgets the carry four times in five. */
+function arithmetic(state: { a: number; b: number }, rng: Rng): string {
+  const carries = (state.a % 10) + (state.b % 10) >= 10;
+  return String(carries && rng.uniform() < 0.8 ? state.a + state.b - 10 : state.a + state.b);
+}
+
+/** Guesses anywhere in the range still open, never bisecting on purpose. */
+function guessNumber(state: GuessState, rng: Rng): string {
+  const [low, high] = openRange(state);
+  return String(low + Math.floor(rng.uniform() * (high - low + 1)));
+}
+
+/** A random free cell. */
+function boardGame(state: BoardState, rng: Rng): string {
+  return cellName(pick(emptyCells(state), rng), state.size);
+}
+
+/**
+ * The right call format, but three times in five with a wrong operator (one fixed confusion per operator), then
+ * the tool's answer copied back.
+ */
+const CONFUSED: Record<string, string> = { "*": "+", "+": "*", "-": "+", "/": "-" };
+function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined): string {
+  if (state.calls === 0) {
+    const expression = String(sample?.expression ?? "");
+    const operator = /[-+*/]/.exec(expression)?.[0] ?? "+";
+    return `@calc(${rng.uniform() < 0.6 ? expression.replace(operator, CONFUSED[operator]!) : expression})`;
+  }
+  return state.lastResult ?? "0";
+}
+
+/** Wanders at random, but mostly picks the object up when it finds it and drops it when it stands in the goal. */
+function textWorld(state: WorldState, rng: Rng): string {
+  const obvious = state.objectAt === state.at ? `take ${state.object}` : state.objectAt === "hand" && state.at === state.goal ? `drop ${state.object}` : null;
+  return obvious && rng.uniform() < 0.8 ? obvious : pick(legalActions(state), rng);
+}
+
+export const demonstrators: Record<string, Demonstrator> = {
+  arithmetic,
+  "guess-number": guessNumber,
+  "tic-tac-toe": boardGame,
+  gomoku: boardGame,
+  "tool-use": toolUse,
+  "text-world": textWorld,
+};
+
+/** Episodes played by the demonstrator through the use case's own protocol, so the format is the policy's. */
+export async function demonstrate(useCase: UseCase, demonstrator: Demonstrator, episodes: number, seed: number, rows?: DatasetRow[]): Promise<Trajectory[]> {
+  const rng = new Rng(seed);
+  const starts = Array.from({ length: episodes }, () => ({
+    session: new EnvironmentSession(useCase.environment),
+    seed: rng.nextU32() % 1_000_000, // below the held-out evaluation seeds
+    sample: rows ? pick(rows, rng) : undefined,
+  }));
+  return runEpisodes(useCase.protocol, starts, async (requests) =>
+    requests.map(({ episode }) => {
+      const { session, sample } = starts[episode]!;
+      return { text: demonstrator(session.summary().state, rng, sample) };
+    }),
+  );
+}
+
+/** The conversations the policy would have seen: one per episode ("full" history) or one per turn ("last"). */
+export function toConversations(trajectories: Trajectory[], history: "full" | "last"): ChatMessage[][] {
+  return trajectories.flatMap((trajectory) => {
+    const system: ChatMessage = { role: "system", content: trajectory.systemPrompt };
+    const exchanges = trajectory.turns.map((turn): ChatMessage[] => [
+      { role: "user", content: turn.observation },
+      { role: "assistant", content: turn.action },
+    ]);
+    return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+  });
+}

@@ -1,0 +1,80 @@
+/** The built-in use cases: their environments, demonstrators, templates and shipped base checkpoints. */
+import { existsSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { builtInBaseDir, builtInBases } from "@/lib/envs/bases";
+import { readBuiltInDataset } from "@/lib/envs/datasets";
+import { demonstrate, demonstrators, toConversations } from "@/lib/envs/demonstrations";
+import { openRange } from "@/lib/envs/guess-number";
+import { useCases } from "@/lib/envs/index";
+import { HOUSE, textWorld, type Direction } from "@/lib/envs/text-world";
+import { renderChat } from "@/lib/model/chat";
+import { ByteTokenizer } from "@/lib/model/tokenizer";
+import { splitDataset } from "@/lib/rl/train";
+import { EnvironmentSession } from "@/lib/sdk/environment";
+import { defineExperiment } from "@/lib/sdk/experiment";
+import { runEpisodes } from "@/lib/sdk/protocol";
+
+const rows = splitDataset(readBuiltInDataset("word-problems"));
+
+describe("demonstrators", () => {
+  it.each(Object.keys(useCases))("%s: speaks the format (no invalid action) but plays imperfectly, and fits its base's context", async (name) => {
+    const useCase = useCases[name]!;
+    const trajectories = await demonstrate(useCase, demonstrators[name]!, 60, 7, useCase.environment.data.kind === "dataset" ? rows.train : undefined);
+    expect(trajectories.every((t) => t.invalidActions === 0)).toBe(true);
+    const score = trajectories.reduce((a, t) => a + t.score, 0) / trajectories.length;
+    expect(score).toBeLessThan(0.95);
+    const recipe = Object.values(builtInBases).find((r) => r.useCase === name)!;
+    const longest = Math.max(...toConversations(trajectories, useCase.protocol.history).map((c) => renderChat(new ByteTokenizer(), c).tokens.length));
+    expect(longest).toBeLessThanOrEqual(recipe.model.contextLength);
+  });
+});
+
+describe("environments", () => {
+  it("guess-number names the range still open", () => {
+    expect(openRange({ secret: 40, guesses: [50, 20, 45], solved: false })).toEqual([21, 44]);
+    const session = new EnvironmentSession(useCases["guess-number"]!.environment);
+    session.reset(3);
+    const secret = (session.summary().state as { secret: number }).secret;
+    const guess = secret === 100 ? 99 : 100;
+    expect(session.step(String(guess)).observation).toBe(`lower 1-${guess - 1}`);
+  });
+
+  it("text-world: a shortest-path player brings the object in at most 8 steps, from every start", async () => {
+    const route = (from: string, to: string): Direction => {
+      const seen = new Map<string, Direction | null>([[from, null]]);
+      const queue = [from];
+      while (queue.length) {
+        const room = queue.shift()!;
+        for (const [direction, next] of Object.entries(HOUSE[room]!)) {
+          if (seen.has(next)) continue;
+          seen.set(next, seen.get(room) ?? (direction as Direction));
+          queue.push(next);
+        }
+      }
+      return seen.get(to)!;
+    };
+    const starts = Array.from({ length: 100 }, (_, seed) => ({ session: new EnvironmentSession(textWorld), seed }));
+    const trajectories = await runEpisodes(useCases["text-world"]!.protocol, starts, async (requests) =>
+      requests.map(({ episode }) => {
+        const state = starts[episode]!.session.summary().state as { object: string; objectAt: string; at: string; goal: string };
+        if (state.objectAt === state.at) return { text: `take ${state.object}` };
+        if (state.objectAt === "hand" && state.at === state.goal) return { text: `drop ${state.object}` };
+        return { text: `go ${route(state.at, state.objectAt === "hand" ? state.goal : state.objectAt)}` };
+      }),
+    );
+    expect(trajectories.every((t) => t.score === 1 && t.turns.length <= 8 && t.invalidActions === 0)).toBe(true);
+  });
+});
+
+describe("experiment templates", () => {
+  it.each(Object.keys(useCases))("%s: validates and names a shipped base checkpoint", (name) => {
+    const config = defineExperiment(useCases[name]!.template);
+    expect(config.environment).toBe(name);
+    expect(builtInBases[config.agent.base]?.useCase).toBe(name);
+    expect(existsSync(`${builtInBaseDir(config.agent.base)}/manifest.json`)).toBe(true);
+  });
+
+  it("refuses an unknown base with the list of built-in ones", () => {
+    expect(() => builtInBaseDir("nope")).toThrow(/no built-in base 'nope'; the built-in bases are arithmetic-base/);
+  });
+});
