@@ -121,6 +121,8 @@ async function measureLatency(url: string) {
   }
   if (!jobId) throw new Error("the scheduler never placed the bench job");
   await trpc(url, "worker.claim", { workerId, jobId }, true);
+  // A worker keeps its lease by heartbeat; without one the scheduler would hand the job to someone else.
+  const heartbeat = setInterval(() => void trpc(url, "worker.heartbeat", { workerId, running: [{ jobId, step: 0 }] }, true).catch(() => {}), 2000);
   const sentAt = new Map<number, number>();
   const latencies: number[] = [];
   const sub = subscribe(url, runId, (points) => {
@@ -135,6 +137,7 @@ async function measureLatency(url: string) {
   }
   await new Promise((resolve) => setTimeout(resolve, 1500));
   sub.close();
+  clearInterval(heartbeat);
   return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), received: latencies.length };
 }
 
@@ -165,6 +168,7 @@ async function pageWith100kPoints(url: string) {
     if (!jobId) await new Promise((resolve) => setTimeout(resolve, 200));
   }
   await trpc(url, "worker.claim", { workerId, jobId }, true);
+  const heartbeat = setInterval(() => void trpc(url, "worker.heartbeat", { workerId, running: [{ jobId, step: 0 }] }, true).catch(() => {}), 2000);
   const names = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s", "reward/std", "train/grad_norm"];
   for (let start = 1; start <= 10_000; start += 1000) {
     const metrics = [];
@@ -181,6 +185,7 @@ async function pageWith100kPoints(url: string) {
   await page.goto(`${url}/runs/${runId}`);
   await page.waitForFunction(() => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === "10000", null, { timeout: 120_000, polling: 50 });
   const ms = performance.now() - started;
+  clearInterval(heartbeat);
   await context.close();
   return ms;
 }
