@@ -11,6 +11,15 @@ import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
 
 export type EpisodeSpec = { seed: number; sample?: DatasetRow };
 
+/** What the RL loop needs to know of an environment besides its sessions. */
+export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" | "data" | "scoreName">;
+
+function sessionFactory(environment: EnvironmentInfo, createSession?: (index: number) => EnvironmentSession) {
+  if (createSession) return createSession;
+  if (!("reset" in environment)) throw new Error(`environment '${environment.name}' has no definition here: pass createSession`);
+  return () => new EnvironmentSession(environment as EnvironmentDefinition<any, any, any>);
+}
+
 /** Renders a conversation for the policy and samples its replies, one batch for all requests of a round. */
 export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
   return async (requests: ActRequest[]): Promise<ActResponse[]> => {
@@ -43,17 +52,19 @@ function toResponse(prompt: number[], sample: { tokens: number[]; text: string; 
 /** `groupSize` episodes from each spec, played by the policy; returns [group][sample]. */
 export async function collectGroups(options: {
   policy: PolicyModel;
-  environment: EnvironmentDefinition<any, any, any>;
+  /** The environment: a definition run in this process, or (with createSession) what a sandbox reports of one. */
+  environment: EnvironmentInfo;
   protocol: Protocol;
   specs: EpisodeSpec[];
   groupSize: number;
   sampling: SampleOptions & { maxTokens: number };
   /** Make sessions; the sandbox passes its own, the default runs the definition in this process. */
-  createSession?: () => EnvironmentSession;
+  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
+  createSession?: (index: number) => EnvironmentSession;
 }): Promise<Trajectory[][]> {
   const { policy, specs, groupSize, sampling } = options;
-  const create = options.createSession ?? (() => new EnvironmentSession(options.environment));
-  const starts = specs.flatMap((spec) => Array.from({ length: groupSize }, () => ({ session: create(), seed: spec.seed, sample: spec.sample })));
+  const create = sessionFactory(options.environment, options.createSession);
+  const starts = specs.flatMap((spec, g) => Array.from({ length: groupSize }, (_, i) => ({ session: create(g * groupSize + i), seed: spec.seed, sample: spec.sample })));
   const fitsContext = (messages: ChatMessage[]) =>
     renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
   const trajectories = await runEpisodes(options.protocol, starts, policyActor(policy, sampling), { fitsContext });

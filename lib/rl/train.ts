@@ -3,8 +3,9 @@
  * algorithm (rollouts, advantages, update), report metrics and rollouts, evaluate on held-out episodes on
  * schedule, and checkpoint. The same loop serves the built-in runs and a user's script.
  */
+import type { EnvironmentInfo } from "./rollouts";
 import { Rng } from "@/lib/model/rng";
-import type { DatasetRow, EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
+import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
 import type { AlgorithmName, ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
@@ -62,14 +63,16 @@ export function evaluationSpecs(config: ExperimentConfig, rows: DatasetRow[] | n
 export async function trainRl(options: {
   config: ExperimentConfig;
   policy: PolicyModel;
-  environment: EnvironmentDefinition<any, any, any>;
+  /** The environment: a definition run in this process, or (with createSession) what a sandbox reports of one. */
+  environment: EnvironmentInfo;
   protocol: Protocol;
   dataset?: DatasetRow[];
   /** Resume after this many completed steps (from a checkpoint), with the algorithm state saved there. */
   startStep?: number;
   memory?: Record<string, number>;
   hooks?: TrainingHooks;
-  createSession?: () => EnvironmentSession;
+  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
+  createSession?: (index: number) => EnvironmentSession;
 }): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean }> {
   const { config, policy, environment, protocol, hooks = {} } = options;
   if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");

@@ -10,7 +10,10 @@ import { trainRl } from "@/lib/rl/train";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
+import type { EnvironmentInfo } from "@/lib/rl/rollouts";
+import type { EnvironmentSession } from "@/lib/sdk/environment";
 import { TrainingClient } from "../runtime";
+import { SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import { ReportQueue } from "./report-queue";
@@ -35,9 +38,10 @@ export async function runJob(options: {
   const jobId = spec.job.id;
   const runId = spec.run.id;
   const config = defineExperiment(spec.run.config as never);
+  const custom = config.environment === "custom";
   const useCase = useCases[config.environment];
-  if (!useCase) {
-    throw new Error(`Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}.`);
+  if (!useCase && !custom) {
+    throw new Error(`Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}, or "custom" for the experiment's own environment.ts.`);
   }
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(config.agent.base);
@@ -55,7 +59,17 @@ export async function runJob(options: {
     const memoryFile = path.join(spec.resume.path, MEMORY_FILE);
     if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
   }
-  const environment = useCase.environment;
+  // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
+  let environment: EnvironmentInfo;
+  let createSession: ((index: number) => EnvironmentSession) | undefined;
+  if (custom) {
+    const pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
+    const { name, data, scoreName } = pool.environment;
+    environment = { name, data, scoreName: scoreName ?? undefined };
+    createSession = (index) => pool.session(index) as unknown as EnvironmentSession;
+  } else {
+    environment = useCase!.environment;
+  }
   const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
 
   let stepReached = startStep;
@@ -69,6 +83,7 @@ export async function runJob(options: {
     dataset,
     startStep,
     memory,
+    createSession,
     hooks: {
       onMetrics: async (step, metrics) => {
         stepReached = Math.max(stepReached, step);
