@@ -156,6 +156,10 @@ async function stepRate(url: string, watchers: number) {
   });
   await probe.done;
   subs.forEach((s) => s.close());
+  if (steps < 12) {
+    const run = await (await fetch(`${url}/api/trpc/runs.byId?input=${encodeURIComponent(JSON.stringify({ json: { id: runId } }))}`)).json();
+    throw new Error(`the step-rate run did not train: ${JSON.stringify(run.result?.data?.json ?? run).slice(0, 600)}`);
+  }
   return (steps - 11) / ((lastAt - firstAt) / 1000); // steps/s after a 10-step warm-up
 }
 
@@ -194,10 +198,11 @@ buildIfStale(root);
 const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bench-bases-"));
 await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 })).saveWeightsForSampler(path.join(basesDir, "bench-base"));
 
-const quiet = await startServer(0, basesDir);
-const latency = await measureLatency(quiet.url);
-const interactiveMs = await pageWith100kPoints(quiet.url);
-await quiet.stop();
+const rateOnly = process.argv.includes("--rate-only");
+const quiet = rateOnly ? null : await startServer(0, basesDir);
+const latency = quiet ? await measureLatency(quiet.url) : { p50: NaN, p95: NaN, received: 0 };
+const interactiveMs = quiet ? await pageWith100kPoints(quiet.url) : NaN;
+await quiet?.stop();
 
 const training = await startServer(1, basesDir);
 const alone = await stepRate(training.url, 0);

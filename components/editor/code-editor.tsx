@@ -47,11 +47,13 @@ type Props = {
   language: "typescript" | "json";
   diagnostics?: readonly EditorDiagnostic[];
   label: string;
+  /** Moves the cursor to this place and focuses the editor; a new object each time it should happen. */
+  reveal?: { line: number | null; column: number | null } | null;
   className?: string;
 };
 
 /** CodeMirror 6 with TypeScript (and SDK help) or JSON, lint gutter and underlines from the given diagnostics. */
-export function CodeEditor({ path, value, onChange, language, diagnostics = [], label, className = "" }: Props) {
+export function CodeEditor({ path, value, onChange, language, diagnostics = [], label, reveal = null, className = "" }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const states = useRef(new Map<string, EditorState>());
@@ -70,6 +72,8 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
       languageExtensions,
       lintGutter(),
       theme,
+      // Long lines wrap: the editor shares the page with the validation panel, and sideways scrolling hides code.
+      EditorView.lineWrapping,
       EditorView.contentAttributes.of({ "aria-label": label }),
       EditorView.updateListener.of((update) => {
         if (update.docChanged && !update.transactions.some((tr) => tr.annotation(external))) onChangeRef.current(update.state.doc.toString());
@@ -110,6 +114,14 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
     if (!editor || language !== "typescript") return;
     editor.dispatch(setDiagnostics(editor.state, toCodeMirror(editor.state.doc, diagnostics)));
   }, [diagnostics, path, language]);
+
+  useEffect(() => {
+    const editor = view.current;
+    if (!editor || !reveal) return;
+    const { from } = diagnosticRange(editor.state.doc, reveal.line, reveal.column);
+    editor.dispatch({ selection: { anchor: from }, effects: EditorView.scrollIntoView(from, { y: "center" }) });
+    editor.focus();
+  }, [reveal]);
 
   return <div ref={host} className={`h-full min-h-0 overflow-hidden ${className}`} data-editor-path={path} />;
 }

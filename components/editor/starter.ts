@@ -6,8 +6,9 @@ export const STARTER_ENTRY = "environment.ts";
 
 export const starterEnvironment = `import { defineEnvironment } from "tinkerlab";
 
-// The agent sees "a+b=" and answers with the sum. Change the problem (reset), what counts as an answer
-// (parseAction) and the reward (step) to make it your own; the editor dry-runs it in the sandbox as you type.
+// The agent sees "a+b=" and answers with the sum. To make it your own, change the problem
+// (reset), what counts as an answer (parseAction) and the reward (step). The editor dry-runs
+// it in the sandbox as you type.
 type State = { a: number; b: number; answer: number | null };
 
 export default defineEnvironment<State, number>({

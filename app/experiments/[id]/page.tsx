@@ -3,6 +3,7 @@ import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { LaunchButton } from "@/components/launch-button";
 import { RunsTable } from "@/components/runs-table";
+import { ButtonLink } from "@/components/ui/button";
 import { Card, PageHeader } from "@/components/ui/card";
 import { RelativeTime } from "@/components/ui/time";
 import { serverCaller } from "@/server/api/rsc";
@@ -39,7 +40,14 @@ export default async function ExperimentPage({ params }: Props) {
             <RelativeTime date={experiment.createdAt} />
           </>
         }
-        actions={<LaunchButton experimentId={experiment.id} />}
+        actions={
+          <>
+            <ButtonLink variant="secondary" href={`/experiments/${experiment.id}/edit`}>
+              Edit
+            </ButtonLink>
+            <LaunchButton experimentId={experiment.id} />
+          </>
+        }
       />
       <div className="grid gap-6 lg:grid-cols-3">
         <Card title="Runs" className="lg:col-span-2">

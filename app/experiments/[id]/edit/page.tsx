@@ -1,0 +1,41 @@
+import { TRPCError } from "@trpc/server";
+import type { Metadata } from "next";
+import { notFound } from "next/navigation";
+import { ExperimentEditor } from "@/components/editor/experiment-editor";
+import { serverCaller } from "@/server/api/rsc";
+
+export const dynamic = "force-dynamic";
+
+type Props = { params: Promise<{ id: string }> };
+
+async function load(id: string) {
+  const caller = await serverCaller();
+  try {
+    return await caller.experiments.byId({ id });
+  } catch (error) {
+    if (error instanceof TRPCError && error.code === "NOT_FOUND") notFound();
+    throw error;
+  }
+}
+
+export async function generateMetadata({ params }: Props): Promise<Metadata> {
+  const experiment = await load((await params).id);
+  return { title: `Edit ${experiment.name}` };
+}
+
+export default async function EditExperimentPage({ params }: Props) {
+  const experiment = await load((await params).id);
+  return (
+    <ExperimentEditor
+      // A new saved version (router.refresh) keeps the editor and its undo history; another experiment starts afresh.
+      key={experiment.id}
+      experiment={{
+        id: experiment.id,
+        name: experiment.name,
+        latestVersion: experiment.latestVersion,
+        files: (experiment.latest?.files ?? {}) as Record<string, string>,
+        config: (experiment.latest?.config ?? {}) as Record<string, unknown>,
+      }}
+    />
+  );
+}

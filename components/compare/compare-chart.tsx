@@ -1,0 +1,64 @@
+"use client";
+
+import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { downsample, type SeriesPoint, smooth } from "@/components/run/metric-chart";
+import type { XAxisKind } from "./compare-state";
+
+export type ChartSeries = { id: string; name: string; color: string; points: SeriesPoint[] };
+
+const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 2 });
+export const formatValue = (v: number) =>
+  Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(4)).toString();
+
+/** Seconds as "0.4s", "42s", "3m 05s" or "1h 02m". */
+export function formatDuration(seconds: number): string {
+  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/** Several runs' curves of one metric on shared axes, each smoothed the same way; the raw values stay faint behind. */
+export function CompareChart({ metric, series, smoothing, x }: { metric: string; series: ChartSeries[]; smoothing: number; x: XAxisKind }) {
+  const drawn = series.map((s) => {
+    const raw = downsample(s.points, 1500);
+    const smoothed = smooth(raw, smoothing);
+    return { ...s, data: raw.map((p, i) => ({ x: p.step, raw: p.value, y: smoothed[i]!.value })) };
+  });
+  // Constant curves (all runs at one value) get a range around it instead of recharts' arbitrary one.
+  const values = series.flatMap((s) => s.points.map((p) => p.value));
+  const flat = values.length > 0 && values.every((v) => v === values[0]) ? values[0]! : null;
+  const formatX = x === "time" ? formatDuration : (v: number) => String(v);
+  return (
+    <figure aria-label={`chart ${metric}`} className="h-96">
+      <ResponsiveContainer width="100%" height="100%">
+        <LineChart margin={{ top: 8, right: 16, bottom: 8, left: 0 }}>
+          <CartesianGrid stroke="#e2e8f0" strokeDasharray="3 3" />
+          <XAxis
+            dataKey="x"
+            type="number"
+            domain={["dataMin", "dataMax"]}
+            allowDuplicatedCategory={false}
+            tick={{ fontSize: 11 }}
+            tickFormatter={formatX}
+            label={{ value: x === "time" ? "wall time" : "step", position: "insideBottomRight", offset: -4, fontSize: 11, fill: "#64748b" }}
+          />
+          <YAxis tick={{ fontSize: 11 }} tickFormatter={formatValue} width={56} domain={flat === null ? ["auto", "auto"] : [flat - 1, flat + 1]} />
+          <Tooltip
+            formatter={(value, name) => [formatValue(Number(value)), name]}
+            labelFormatter={(label) => (x === "time" ? formatDuration(Number(label)) : `step ${label}`)}
+            contentStyle={{ fontSize: 12 }}
+          />
+          {smoothing > 0 &&
+            drawn.map((s) => (
+              <Line key={`${s.id}-raw`} data={s.data} dataKey="raw" name={`${s.name} (raw)`} stroke={s.color} strokeOpacity={0.2} dot={false} isAnimationActive={false} tooltipType="none" legendType="none" />
+            ))}
+          {drawn.map((s) => (
+            <Line key={s.id} data={s.data} dataKey="y" name={s.name} stroke={s.color} strokeWidth={1.75} dot={s.data.length < 30} isAnimationActive={false} />
+          ))}
+        </LineChart>
+      </ResponsiveContainer>
+    </figure>
+  );
+}

@@ -1,0 +1,320 @@
+"use client";
+
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { useMemo, useState } from "react";
+import { experimentSchema } from "@/lib/sdk/experiment";
+import { useTRPC } from "@/components/trpc/provider";
+import { Button, ButtonLink } from "@/components/ui/button";
+import { Card, PageHeader } from "@/components/ui/card";
+import { EmptyState } from "@/components/ui/empty-state";
+import { RelativeTime } from "@/components/ui/time";
+import { CodeEditor, type EditorDiagnostic } from "./code-editor";
+import { configFields, fieldPaths, issuesByPath, withValueAt } from "./config-fields";
+import { ConfigForm } from "./config-form";
+import { STARTER_ENTRY, starterEnvironment } from "./starter";
+import { useLiveValidation } from "./use-live-validation";
+import { ValidationPanel } from "./validation-panel";
+
+type Files = Record<string, string>;
+type Config = Record<string, unknown>;
+export type EditableExperiment = {
+  id: string;
+  name: string;
+  latestVersion: number;
+  files: Files;
+  config: Config;
+};
+
+type Tab = { kind: "file"; path: string } | { kind: "form" } | { kind: "json" };
+
+const FILE_PATH = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*\.ts$/;
+const fields = configFields(experimentSchema);
+const formPaths = fieldPaths(fields);
+
+/** The experiment editor: source files, the config as a form or JSON, live validation, save and launch. */
+export function ExperimentEditor({ experiment }: { experiment: EditableExperiment }) {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const queryClient = useQueryClient();
+  const [files, setFiles] = useState<Files>(experiment.files);
+  const [config, setConfig] = useState<Config>(experiment.config);
+  const [saved, setSaved] = useState({ key: JSON.stringify([experiment.files, experiment.config]), version: experiment.latestVersion });
+  const [tab, setTab] = useState<Tab>(() => {
+    const first = Object.keys(experiment.files)[0];
+    return first ? { kind: "file", path: first } : { kind: "form" };
+  });
+  const [jsonDraft, setJsonDraft] = useState<string | null>(null);
+  const [jsonError, setJsonError] = useState<string | null>(null);
+  const [message, setMessage] = useState("");
+  const [reveal, setReveal] = useState<{ line: number | null; column: number | null } | null>(null);
+  const [newFile, setNewFile] = useState<string | null>(null);
+
+  const dirty = JSON.stringify([files, config]) !== saved.key;
+  const validation = useLiveValidation(files);
+  const issues = useMemo(() => issuesByPath(experimentSchema, config), [config]);
+  const otherIssues = [...issues].filter(([path]) => !formPaths.has(path));
+  const versions = useQuery(trpc.experiments.versions.queryOptions({ id: experiment.id }));
+
+  const activePath = tab.kind === "file" ? tab.path : null;
+  const report = validation.report;
+  const fileDiagnostics = useMemo<EditorDiagnostic[]>(
+    () => (report && activePath ? report.diagnostics.filter((d) => d.file === activePath) : []),
+    [report, activePath],
+  );
+
+  const save = useMutation(
+    trpc.experiments.save.mutationOptions({
+      onSuccess: ({ version }, input) => {
+        setSaved({ key: JSON.stringify([input.files, input.config]), version });
+        setMessage("");
+        void queryClient.invalidateQueries({ queryKey: trpc.experiments.versions.queryKey({ id: experiment.id }) });
+      },
+    }),
+  );
+  const launch = useMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
+  const busy = save.isPending || launch.isPending;
+
+  const saveVersion = (why: string) => save.mutateAsync({ id: experiment.id, files, config, message: message.trim() || why });
+  const onLaunch = async () => {
+    // A launch runs the latest saved version, so unsaved edits are saved first.
+    if (dirty) {
+      try {
+        await saveVersion("saved for launch");
+      } catch {
+        return; // the save's error is shown
+      }
+    }
+    launch.mutate({ experimentId: experiment.id });
+  };
+
+  const setFile = (path: string, text: string) => setFiles((previous) => ({ ...previous, [path]: text }));
+  const startCustom = () => {
+    setFiles({ [STARTER_ENTRY]: starterEnvironment });
+    setConfig((c) => ({ ...c, environment: "custom" }));
+    setTab({ kind: "file", path: STARTER_ENTRY });
+  };
+  const addFile = (name: string) => {
+    const path = name.endsWith(".ts") ? name : `${name}.ts`;
+    if (!FILE_PATH.test(path) || path in files) return;
+    setFiles((previous) => ({ ...previous, [path]: "export {};\n" }));
+    setTab({ kind: "file", path });
+    setNewFile(null);
+  };
+  const removeFile = (path: string) => {
+    if (!window.confirm(`Remove ${path}? It stays in earlier versions.`)) return;
+    const { [path]: _removed, ...rest } = files;
+    setFiles(rest);
+    const next = Object.keys(rest)[0];
+    setTab(next ? { kind: "file", path: next } : { kind: "form" });
+  };
+  const showTab = (next: Tab) => {
+    setJsonDraft(null);
+    setJsonError(null);
+    setTab(next);
+  };
+
+  const jsonText = jsonDraft ?? JSON.stringify(config, null, 2);
+  const onJson = (text: string) => {
+    setJsonDraft(text);
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("the config is a JSON object");
+      setConfig(parsed as Config);
+      setJsonError(null);
+    } catch (error) {
+      setJsonError((error as Error).message);
+    }
+  };
+
+  const fileNames = Object.keys(files);
+  const environment = typeof config.environment === "string" ? config.environment : "";
+  const tabClass = (active: boolean) =>
+    `-mb-px flex items-center gap-1.5 border-b-2 px-3 py-2 text-sm ${active ? "border-brand-600 font-medium text-brand-700" : "border-transparent text-slate-600 hover:text-slate-900"}`;
+
+  return (
+    <>
+      <PageHeader
+        title={`Edit ${experiment.name}`}
+        subtitle={
+          <span data-testid="editor-state">
+            version {saved.version}
+            {dirty ? " · unsaved changes" : " · saved"}
+          </span>
+        }
+        actions={
+          <>
+            <ButtonLink variant="ghost" href={`/experiments/${experiment.id}`}>
+              Back
+            </ButtonLink>
+            <Button variant="secondary" onClick={validation.validateNow} disabled={fileNames.length === 0 || validation.state === "running"}>
+              Validate
+            </Button>
+            <input
+              aria-label="Version message"
+              value={message}
+              onChange={(event) => setMessage(event.target.value)}
+              placeholder="What changed?"
+              className="w-44 rounded-md border border-slate-300 bg-white px-2.5 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
+            />
+            <Button variant="secondary" onClick={() => void saveVersion("saved from the editor")} disabled={!dirty || busy}>
+              {save.isPending ? "Saving…" : "Save"}
+            </Button>
+            <Button onClick={() => void onLaunch()} disabled={busy}>
+              {launch.isPending ? "Launching…" : dirty ? "Save & launch" : "Launch run"}
+            </Button>
+          </>
+        }
+      />
+      {(save.error || launch.error) && (
+        <p role="alert" className="-mt-3 mb-4 whitespace-pre-line text-right text-sm text-red-600">
+          {(save.error ?? launch.error)!.message}
+        </p>
+      )}
+      <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_20rem]">
+        <Card className="flex min-w-0 flex-col overflow-hidden">
+          <div role="tablist" aria-label="Experiment parts" className="flex flex-wrap items-center border-b border-slate-200 px-2">
+            {fileNames.map((path) => (
+              <span key={path} className="flex items-center">
+                <button role="tab" aria-selected={activePath === path} className={`${tabClass(activePath === path)} font-mono`} onClick={() => showTab({ kind: "file", path })}>
+                  {path}
+                  {report?.diagnostics.some((d) => d.file === path && d.severity === "error") && (
+                    <span className="size-1.5 rounded-full bg-red-500" aria-label="has errors" />
+                  )}
+                </button>
+                {fileNames.length > 1 && (
+                  <button aria-label={`Remove ${path}`} className="px-1 text-slate-400 hover:text-red-600" onClick={() => removeFile(path)}>
+                    ×
+                  </button>
+                )}
+              </span>
+            ))}
+            {fileNames.length > 0 &&
+              (newFile === null ? (
+                <button className="px-2 py-2 text-sm text-slate-500 hover:text-slate-900" onClick={() => setNewFile("")} aria-label="Add a file">
+                  +
+                </button>
+              ) : (
+                <form
+                  className="px-1"
+                  onSubmit={(event) => {
+                    event.preventDefault();
+                    addFile(newFile);
+                  }}
+                >
+                  <input
+                    autoFocus
+                    aria-label="New file name"
+                    value={newFile}
+                    placeholder="rewards.ts"
+                    onChange={(event) => setNewFile(event.target.value)}
+                    onBlur={() => newFile === "" && setNewFile(null)}
+                    className="w-32 rounded border border-slate-300 px-2 py-0.5 font-mono text-xs focus:border-brand-500 focus:outline-none"
+                  />
+                </form>
+              ))}
+            {fileNames.length > 0 && <span className="mx-2 h-5 w-px bg-slate-200" aria-hidden />}
+            <button role="tab" aria-selected={tab.kind === "form"} className={tabClass(tab.kind === "form")} onClick={() => showTab({ kind: "form" })}>
+              Config
+              {issues.size > 0 && <span className="rounded-full bg-red-100 px-1.5 text-[11px] font-medium text-red-700">{issues.size}</span>}
+            </button>
+            <button role="tab" aria-selected={tab.kind === "json"} className={tabClass(tab.kind === "json")} onClick={() => showTab({ kind: "json" })}>
+              JSON
+            </button>
+          </div>
+
+          <div className={`h-[36rem] ${activePath ? "" : "hidden"}`}>
+            {fileNames.length > 0 && (
+              <CodeEditor
+                path={activePath ?? fileNames[0]!}
+                value={files[activePath ?? fileNames[0]!] ?? ""}
+                onChange={(text) => setFile(activePath ?? fileNames[0]!, text)}
+                language="typescript"
+                diagnostics={fileDiagnostics}
+                reveal={reveal}
+                label="Source"
+              />
+            )}
+          </div>
+          {tab.kind === "form" && (
+            <div className="p-4" aria-label="Config form" role="form">
+              {fileNames.length === 0 && (
+                <div className="mb-4 flex flex-wrap items-center justify-between gap-3 rounded-md bg-slate-50 px-3 py-2.5 text-sm text-slate-600">
+                  <span>
+                    This experiment runs the built-in environment <code className="font-mono text-slate-800">{environment || "—"}</code>.
+                  </span>
+                  <Button variant="secondary" onClick={startCustom}>
+                    Write a custom environment
+                  </Button>
+                </div>
+              )}
+              {otherIssues.length > 0 && (
+                <ul role="alert" className="mb-4 space-y-0.5 rounded-md bg-red-50 px-3 py-2 text-xs text-red-700">
+                  {otherIssues.map(([path, messages]) => (
+                    <li key={path}>
+                      <span className="font-mono">{path || "config"}</span>: {messages.join("; ")}
+                    </li>
+                  ))}
+                </ul>
+              )}
+              <ConfigForm fields={fields} config={config} issues={issues} onChange={(path, value) => setConfig((c) => withValueAt(c, path, value))} />
+            </div>
+          )}
+          {tab.kind === "json" && (
+            <div className="flex h-[36rem] flex-col">
+              <div className="min-h-0 flex-1">
+                <CodeEditor path="config.json" value={jsonText} onChange={onJson} language="json" label="Config JSON" />
+              </div>
+              <p className={`border-t border-slate-200 px-4 py-2 text-xs ${jsonError || issues.size ? "text-red-600" : "text-slate-500"}`}>
+                {jsonError
+                  ? `Not applied: ${jsonError}`
+                  : issues.size
+                    ? [...issues].map(([path, messages]) => `${path || "config"}: ${messages.join("; ")}`).join(" · ")
+                    : "Valid config. Fields left out take their defaults."}
+              </p>
+            </div>
+          )}
+        </Card>
+
+        <div className="space-y-6">
+          <Card title="Validation">
+            {fileNames.length === 0 ? (
+              <p className="px-4 py-3 text-sm text-slate-500">
+                {issues.size ? `The config has ${issues.size} problem${issues.size === 1 ? "" : "s"}.` : "The config is valid."} Built-in environments need no dry run.
+              </p>
+            ) : (
+              <ValidationPanel
+                validation={validation}
+                onReveal={(d) => {
+                  if (!d.file || !(d.file in files)) return;
+                  showTab({ kind: "file", path: d.file });
+                  setReveal({ line: d.line, column: d.column });
+                }}
+              />
+            )}
+          </Card>
+          <Card title="Versions">
+            {versions.data && versions.data.length > 0 ? (
+              <ol className="max-h-80 divide-y divide-slate-100 overflow-auto" aria-label="Versions">
+                {versions.data.map((v) => (
+                  <li key={v.id} className="flex items-baseline justify-between gap-3 px-4 py-2 text-sm">
+                    <span className="min-w-0">
+                      <span className={`font-mono tabular-nums ${v.version === saved.version ? "font-semibold text-brand-700" : "text-slate-700"}`}>v{v.version}</span>
+                      <span className="ml-2 truncate text-slate-600">{v.message || "—"}</span>
+                    </span>
+                    <span className="shrink-0 text-xs text-slate-500">
+                      <RelativeTime date={v.createdAt} />
+                    </span>
+                  </li>
+                ))}
+              </ol>
+            ) : (
+              <EmptyState title={versions.isLoading ? "Loading…" : "No versions"} />
+            )}
+            <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Each save is a new version; every run keeps a copy of the source and config it was launched with.</p>
+          </Card>
+        </div>
+      </div>
+    </>
+  );
+}

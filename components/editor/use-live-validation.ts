@@ -1,0 +1,56 @@
+"use client";
+
+import { useEffect, useRef, useState } from "react";
+import { useTRPCClient } from "@/components/trpc/provider";
+import type { AppRouter } from "@/server/api/root";
+import type { inferRouterOutputs } from "@trpc/server";
+
+export type ValidationReport = inferRouterOutputs<AppRouter>["experiments"]["validate"];
+
+export type LiveValidation =
+  | { state: "idle"; report: null; error: null }
+  | { state: "pending" | "running"; report: ValidationReport | null; error: null }
+  | { state: "done"; report: ValidationReport; error: null }
+  | { state: "failed"; report: ValidationReport | null; error: string };
+
+/**
+ * Validates the source `delayMs` after the last edit (compile, type-check, sandbox dry-run). Only the answer for
+ * the newest source is kept: an answer that arrives after a later edit would point at lines that have moved.
+ */
+export function useLiveValidation(files: Record<string, string>, delayMs = 800) {
+  const client = useTRPCClient();
+  const [status, setStatus] = useState<LiveValidation>({ state: "idle", report: null, error: null });
+  const latest = useRef(0);
+  const key = JSON.stringify(files);
+
+  const run = async (ticket: number) => {
+    setStatus((s) => ({ state: "running", report: s.report, error: null }));
+    try {
+      const report = await client.experiments.validate.mutate({ files: JSON.parse(key) as Record<string, string> });
+      if (ticket === latest.current) setStatus({ state: "done", report, error: null });
+    } catch (error) {
+      if (ticket === latest.current) setStatus((s) => ({ state: "failed", report: s.report, error: (error as Error).message }));
+    }
+  };
+
+  useEffect(() => {
+    const ticket = ++latest.current;
+    if (Object.keys(JSON.parse(key)).length === 0) {
+      setStatus({ state: "idle", report: null, error: null });
+      return;
+    }
+    setStatus((s) => ({ state: "pending", report: s.report, error: null }));
+    const timer = setTimeout(() => void run(ticket), delayMs);
+    return () => clearTimeout(timer);
+    // `run` reads only `key` and stable refs.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, delayMs]);
+
+  /** Validates now, without waiting for the debounce. */
+  const validateNow = () => {
+    if (Object.keys(files).length === 0) return;
+    void run(++latest.current);
+  };
+
+  return { ...status, validateNow };
+}
