@@ -6,11 +6,18 @@
  */
 import { EventEmitter } from "node:events";
 
-const holder = globalThis as typeof globalThis & { __tinkerlabRunEvents?: EventEmitter };
+const holder = globalThis as typeof globalThis & { __tinkerlabRunEvents?: EventEmitter; __tinkerlabRunGenerations?: Map<string, number> };
 const emitter = (holder.__tinkerlabRunEvents ??= new EventEmitter().setMaxListeners(0));
+const generations = (holder.__tinkerlabRunGenerations ??= new Map());
 
 export function announceRunData(runId: string) {
+  generations.set(runId, (generations.get(runId) ?? 0) + 1);
   emitter.emit(runId);
+}
+
+/** Bumped by every announcement: a cached read of the run taken under an older generation may be stale. */
+export function runDataGeneration(runId: string): number {
+  return generations.get(runId) ?? 0;
 }
 
 /** Resolves when the run has new data, after `timeoutMs`, or when `signal` aborts, whichever comes first. */

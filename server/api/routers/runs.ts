@@ -5,7 +5,7 @@ import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Database } from "../../db";
 import { newId } from "../../db/ids";
 import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
-import { waitForRunData } from "../../run-events";
+import { runDataGeneration, waitForRunData } from "../../run-events";
 import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
 import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -175,7 +175,7 @@ export const runsRouter = createTRPCRouter({
       let after = Number(input.lastEventId ?? 0) || 0;
       for (;;) {
         if (signal?.aborted) return;
-        const batch = await seriesAfter(ctx.db, input.runId, after);
+        const batch = await sharedSeriesAfter(ctx.db, input.runId, after);
         if (batch.series.length > 0) {
           after = batch.lastSeq;
           yield tracked(String(after), batch.series);
@@ -245,6 +245,23 @@ async function latestJobOf(db: Database, runId: string) {
   const [job] = await db.select({ id: jobs.id, status: jobs.status }).from(jobs).where(eq(jobs.runId, runId)).orderBy(desc(jobs.submittedAt)).limit(1);
   if (!job) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}' (or it has no job)` });
   return job;
+}
+
+/**
+ * Viewers of one run wake together and ask for the same points: one query serves them all. A read is shared by
+ * callers asking for the same run, position and data generation (see run-events), for at most two seconds.
+ */
+const sharedReads = new Map<string, { at: number; read: ReturnType<typeof seriesAfter> }>();
+function sharedSeriesAfter(db: Database, runId: string, after: number) {
+  const now = Date.now();
+  const key = `${runId}:${after}:${runDataGeneration(runId)}`;
+  const hit = sharedReads.get(key);
+  if (hit && now - hit.at < 2000) return hit.read;
+  for (const [k, v] of sharedReads) if (now - v.at >= 2000) sharedReads.delete(k);
+  const read = seriesAfter(db, runId, after);
+  sharedReads.set(key, { at: now, read });
+  read.catch(() => sharedReads.delete(key));
+  return read;
 }
 
 export type SeriesBatch = { name: string; steps: number[]; values: number[]; wallTimes: number[] }[];
