@@ -4,7 +4,10 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { Button } from "@/components/ui/button";
+import { STARTER_ENTRY, starterConfig, starterEnvironment } from "@/components/editor/starter";
 import { useTRPC } from "@/components/trpc/provider";
+
+const CUSTOM = "__custom__";
 
 /** A button that opens an inline form; creating the experiment takes the user to its page. */
 export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }) {
@@ -32,7 +35,11 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
       className="w-full max-w-lg space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-left shadow-sm"
       onSubmit={(event) => {
         event.preventDefault();
-        create.mutate({ name, description, template });
+        if (template === CUSTOM) {
+          create.mutate({ name, description, files: { [STARTER_ENTRY]: starterEnvironment }, config: starterConfig(name) });
+        } else {
+          create.mutate({ name, description, template });
+        }
       }}
     >
       <label className="block">
@@ -60,6 +67,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
               {t.title} · {t.algorithm}
             </option>
           ))}
+          <option value={CUSTOM}>Your own environment (TypeScript, starts from a small example)</option>
         </select>
       </label>
       <label className="block">

@@ -71,8 +71,15 @@ export function emptyCells(state: BoardState): number[] {
 export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
   const empty = emptyCells(state);
   if (kind === "greedy") {
+    // Try each cell on one scratch board (set, test, clear) rather than copying the board per candidate.
+    const scratch: BoardState = { ...state, cells: state.cells.slice() };
     for (const mark of ["O", "X"] as const) {
-      for (const i of empty) if (place(state, i, mark).winner === mark) return i;
+      for (const i of empty) {
+        scratch.cells[i] = mark;
+        const completes = wins(scratch, i);
+        scratch.cells[i] = ".";
+        if (completes) return i;
+      }
     }
   }
   return empty[Math.floor(rng.uniform() * empty.length)]!;
