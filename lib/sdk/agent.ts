@@ -1,10 +1,8 @@
 /** Agents: which model acts, how it is trained (LoRA or full), and how it samples. */
 import { z } from "zod";
-import { describeConfigError, rangeMessage } from "./config-errors";
+import { describeConfigError, rangedInt, rangedNumber } from "./config-errors";
 
-const ranged = (min: number, max: number) => z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
-const rangedInt = (min: number, max: number) =>
-  z.number(rangeMessage(min, max, true)).int(rangeMessage(min, max, true)).min(min, rangeMessage(min, max, true)).max(max, rangeMessage(min, max, true));
+const ranged = rangedNumber;
 
 export const loraTargets = ["attn_qkv", "attn_proj", "mlp_fc", "mlp_proj"] as const;
 

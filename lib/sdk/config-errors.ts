@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 
 /**
  * Turns a zod error into one line per problem: the field's dotted path, what was given and what is accepted.
@@ -28,3 +28,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 export function rangeMessage(min: number, max: number, integer = false) {
   return `must be ${integer ? "a whole number" : "a number"} from ${min} to ${max}`;
 }
+
+/** A number field from min to max whose every error states the range. */
+export const rangedNumber = (min: number, max: number) =>
+  z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
+
+/** A whole-number field from min to max whose every error states the range. */
+export const rangedInt = (min: number, max: number) =>
+  z.number(rangeMessage(min, max, true)).int(rangeMessage(min, max, true)).min(min, rangeMessage(min, max, true)).max(max, rangeMessage(min, max, true));

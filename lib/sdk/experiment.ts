@@ -5,11 +5,9 @@
  */
 import { z } from "zod";
 import { agentSchema } from "./agent";
-import { describeConfigError, rangeMessage } from "./config-errors";
+import { describeConfigError, rangedInt, rangedNumber } from "./config-errors";
 
-const ranged = (min: number, max: number) => z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
-const rangedInt = (min: number, max: number) =>
-  z.number(rangeMessage(min, max, true)).int(rangeMessage(min, max, true)).min(min, rangeMessage(min, max, true)).max(max, rangeMessage(min, max, true));
+const ranged = rangedNumber;
 
 export const algorithmNames = ["grpo", "grpo-per-turn", "ppo", "rloo", "reinforce", "sft"] as const;
 export type AlgorithmName = (typeof algorithmNames)[number];

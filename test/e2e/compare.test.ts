@@ -8,7 +8,7 @@ import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
+import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let server: TestServer;
 let browser: BrowserContext;
@@ -29,16 +29,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function call<T>(procedure: string, input: unknown, method: "GET" | "POST" = "POST"): Promise<T> {
-  const url = `${server.url}/api/trpc/${procedure}`;
-  const response =
-    method === "GET"
-      ? await fetch(`${url}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
-  const body = await response.json();
-  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
-  return body.result.data.json as T;
-}
+const call = <T>(procedure: string, input: unknown, method: "GET" | "POST" = "POST") => callProcedure<T>(server, procedure, input, method);
 
 async function waitForEnd(runId: string, seconds: number) {
   const deadline = Date.now() + seconds * 1000;

@@ -2,7 +2,7 @@
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { startServer, tempDir, type TestServer } from "./support/server";
+import { callProcedure, startServer, tempDir, type TestServer } from "./support/server";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -13,16 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.stop());
 
-async function call<T>(procedure: string, input: unknown, method: "GET" | "POST" = "POST"): Promise<T> {
-  const url = `${server.url}/api/trpc/${procedure}`;
-  const response =
-    method === "GET"
-      ? await fetch(`${url}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
-  const body = await response.json();
-  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
-  return body.result.data.json as T;
-}
+const call = <T>(procedure: string, input: unknown, method: "GET" | "POST" = "POST") => callProcedure<T>(server, procedure, input, method);
 
 const source = `import { defineEnvironment } from "tinkerlab";
 // Reward 1 for any reply that starts with a digit.

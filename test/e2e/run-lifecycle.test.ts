@@ -8,7 +8,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
+import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let basesDir: string;
 const servers: TestServer[] = [];
@@ -22,16 +22,7 @@ afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
 });
 
-async function call<T>(server: TestServer, procedure: string, input: unknown, method: "GET" | "POST" = "POST"): Promise<T> {
-  const url = `${server.url}/api/trpc/${procedure}`;
-  const response =
-    method === "GET"
-      ? await fetch(`${url}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
-      : await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
-  const body = await response.json();
-  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
-  return body.result.data.json as T;
-}
+const call = callProcedure;
 
 async function launch(server: TestServer, steps: number, name = "tiny") {
   const { id } = await call<{ id: string }>(server, "experiments.create", {

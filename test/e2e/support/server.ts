@@ -109,3 +109,15 @@ export async function launchBrowser(): Promise<BrowserContext> {
 }
 
 export const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");
+
+/** Calls a procedure of a running server over HTTP, as the browser's client does (superjson envelope). */
+export async function callProcedure<T>(server: { url: string }, procedure: string, input: unknown, method: "GET" | "POST" = "POST"): Promise<T> {
+  const url = `${server.url}/api/trpc/${procedure}`;
+  const response =
+    method === "GET"
+      ? await fetch(`${url}?input=${encodeURIComponent(JSON.stringify({ json: input }))}`)
+      : await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ json: input }) });
+  const body = await response.json();
+  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
+  return body.result.data.json as T;
+}
