@@ -108,6 +108,26 @@ describe("a run's life", () => {
     expect(logs.map((l) => l.message).join("\n")).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/);
   }, 480_000);
 
+  it("continues after the whole server restarts: the run resumes from its checkpoint", async () => {
+    const dataDir = path.join(tempDir("db"), "db");
+    const artifacts = tempDir("artifacts");
+    const env = { TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: artifacts, PGLITE_DATA_DIR: dataDir };
+    const first = await startServer(env);
+    const steps = 200;
+    const runId = await launch(first, steps);
+    await waitFor(first, runId, (r) => r.step >= 12, 120);
+    await first.stop();
+
+    const second = await startServer(env);
+    servers.push(second);
+    const run = await waitFor(second, runId, (r) => r.status === "completed" || r.status === "failed", 300);
+    expect(run.status).toBe("completed");
+    expect(second.output()).toMatch(/started from step [1-9]\d*/);
+    const rewardSteps = await metricSteps(second, runId, "reward/mean");
+    expect(new Set(rewardSteps).size).toBe(steps);
+    expect(rewardSteps).toHaveLength(steps);
+  }, 480_000);
+
   it("runs two jobs at once on two workers against a PostgreSQL server", async (context) => {
     const adminUrl = process.env.TEST_DATABASE_URL;
     if (!adminUrl) context.skip();
