@@ -181,9 +181,9 @@ export const runsRouter = createTRPCRouter({
           yield tracked(String(after), batch.series);
           continue;
         }
-        const [run] = await ctx.db.select({ status: runs.status }).from(runs).where(eq(runs.id, input.runId));
-        if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.runId}'` });
-        if (run.status === "completed" || run.status === "failed" || run.status === "cancelled") {
+        const status = await sharedRunStatus(ctx.db, input.runId);
+        if (!status) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.runId}'` });
+        if (status === "completed" || status === "failed" || status === "cancelled") {
           // One last look: points written between the query above and the status read.
           if ((await seriesAfter(ctx.db, input.runId, after)).series.length === 0) return;
           continue;
@@ -261,6 +261,24 @@ function sharedSeriesAfter(db: Database, runId: string, after: number) {
   const read = seriesAfter(db, runId, after);
   sharedReads.set(key, { at: now, read });
   read.catch(() => sharedReads.delete(key));
+  return read;
+}
+
+/** The run's status, read once per data generation and second for all of its viewers. */
+const sharedStatuses = new Map<string, { at: number; read: Promise<string | null> }>();
+function sharedRunStatus(db: Database, runId: string) {
+  const now = Date.now();
+  const key = `${runId}:${runDataGeneration(runId)}`;
+  const hit = sharedStatuses.get(key);
+  if (hit && now - hit.at < 1000) return hit.read;
+  for (const [k, v] of sharedStatuses) if (now - v.at >= 1000) sharedStatuses.delete(k);
+  const read = db
+    .select({ status: runs.status })
+    .from(runs)
+    .where(eq(runs.id, runId))
+    .then(([row]) => row?.status ?? null);
+  sharedStatuses.set(key, { at: now, read });
+  read.catch(() => sharedStatuses.delete(key));
   return read;
 }
 
