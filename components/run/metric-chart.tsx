@@ -28,7 +28,8 @@ const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFra
 const format = (v: number) =>
   Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(3)).toString();
 
-export function MetricChart({ name, points, smoothing }: { name: string; points: SeriesPoint[]; smoothing: number }) {
+/** One series; `x` says what SeriesPoint.step holds: the training step, or seconds of wall time. */
+export function MetricChart({ name, points, smoothing, x = "step" }: { name: string; points: SeriesPoint[]; smoothing: number; x?: "step" | "time" }) {
   const raw = downsample(points, 2000);
   const smoothed = smooth(raw, smoothing);
   const data = raw.map((p, i) => ({ step: p.step, raw: p.value, smooth: smoothed[i]!.value }));
@@ -55,9 +56,9 @@ export function MetricChart({ name, points, smoothing }: { name: string; points:
         <ResponsiveContainer width="100%" height="100%">
           <LineChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: -12 }}>
             <CartesianGrid stroke="#e2e8f0" strokeDasharray="3 3" />
-            <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} tick={{ fontSize: 10 }} allowDecimals={false} />
+            <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} tick={{ fontSize: 10 }} allowDecimals={x === "time"} tickFormatter={(v) => (x === "time" ? `${Math.round(v)}s` : String(v))} />
             <YAxis tick={{ fontSize: 10 }} tickFormatter={tick} width={56} domain={flat !== null ? [flat - 1, flat + 1] : ["auto", "auto"]} />
-            <Tooltip formatter={(v) => format(Number(v))} labelFormatter={(s) => `step ${s}`} contentStyle={{ fontSize: 12 }} />
+            <Tooltip formatter={(v) => format(Number(v))} labelFormatter={(s) => (x === "step" ? `step ${s}` : `${Number(s).toFixed(1)} s`)} contentStyle={{ fontSize: 12 }} />
             {smoothing > 0 && <Line dataKey="raw" stroke="#4f6ef7" strokeOpacity={0.25} dot={false} isAnimationActive={false} />}
             <Line dataKey="smooth" stroke="#3b57e0" strokeWidth={1.75} dot={points.length < 30} isAnimationActive={false} />
           </LineChart>

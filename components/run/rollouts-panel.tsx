@@ -30,8 +30,9 @@ export function RolloutsPanel({ runId, live }: { runId: string; live: boolean })
         <p className="px-4 py-6 text-sm text-slate-500">No rollouts yet.</p>
       ) : (
         <div className="grid lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
+          <div className="max-h-[28rem] overflow-auto">
           <table className="w-full text-sm">
-            <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
+            <thead className="sticky top-0 border-b border-slate-200 bg-white text-left text-xs uppercase tracking-wide text-slate-500">
               <tr>
                 <th className="px-4 py-2 font-medium">Group</th>
                 <th className="px-2 py-2 font-medium">Sample</th>
@@ -55,7 +56,8 @@ export function RolloutsPanel({ runId, live }: { runId: string; live: boolean })
               })}
             </tbody>
           </table>
-          <div className="border-t border-slate-200 p-4 lg:border-l lg:border-t-0">
+          </div>
+          <div className="max-h-[28rem] overflow-auto border-t border-slate-200 p-4 lg:border-l lg:border-t-0">
             {open ? (
               <ol className="space-y-3 text-sm" aria-label="Turns">
                 {open.turns.map((turn, t) => (
@@ -72,9 +74,48 @@ export function RolloutsPanel({ runId, live }: { runId: string; live: boolean })
             ) : (
               <p className="text-sm text-slate-500">Select a sample to see its turns.</p>
             )}
+            {open?.tokens && open.tokenLogprobs && open.tokens.length > 0 && <TokenStrip tokens={open.tokens} logprobs={open.tokenLogprobs} />}
           </div>
         </div>
       )}
     </Card>
+  );
+}
+
+const SPECIAL: Record<number, string> = { 256: "<pad>", 257: "<bos>", 258: "<system>", 259: "<user>", 260: "<assistant>", 261: "⏎end" };
+
+/** The byte tokenizer's id as something printable: the character, a special token's name, or the byte in hex. */
+function tokenText(id: number): string {
+  if (SPECIAL[id]) return SPECIAL[id]!;
+  if (id === 32) return "␣";
+  if (id > 32 && id < 127) return String.fromCharCode(id);
+  return `\\x${id.toString(16).padStart(2, "0")}`;
+}
+
+/**
+ * The policy's tokens coloured by how likely the policy found them (the sampler's logprob): green near 1, red
+ * near 0; hover for the values.
+ */
+function TokenStrip({ tokens, logprobs }: { tokens: number[]; logprobs: number[] }) {
+  return (
+    <div className="mt-4">
+      <p className="mb-1 text-xs font-medium text-slate-600">Action tokens by probability</p>
+      <div className="flex flex-wrap gap-px font-mono text-xs" aria-label="Action tokens">
+        {tokens.map((token, i) => {
+          const logprob = logprobs[i] ?? 0;
+          const p = Math.exp(logprob);
+          return (
+            <span
+              key={i}
+              title={`${tokenText(token)} · id ${token} · logprob ${logprob.toFixed(3)} · p ${p.toFixed(3)}`}
+              className="rounded-sm px-0.5 text-slate-900"
+              style={{ backgroundColor: `hsl(${Math.round(p * 120)} 70% 85%)` }}
+            >
+              {tokenText(token)}
+            </span>
+          );
+        })}
+      </div>
+    </div>
   );
 }

@@ -22,6 +22,11 @@ export function RunView({ runId }: { runId: string }) {
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);
+  const [xAxis, setXAxis] = useState<"step" | "time">("step");
+  const plotted = (name: string) => {
+    const points = series.get(name)!;
+    return xAxis === "step" ? points : points.map((p) => ({ step: p.time, value: p.value }));
+  };
   // When the run ends, fetch logs and rollouts once more: polling stops, and the last ones came after it.
   useEffect(() => {
     if (!live) {
@@ -76,11 +81,20 @@ export function RunView({ runId }: { runId: string }) {
       <section aria-label="Charts">
         <div className="mb-2 flex items-center justify-between">
           <h2 className="text-sm font-semibold text-slate-800">Metrics</h2>
+          <div className="flex items-center gap-4">
+          <label className="flex items-center gap-2 text-xs text-slate-600">
+            x-axis
+            <select value={xAxis} onChange={(e) => setXAxis(e.target.value as "step" | "time")} className="rounded border border-slate-300 bg-white px-1 py-0.5">
+              <option value="step">step</option>
+              <option value="time">wall time</option>
+            </select>
+          </label>
           <label className="flex items-center gap-2 text-xs text-slate-600">
             Smoothing
             <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />
             <span className="w-8 tabular-nums">{smoothing.toFixed(2)}</span>
           </label>
+          </div>
         </div>
         {error && <p className="text-sm text-red-600">Metrics: {error}</p>}
         {series.size === 0 ? (
@@ -90,7 +104,7 @@ export function RunView({ runId }: { runId: string }) {
         ) : (
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
             {names.headline.map((name) => (
-              <MetricChart key={name} name={name} points={series.get(name)!} smoothing={smoothing} />
+              <MetricChart key={name} name={name} points={plotted(name)} smoothing={smoothing} x={xAxis} />
             ))}
           </div>
         )}
@@ -99,7 +113,7 @@ export function RunView({ runId }: { runId: string }) {
             <summary className="cursor-pointer text-sm text-slate-600">All metrics ({names.rest.length} more)</summary>
             <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
               {names.rest.map((name) => (
-                <MetricChart key={name} name={name} points={series.get(name)!} smoothing={smoothing} />
+                <MetricChart key={name} name={name} points={plotted(name)} smoothing={smoothing} x={xAxis} />
               ))}
             </div>
           </details>
