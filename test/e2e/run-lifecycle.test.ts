@@ -57,35 +57,42 @@ async function metricSteps(server: TestServer, runId: string, name: string) {
 }
 
 describe("a run's life", () => {
-  it("trains to the end, reporting every step's metrics and rollouts", async () => {
+  it("trains to the end, pausing and resuming, with every step's metrics growing live on the run page", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
     servers.push(server);
-    const runId = await launch(server, 40);
-    // A browser on the run page watches the reward curve grow while the run trains.
+    const steps = 200;
+    const runId = await launch(server, steps);
+    // Paused part-way, so the page opens on a run that still has steps to go, however fast this machine trains.
+    await waitFor(server, runId, (r) => r.step >= 5, 120);
+    await call(server, "runs.control", { id: runId, action: "pause" });
+    const paused = await waitFor(server, runId, (r) => r.status === "paused" || r.status === "completed", 120);
+    expect(paused.status).toBe("paused");
     const browser = await launchBrowser();
     try {
       const page = await browser.newPage();
       await page.goto(`${server.url}/runs/${runId}`);
       const chart = page.getByRole("figure", { name: "chart reward/mean" });
       await chart.waitFor({ timeout: 120_000 });
-      const dots = async () => Number(await chart.getAttribute("data-points"));
-      const early = await dots();
-      await page.getByText("completed", { exact: true }).waitFor({ timeout: 180_000 });
-      await page.waitForTimeout(1500);
-      expect(early).toBeLessThan(40);
-      expect(await dots()).toBe(40);
+      const points = async () => Number(await chart.getAttribute("data-points"));
+      await page.waitForFunction(() => Number(document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points")) > 0);
+      const early = await points();
+      expect(early).toBe(paused.step);
+      await page.getByRole("button", { name: "Resume" }).click();
+      await page.getByText("completed", { exact: true }).waitFor({ timeout: 300_000 });
+      await page.waitForFunction((n) => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === String(n), steps, { timeout: 30_000 });
+      expect(await points()).toBe(steps);
       await page.screenshot({ path: path.join(SCREENSHOTS, "run.png"), fullPage: true });
     } finally {
       await browser.close();
     }
     const run = await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 120);
-    expect(run).toMatchObject({ status: "completed", step: 40 });
-    expect(await metricSteps(server, runId, "reward/mean")).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-    expect((await metricSteps(server, runId, "eval/score")).sort((a, b) => a - b)).toEqual([0, 40]);
+    expect(run).toMatchObject({ status: "completed", step: steps });
+    expect(await metricSteps(server, runId, "reward/mean")).toEqual(Array.from({ length: steps }, (_, i) => i + 1));
+    expect((await metricSteps(server, runId, "eval/score")).sort((a, b) => a - b)).toEqual([0, steps]);
     const rollouts = await call<{ step: number; items: unknown[] }>(server, "runs.rollouts", { runId }, "GET");
-    expect(rollouts.step).toBe(40);
+    expect(rollouts.step).toBe(steps);
     expect(rollouts.items).toHaveLength(8);
-  }, 240_000);
+  }, 480_000);
 
   it("survives its worker being killed: the job resumes from the last checkpoint, no point lost or doubled", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
