@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { Card } from "@/components/ui/card";
 import { useTRPC } from "@/components/trpc/provider";
+import { specialTokens } from "@/lib/model/tokenizer";
 
 /** The latest step's rollouts: groups of samples, each opening to its turns. */
 export function RolloutsPanel({ runId, live }: { runId: string; live: boolean }) {
@@ -82,7 +83,8 @@ export function RolloutsPanel({ runId, live }: { runId: string; live: boolean })
   );
 }
 
-const SPECIAL: Record<number, string> = { 256: "<pad>", 257: "<bos>", 258: "<system>", 259: "<user>", 260: "<assistant>", 261: "⏎end" };
+/** The tokenizer's special tokens by id, named as the tokenizer names them. */
+const SPECIAL: Record<number, string> = Object.fromEntries(Object.entries(specialTokens).map(([name, id]) => [id, `<${name}>`]));
 
 /** The byte tokenizer's id as something printable: the character, a special token's name, or the byte in hex. */
 function tokenText(id: number): string {

@@ -73,7 +73,7 @@ export async function trainRl(options: {
   hooks?: TrainingHooks;
   /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
   createSession?: (index: number) => EnvironmentSession;
-}): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean }> {
+}): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean; memory: Record<string, number> }> {
   const { config, policy, environment, protocol, hooks = {} } = options;
   if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");
   if (environment.data.kind === "dataset" && !options.dataset) {
@@ -105,7 +105,7 @@ export async function trainRl(options: {
 
   if (step === 0) await runEvaluation();
   while (step < steps) {
-    if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true };
+    if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
     const started = performance.now();
     const output = await algorithm({
       policy,
@@ -131,5 +131,5 @@ export async function trainRl(options: {
     if (evaluateNow) await runEvaluation();
     if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);
   }
-  return { steps: step, evaluations, stopped: false };
+  return { steps: step, evaluations, stopped: false, memory };
 }

@@ -75,6 +75,15 @@ export async function runJob(options: {
   let stepReached = startStep;
   type Report = Parameters<WorkerApi["worker"]["report"]["mutate"]>[0];
   const reports = new ReportQueue<Report>((report) => api.worker.report.mutate(report));
+  /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
+  const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
+    await reports.flush();
+    const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
+    await client.saveState(dir);
+    fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
+    const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+    await api.worker.checkpoint.mutate({ workerId, jobId, step, path: dir, sizeBytes });
+  };
   const result = await trainRl({
     config,
     policy: { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength },
@@ -97,14 +106,7 @@ export async function runJob(options: {
       onRollouts: async (step, split, groups, advantages) => {
         reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
       },
-      onCheckpoint: async (step, algorithmMemory) => {
-        await reports.flush();
-        const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
-        await client.saveState(dir);
-        fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
-        const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
-        await api.worker.checkpoint.mutate({ workerId, jobId, step, path: dir, sizeBytes });
-      },
+      onCheckpoint: saveCheckpoint,
       shouldStop: () => options.stopRequested() !== null,
     },
   });
@@ -112,12 +114,8 @@ export async function runJob(options: {
   if (!result.stopped) return { outcome: "completed", reason: null };
   const why = options.stopRequested()!;
   if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };
-  // Paused or preempted work resumes later: save where it stands first.
-  const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(result.steps).padStart(6, "0")}`);
-  await client.saveState(dir);
-  fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(memory));
-  const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
-  await api.worker.checkpoint.mutate({ workerId, jobId, step: result.steps, path: dir, sizeBytes });
+  // Paused or preempted work resumes later: save where it stands first, with the algorithm's state as it is now.
+  await saveCheckpoint(result.steps, result.memory);
   return why === "pause"
     ? { outcome: "paused", reason: `paused by user at step ${result.steps}` }
     : { outcome: "preempted", reason: `preempted at step ${result.steps} for higher-priority work; will resume from there` };
