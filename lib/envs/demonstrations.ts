@@ -10,7 +10,7 @@ import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
 import { cellName, emptyCells, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
-import { legalActions, type WorldState } from "./text-world";
+import { HOUSE, legalActions, type WorldState } from "./text-world";
 import type { ToolUseState } from "./tool-use";
 
 /** The demonstrator's next action, from the true state (it may peek; the policy never does). */
@@ -36,23 +36,39 @@ function boardGame(state: BoardState, rng: Rng): string {
 }
 
 /**
- * The right call format, but three times in five with a wrong operator (one fixed confusion per operator), then
- * the tool's answer copied back.
+ * The right call format, but three times in five the wrong arguments: a difference or quotient with its operands
+ * swapped, or a sum or product whose second number (or the first, when the second has one digit) lost its last digit; then the tool's answer copied back.
+ * No slip is the right call of another kind of problem (an earlier demonstrator swapped + and *, and RL, teaching
+ * the products to use *, taught the sums the same slip), so learning to fix one kind never teaches another's slip.
  */
-const CONFUSED: Record<string, string> = { "*": "+", "+": "*", "-": "+", "/": "-" };
 function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined): string {
   if (state.calls === 0) {
     const expression = String(sample?.expression ?? "");
-    const operator = /[-+*/]/.exec(expression)?.[0] ?? "+";
-    return `@calc(${rng.uniform() < 0.6 ? expression.replace(operator, CONFUSED[operator]!) : expression})`;
+    const parts = /^(\d+)([-+*/])(\d+)$/.exec(expression);
+    if (!parts || rng.uniform() >= 0.6) return `@calc(${expression})`;
+    const [, a, operator, b] = parts;
+    const slip = operator === "-" || operator === "/" ? `${b}${operator}${a}` : b!.length > 1 ? `${a}${operator}${b!.slice(0, -1)}` : `${a!.slice(0, -1)}${operator}${b}`;
+    return `@calc(${slip})`;
   }
   return state.lastResult ?? "0";
 }
 
-/** Wanders at random, but mostly picks the object up when it finds it and drops it when it stands in the goal. */
+/**
+ * Wanders at random, but mostly picks the object up when it finds it and drops it when it stands in the goal; one
+ * move in ten is invalid (a wall, or the object where it is not), so the base sees the error that repeats the state
+ * and a move from there: with "last" history that error is all the policy sees on its next turn.
+ */
 function textWorld(state: WorldState, rng: Rng): string {
+  if (rng.uniform() < 0.1) return pick(invalidActions(state), rng);
   const obvious = state.objectAt === state.at ? `take ${state.object}` : state.objectAt === "hand" && state.at === state.goal ? `drop ${state.object}` : null;
   return obvious && rng.uniform() < 0.8 ? obvious : pick(legalActions(state), rng);
+}
+
+/** Actions a careless player tries that the state does not allow: every one is a well-formed command. */
+function invalidActions(state: WorldState): string[] {
+  const walls = (["north", "south", "east", "west"] as const).filter((direction) => !HOUSE[state.at]![direction]).map((direction) => `go ${direction}`);
+  const misplaced = [state.objectAt === state.at ? null : `take ${state.object}`, state.objectAt === "hand" ? null : `drop ${state.object}`];
+  return [...walls, ...misplaced.filter((action): action is string => action !== null)];
 }
 
 export const demonstrators: Record<string, Demonstrator> = {

@@ -37,11 +37,8 @@ export const guessNumber = defineEnvironment<State, number>({
   parseAction(text, state) {
     const trimmed = text.trim();
     const value = Number(trimmed);
-    if (!/^\d{1,3}$/.test(trimmed) || value < 1 || value > 100) {
-      // The error repeats the open range: with "last" history it is all the agent sees on its next turn.
-      const [low, high] = openRange(state);
-      return { ok: false, error: `expected a whole number from 1 to 100. ${low}-${high}` };
-    }
+    // The session follows the error with the latest observation (the open range), all the agent sees next turn.
+    if (!/^\d{1,3}$/.test(trimmed) || value < 1 || value > 100) return { ok: false, error: "expected a whole number from 1 to 100" };
     return { ok: true, action: value };
   },
   step(state, guess) {

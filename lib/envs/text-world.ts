@@ -89,11 +89,9 @@ export const textWorld = defineEnvironment<WorldState, WorldAction>({
     const state: WorldState = { object, objectAt, at: pick(ROOMS, rng), goal, done: false };
     return { state, observation: describe(state) };
   },
-  // The error shows the whole state again: with "last" history it is all the agent sees on its next turn.
-  parseAction(text, state) {
-    const parsed = parse(text, state);
-    return parsed.ok ? parsed : { ok: false, error: `${parsed.error}. ${describe(state)}` };
-  },
+  // The session follows an error with the latest observation, the whole state: with "last" history it is all
+  // the agent sees on its next turn.
+  parseAction: parse,
   step(state, action) {
     const next: WorldState = { ...state };
     if (action.verb === "go") next.at = HOUSE[state.at]![action.direction]!;

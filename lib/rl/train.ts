@@ -6,7 +6,7 @@
 import type { EnvironmentInfo } from "./rollouts";
 import { Rng } from "@/lib/model/rng";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
-import type { AlgorithmName, ExperimentConfig } from "@/lib/sdk/experiment";
+import { learningRateAt, type AlgorithmName, type ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { RlAlgorithm } from "./algorithm";
@@ -107,12 +107,13 @@ export async function trainRl(options: {
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
     const started = performance.now();
+    const learningRate = learningRateAt(config.algorithm, step);
     const output = await algorithm({
       policy,
       environment,
       protocol,
       specs: trainingSpecs(config, step, split?.train ?? null),
-      config: config.algorithm,
+      config: { ...config.algorithm, learningRate },
       sampling,
       memory,
       createSession: options.createSession,
@@ -122,6 +123,7 @@ export async function trainRl(options: {
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
     await hooks.onMetrics?.(step, {
       ...output.metrics,
+      "train/lr": learningRate,
       "perf/step_seconds": seconds,
       "perf/sampled_tokens_per_s": sampled / seconds,
       "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,

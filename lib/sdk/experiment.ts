@@ -12,13 +12,20 @@ const ranged = rangedNumber;
 export const algorithmNames = ["grpo", "grpo-per-turn", "ppo", "rloo", "reinforce", "sft"] as const;
 export type AlgorithmName = (typeof algorithmNames)[number];
 export const policyLosses = ["importance_sampling", "ppo", "cispo"] as const;
+export const lrSchedules = ["constant", "cosine", "linear"] as const;
 
 export const algorithmSchema = z.object({
   name: z.enum(algorithmNames, `must be one of ${algorithmNames.join(", ")}`).default("grpo").describe("the RL algorithm (or sft)"),
   steps: rangedInt(1, 1_000_000).default(100).describe("training steps (one optimizer update per step)"),
   groupSize: rangedInt(1, 1024).default(8).describe("episodes per prompt (seed); GRPO and RLOO compare within a group"),
   groupsPerStep: rangedInt(1, 4096).default(8).describe("prompts (groups) per training step"),
-  learningRate: ranged(1e-7, 1).default(3e-3).describe("Adam learning rate"),
+  learningRate: ranged(1e-7, 1).default(3e-3).describe("Adam learning rate (the peak, when a schedule is set)"),
+  lrSchedule: z
+    .enum(lrSchedules, `must be one of ${lrSchedules.join(", ")}`)
+    .default("constant")
+    .describe("learning rate over the run: constant, or decaying from the peak to minLrRatio × peak by the last step (cosine or linear)"),
+  warmupSteps: rangedInt(0, 1_000_000).default(0).describe("steps of linear warm-up from 0 to the peak learning rate"),
+  minLrRatio: ranged(0, 1).default(0.1).describe("the learning rate at the last step of a decaying schedule, as a share of the peak"),
   weightDecay: ranged(0, 1).default(0).describe("AdamW decoupled weight decay"),
   gradClip: ranged(0, 1e6).default(1).describe("clip the global gradient norm to this (0 = off)"),
   loss: z.enum(policyLosses, `must be one of ${policyLosses.join(", ")}`).default("ppo").describe("policy loss on the primitives"),
@@ -32,6 +39,17 @@ export const algorithmSchema = z.object({
   normalizeAdvantages: z.boolean().default(true).describe("divide group advantages by the group's standard deviation (GRPO)"),
 });
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
+
+/** The learning rate of the optimizer step that ends training step `step` (0-based) of `config.steps`. */
+export function learningRateAt(config: Pick<AlgorithmConfig, "learningRate" | "lrSchedule" | "warmupSteps" | "minLrRatio" | "steps">, step: number): number {
+  const peak = config.learningRate;
+  if (step < config.warmupSteps) return (peak * (step + 1)) / (config.warmupSteps + 1);
+  if (config.lrSchedule === "constant") return peak;
+  const span = Math.max(config.steps - 1 - config.warmupSteps, 1);
+  const progress = Math.min(Math.max((step - config.warmupSteps) / span, 0), 1);
+  const shape = config.lrSchedule === "cosine" ? 0.5 * (1 + Math.cos(Math.PI * progress)) : 1 - progress;
+  return peak * (config.minLrRatio + (1 - config.minLrRatio) * shape);
+}
 
 export const experimentSchema = z.object({
   name: z.string().trim().min(1, "give the experiment a name").max(120).describe("the experiment's name"),

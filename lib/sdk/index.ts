@@ -4,6 +4,6 @@ export type { EnvironmentDefinition, StepOutcome, ParseResult, Tool, DatasetRow,
 export { defineAgent, agentSchema, loraTargets, type AgentConfig, type AgentConfigInput } from "./agent";
 export { singleTurn, multiTurn, turnBased, runEpisodes } from "./protocol";
 export type { Protocol, ProtocolName, Trajectory, Turn, ActRequest, ActResponse, EpisodeStart } from "./protocol";
-export { defineExperiment, experimentSchema, algorithmSchema, algorithmNames, policyLosses } from "./experiment";
+export { defineExperiment, experimentSchema, algorithmSchema, algorithmNames, policyLosses, lrSchedules, learningRateAt } from "./experiment";
 export type { ExperimentConfig, ExperimentConfigInput, AlgorithmConfig, AlgorithmName } from "./experiment";
 export { Rng } from "@/lib/model/rng";

@@ -17,15 +17,32 @@ import { runEpisodes } from "@/lib/sdk/protocol";
 const rows = splitDataset(readBuiltInDataset("word-problems"));
 
 describe("demonstrators", () => {
-  it.each(Object.keys(useCases))("%s: speaks the format (no invalid action) but plays imperfectly, and fits its base's context", async (name) => {
+  it.each(Object.keys(useCases))("%s: speaks the format but plays imperfectly, and fits its base's context", async (name) => {
     const useCase = useCases[name]!;
     const trajectories = await demonstrate(useCase, demonstrators[name]!, 60, 7, useCase.environment.data.kind === "dataset" ? rows.train : undefined);
-    expect(trajectories.every((t) => t.invalidActions === 0)).toBe(true);
+    const invalid = trajectories.reduce((a, t) => a + t.invalidActions, 0) / trajectories.reduce((a, t) => a + t.turns.length, 0);
+    // Only the text world's demonstrator errs on purpose (one move in ten), so its base learns to read the error.
+    if (name === "text-world") expect(invalid).toBeGreaterThan(0.05);
+    else expect(invalid).toBe(0);
+    expect(trajectories.every((t) => t.turns.every((turn) => !/unknown verb|expected/.test(turn.observation)))).toBe(true);
     const score = trajectories.reduce((a, t) => a + t.score, 0) / trajectories.length;
     expect(score).toBeLessThan(0.95);
     const recipe = Object.values(builtInBases).find((r) => r.useCase === name)!;
     const longest = Math.max(...toConversations(trajectories, useCase.protocol.history).map((c) => renderChat(new ByteTokenizer(), c).tokens.length));
     expect(longest).toBeLessThanOrEqual(recipe.model.contextLength);
+  });
+});
+
+describe("tool-use demonstrator", () => {
+  it("slips only in ways that are no other problem's right call", async () => {
+    const useCase = useCases["tool-use"]!;
+    const trajectories = await demonstrate(useCase, demonstrators["tool-use"]!, 200, 3, rows.train);
+    const calls = trajectories.map((t) => /^@calc\((\d+)([-+*/])(\d+)\)$/.exec(t.turns[0]!.action)!);
+    const right = trajectories.filter((t) => t.score === 1).length / trajectories.length;
+    expect(right).toBeGreaterThan(0.3);
+    expect(right).toBeLessThan(0.55);
+    const expression = (t: (typeof trajectories)[number]) => rows.train.find((row) => row.question === t.turns[0]!.observation)!.expression as string;
+    trajectories.forEach((t, i) => expect(calls[i]![2]).toBe(/[-+*/]/.exec(expression(t))![0])); // the operator is always right
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { useCases } from "@/lib/envs";
 import { parseDataset } from "@/lib/sdk/dataset";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { defineExperiment, learningRateAt } from "@/lib/sdk/experiment";
 
 describe("experiment configs", () => {
   it("accept every built-in template", () => {
@@ -18,6 +18,21 @@ describe("experiment configs", () => {
   it("add a value head when the algorithm is PPO", () => {
     const config = defineExperiment({ name: "p", environment: "arithmetic", agent: { base: "b" }, algorithm: { name: "ppo" } });
     expect(config.agent.valueHead).toBe(true);
+  });
+
+  it("schedule the learning rate: warm-up, then cosine or linear decay to the floor at the last step", () => {
+    const algorithm = (extra: object) => defineExperiment({ name: "s", environment: "arithmetic", agent: { base: "b" }, algorithm: { steps: 11, learningRate: 1e-3, ...extra } }).algorithm;
+    const constant = algorithm({});
+    expect([0, 5, 10].map((s) => learningRateAt(constant, s))).toEqual([1e-3, 1e-3, 1e-3]);
+    const cosine = algorithm({ lrSchedule: "cosine", minLrRatio: 0.1 });
+    expect(learningRateAt(cosine, 0)).toBeCloseTo(1e-3, 12);
+    expect(learningRateAt(cosine, 5)).toBeCloseTo(0.55e-3, 12);
+    expect(learningRateAt(cosine, 10)).toBeCloseTo(1e-4, 12);
+    const linear = algorithm({ lrSchedule: "linear", warmupSteps: 1, minLrRatio: 0 });
+    expect(learningRateAt(linear, 0)).toBeCloseTo(0.5e-3, 12); // warm-up: half the peak at the first of 1 warm-up step
+    expect(learningRateAt(linear, 1)).toBeCloseTo(1e-3, 12);
+    expect(learningRateAt(linear, 10)).toBeCloseTo(0, 12);
+    expect(() => algorithm({ lrSchedule: "step" })).toThrow(/algorithm\.lrSchedule: must be one of constant, cosine, linear/);
   });
 
   it("describe every field for the editor's forms", () => {
