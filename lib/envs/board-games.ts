@@ -17,36 +17,55 @@ export function cellName(index: number, size: number): string {
   return `${COLUMNS[index % size]}${Math.floor(index / size) + 1}`;
 }
 
+/** Each cell's name by board size, built once: rendering is on every step's path, in the sandbox too. */
+const cellNamesBySize = new Map<number, string[]>();
+
+function cellNames(size: number): string[] {
+  let names = cellNamesBySize.get(size);
+  if (!names) cellNamesBySize.set(size, (names = Array.from({ length: size * size }, (_, i) => cellName(i, size))));
+  return names;
+}
+
 /**
  * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
  * on offer are written out on the board itself.
  */
 export function renderBoard(state: BoardState): string {
-  const rows: string[] = [];
-  for (let r = 0; r < state.size; r++) {
-    const cells = state.cells.slice(r * state.size, (r + 1) * state.size);
-    rows.push(cells.map((cell, c) => (cell === "." ? cellName(r * state.size + c, state.size) : cell)).join(" "));
+  const { size, cells } = state;
+  const names = cellNames(size);
+  let text = "";
+  for (let i = 0; i < size * size; i++) {
+    const cell = cells[i]!;
+    if (i > 0) text += i % size === 0 ? "\n" : " ";
+    text += cell === "." ? names[i]! : cell;
   }
-  return rows.join("\n");
+  return text;
 }
 
-/** The winner after a move at `index`, if that move completed a line. */
+/** The four line directions as (row, column) steps. */
+const DIRECTIONS = [0, 1, 1, 0, 1, 1, 1, -1];
+/** The greedy opponent looks for its own win first, then for the agent's to block. */
+const MARKS = ["O", "X"] as const;
+
+/** Whether the move at `index` completed a line. */
 function wins(state: BoardState, index: number): boolean {
-  const { size, line, cells } = state;
-  const mark = cells[index];
+  return completesLine(state.cells, state.size, state.line, index, state.cells[index]!);
+}
+
+/**
+ * Whether `mark` at `index` makes `line` in a row (the cell itself is not read, so a free cell can be tried
+ * without placing anything). Plain loops, no arrays per call: the greedy opponent runs this for every free
+ * cell, and the sandbox's interpreter pays for each allocation.
+ */
+function completesLine(cells: Cell[], size: number, line: number, index: number, mark: Cell): boolean {
   const r0 = Math.floor(index / size);
   const c0 = index % size;
-  for (const [dr, dc] of [[0, 1], [1, 0], [1, 1], [1, -1]] as const) {
+  for (let d = 0; d < DIRECTIONS.length; d += 2) {
+    const dr = DIRECTIONS[d]!;
+    const dc = DIRECTIONS[d + 1]!;
     let count = 1;
-    for (const sign of [1, -1]) {
-      let r = r0 + sign * dr;
-      let c = c0 + sign * dc;
-      while (r >= 0 && r < size && c >= 0 && c < size && cells[r * size + c] === mark) {
-        count++;
-        r += sign * dr;
-        c += sign * dc;
-      }
-    }
+    for (let r = r0 + dr, c = c0 + dc; r >= 0 && r < size && c >= 0 && c < size && cells[r * size + c] === mark; r += dr, c += dc) count++;
+    for (let r = r0 - dr, c = c0 - dc; r >= 0 && r < size && c >= 0 && c < size && cells[r * size + c] === mark; r -= dr, c -= dc) count++;
     if (count >= line) return true;
   }
   return false;
@@ -63,7 +82,7 @@ function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
 
 export function emptyCells(state: BoardState): number[] {
   const out: number[] = [];
-  state.cells.forEach((cell, i) => cell === "." && out.push(i));
+  for (let i = 0; i < state.cells.length; i++) if (state.cells[i] === ".") out.push(i);
   return out;
 }
 
@@ -71,18 +90,20 @@ export function emptyCells(state: BoardState): number[] {
 export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
   const empty = emptyCells(state);
   if (kind === "greedy") {
-    // Try each cell on one scratch board (set, test, clear) rather than copying the board per candidate.
-    const scratch: BoardState = { ...state, cells: state.cells.slice() };
-    for (const mark of ["O", "X"] as const) {
-      for (const i of empty) {
-        scratch.cells[i] = mark;
-        const completes = wins(scratch, i);
-        scratch.cells[i] = ".";
-        if (completes) return i;
-      }
+    // Win if possible, else block. A move can complete a line only once `line - 1` stones of that mark are down,
+    // so early in a game nothing is tried.
+    for (const mark of MARKS) {
+      if (countMarks(state.cells, mark) < state.line - 1) continue;
+      for (let k = 0; k < empty.length; k++) if (completesLine(state.cells, state.size, state.line, empty[k]!, mark)) return empty[k]!;
     }
   }
   return empty[Math.floor(rng.uniform() * empty.length)]!;
+}
+
+function countMarks(cells: Cell[], mark: Cell): number {
+  let count = 0;
+  for (let i = 0; i < cells.length; i++) if (cells[i] === mark) count++;
+  return count;
 }
 
 function boardGame(options: { name: string; size: number; line: number; opponent: OpponentKind; description: string }): EnvironmentDefinition<BoardState, number> {
