@@ -91,8 +91,8 @@ function subscribe(url: string, runId: string, onPoints: (points: { name: string
         const data = event.split("\n").find((line) => line.startsWith("data: "));
         if (!data) continue;
         const parsed = JSON.parse(data.slice(6));
-        if (Array.isArray(parsed?.json)) {
-          onPoints((parsed.json as { name: string; steps: number[] }[]).flatMap((series) => series.steps.map((step) => ({ name: series.name, step }))));
+        if (Array.isArray(parsed?.json?.series)) {
+          onPoints((parsed.json.series as { name: string; steps: number[] }[]).flatMap((series) => series.steps.map((step) => ({ name: series.name, step }))));
         }
       }
     }

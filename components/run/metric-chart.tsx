@@ -1,5 +1,6 @@
 "use client";
 
+import { memo } from "react";
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 
 export type SeriesPoint = { step: number; value: number };
@@ -14,13 +15,28 @@ export function smooth(points: SeriesPoint[], weight: number): SeriesPoint[] {
   });
 }
 
-/** At most `max` points, keeping each bucket's first point, so long series draw quickly. */
-export function downsample(points: SeriesPoint[], max: number): SeriesPoint[] {
+/**
+ * About `max` points: the series cut into max/2 runs of consecutive points, each giving its lowest and highest
+ * point (in order), plus the last point, so spikes survive and long series draw quickly.
+ */
+export function downsample<P extends SeriesPoint>(points: P[], max: number): P[] {
   if (points.length <= max) return points;
-  const stride = points.length / max;
-  const out: SeriesPoint[] = [];
-  for (let i = 0; i < max; i++) out.push(points[Math.floor(i * stride)]!);
-  out.push(points.at(-1)!);
+  const buckets = Math.max(1, Math.floor(max / 2));
+  const width = points.length / buckets;
+  const out: P[] = [];
+  for (let b = 0; b < buckets; b++) {
+    const from = Math.floor(b * width);
+    const to = Math.min(points.length, Math.floor((b + 1) * width));
+    let lo = from;
+    let hi = from;
+    for (let i = from + 1; i < to; i++) {
+      if (points[i]!.value < points[lo]!.value) lo = i;
+      if (points[i]!.value > points[hi]!.value) hi = i;
+    }
+    out.push(points[Math.min(lo, hi)]!);
+    if (lo !== hi) out.push(points[Math.max(lo, hi)]!);
+  }
+  if (out.at(-1) !== points.at(-1)) out.push(points.at(-1)!);
   return out;
 }
 
@@ -28,9 +44,12 @@ const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFra
 const format = (v: number) =>
   Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(3)).toString();
 
-/** One series; `x` says what SeriesPoint.step holds: the training step, or seconds of wall time. */
-export function MetricChart({ name, points, smoothing, x = "step" }: { name: string; points: SeriesPoint[]; smoothing: number; x?: "step" | "time" }) {
-  const raw = downsample(points, 2000);
+/**
+ * One series; `x` says what SeriesPoint.step holds: the training step, or seconds of wall time. `count` is how many
+ * points the series really has (the points given may be a downsample of them).
+ */
+export const MetricChart = memo(function MetricChart({ name, points, count, smoothing, x = "step" }: { name: string; points: SeriesPoint[]; count?: number; smoothing: number; x?: "step" | "time" }) {
+  const raw = downsample(points, 1000);
   const smoothed = smooth(raw, smoothing);
   const data = raw.map((p, i) => ({ step: p.step, raw: p.value, smooth: smoothed[i]!.value }));
   const last = points.at(-1);
@@ -47,7 +66,7 @@ export function MetricChart({ name, points, smoothing, x = "step" }: { name: str
   const decimals = span > 0 && span < 1 ? Math.min(6, Math.ceil(-Math.log10(span)) + 1) : 2;
   const tick = (v: number) => (Math.abs(v) >= 1000 ? compact.format(v) : Number(v.toFixed(decimals)).toString());
   return (
-    <figure className="rounded-lg border border-slate-200 bg-white p-3" aria-label={`chart ${name}`} data-points={points.length}>
+    <figure className="rounded-lg border border-slate-200 bg-white p-3" aria-label={`chart ${name}`} data-points={count ?? points.length}>
       <figcaption className="mb-1 flex items-baseline justify-between gap-2">
         <span className="font-mono text-xs font-medium text-slate-700">{name}</span>
         {last && <span className="font-mono text-xs tabular-nums text-slate-500">{format(last.value)}</span>}
@@ -66,4 +85,4 @@ export function MetricChart({ name, points, smoothing, x = "step" }: { name: str
       </div>
     </figure>
   );
-}
+});

@@ -6,7 +6,7 @@ import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { useTRPC } from "@/components/trpc/provider";
-import { MetricChart } from "./metric-chart";
+import { MetricChart, type SeriesPoint } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
 import { useMetricStream } from "./use-metric-stream";
 
@@ -23,10 +23,15 @@ export function RunView({ runId }: { runId: string }) {
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);
   const [xAxis, setXAxis] = useState<"step" | "time">("step");
-  const plotted = (name: string) => {
-    const points = series.get(name)!;
-    return xAxis === "step" ? points : points.map((p) => ({ step: p.time, value: p.value }));
-  };
+  // Charts of the closed "All metrics" section are drawn once it opens.
+  const [showRest, setShowRest] = useState(false);
+  // Per series, the points on the chosen x-axis: the same arrays from render to render until new points come.
+  const plottedSeries = useMemo(() => {
+    const out = new Map<string, SeriesPoint[]>();
+    for (const [name, s] of series) out.set(name, xAxis === "step" ? s.points : s.points.map((p) => ({ step: p.time, value: p.value })));
+    return out;
+  }, [series, xAxis]);
+  const chart = (name: string) => <MetricChart key={name} name={name} points={plottedSeries.get(name)!} count={series.get(name)!.count} smoothing={smoothing} x={xAxis} />;
   // When the run ends, fetch logs and rollouts once more: polling stops, and the last ones came after it.
   useEffect(() => {
     if (!live) {
@@ -42,10 +47,10 @@ export function RunView({ runId }: { runId: string }) {
 
   if (!run.data) return <p className="text-sm text-slate-500">{run.error ? run.error.message : "Loading…"}</p>;
   const r = run.data;
-  const stepSeconds = series.get("perf/step_seconds");
+  const stepSeconds = series.get("perf/step_seconds")?.points;
   const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
   const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
-  const tokensPerSecond = series.get("perf/tokens_per_s")?.at(-1)?.value;
+  const tokensPerSecond = series.get("perf/tokens_per_s")?.points.at(-1)?.value;
 
   return (
     <div className="space-y-6">
@@ -103,18 +108,14 @@ export function RunView({ runId }: { runId: string }) {
           </p>
         ) : (
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
-            {names.headline.map((name) => (
-              <MetricChart key={name} name={name} points={plotted(name)} smoothing={smoothing} x={xAxis} />
-            ))}
+            {names.headline.map(chart)}
           </div>
         )}
         {names.rest.length > 0 && (
-          <details className="mt-3">
+          <details className="mt-3" onToggle={(e) => setShowRest((e.target as HTMLDetailsElement).open)}>
             <summary className="cursor-pointer text-sm text-slate-600">All metrics ({names.rest.length} more)</summary>
             <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
-              {names.rest.map((name) => (
-                <MetricChart key={name} name={name} points={plotted(name)} smoothing={smoothing} x={xAxis} />
-              ))}
+              {showRest && names.rest.map(chart)}
             </div>
           </details>
         )}

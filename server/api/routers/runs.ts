@@ -5,7 +5,7 @@ import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Database } from "../../db";
 import { newId } from "../../db/ids";
 import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
-import { runDataGeneration, waitForRunData } from "../../run-events";
+import { feedFrames, metricStreamInput, RunNotFoundError } from "../../metric-feed";
 import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
 import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -165,32 +165,24 @@ export const runsRouter = createTRPCRouter({
     }),
 
   /**
-   * Every metric point of a run as a server-sent event stream: what exists, then each new batch as workers report
-   * it. Each event's id is the last point's sequence number, so a client that reconnects resumes right after the
-   * last batch it received: no gap, no duplicate. The stream ends once the run has ended and everything is sent.
+   * Every metric point of a run as a server-sent event stream, from the run's shared feed (server/metric-feed.ts):
+   * the history as a downsampled summary, then each new batch as workers report it. Each event's id is the last
+   * point's sequence number, so a client that reconnects resumes right after the last event it received: no gap,
+   * no duplicate. The stream ends once the run has ended and everything is sent. Over HTTP the same events come
+   * from server/metric-stream-sse.ts, which sends each as one set of bytes to every viewer.
    */
-  metricStream: protectedProcedure
-    .input(z.object({ runId: z.string().min(1), lastEventId: z.string().nullish() }))
-    .subscription(async function* ({ ctx, input, signal }) {
-      let after = Number(input.lastEventId ?? 0) || 0;
-      for (;;) {
-        if (signal?.aborted) return;
-        const batch = await sharedSeriesAfter(ctx.db, input.runId, after);
-        if (batch.series.length > 0) {
-          after = batch.lastSeq;
-          yield tracked(String(after), batch.series);
-          continue;
-        }
-        const status = await sharedRunStatus(ctx.db, input.runId);
-        if (!status) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.runId}'` });
-        if (status === "completed" || status === "failed" || status === "cancelled") {
-          // One last look: points written between the query above and the status read.
-          if ((await seriesAfter(ctx.db, input.runId, after)).series.length === 0) return;
-          continue;
-        }
-        await waitForRunData(input.runId, 1000, signal);
-      }
-    }),
+  metricStream: protectedProcedure.input(metricStreamInput).subscription(async function* ({ ctx, input, signal }) {
+    const after = Number(input.lastEventId ?? 0);
+    if (!Number.isSafeInteger(after) || after < 0) {
+      throw new TRPCError({ code: "BAD_REQUEST", message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)` });
+    }
+    try {
+      for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
+    } catch (error) {
+      if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+      throw error;
+    }
+  }),
 
   /** The rollouts of one step (the latest when none is named), by group and sample. */
   rollouts: protectedProcedure
@@ -245,64 +237,4 @@ async function latestJobOf(db: Database, runId: string) {
   const [job] = await db.select({ id: jobs.id, status: jobs.status }).from(jobs).where(eq(jobs.runId, runId)).orderBy(desc(jobs.submittedAt)).limit(1);
   if (!job) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}' (or it has no job)` });
   return job;
-}
-
-/**
- * Viewers of one run wake together and ask for the same points: one query serves them all. A read is shared by
- * callers asking for the same run, position and data generation (see run-events), for at most two seconds.
- */
-const sharedReads = new Map<string, { at: number; read: ReturnType<typeof seriesAfter> }>();
-function sharedSeriesAfter(db: Database, runId: string, after: number) {
-  const now = Date.now();
-  const key = `${runId}:${after}:${runDataGeneration(runId)}`;
-  const hit = sharedReads.get(key);
-  if (hit && now - hit.at < 2000) return hit.read;
-  for (const [k, v] of sharedReads) if (now - v.at >= 2000) sharedReads.delete(k);
-  const read = seriesAfter(db, runId, after);
-  sharedReads.set(key, { at: now, read });
-  read.catch(() => sharedReads.delete(key));
-  return read;
-}
-
-/** The run's status, read once per data generation and second for all of its viewers. */
-const sharedStatuses = new Map<string, { at: number; read: Promise<string | null> }>();
-function sharedRunStatus(db: Database, runId: string) {
-  const now = Date.now();
-  const key = `${runId}:${runDataGeneration(runId)}`;
-  const hit = sharedStatuses.get(key);
-  if (hit && now - hit.at < 1000) return hit.read;
-  for (const [k, v] of sharedStatuses) if (now - v.at >= 1000) sharedStatuses.delete(k);
-  const read = db
-    .select({ status: runs.status })
-    .from(runs)
-    .where(eq(runs.id, runId))
-    .then(([row]) => row?.status ?? null);
-  sharedStatuses.set(key, { at: now, read });
-  read.catch(() => sharedStatuses.delete(key));
-  return read;
-}
-
-export type SeriesBatch = { name: string; steps: number[]; values: number[]; wallTimes: number[] }[];
-
-/**
- * Points after `after`, one column set per metric name: a stream of 100,000 points is ten arrays of numbers
- * rather than 100,000 objects, so the database aggregates, and the wire and the browser parse, far less.
- */
-async function seriesAfter(db: Database, runId: string, after: number): Promise<{ series: SeriesBatch; lastSeq: number }> {
-  const result = await db.execute<{ name: string; steps: number[]; vals: number[]; walls: number[]; last: string | number }>(sql`
-    select name,
-           array_agg(step order by seq) as steps,
-           array_agg(value order by seq) as vals,
-           array_agg((extract(epoch from wall_time) * 1000)::float8 order by seq) as walls,
-           max(seq) as last
-    from metric_points
-    where run_id = ${runId} and seq > ${after}
-    group by name`);
-  const rows = (result as unknown as { rows: { name: string; steps: number[]; vals: number[]; walls: number[]; last: string | number }[] }).rows;
-  let lastSeq = after;
-  const series = rows.map((row) => {
-    lastSeq = Math.max(lastSeq, Number(row.last));
-    return { name: row.name, steps: row.steps.map(Number), values: row.vals.map(Number), wallTimes: row.walls.map(Number) };
-  });
-  return { series, lastSeq };
 }
