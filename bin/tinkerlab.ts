@@ -2,13 +2,15 @@
  * The Tinkerlab command line.
  *
  *   tinkerlab start [--dev]   the workbench (web server, scheduler, local workers) on PORT, default 3000
- *   tinkerlab worker          a worker that joins TINKERLAB_SERVER_URL with TINKERLAB_WORKER_TOKEN
+ *   tinkerlab worker          a worker: joins TINKERLAB_SERVER_URL with TINKERLAB_WORKER_TOKEN, or, with only
+ *                             DATABASE_URL, takes work straight from that PostgreSQL server
  *
  * Configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …).
  */
 import { StartupError } from "../server/db";
 import { ConfigError, serverEnv } from "../server/env";
 import { startWebServer } from "../server/web-server";
+import { databaseChannel, httpChannel } from "../server/worker/channel";
 import { runWorker } from "../server/worker/worker-process";
 
 const USAGE = "usage: tinkerlab start [--dev] | tinkerlab worker";
@@ -34,16 +36,29 @@ async function main(argv: string[]) {
       return;
     }
     case "worker": {
+      if (rest.length) fail(`unknown option ${rest.join(" ")}\n${USAGE}`);
       const env = serverEnv();
-      if (!env.TINKERLAB_SERVER_URL || !env.TINKERLAB_WORKER_TOKEN) {
-        fail("a worker needs TINKERLAB_SERVER_URL (e.g. http://host:3000) and TINKERLAB_WORKER_TOKEN (the server's worker token)");
+      const log = (line: string) => console.log(`[worker ${process.pid}] ${line}`);
+      let channel;
+      if (env.TINKERLAB_SERVER_URL || env.TINKERLAB_WORKER_TOKEN) {
+        if (!env.TINKERLAB_SERVER_URL || !env.TINKERLAB_WORKER_TOKEN) {
+          fail("a worker joining a server needs both TINKERLAB_SERVER_URL (e.g. http://host:3000) and TINKERLAB_WORKER_TOKEN (the server's worker token)");
+        }
+        channel = httpChannel(env.TINKERLAB_SERVER_URL, env.TINKERLAB_WORKER_TOKEN);
+      } else if (env.DATABASE_URL) {
+        channel = await databaseChannel(env.DATABASE_URL, { log });
+      } else {
+        fail(
+          "a worker needs either DATABASE_URL (the PostgreSQL server the workbench uses: it takes work from there directly) " +
+            "or TINKERLAB_SERVER_URL and TINKERLAB_WORKER_TOKEN (to join a server, e.g. one on the embedded database)",
+        );
       }
       await runWorker({
-        serverUrl: env.TINKERLAB_SERVER_URL,
-        token: env.TINKERLAB_WORKER_TOKEN,
+        channel,
         artifactsDir: env.ARTIFACTS_DIR,
         backend: env.TINKERLAB_BACKEND,
         memoryShare: env.TINKERLAB_WORKER_MEMORY_SHARE,
+        log,
       });
       return;
     }

@@ -1,8 +1,12 @@
 /**
  * The scheduler as a service over the database: jobs are rows, workers hold leases renewed by heartbeats, and
- * each tick carries out the placement policy's decisions. The same `SchedulingPolicy` runs here and in the
- * simulator. Every state change is one conditional UPDATE (`… where status = 'queued'`), so two schedulers or a
- * worker racing the scheduler cannot both win.
+ * each pass carries out the placement policy's decisions. The same `SchedulingPolicy` runs here and in the
+ * simulator. Any process may run a pass (the server every second, a `tinkerlab worker` started with DATABASE_URL
+ * when woken): a pass is one transaction that takes a transaction-level advisory lock (passes see each other's
+ * placements, so two never fill one device twice), reads the queue `FOR UPDATE SKIP LOCKED` (it never waits on a
+ * job a user is cancelling or a worker is finishing), and changes state with conditional UPDATEs
+ * (`… where status = 'queued'`). Placements, new jobs and freed devices are announced with NOTIFY on
+ * `JOBS_CHANNEL`, which database workers LISTEN to.
  */
 import { and, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { Database } from "../db";
@@ -12,6 +16,18 @@ import { describeDevice, slotsInUseByUser, type ClusterState, type RunningJob, t
 import { checkEverFits, estimateFootprint, type DeviceCapacity, type JobResourceSpec } from "./resources";
 
 export const LEASE_SECONDS = 20;
+/** The NOTIFY channel of the scheduler: a JSON payload `JobsNotice`. */
+export const JOBS_CHANNEL = "tinkerlab_jobs";
+// An arbitrary constant: every scheduling pass, in any process, holds this transaction-level advisory lock.
+const SCHEDULING_LOCK_KEY = 7_264_502;
+
+/** What changed: a job was queued, a device was freed, or jobs were placed on these workers. */
+export type JobsNotice = { queued?: true; freed?: true; placedOn?: string[] };
+
+/** Tells every listening worker (LISTEN `JOBS_CHANNEL`) that the queue or the devices changed; sent at commit. */
+export async function notifyJobs(db: Database, notice: JobsNotice): Promise<void> {
+  await db.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${JSON.stringify(notice)})`);
+}
 
 export class JobRejectedError extends Error {
   override name = "JobRejectedError";
@@ -43,6 +59,7 @@ export async function submitJob(db: Database, job: SubmitJob, knownDevices?: Dev
     footprint,
     estimatedSeconds: job.estimatedSeconds ?? null,
   });
+  await notifyJobs(db, { queued: true });
   return id;
 }
 
@@ -84,8 +101,12 @@ export async function expireLeases(db: Database, now = new Date()): Promise<stri
   return requeued.map((j) => j.id);
 }
 
-/** The cluster as the policy sees it: live devices, what runs on each, and the queue. */
-export async function clusterState(db: Database, now = Date.now()): Promise<ClusterState> {
+/**
+ * The cluster as the policy sees it: live devices, what runs on each, and the queue. With `lockQueue` (inside a
+ * transaction) the queued rows are read `FOR UPDATE SKIP LOCKED`: rows another transaction is changing are left
+ * out of this pass rather than waited for.
+ */
+export async function clusterState(db: Database, now = Date.now(), options: { lockQueue?: boolean } = {}): Promise<ClusterState> {
   const capacityRows = await liveDeviceCapacities(db);
   const active = await db
     .select({
@@ -97,6 +118,7 @@ export async function clusterState(db: Database, now = Date.now()): Promise<Clus
       kind: jobs.kind,
       startedAt: jobs.startedAt,
       estimatedSeconds: jobs.estimatedSeconds,
+      stopRequested: jobs.stopRequested,
     })
     .from(jobs)
     .where(inArray(jobs.status, ["placing", "running"]));
@@ -111,14 +133,15 @@ export async function clusterState(db: Database, now = Date.now()): Promise<Clus
         userId: job.userId,
         priority: job.priority,
         footprint: job.footprint,
-        preemptible: job.kind === "rl" || job.kind === "sft",
+        // A job already asked to stop is leaving: preempting it again would free nothing more.
+        preemptible: (job.kind === "rl" || job.kind === "sft") && job.stopRequested === null,
         estimatedEndAt: job.estimatedSeconds ? started / 1000 + job.estimatedSeconds : null,
         secondsSinceCheckpoint: 0,
       },
     ]);
   }
   const deviceStates = capacityRows.map((capacity) => describeDevice(capacity, byDevice.get(capacity.id) ?? []));
-  const queued = await db
+  const queuedQuery = db
     .select({
       id: jobs.id,
       userId: jobs.userId,
@@ -132,6 +155,7 @@ export async function clusterState(db: Database, now = Date.now()): Promise<Clus
     .from(jobs)
     .where(and(eq(jobs.status, "queued"), isNull(jobs.stopRequested)))
     .orderBy(jobs.submittedAt);
+  const queued = options.lockQueue ? await queuedQuery.for("update", { skipLocked: true }) : await queuedQuery;
   return {
     now: now / 1000,
     devices: deviceStates,
@@ -145,39 +169,60 @@ export async function clusterState(db: Database, now = Date.now()): Promise<Clus
   };
 }
 
-/** One scheduling pass: expire leases, ask the policy, carry out its decisions. Returns what it did. */
+/**
+ * One scheduling pass, in one transaction: expire leases, ask the policy, carry out its decisions, and NOTIFY the
+ * workers whose jobs were placed (delivered when the transaction commits). Returns what it did.
+ */
 export async function schedulerTick(db: Database, policy: SchedulingPolicy, now = new Date()) {
-  const requeued = await expireLeases(db, now);
-  const state = await clusterState(db, now.getTime());
-  const decisions = policy.decide(state);
-  const placed: string[] = [];
-  const preempted: string[] = [];
-  for (const decision of decisions) {
-    if (decision.type === "preempt") {
-      const [row] = await db
-        .update(jobs)
-        .set({ stopRequested: "preempt" })
-        .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "running"), isNull(jobs.stopRequested)))
-        .returning({ id: jobs.id });
-      if (row) preempted.push(row.id);
-      continue;
+  return db.transaction(async (txn) => {
+    const tx = txn as unknown as Database;
+    await tx.execute(sql`select pg_advisory_xact_lock(${SCHEDULING_LOCK_KEY})`);
+    const requeued = await expireLeases(tx, now);
+    const state = await clusterState(tx, now.getTime(), { lockQueue: true });
+    const decisions = policy.decide(state);
+    const placed: string[] = [];
+    const preempted: string[] = [];
+    const placedOn = new Set<string>();
+    const workerOf = new Map<string, string>();
+    if (decisions.some((d) => d.type === "place")) {
+      for (const row of await tx.select({ id: devices.id, workerId: devices.workerId }).from(devices).where(inArray(devices.id, state.devices.map((d) => d.capacity.id)))) {
+        workerOf.set(row.id, row.workerId);
+      }
     }
-    const [device] = await db.select({ workerId: devices.workerId }).from(devices).where(eq(devices.id, decision.deviceId));
-    if (!device) continue;
-    const [row] = await db
-      .update(jobs)
-      .set({
-        status: "placing",
-        workerId: device.workerId,
-        deviceId: decision.deviceId,
-        leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000),
-        reason: decision.backfilled ? "backfilled" : decision.sharesBase ? `shares base ${decision.sharesBase}` : null,
-      })
-      .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "queued")))
-      .returning({ id: jobs.id });
-    if (row) placed.push(row.id);
-  }
-  return { requeued, placed, preempted };
+    for (const decision of decisions) {
+      if (decision.type === "preempt") {
+        const [row] = await tx
+          .update(jobs)
+          .set({ stopRequested: "preempt", reason: `preempting for higher-priority job ${decision.forJobId}` })
+          .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "running"), isNull(jobs.stopRequested)))
+          .returning({ id: jobs.id, workerId: jobs.workerId });
+        if (row) {
+          preempted.push(row.id);
+          if (row.workerId) placedOn.add(row.workerId);
+        }
+        continue;
+      }
+      const workerId = workerOf.get(decision.deviceId);
+      if (!workerId) continue;
+      const [row] = await tx
+        .update(jobs)
+        .set({
+          status: "placing",
+          workerId,
+          deviceId: decision.deviceId,
+          leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000),
+          reason: decision.backfilled ? "backfilled" : decision.sharesBase ? `shares base ${decision.sharesBase}` : null,
+        })
+        .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "queued")))
+        .returning({ id: jobs.id });
+      if (row) {
+        placed.push(row.id);
+        placedOn.add(workerId);
+      }
+    }
+    if (placedOn.size > 0 || requeued.length > 0) await notifyJobs(tx, { placedOn: [...placedOn], ...(requeued.length ? { freed: true as const } : {}) });
+    return { requeued, placed, preempted };
+  });
 }
 
 /** Asks the worker running a job to stop it at its next step (cancel, pause); a queued job stops at once. */
@@ -193,6 +238,7 @@ export async function requestStop(db: Database, jobId: string, why: "cancel" | "
     .update(jobs)
     .set({ stopRequested: why })
     .where(and(eq(jobs.id, jobId), inArray(jobs.status, ["placing", "running"])))
-    .returning({ id: jobs.id });
+    .returning({ id: jobs.id, workerId: jobs.workerId });
+  if (active?.workerId) await notifyJobs(db, { placedOn: [active.workerId] });
   return active ? "requested" : "finished";
 }

@@ -1,7 +1,7 @@
 /**
  * Runs one training job on this worker: loads (or shares) the base model, builds the client, resumes from the
- * last checkpoint if there is one, and drives the RL loop, sending metrics, rollouts and checkpoints to the server
- * as they happen.
+ * last checkpoint if there is one, and drives the RL loop, sending metrics, rollouts and checkpoints as they happen
+ * (to the server, or straight to the database: see ./channel.ts).
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -16,17 +16,18 @@ import { TrainingClient } from "../runtime";
 import { SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
+import type { WorkerChannel } from "./channel";
+import type { ClaimedJob, ReportInput } from "./job-store";
 import { ReportQueue } from "./report-queue";
-import type { WorkerApi } from "./worker-api";
 
-export type JobSpec = Awaited<ReturnType<WorkerApi["worker"]["claim"]["mutate"]>>;
+export type JobSpec = ClaimedJob;
 export type StopReason = "cancel" | "pause" | "preempt";
 export type JobOutcome = { outcome: "completed" | "failed" | "cancelled" | "paused" | "preempted"; reason: string | null };
 
 const MEMORY_FILE = "algorithm-memory.json";
 
 export async function runJob(options: {
-  api: WorkerApi;
+  channel: WorkerChannel;
   workerId: string;
   spec: JobSpec;
   artifactsDir: string;
@@ -34,7 +35,7 @@ export async function runJob(options: {
   stopRequested: () => StopReason | null;
   onStep?: (step: number) => void;
 }): Promise<JobOutcome> {
-  const { api, workerId, spec } = options;
+  const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
   const config = defineExperiment(spec.run.config as never);
@@ -73,8 +74,7 @@ export async function runJob(options: {
   const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
 
   let stepReached = startStep;
-  type Report = Parameters<WorkerApi["worker"]["report"]["mutate"]>[0];
-  const reports = new ReportQueue<Report>((report) => api.worker.report.mutate(report));
+  const reports = new ReportQueue<ReportInput>((report) => channel.report(report));
   /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
   const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
     await reports.flush();
@@ -82,7 +82,7 @@ export async function runJob(options: {
     await client.saveState(dir);
     fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
-    await api.worker.checkpoint.mutate({ workerId, jobId, step, path: dir, sizeBytes });
+    await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes });
   };
   const result = await trainRl({
     config,

@@ -1,53 +1,69 @@
 /**
- * A worker: registers its device with the server, renews its lease by heartbeat, starts the jobs placed on it
- * and stops those the server asks it to. It holds no state the server does not also have: killed at any moment,
- * its jobs are requeued when its lease runs out and resume from their last checkpoint elsewhere.
+ * A worker: registers its device, renews its lease by heartbeat, starts the jobs placed on it and stops those it
+ * is asked to. It reaches the scheduler through a `WorkerChannel` (./channel.ts): the server over HTTP, or
+ * PostgreSQL directly, in which case it also runs scheduling passes itself, woken by NOTIFY. It holds no state the
+ * database does not also have: killed at any moment, its jobs are requeued when its lease runs out and resume from
+ * their last checkpoint elsewhere.
  */
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
 import { cpuDevice } from "../scheduler/resources";
+import type { WorkerChannel } from "./channel";
 import { runJob, type StopReason } from "./run-job";
-import { createWorkerApi } from "./worker-api";
 
 export type WorkerOptions = {
-  serverUrl: string;
-  token: string;
+  channel: WorkerChannel;
   artifactsDir: string;
   backend: BackendPreference;
   /** Share of the machine's memory this worker offers (local workers split the machine between them). */
   memoryShare?: number;
   heartbeatMs?: number;
+  /** A database worker's scheduling pass when no NOTIFY came (the fallback poll). */
+  pollMs?: number;
   log?: (line: string) => void;
 };
 
 export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
-  const api = createWorkerApi(options.serverUrl, options.token);
+  const { channel } = options;
   const backend = await initBackend({ prefer: options.backend });
   // One Node process computes on one thread: it offers one compute slot.
   const device = cpuDevice(`cpu:${os.hostname()}:${process.pid}`, os.totalmem() * (options.memoryShare ?? 1), 1);
-  const { workerId } = await api.worker.register.mutate({
+  const { workerId } = await channel.register({
     hostname: os.hostname(),
     pid: process.pid,
     backend: backend.capabilities.backend,
     devices: [{ kind: "cpu", name: device.id, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
   });
-  log(`registered as ${workerId} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB)`);
+  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB)`);
 
   const running = new Map<string, { step: number; stop: StopReason | null }>();
   const leave = async () => {
-    await api.worker.leave.mutate({ workerId }).catch(() => {});
+    await channel.leave(workerId).catch(() => {});
+    await channel.close().catch(() => {});
     process.exit(0);
   };
   process.once("SIGTERM", () => void leave());
   process.once("SIGINT", () => void leave());
 
+  // Woken early by a NOTIFY (database workers); otherwise a heartbeat every second and a pass every `pollMs`.
+  let wakeUp: (() => void) | null = null;
+  let passWanted = true;
+  await channel.listen?.(workerId, (why) => {
+    if (why === "changed") passWanted = true;
+    wakeUp?.();
+  });
+  let lastPass = 0;
+  const pollMs = options.pollMs ?? 5_000;
+
   for (;;) {
     try {
-      const { assignments, stops } = await api.worker.heartbeat.mutate({
-        workerId,
-        running: [...running.entries()].map(([jobId, job]) => ({ jobId, step: job.step })),
-      });
+      if (channel.schedule && (passWanted || Date.now() - lastPass >= pollMs)) {
+        passWanted = false;
+        lastPass = Date.now();
+        await channel.schedule();
+      }
+      const { assignments, stops } = await channel.heartbeat(workerId);
       for (const { jobId, why } of stops) {
         const job = running.get(jobId);
         if (job && !job.stop) job.stop = why;
@@ -61,17 +77,25 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
       log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);
       if (error instanceof Error && /lost its lease/.test(error.message)) process.exit(3);
     }
-    await new Promise((resolve) => setTimeout(resolve, options.heartbeatMs ?? 1000));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, options.heartbeatMs ?? 1000);
+      function done() {
+        clearTimeout(timer);
+        wakeUp = null;
+        resolve();
+      }
+      wakeUp = done;
+    });
   }
 
   async function start(jobId: string) {
     const state = running.get(jobId)!;
     let outcome;
     try {
-      const spec = await api.worker.claim.mutate({ workerId, jobId });
+      const spec = await channel.claim(workerId, jobId);
       log(`job ${jobId} (run ${spec.run.id}) started${spec.resume ? ` from step ${spec.resume.step}` : ""}`);
       outcome = await runJob({
-        api,
+        channel,
         workerId,
         spec,
         artifactsDir: options.artifactsDir,
@@ -82,8 +106,11 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
       outcome = { outcome: "failed" as const, reason: describeFailure(error) };
     }
     log(`job ${jobId} ${outcome.outcome}${outcome.reason ? `: ${outcome.reason}` : ""}`);
-    await api.worker.finish.mutate({ workerId, jobId, ...outcome }).catch((error: unknown) => log(`could not report the end of ${jobId}: ${String(error)}`));
+    await channel.finish({ workerId, jobId, ...outcome }).catch((error: unknown) => log(`could not report the end of ${jobId}: ${String(error)}`));
     running.delete(jobId);
+    // The device is free: look for the next job now rather than at the next poll.
+    passWanted = true;
+    wakeUp?.();
   }
 }
 

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BaseModel, TrainingClient } from "@/server/runtime";
+import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let basesDir: string;
@@ -15,8 +15,7 @@ const servers: TestServer[] = [];
 
 beforeAll(async () => {
   basesDir = tempDir("bases");
-  const base = BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 7 });
-  await new TrainingClient(base).saveWeightsForSampler(path.join(basesDir, "tiny-base"));
+  await saveTinyBase(basesDir);
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.stop()));
@@ -25,17 +24,7 @@ afterAll(async () => {
 const call = callProcedure;
 
 async function launch(server: TestServer, steps: number, name = "tiny") {
-  const { id } = await call<{ id: string }>(server, "experiments.create", {
-    name,
-    config: {
-      name,
-      environment: "arithmetic",
-      agent: { base: "tiny-base", sampling: { maxTokens: 3 } },
-      algorithm: { name: "grpo", steps, groupSize: 4, groupsPerStep: 2 },
-      evaluation: { every: 0, episodes: 8 },
-      checkpointEvery: 5,
-    },
-  });
+  const { id } = await call<{ id: string }>(server, "experiments.create", tinyExperiment(name, steps));
   return (await call<{ runId: string }>(server, "runs.launch", { experimentId: id })).runId;
 }
 
