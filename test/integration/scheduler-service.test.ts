@@ -1,0 +1,125 @@
+/**
+ * The database-backed scheduler pass, on PGlite and on PostgreSQL: passes never fill one device twice, a job the
+ * policy places behind a preempted one waits for that job's checkpoint, a pass skips a job another transaction
+ * holds instead of waiting for it, and (on PostgreSQL) listeners hear NOTIFYs for new and placed work.
+ */
+import { eq, sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
+import { newId } from "@/server/db/ids";
+import { devices, jobs, runs, workers } from "@/server/db/schema";
+import { createPackingPolicy } from "@/server/scheduler/policy";
+import { JOBS_CHANNEL, schedulerTick, submitJob } from "@/server/scheduler/service";
+import { claimJob, finishJob, heartbeat, registerWorker } from "@/server/worker/job-store";
+import { callerFor, openTestDatabase } from "./support/database";
+
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let handle: DatabaseHandle;
+let experimentId: string;
+let versionId: string;
+const policy = createPackingPolicy();
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  handle = db.handle;
+  const created = await callerFor(handle).experiments.create({ name: "scheduling" });
+  experimentId = created.id;
+  versionId = created.versionId;
+});
+afterAll(() => db.close());
+beforeEach(async () => {
+  // Each test starts with no workers and no jobs.
+  await handle.db.delete(jobs);
+  await handle.db.delete(devices);
+  await handle.db.delete(workers);
+});
+
+async function submit(priority = 0) {
+  const runId = newId("run");
+  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps: 10 });
+  const jobId = await submitJob(handle.db, {
+    runId,
+    userId: LOCAL_USER.id,
+    priority,
+    resources: { kind: "rl", mode: "full", baseModel: "tiny", model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 }, batchSize: 8, contextLength: 48, computeSlots: 1 },
+  });
+  return jobId;
+}
+
+const oneSlotWorker = () => registerWorker(handle.db, { hostname: "test", pid: 1, backend: "js", devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }] });
+
+describe("scheduling passes over the database", () => {
+  it("two passes at once place one job on a one-slot device, not two", async () => {
+    await oneSlotWorker();
+    await submit();
+    await submit();
+    const [a, b] = await Promise.all([schedulerTick(handle.db, policy), schedulerTick(handle.db, policy)]);
+    expect(a.placed.length + b.placed.length).toBe(1);
+    const statuses = (await handle.db.select({ status: jobs.status }).from(jobs)).map((j) => j.status).sort();
+    expect(statuses).toEqual(["placing", "queued"]);
+  });
+
+  it("preempts a lower-priority job and starts the higher one only once the first has checkpointed and left", async () => {
+    const { workerId } = await oneSlotWorker();
+    const low = await submit(0);
+    await schedulerTick(handle.db, policy);
+    expect((await heartbeat(handle.db, workerId)).assignments).toEqual([low]);
+    await claimJob(handle.db, workerId, low);
+    const high = await submit(5);
+    const pass = await schedulerTick(handle.db, policy);
+    expect(pass).toMatchObject({ preempted: [low], placed: [high] });
+    // The urgent job is placed but held back while the preempted one writes its checkpoint.
+    expect(await heartbeat(handle.db, workerId)).toEqual({ assignments: [], stops: [{ jobId: low, why: "preempt" }] });
+    // A second pass does not pick more victims nor ask again.
+    expect(await schedulerTick(handle.db, policy)).toMatchObject({ preempted: [], placed: [] });
+    await finishJob(handle.db, { workerId, jobId: low, outcome: "preempted", reason: "preempted at step 3" });
+    expect(await heartbeat(handle.db, workerId)).toEqual({ assignments: [high], stops: [] });
+    const [lowRow] = await handle.db.select({ status: jobs.status, attempts: jobs.attempts, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, low));
+    expect(lowRow).toEqual({ status: "queued", attempts: 1, workerId: null });
+  });
+
+  it.runIf(process.env.TINKERLAB_TEST_DB === "postgres")("skips a queued job another transaction holds, without waiting for it", async () => {
+    await oneSlotWorker();
+    const held = await submit();
+    const free = await submit();
+    const other = new pg.Client({ connectionString: await currentDatabaseUrl() });
+    await other.connect();
+    try {
+      await other.query("begin");
+      await other.query("select id from jobs where id = $1 for update", [held]);
+      const started = Date.now();
+      const pass = await schedulerTick(handle.db, policy);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(pass.placed).toEqual([free]);
+      await other.query("rollback");
+    } finally {
+      await other.end();
+    }
+  });
+
+  it.runIf(process.env.TINKERLAB_TEST_DB === "postgres")("NOTIFYs listeners of new work and of jobs placed on their worker", async () => {
+    const { workerId } = await oneSlotWorker();
+    const listener = new pg.Client({ connectionString: await currentDatabaseUrl() });
+    await listener.connect();
+    const notices: unknown[] = [];
+    listener.on("notification", (message) => notices.push(JSON.parse(message.payload!)));
+    await listener.query(`LISTEN ${JOBS_CHANNEL}`);
+    try {
+      await submit();
+      await schedulerTick(handle.db, policy);
+      const deadline = Date.now() + 5_000;
+      while (notices.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(notices).toEqual([{ queued: true }, { placedOn: [workerId] }]);
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
+async function currentDatabaseUrl() {
+  const result = (await handle.db.execute(sql`select current_database() as name`)) as unknown as { rows: { name: string }[] };
+  const url = new URL(process.env.TEST_DATABASE_URL!);
+  url.pathname = `/${result.rows[0]!.name}`;
+  return url.toString();
+}
