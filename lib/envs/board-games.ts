@@ -44,8 +44,6 @@ export function renderBoard(state: BoardState): string {
 
 /** The four line directions as (row, column) steps. */
 const DIRECTIONS = [0, 1, 1, 0, 1, 1, 1, -1];
-/** The greedy opponent looks for its own win first, then for the agent's to block. */
-const MARKS = ["O", "X"] as const;
 
 /** Whether the move at `index` completed a line. */
 function wins(state: BoardState, index: number): boolean {
@@ -88,22 +86,23 @@ export function emptyCells(state: BoardState): number[] {
 
 /** The scripted opponent's move: win if it can, block if it must ("greedy"), else a random empty cell. */
 export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
-  const empty = emptyCells(state);
+  const { cells, size, line } = state;
+  const empty: number[] = [];
+  let stonesO = 0;
+  let stonesX = 0;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells[i];
+    if (cell === ".") empty.push(i);
+    else if (cell === "O") stonesO++;
+    else stonesX++;
+  }
   if (kind === "greedy") {
     // Win if possible, else block. A move can complete a line only once `line - 1` stones of that mark are down,
     // so early in a game nothing is tried.
-    for (const mark of MARKS) {
-      if (countMarks(state.cells, mark) < state.line - 1) continue;
-      for (let k = 0; k < empty.length; k++) if (completesLine(state.cells, state.size, state.line, empty[k]!, mark)) return empty[k]!;
-    }
+    if (stonesO >= line - 1) for (let k = 0; k < empty.length; k++) if (completesLine(cells, size, line, empty[k]!, "O")) return empty[k]!;
+    if (stonesX >= line - 1) for (let k = 0; k < empty.length; k++) if (completesLine(cells, size, line, empty[k]!, "X")) return empty[k]!;
   }
   return empty[Math.floor(rng.uniform() * empty.length)]!;
-}
-
-function countMarks(cells: Cell[], mark: Cell): number {
-  let count = 0;
-  for (let i = 0; i < cells.length; i++) if (cells[i] === mark) count++;
-  return count;
 }
 
 function boardGame(options: { name: string; size: number; line: number; opponent: OpponentKind; description: string }): EnvironmentDefinition<BoardState, number> {
