@@ -8,6 +8,8 @@ import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./examples";
 import { startSchedulerLoop } from "./scheduler/loop";
 import { createPackingPolicy } from "./scheduler/policy";
+import { announceRunData } from "./run-events";
+import { listenAsServer } from "./worker/channel";
 import { startLocalWorkers } from "./worker/local-workers";
 
 export type RunningServer = { url: string; database: DatabaseHandle; localWorkerPids(): number[]; close(): Promise<void> };
@@ -66,6 +68,7 @@ export async function startWebServer(
   const scheduler = startSchedulerLoop(database.db, createPackingPolicy(), {
     onError: (error) => console.error("scheduler pass failed:", error),
   });
+  const notices = env.DATABASE_URL ? listenAsServer(env.DATABASE_URL, { jobs: () => scheduler.wake(), runData: announceRunData }) : null;
   const localWorkers = startLocalWorkers({ count: env.TINKERLAB_LOCAL_WORKERS, serverUrl: localUrl, token, root, env: options.workerEnv ?? ({} as NodeJS.ProcessEnv) });
   return {
     url,
@@ -73,6 +76,7 @@ export async function startWebServer(
     localWorkerPids: localWorkers.pids,
     async close() {
       scheduler.stop();
+      await notices?.close();
       await localWorkers.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.close?.();

@@ -124,3 +124,43 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
     },
   };
 }
+
+/**
+ * The server's side of the notices, on PostgreSQL: new or freed work wakes its scheduler at once, and a database
+ * worker's report wakes the live streams of that run (they would otherwise see it at their next poll).
+ */
+export function listenAsServer(databaseUrl: string, on: { jobs: () => void; runData: (runId: string) => void }) {
+  let client: pg.Client | null = null;
+  let closed = false;
+  const attempt = async () => {
+    if (closed) return;
+    const current = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
+    let lost = false;
+    const onLost = () => {
+      if (lost || closed) return;
+      lost = true;
+      current.end().catch(() => {});
+      setTimeout(() => void attempt(), 2_000);
+    };
+    current.on("notification", (message) => {
+      if (message.channel === RUN_DATA_CHANNEL && message.payload) on.runData(message.payload);
+      else if (message.channel === JOBS_CHANNEL) on.jobs();
+    });
+    current.on("error", onLost);
+    current.on("end", onLost);
+    client = current;
+    try {
+      await current.connect();
+      await current.query(`LISTEN ${JOBS_CHANNEL}; LISTEN ${RUN_DATA_CHANNEL}`);
+    } catch {
+      onLost();
+    }
+  };
+  void attempt();
+  return {
+    async close() {
+      closed = true;
+      await client?.end().catch(() => {});
+    },
+  };
+}
