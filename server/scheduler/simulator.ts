@@ -46,6 +46,19 @@ export interface JobOutcome {
   lostSeconds: number;
   /** Devices the job ran on, in order. */
   devices: string[];
+  /** When it was first placed on a device, or null if it never was. */
+  startedAt: number | null;
+}
+
+/**
+ * Where a simulation starts from instead of empty devices (the forecast of the live cluster): jobs already on a
+ * device with work already done, and footprints given as they are (instead of computed from the trace's models).
+ */
+export interface SimulationStart {
+  running?: readonly { jobId: string; deviceId: string; doneSeconds: number }[];
+  footprints?: ReadonlyMap<string, Footprint>;
+  /** Submission times the policy orders by, when they precede the simulation's start (the queue as it stands). */
+  submittedAt?: ReadonlyMap<string, number>;
 }
 
 export interface SimulationResult {
@@ -92,6 +105,7 @@ interface SimJob {
   preemptions: number;
   lost: number;
   placements: string[];
+  startedAt: number | null;
   queueView: QueuedJob;
   runningView: RunningJob;
 }
@@ -138,8 +152,8 @@ export function footprintOf(job: TraceJob, trace: Trace): Footprint {
   });
 }
 
-export function simulate(trace: Trace, policy: SchedulingPolicy, options: Partial<SimulationOptions> = {}): SimulationResult {
-  return new Simulation(trace, policy, { ...defaultSimulationOptions, ...options }).run();
+export function simulate(trace: Trace, policy: SchedulingPolicy, options: Partial<SimulationOptions> = {}, start: SimulationStart = {}): SimulationResult {
+  return new Simulation(trace, policy, { ...defaultSimulationOptions, ...options }, start).run();
 }
 
 class Simulation {
@@ -163,6 +177,7 @@ class Simulation {
     private readonly trace: Trace,
     private readonly policy: SchedulingPolicy,
     private readonly options: SimulationOptions,
+    private readonly start: SimulationStart = {},
   ) {
     const capacities = traceDevices(trace);
     this.capacities = capacities;
@@ -180,9 +195,22 @@ class Simulation {
 
     this.jobs = trace.jobs.map((spec) => this.createJob(spec));
     for (const job of this.jobs) this.jobsById.set(job.spec.id, job);
+    const alreadyRunning = new Set<string>();
+    for (const { jobId, deviceId, doneSeconds } of start.running ?? []) {
+      const job = this.jobsById.get(jobId);
+      const device = this.devicesById.get(deviceId);
+      if (!job || !device) throw new Error(`the starting state names unknown job '${jobId}' or device '${deviceId}'`);
+      alreadyRunning.add(jobId);
+      job.done = job.checkpointed = Math.min(doneSeconds, job.spec.durationSeconds);
+      // Already loaded: it runs from the first instant, without a start-up or a read of its weights.
+      this.place(job, device, job.footprint.sharedBase !== null && device.baseReadyAt.has(job.footprint.sharedBase));
+      device.baseReadyAt.forEach((_, base) => device.baseReadyAt.set(base, 0));
+      job.version++;
+      this.startRunning(job);
+    }
     // Sorting by arrival (stable) fixes the queue's tie order as the trace's order.
     for (const job of [...this.jobs].sort((a, b) => a.spec.arrival - b.spec.arrival)) {
-      this.events.push(job.spec.arrival, { type: "arrival", job });
+      if (!alreadyRunning.has(job.spec.id)) this.events.push(job.spec.arrival, { type: "arrival", job });
     }
     for (const action of trace.actions) this.events.push(action.at, { type: "action", action });
   }
@@ -191,7 +219,7 @@ class Simulation {
     const sim = this;
     const job: SimJob = {
       spec,
-      footprint: footprintOf(spec, this.trace),
+      footprint: this.start.footprints?.get(spec.id) ?? footprintOf(spec, this.trace),
       preemptible: spec.kind === "rl" || spec.kind === "sft",
       state: "queued",
       done: 0,
@@ -207,6 +235,7 @@ class Simulation {
       preemptions: 0,
       lost: 0,
       placements: [],
+      startedAt: null,
       queueView: undefined as unknown as QueuedJob,
       runningView: undefined as unknown as RunningJob,
     };
@@ -214,7 +243,7 @@ class Simulation {
       id: spec.id,
       userId: spec.user,
       priority: spec.priority,
-      submittedAt: spec.arrival,
+      submittedAt: this.start.submittedAt?.get(spec.id) ?? spec.arrival,
       kind: spec.kind,
       mode: spec.mode,
       footprint: job.footprint,
@@ -318,6 +347,7 @@ class Simulation {
     job.waited += this.now - job.queuedSince;
     job.device = device;
     job.placements.push(device.capacity.id);
+    job.startedAt ??= this.now;
     this.usage.set(job.spec.user, (this.usage.get(job.spec.user) ?? 0) + job.footprint.computeSlots);
 
     const base = job.footprint.sharedBase;
@@ -536,6 +566,7 @@ class Simulation {
         preemptions: job.preemptions,
         lostSeconds: job.lost,
         devices: job.placements,
+        startedAt: job.startedAt,
       })),
     };
   }
