@@ -58,7 +58,7 @@ async function startServer(localWorkers: number, basesDir: string) {
     child.once("exit", (code) => reject(new Error(`server exited (${code}):\n${out}`)));
   });
   const url = `http://127.0.0.1:${port}`;
-  return { url, stop: () => new Promise<void>((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM"))) };
+  return { url, pid: child.pid!, stop: () => new Promise<void>((resolve) => (child.once("exit", () => resolve()), child.kill("SIGTERM"))) };
 }
 
 async function trpc<T>(url: string, procedure: string, input: unknown, worker = false): Promise<T> {
@@ -88,8 +88,10 @@ function subscribe(url: string, runId: string, onPoints: (points: { name: string
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const event = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        const data = event.split("\n").find((line) => line.startsWith("data: "));
-        if (!data) continue;
+        const lines = event.split("\n");
+        const data = lines.find((line) => line.startsWith("data: "));
+        if (!data || lines.some((line) => line.startsWith("event: "))) continue; // connected, ping, return
+
         const parsed = JSON.parse(data.slice(6));
         if (Array.isArray(parsed?.json?.series)) {
           onPoints((parsed.json.series as { name: string; steps: number[] }[]).flatMap((series) => series.steps.map((step) => ({ name: series.name, step }))));
@@ -139,6 +141,30 @@ async function measureLatency(url: string) {
   sub.close();
   clearInterval(heartbeat);
   return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), received: latencies.length };
+}
+
+/**
+ * CPU seconds (user + system) used so far by the server's processes, from /proc: the web server, and the worker
+ * processes it started (told apart by their command line).
+ */
+function cpuSeconds(root: number): { server: number; workers: number } {
+  const out = { server: 0, workers: 0 };
+  const visit = (pid: number) => {
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      const seconds = (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ (100) ticks
+      const command = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (/worker/.test(command)) out.workers += seconds;
+      else out.server += seconds;
+      for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+        for (const child of fs.readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) visit(Number(child));
+      }
+    } catch {
+      // the process ended meanwhile
+    }
+  };
+  visit(root);
+  return out;
 }
 
 async function stepRate(url: string, watchers: number) {
@@ -205,8 +231,11 @@ const interactiveMs = quiet ? await pageWith100kPoints(quiet.url) : NaN;
 await quiet?.stop();
 
 const training = await startServer(1, basesDir);
+const cpu0 = cpuSeconds(training.pid);
 const alone = await stepRate(training.url, 0);
+const cpu1 = cpuSeconds(training.pid);
 const watched = await stepRate(training.url, viewers);
+const cpu2 = cpuSeconds(training.pid);
 await training.stop();
 
 console.log(
@@ -219,6 +248,10 @@ console.log(
       ["training steps/s, no viewer", alone],
       [`training steps/s, ${viewers} SSE viewers`, watched],
       ["step-rate ratio", watched / alone],
+      ["web server CPU s, run with no viewer", cpu1.server - cpu0.server],
+      [`web server CPU s, run with ${viewers} viewers`, cpu2.server - cpu1.server],
+      ["worker CPU s, run with no viewer", cpu1.workers - cpu0.workers],
+      [`worker CPU s, run with ${viewers} viewers`, cpu2.workers - cpu1.workers],
       ["run page with 100,000 points: all charts full (ms)", interactiveMs],
     ],
   ),

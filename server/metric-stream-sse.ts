@@ -58,10 +58,12 @@ export async function metricStreamResponse(request: Request): Promise<Response> 
     {
       start(controller) {
         let open = true;
+        let lastWrite = Date.now();
         const write = (bytes: Uint8Array) => {
           if (!open) return;
           if ((controller.desiredSize ?? 0) < -MAX_BACKLOG) return close();
           controller.enqueue(bytes);
+          lastWrite = Date.now();
         };
         const close = () => {
           if (!open) return;
@@ -74,7 +76,8 @@ export async function metricStreamResponse(request: Request): Promise<Response> 
           }
         };
         controller.enqueue(CONNECTED);
-        const ping = setInterval(() => write(PING), PING_MS);
+        // A ping when nothing else was sent for a while, so proxies and the client's inactivity timer keep it open.
+        const ping = setInterval(() => Date.now() - lastWrite >= PING_MS / 2 && write(PING), PING_MS / 2);
         const onAbort = () => close();
         request.signal.addEventListener("abort", onAbort, { once: true });
         const unsubscribe = feed.subscribe(
