@@ -9,6 +9,7 @@ import { StatusBadge } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 
+const duration = (seconds: number) => (seconds >= 3600 ? `${(seconds / 3600).toFixed(1)} h` : seconds >= 60 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`);
 const mb = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(1)} GiB` : `${n} MiB`);
 
 export function SchedulerView() {
@@ -54,7 +55,7 @@ export function SchedulerView() {
         )}
       </Card>
       <div className="grid gap-6 lg:grid-cols-2">
-        <Card title={`Queue (${data.queue.length})`}>
+        <Card title={`Queue (${data.queue.length}), with estimated starts`}>
           {data.queue.length === 0 ? (
             <p className="px-4 py-6 text-sm text-slate-500">Nothing is waiting.</p>
           ) : (
@@ -65,8 +66,18 @@ export function SchedulerView() {
                     <span className="mr-2 tabular-nums text-slate-400">#{job.position}</span>
                     {job.runId ? <Link className="text-brand-700 hover:underline" href={`/runs/${job.runId}`}>{job.runName}</Link> : job.id}
                   </span>
-                  <span className="text-xs text-slate-500">
+                  <span className="text-right text-xs text-slate-500">
+                    <span className="block font-medium text-slate-700" data-testid="estimated-start">
+                      {job.estimatedStartAt ? (
+                        <>
+                          starts {job.estimatedStartAt.getTime() - Date.now() < 5_000 ? "now" : <RelativeTime date={job.estimatedStartAt} />}
+                        </>
+                      ) : (
+                        "start unknown"
+                      )}
+                    </span>
                     priority {job.priority} · waiting since <RelativeTime date={job.submittedAt} />
+                    {job.workLeftSeconds !== null ? ` · ${duration(job.workLeftSeconds)} of work` : " · length unknown"}
                     {job.reason ? ` · ${job.reason}` : ""}
                   </span>
                 </li>

@@ -8,7 +8,7 @@ import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
-import { devices, jobs, runs, workers } from "@/server/db/schema";
+import { devices, jobs, metricPoints, runs, workers } from "@/server/db/schema";
 import { createPackingPolicy } from "@/server/scheduler/policy";
 import { JOBS_CHANNEL, schedulerTick, submitJob } from "@/server/scheduler/service";
 import { claimJob, finishJob, heartbeat, registerWorker } from "@/server/worker/job-store";
@@ -35,9 +35,9 @@ beforeEach(async () => {
   await handle.db.delete(workers);
 });
 
-async function submit(priority = 0) {
+async function submit(priority = 0, totalSteps = 10) {
   const runId = newId("run");
-  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps: 10 });
+  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,
@@ -77,6 +77,28 @@ describe("scheduling passes over the database", () => {
     expect(await heartbeat(handle.db, workerId)).toEqual({ assignments: [high], stops: [] });
     const [lowRow] = await handle.db.select({ status: jobs.status, attempts: jobs.attempts, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, low));
     expect(lowRow).toEqual({ status: "queued", attempts: 1, workerId: null });
+  });
+
+  it("shows each queued job's estimated start: the policy run forward from the running job's measured pace", async () => {
+    const { workerId } = await oneSlotWorker();
+    const first = await submit(0, 40);
+    await schedulerTick(handle.db, policy);
+    await claimJob(handle.db, workerId, first);
+    // 10 of its 40 steps done, one every 2 s: 30 steps (60 s) to go.
+    const [{ runId }] = await handle.db.select({ runId: jobs.runId }).from(jobs).where(eq(jobs.id, first));
+    const now = Date.now();
+    await handle.db.insert(metricPoints).values(Array.from({ length: 10 }, (_, i) => ({ runId: runId!, step: i + 1, name: "reward/mean", value: 0, wallTime: new Date(now - (9 - i) * 2000) })));
+    await handle.db.update(runs).set({ step: 10 }).where(eq(runs.id, runId!));
+    const second = await submit(0, 20);
+    const third = await submit(0, 20);
+    const { queue } = await callerFor(handle).scheduler.overview();
+    const byId = new Map(queue.map((job) => [job.id, job]));
+    const inSeconds = (id: string) => (byId.get(id)!.estimatedStartAt!.getTime() - now) / 1000;
+    // The second starts when the first ends; the third after the second's 5 s start-up and 20 steps at 2 s.
+    expect(inSeconds(second)).toBeGreaterThan(58);
+    expect(inSeconds(second)).toBeLessThan(64);
+    expect(inSeconds(third) - inSeconds(second)).toBeCloseTo(45, 0);
+    expect(byId.get(second)!.workLeftSeconds).toBeCloseTo(40, 0);
   });
 
   it.runIf(process.env.TINKERLAB_TEST_DB === "postgres")("skips a queued job another transaction holds, without waiting for it", async () => {

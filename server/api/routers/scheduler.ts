@@ -1,10 +1,18 @@
 import { and, asc, desc, eq, gt, inArray, isNull, or } from "drizzle-orm";
 import { z } from "zod";
 import { devices, jobs, runs, workers } from "../../db/schema";
+import { estimateQueuedStarts } from "../../scheduler/live-forecast";
+import { createPackingPolicy } from "../../scheduler/policy";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
+/** The policy the server's scheduler runs (server/web-server.ts), here to forecast the queue. */
+const policy = createPackingPolicy();
+
 export const schedulerRouter = createTRPCRouter({
-  /** Devices and what runs on each, the queue in the order the scheduler considers it, and recent utilisation. */
+  /**
+   * Devices and what runs on each, the queue in the order the scheduler considers it with each job's estimated
+   * start (the policy run forward in the simulator, see server/scheduler/live-forecast.ts), and recent utilisation.
+   */
   overview: protectedProcedure.input(z.object({ windowMinutes: z.number().int().min(5).max(24 * 60).default(60) }).default({ windowMinutes: 60 })).query(async ({ ctx, input }) => {
     const deviceRows = await ctx.db
       .select({
@@ -52,9 +60,15 @@ export const schedulerRouter = createTRPCRouter({
       .from(jobs)
       .where(and(or(isNull(jobs.finishedAt), gt(jobs.finishedAt, since)), inArray(jobs.status, ["running", "placing", "completed", "failed", "cancelled", "paused"])));
     const totalSlots = deviceRows.reduce((sum, d) => sum + d.computeSlots, 0);
+    const estimates = await estimateQueuedStarts(ctx.db, policy);
     return {
       devices: deviceRows.map((device) => ({ ...device, jobs: active.filter((job) => job.deviceId === device.id) })),
-      queue: queue.map((job, position) => ({ ...job, position: position + 1 })),
+      queue: queue.map((job, position) => ({
+        ...job,
+        position: position + 1,
+        estimatedStartAt: estimates.get(job.id)?.startsAt ?? null,
+        workLeftSeconds: estimates.get(job.id)?.workLeftSeconds ?? null,
+      })),
       utilization: utilizationSeries(recent, since, totalSlots),
       totalSlots,
     };
