@@ -1,85 +1,257 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { Card } from "@/components/ui/card";
 import { useTRPC } from "@/components/trpc/provider";
 import { specialTokens } from "@/lib/model/tokenizer";
+import { algorithmOf, filterAndSort, returnsOf, SORTS, tokenTurns, turnAdvantages, type AlgorithmSettings, type RolloutItem, type SortKey } from "./trajectory";
 
-/** The latest step's rollouts: groups of samples, each opening to its turns. */
-export function RolloutsPanel({ runId, live }: { runId: string; live: boolean }) {
+const keyOf = (item: { groupIndex: number; sampleIndex: number }) => `${item.groupIndex}/${item.sampleIndex}`;
+const fixed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? "—" : v.toFixed(digits));
+const isTyping = (target: EventTarget | null) =>
+  target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName) || !!target.closest(".cm-editor"));
+
+/**
+ * The trajectory viewer: one training step's groups and samples (any step, the latest by default), filtered and
+ * sorted by reward, each opening to its turns with reward, return and advantage, its tokens coloured by logprob or
+ * advantage, and the same prompt across steps. Keys: j/k (or ↓/↑ in the list) between samples, [ and ] between
+ * steps.
+ */
+export function RolloutsPanel({ runId, live, config }: { runId: string; live: boolean; config: unknown }) {
   const trpc = useTRPC();
+  const algorithm = useMemo(() => algorithmOf(config), [config]);
   const [split, setSplit] = useState<"train" | "eval">("train");
+  /** null: follow the latest step. */
+  const [step, setStep] = useState<number | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
-  const rollouts = useQuery({ ...trpc.runs.rollouts.queryOptions({ runId, split }), refetchInterval: live ? 4000 : false });
-  const items = rollouts.data?.items ?? [];
-  const open = items.find((item) => `${item.groupIndex}/${item.sampleIndex}` === selected) ?? null;
+  const [sort, setSort] = useState<SortKey>("sample");
+  const [minReward, setMinReward] = useState("");
+  const [maxReward, setMaxReward] = useState("");
+  const rollouts = useQuery({
+    ...trpc.runs.rollouts.queryOptions({ runId, split, step: step ?? undefined }),
+    refetchInterval: live && step === null ? 4000 : false,
+    placeholderData: (previous) => previous,
+  });
+  const data = rollouts.data;
+  const items = useMemo(() => (data?.items ?? []) as RolloutItem[], [data]);
+  const bound = (text: string) => (text.trim() === "" || !Number.isFinite(Number(text)) ? null : Number(text));
+  const visible = useMemo(() => filterAndSort(items, { min: bound(minReward), max: bound(maxReward), sort }), [items, minReward, maxReward, sort]);
+  const open = items.find((item) => keyOf(item) === selected) ?? null;
+  const list = useRef<HTMLDivElement>(null);
+
+  const move = (by: number) => {
+    if (visible.length === 0) return;
+    const at = visible.findIndex((item) => keyOf(item) === selected);
+    const next = at < 0 ? (by > 0 ? 0 : visible.length - 1) : Math.min(visible.length - 1, Math.max(0, at + by));
+    setSelected(keyOf(visible[next]!));
+  };
+  const goToStep = (to: number | null | undefined) => {
+    if (to === null || to === undefined) return;
+    setStep(to === data?.lastStep && live ? null : to);
+  };
+  // j/k anywhere on the page (unless typing), [ and ] for steps; ↓/↑ inside the list.
+  const keys = useRef({ move, goToStep, data });
+  keys.current = { move, goToStep, data };
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target)) return;
+      const inList = list.current?.contains(event.target as Node) ?? false;
+      const { move, goToStep, data } = keys.current;
+      if (event.key === "j" || (inList && event.key === "ArrowDown")) move(1);
+      else if (event.key === "k" || (inList && event.key === "ArrowUp")) move(-1);
+      else if (event.key === "[") goToStep(data?.prevStep);
+      else if (event.key === "]") goToStep(data?.nextStep);
+      else return;
+      event.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+  useEffect(() => {
+    if (selected) list.current?.querySelector(`[data-sample="${selected}"]`)?.scrollIntoView({ block: "nearest" });
+  }, [selected]);
+
+  const exportHref = data?.step != null ? `/runs/${encodeURIComponent(runId)}/rollouts.jsonl?split=${split}&step=${data.step}` : null;
+  const navButton = "rounded px-1.5 py-0.5 text-slate-600 hover:bg-slate-100 disabled:opacity-40 disabled:hover:bg-transparent";
   return (
     <Card
-      title={rollouts.data?.step != null ? `Rollouts · ${split} · step ${rollouts.data.step}` : "Rollouts"}
+      title={data?.step != null ? `Rollouts · ${split} · step ${data.step}` : "Rollouts"}
       actions={
-        <div className="flex gap-1 text-xs" role="tablist">
-          {(["train", "eval"] as const).map((s) => (
-            <button key={s} role="tab" aria-selected={split === s} onClick={() => setSplit(s)} className={`rounded px-2 py-1 ${split === s ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}>
-              {s}
-            </button>
-          ))}
+        <div className="flex flex-wrap items-center gap-3 text-xs">
+          {data?.step != null && (
+            <div className="flex items-center gap-1" aria-label="Step">
+              <button className={navButton} disabled={data.prevStep === null} onClick={() => goToStep(data.prevStep)} aria-label="Previous step">
+                ◀
+              </button>
+              <span className="tabular-nums text-slate-600">
+                step {data.step} of {data.lastStep}
+              </span>
+              <button className={navButton} disabled={data.nextStep === null} onClick={() => goToStep(data.nextStep)} aria-label="Next step">
+                ▶
+              </button>
+              {step !== null && (
+                <button className={navButton} onClick={() => setStep(null)}>
+                  latest
+                </button>
+              )}
+            </div>
+          )}
+          {exportHref && (
+            <a href={exportHref} download className="rounded border border-slate-300 px-2 py-0.5 text-slate-700 hover:bg-slate-50">
+              Export JSONL
+            </a>
+          )}
+          <div className="flex gap-1" role="tablist">
+            {(["train", "eval"] as const).map((s) => (
+              <button
+                key={s}
+                role="tab"
+                aria-selected={split === s}
+                onClick={() => (setSplit(s), setStep(null))}
+                className={`rounded px-2 py-1 ${split === s ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}
+              >
+                {s}
+              </button>
+            ))}
+          </div>
         </div>
       }
     >
       {items.length === 0 ? (
-        <p className="px-4 py-6 text-sm text-slate-500">No rollouts yet.</p>
+        <p className="px-4 py-6 text-sm text-slate-500">{rollouts.isLoading ? "Loading…" : "No rollouts yet."}</p>
       ) : (
-        <div className="grid lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
-          <div className="max-h-[28rem] overflow-auto">
-          <table className="w-full text-sm">
-            <thead className="sticky top-0 border-b border-slate-200 bg-white text-left text-xs uppercase tracking-wide text-slate-500">
-              <tr>
-                <th className="px-4 py-2 font-medium">Group</th>
-                <th className="px-2 py-2 font-medium">Sample</th>
-                <th className="px-2 py-2 font-medium">Turns</th>
-                <th className="px-2 py-2 text-right font-medium">Reward</th>
-                <th className="px-4 py-2 text-right font-medium">Advantage</th>
-              </tr>
-            </thead>
-            <tbody className="divide-y divide-slate-100">
-              {items.slice(0, 200).map((item) => {
-                const key = `${item.groupIndex}/${item.sampleIndex}`;
-                return (
-                  <tr key={key} onClick={() => setSelected(key)} className={`cursor-pointer ${selected === key ? "bg-brand-50" : "hover:bg-slate-50"}`}>
-                    <td className="px-4 py-1.5 tabular-nums">{item.groupIndex}</td>
-                    <td className="px-2 py-1.5 tabular-nums">{item.sampleIndex}</td>
-                    <td className="px-2 py-1.5 tabular-nums">{item.turns.length}</td>
-                    <td className="px-2 py-1.5 text-right tabular-nums">{item.totalReward.toFixed(2)}</td>
-                    <td className="px-4 py-1.5 text-right tabular-nums">{item.advantage === null ? "—" : item.advantage.toFixed(2)}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-          </div>
-          <div className="max-h-[28rem] overflow-auto border-t border-slate-200 p-4 lg:border-l lg:border-t-0">
-            {open ? (
-              <ol className="space-y-3 text-sm" aria-label="Turns">
-                {open.turns.map((turn, t) => (
-                  <li key={t} className="rounded-md border border-slate-200">
-                    <div className="border-b border-slate-100 bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-700">{turn.observation}</div>
-                    <div className="flex items-start justify-between gap-3 px-3 py-1.5">
-                      <span className="font-mono text-xs whitespace-pre-wrap text-brand-700">{turn.action || "∅"}</span>
-                      <span className="shrink-0 font-mono text-xs tabular-nums text-slate-500">r={turn.reward?.toFixed(2) ?? "—"}</span>
-                    </div>
-                    {turn.render && <pre className="border-t border-slate-100 px-3 py-1.5 font-mono text-xs text-slate-600">{turn.render}</pre>}
-                  </li>
+        <>
+          <div className="flex flex-wrap items-center gap-4 border-b border-slate-200 px-4 py-2 text-xs text-slate-600">
+            <label className="flex items-center gap-1.5">
+              Sort by
+              <select value={sort} onChange={(e) => setSort(e.target.value as SortKey)} className="rounded border border-slate-300 bg-white px-1 py-0.5">
+                {Object.entries(SORTS).map(([value, label]) => (
+                  <option key={value} value={value}>
+                    {label}
+                  </option>
                 ))}
-              </ol>
-            ) : (
-              <p className="text-sm text-slate-500">Select a sample to see its turns.</p>
-            )}
-            {open?.tokens && open.tokenLogprobs && open.tokens.length > 0 && <TokenStrip tokens={open.tokens} logprobs={open.tokenLogprobs} />}
+              </select>
+            </label>
+            <label className="flex items-center gap-1.5">
+              Reward ≥
+              <input type="number" step="any" value={minReward} onChange={(e) => setMinReward(e.target.value)} className="w-16 rounded border border-slate-300 px-1 py-0.5" aria-label="Minimum reward" />
+            </label>
+            <label className="flex items-center gap-1.5">
+              ≤
+              <input type="number" step="any" value={maxReward} onChange={(e) => setMaxReward(e.target.value)} className="w-16 rounded border border-slate-300 px-1 py-0.5" aria-label="Maximum reward" />
+            </label>
+            <span className="tabular-nums" aria-label="Samples shown">
+              {visible.length} of {items.length} samples
+            </span>
+            <span className="ml-auto text-slate-500" aria-label="Keyboard shortcuts">
+              Keys: <kbd className="font-mono">j</kbd>/<kbd className="font-mono">k</kbd> (or <kbd>↓</kbd>/<kbd>↑</kbd> in the list) next/previous sample ·{" "}
+              <kbd className="font-mono">[</kbd>/<kbd className="font-mono">]</kbd> previous/next step
+            </span>
           </div>
-        </div>
+          <div className="grid lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
+            <div ref={list} tabIndex={0} className="max-h-[32rem] overflow-auto focus:outline-none focus-visible:ring-2 focus-visible:ring-brand-300" aria-label="Samples">
+              <table className="w-full text-sm">
+                <thead className="sticky top-0 border-b border-slate-200 bg-white text-left text-xs uppercase tracking-wide text-slate-500">
+                  <tr>
+                    <th className="px-4 py-2 font-medium">Group</th>
+                    <th className="px-2 py-2 font-medium">Sample</th>
+                    <th className="px-2 py-2 font-medium">Turns</th>
+                    <th className="px-2 py-2 text-right font-medium">Reward</th>
+                    <th className="px-4 py-2 text-right font-medium">Advantage</th>
+                  </tr>
+                </thead>
+                <tbody className="divide-y divide-slate-100">
+                  {visible.slice(0, 500).map((item) => {
+                    const key = keyOf(item);
+                    return (
+                      <tr key={key} data-sample={key} aria-selected={selected === key} onClick={() => setSelected(key)} className={`cursor-pointer ${selected === key ? "bg-brand-50" : "hover:bg-slate-50"}`}>
+                        <td className="px-4 py-1.5 tabular-nums">{item.groupIndex}</td>
+                        <td className="px-2 py-1.5 tabular-nums">{item.sampleIndex}</td>
+                        <td className="px-2 py-1.5 tabular-nums">{item.turns.length}</td>
+                        <td className="px-2 py-1.5 text-right tabular-nums">{item.totalReward.toFixed(2)}</td>
+                        <td className="px-4 py-1.5 text-right tabular-nums">{fixed(item.advantage)}</td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+              {visible.length === 0 && <p className="px-4 py-4 text-sm text-slate-500">No sample of this step has a reward in that range.</p>}
+            </div>
+            <div className="max-h-[32rem] overflow-auto border-t border-slate-200 p-4 lg:border-l lg:border-t-0">
+              {open ? (
+                <SampleView
+                  item={open}
+                  group={items.filter((i) => i.groupIndex === open.groupIndex)}
+                  algorithm={algorithm}
+                  runId={runId}
+                  split={split}
+                  step={data!.step!}
+                  onPick={(to, key) => (setStep(to === data?.lastStep && live ? null : to), setSelected(key))}
+                />
+              ) : (
+                <p className="text-sm text-slate-500">Select a sample to see its turns (or press j).</p>
+              )}
+            </div>
+          </div>
+        </>
       )}
     </Card>
+  );
+}
+
+function SampleView({
+  item,
+  group,
+  algorithm,
+  runId,
+  split,
+  step,
+  onPick,
+}: {
+  item: RolloutItem;
+  group: RolloutItem[];
+  algorithm: AlgorithmSettings;
+  runId: string;
+  split: "train" | "eval";
+  step: number;
+  onPick: (step: number, key: string) => void;
+}) {
+  const returns = returnsOf(item, algorithm.discount);
+  const advantages = turnAdvantages(item, group, algorithm);
+  const rewardNames = Object.entries(item.rewards);
+  return (
+    <div className="space-y-4">
+      <div className="flex flex-wrap items-baseline gap-x-4 gap-y-1 text-xs text-slate-600" aria-label="Sample">
+        <span className="font-medium text-slate-800">
+          group {item.groupIndex} · sample {item.sampleIndex}
+        </span>
+        <span className="tabular-nums">reward {item.totalReward.toFixed(3)}</span>
+        <span className="tabular-nums">advantage {fixed(item.advantage, 3)}</span>
+        {rewardNames.length > 1 && rewardNames.map(([name, value]) => <span key={name} className="tabular-nums">{`${name} ${value.toFixed(3)}`}</span>)}
+      </div>
+      {item.prompt && <pre className="max-h-24 overflow-auto rounded bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-500">{item.prompt}</pre>}
+      <ol className="space-y-3 text-sm" aria-label="Turns">
+        {item.turns.map((turn, t) => (
+          <li key={t} className="rounded-md border border-slate-200">
+            <div className="border-b border-slate-100 bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-700">{turn.observation}</div>
+            <div className="flex items-start justify-between gap-3 px-3 py-1.5">
+              <span className="font-mono text-xs whitespace-pre-wrap text-brand-700">{turn.action || "∅"}</span>
+              <span className="shrink-0 font-mono text-xs tabular-nums text-slate-500" aria-label={`turn ${t + 1} values`}>
+                r={fixed(turn.reward)} G={fixed(returns[t])} A={fixed(advantages[t])}
+              </span>
+            </div>
+            {turn.render && <pre className="border-t border-slate-100 px-3 py-1.5 font-mono text-xs text-slate-600">{turn.render}</pre>}
+          </li>
+        ))}
+      </ol>
+      <p className="text-xs text-slate-500">
+        r: the turn&apos;s reward · G: its return (γ = {algorithm.discount}) · A: its advantage ({algorithm.name}
+        {algorithm.name === "ppo" ? "; later turns' come from the value head, which is not stored" : ""})
+      </p>
+      {item.tokens && item.tokenLogprobs && item.tokens.length > 0 && <TokenStrip item={item} advantages={advantages} />}
+      <PromptAcrossSteps runId={runId} split={split} item={item} step={step} onPick={onPick} />
+    </div>
   );
 }
 
@@ -95,29 +267,110 @@ function tokenText(id: number): string {
 }
 
 /**
- * The policy's tokens coloured by how likely the policy found them (the sampler's logprob): green near 1, red
- * near 0; hover for the values.
+ * The policy's action tokens coloured by the sampler's probability (green near 1, red near 0) or by their turn's
+ * advantage (green above 0, red below, stronger further from 0); hover or focus a token for its values.
  */
-function TokenStrip({ tokens, logprobs }: { tokens: number[]; logprobs: number[] }) {
+function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (number | null)[] }) {
+  const [by, setBy] = useState<"logprob" | "advantage">("logprob");
+  const [hovered, setHovered] = useState<number | null>(null);
+  const tokens = item.tokens!;
+  const logprobs = item.tokenLogprobs!;
+  const turnOf = useMemo(() => tokenTurns(item), [item]);
+  const tokenAdvantage = (i: number) => (turnOf ? (advantages[turnOf[i]!] ?? null) : item.advantage);
+  const scale = Math.max(1e-9, ...tokens.map((_, i) => Math.abs(tokenAdvantage(i) ?? 0)));
+  const colour = (i: number) => {
+    if (by === "logprob") return `hsl(${Math.round(Math.exp(logprobs[i] ?? 0) * 120)} 70% 85%)`;
+    const a = tokenAdvantage(i);
+    if (a === null) return "hsl(0 0% 92%)";
+    return `hsl(${a >= 0 ? 120 : 0} 70% ${Math.round(96 - 24 * Math.min(1, Math.abs(a) / scale))}%)`;
+  };
+  const describe = (i: number) => {
+    const logprob = logprobs[i] ?? 0;
+    const a = tokenAdvantage(i);
+    return `${tokenText(tokens[i]!)} · id ${tokens[i]} · logprob ${logprob.toFixed(3)} · p ${Math.exp(logprob).toFixed(3)} · advantage ${a === null ? "—" : a.toFixed(3)}${turnOf ? ` · turn ${turnOf[i]! + 1}` : ""}`;
+  };
   return (
-    <div className="mt-4">
-      <p className="mb-1 text-xs font-medium text-slate-600">Action tokens by probability</p>
-      <div className="flex flex-wrap gap-px font-mono text-xs" aria-label="Action tokens">
-        {tokens.map((token, i) => {
-          const logprob = logprobs[i] ?? 0;
-          const p = Math.exp(logprob);
-          return (
-            <span
-              key={i}
-              title={`${tokenText(token)} · id ${token} · logprob ${logprob.toFixed(3)} · p ${p.toFixed(3)}`}
-              className="rounded-sm px-0.5 text-slate-900"
-              style={{ backgroundColor: `hsl(${Math.round(p * 120)} 70% 85%)` }}
-            >
-              {tokenText(token)}
-            </span>
-          );
-        })}
+    <div>
+      <div className="mb-1 flex items-center justify-between gap-2">
+        <p className="text-xs font-medium text-slate-600">Action tokens by {by === "logprob" ? "probability" : "advantage"}</p>
+        <div className="flex gap-1 text-xs" role="radiogroup" aria-label="Colour tokens by">
+          {(["logprob", "advantage"] as const).map((b) => (
+            <button key={b} role="radio" aria-checked={by === b} onClick={() => setBy(b)} className={`rounded px-2 py-0.5 ${by === b ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}>
+              {b}
+            </button>
+          ))}
+        </div>
       </div>
+      <div className="flex flex-wrap gap-px font-mono text-xs" aria-label="Action tokens" onMouseLeave={() => setHovered(null)}>
+        {tokens.map((token, i) => (
+          <span
+            key={i}
+            tabIndex={-1}
+            title={describe(i)}
+            data-by={by}
+            onMouseEnter={() => setHovered(i)}
+            onFocus={() => setHovered(i)}
+            className={`rounded-sm px-0.5 text-slate-900 ${hovered === i ? "ring-1 ring-slate-500" : ""}`}
+            style={{ backgroundColor: colour(i) }}
+          >
+            {tokenText(token)}
+          </span>
+        ))}
+      </div>
+      <p className="mt-1 h-4 font-mono text-xs text-slate-600" aria-live="polite" aria-label="Token values">
+        {hovered !== null ? describe(hovered) : "Hover a token for its values."}
+      </p>
+      {by === "advantage" && !turnOf && <p className="text-xs text-amber-700">The tokens do not spell the turns&apos; actions in order; each is coloured by the sample&apos;s advantage.</p>}
     </div>
+  );
+}
+
+/** The samples of other steps that had this sample's prompt and task: how the policy's answers to it changed. */
+function PromptAcrossSteps({ runId, split, item, step, onPick }: { runId: string; split: "train" | "eval"; item: RolloutItem; step: number; onPick: (step: number, key: string) => void }) {
+  const trpc = useTRPC();
+  const observation = item.turns[0]?.observation ?? "";
+  const history = useQuery(trpc.runs.promptAcrossSteps.queryOptions({ runId, split, prompt: item.prompt, observation }));
+  const steps = history.data?.steps ?? [];
+  return (
+    <section aria-label="Same prompt across steps">
+      <h3 className="mb-1 text-xs font-medium text-slate-600">This prompt across steps {steps.length > 0 && <span className="font-normal text-slate-500">({steps.length} steps)</span>}</h3>
+      {history.isLoading ? (
+        <p className="text-xs text-slate-500">Loading…</p>
+      ) : steps.length <= 1 ? (
+        <p className="text-xs text-slate-500">No other step sampled this prompt.</p>
+      ) : (
+        <table className="w-full text-xs">
+          <thead className="text-left text-slate-500">
+            <tr>
+              <th className="py-1 pr-2 font-medium">Step</th>
+              <th className="py-1 pr-2 text-right font-medium">Mean reward</th>
+              <th className="py-1 font-medium">Samples (reward: first action)</th>
+            </tr>
+          </thead>
+          <tbody className="divide-y divide-slate-100">
+            {steps.map((s) => (
+              <tr key={s.step} className={s.step === step ? "bg-brand-50" : ""}>
+                <td className="py-1 pr-2 tabular-nums">{s.step}</td>
+                <td className="py-1 pr-2 text-right tabular-nums">{s.meanReward.toFixed(2)}</td>
+                <td className="py-1">
+                  <div className="flex flex-wrap gap-1">
+                    {s.samples.map((sample) => (
+                      <button
+                        key={keyOf(sample)}
+                        onClick={() => onPick(s.step, keyOf(sample))}
+                        title={`step ${s.step} · group ${sample.groupIndex} · sample ${sample.sampleIndex}`}
+                        className="max-w-48 truncate rounded border border-slate-200 px-1 font-mono hover:bg-slate-100"
+                      >
+                        {sample.totalReward.toFixed(1)}: {sample.action || "∅"}
+                      </button>
+                    ))}
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }

@@ -121,7 +121,7 @@ export function RunView({ runId }: { runId: string }) {
         )}
       </section>
 
-      <RolloutsPanel runId={runId} live={live} />
+      <RolloutsPanel runId={runId} live={live} config={r.config} />
 
       <div className="grid gap-6 lg:grid-cols-2">
         <Card title="Config">

@@ -1,5 +1,5 @@
 import { tracked, TRPCError } from "@trpc/server";
-import { and, asc, desc, eq, gt, ilike, inArray, lt, max, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, ilike, inArray, lt, max, min, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Database } from "../../db";
@@ -184,32 +184,84 @@ export const runsRouter = createTRPCRouter({
     }
   }),
 
-  /** The rollouts of one step (the latest when none is named), by group and sample. */
+  /**
+   * The rollouts of one step (the latest when none is named), by group and sample, with the steps before and after
+   * it that have rollouts (for stepping through them).
+   */
   rollouts: protectedProcedure
     .input(z.object({ runId: z.string().min(1), split: z.enum(["train", "eval"]).default("train"), step: z.number().int().min(0).optional() }))
     .query(async ({ ctx, input }) => {
-      const [latest] = await ctx.db
-        .select({ step: max(rollouts.step) })
+      const ofRun = and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split));
+      const [bounds] = await ctx.db.select({ first: min(rollouts.step), last: max(rollouts.step) }).from(rollouts).where(ofRun);
+      const step = input.step ?? bounds?.last ?? null;
+      const none = { step: null, firstStep: null, lastStep: null, prevStep: null, nextStep: null, items: [] };
+      if (step === null) return none;
+      const [items, [prev], [next]] = await Promise.all([
+        ctx.db
+          .select({
+            groupIndex: rollouts.groupIndex,
+            sampleIndex: rollouts.sampleIndex,
+            prompt: rollouts.prompt,
+            turns: rollouts.turns,
+            rewards: rollouts.rewards,
+            totalReward: rollouts.totalReward,
+            advantage: rollouts.advantage,
+            tokens: rollouts.tokens,
+            tokenLogprobs: rollouts.tokenLogprobs,
+          })
+          .from(rollouts)
+          .where(and(ofRun, eq(rollouts.step, step)))
+          .orderBy(asc(rollouts.groupIndex), asc(rollouts.sampleIndex)),
+        ctx.db.select({ step: max(rollouts.step) }).from(rollouts).where(and(ofRun, lt(rollouts.step, step))),
+        ctx.db.select({ step: min(rollouts.step) }).from(rollouts).where(and(ofRun, gt(rollouts.step, step))),
+      ]);
+      return { step, firstStep: bounds?.first ?? null, lastStep: bounds?.last ?? null, prevStep: prev?.step ?? null, nextStep: next?.step ?? null, items };
+    }),
+
+  /**
+   * One prompt across training steps: every sample of the run whose prompt and first observation (the task) are
+   * these, step by step (at most `limit` steps, the latest ones).
+   */
+  promptAcrossSteps: protectedProcedure
+    .input(
+      z.object({
+        runId: z.string().min(1),
+        split: z.enum(["train", "eval"]).default("train"),
+        prompt: z.string().max(100_000),
+        observation: z.string().max(100_000),
+        limit: z.number().int().min(1).max(1000).default(200),
+      }),
+    )
+    .query(async ({ ctx, input }) => {
+      const rows = await ctx.db
+        .select({ step: rollouts.step, groupIndex: rollouts.groupIndex, sampleIndex: rollouts.sampleIndex, totalReward: rollouts.totalReward, action: sql<string | null>`${rollouts.turns}->0->>'action'` })
         .from(rollouts)
-        .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split)));
-      const step = input.step ?? latest?.step ?? null;
-      if (step === null) return { step: null, lastStep: null, items: [] };
-      const items = await ctx.db
-        .select({
-          groupIndex: rollouts.groupIndex,
-          sampleIndex: rollouts.sampleIndex,
-          prompt: rollouts.prompt,
-          turns: rollouts.turns,
-          rewards: rollouts.rewards,
-          totalReward: rollouts.totalReward,
-          advantage: rollouts.advantage,
-          tokens: rollouts.tokens,
-          tokenLogprobs: rollouts.tokenLogprobs,
-        })
-        .from(rollouts)
-        .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split), eq(rollouts.step, step)))
-        .orderBy(asc(rollouts.groupIndex), asc(rollouts.sampleIndex));
-      return { step, lastStep: latest?.step ?? null, items };
+        .where(
+          and(
+            eq(rollouts.runId, input.runId),
+            eq(rollouts.split, input.split),
+            eq(rollouts.prompt, input.prompt),
+            sql`${rollouts.turns}->0->>'observation' = ${input.observation}`,
+            inArray(
+              rollouts.step,
+              ctx.db
+                .selectDistinct({ step: rollouts.step })
+                .from(rollouts)
+                .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split), eq(rollouts.prompt, input.prompt), sql`${rollouts.turns}->0->>'observation' = ${input.observation}`))
+                .orderBy(desc(rollouts.step))
+                .limit(input.limit),
+            ),
+          ),
+        )
+        .orderBy(asc(rollouts.step), asc(rollouts.groupIndex), asc(rollouts.sampleIndex));
+      const steps: { step: number; samples: { groupIndex: number; sampleIndex: number; totalReward: number; action: string }[]; meanReward: number }[] = [];
+      for (const row of rows) {
+        let entry = steps.at(-1);
+        if (entry?.step !== row.step) steps.push((entry = { step: row.step, samples: [], meanReward: 0 }));
+        entry.samples.push({ groupIndex: row.groupIndex, sampleIndex: row.sampleIndex, totalReward: row.totalReward, action: row.action ?? "" });
+      }
+      for (const entry of steps) entry.meanReward = entry.samples.reduce((sum, s) => sum + s.totalReward, 0) / entry.samples.length;
+      return { steps };
     }),
 
   logs: protectedProcedure.input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0) })).query(async ({ ctx, input }) => {

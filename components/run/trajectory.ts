@@ -1,0 +1,116 @@
+/**
+ * What the trajectory viewer derives from stored rollouts: each turn's return and advantage, which action tokens
+ * belong to which turn, and the samples as the user filters and sorts them.
+ */
+import { perTurnGroupNormalized, turnReturns } from "@/lib/rl/advantages";
+import type { Trajectory } from "@/lib/sdk/protocol";
+
+export type RolloutItem = {
+  groupIndex: number;
+  sampleIndex: number;
+  prompt: string;
+  turns: { observation: string; action: string; reward?: number; render?: string }[];
+  rewards: Record<string, number>;
+  totalReward: number;
+  advantage: number | null;
+  tokens: number[] | null;
+  tokenLogprobs: number[] | null;
+};
+
+export type AlgorithmSettings = { name: string; discount: number; normalizeAdvantages: boolean };
+
+/** The algorithm settings of a run's config, with the SDK's defaults where the config leaves them out. */
+export function algorithmOf(config: unknown): AlgorithmSettings {
+  const a = ((config as { algorithm?: Record<string, unknown> } | null)?.algorithm ?? {}) as Record<string, unknown>;
+  return {
+    name: typeof a.name === "string" ? a.name : "grpo",
+    discount: typeof a.discount === "number" ? a.discount : 1,
+    normalizeAdvantages: typeof a.normalizeAdvantages === "boolean" ? a.normalizeAdvantages : true,
+  };
+}
+
+const asTrajectory = (item: RolloutItem) => ({ turns: item.turns.map((t) => ({ reward: t.reward ?? 0 })), totalReward: item.totalReward }) as unknown as Trajectory;
+
+/** Each turn's discounted return G_t = r_t + γ·G_{t+1}. */
+export const returnsOf = (item: RolloutItem, discount: number) => turnReturns(asTrajectory(item), discount);
+
+/**
+ * Each turn's advantage as the algorithm computed it. The store keeps one advantage per sample (its first
+ * turn's); the rest follow from the group: GRPO and RLOO give every turn the episode's advantage, GRPO per turn
+ * centres each turn's return on the group's (recomputed here from the stored rewards), REINFORCE subtracts one
+ * baseline from every turn's return. PPO's come from its value head, which is not stored: only the first turn's
+ * is known. Null where unknown (evaluation rollouts have none).
+ */
+export function turnAdvantages(item: RolloutItem, group: RolloutItem[], algorithm: AlgorithmSettings): (number | null)[] {
+  const n = item.turns.length;
+  if (item.advantage === null) return new Array(n).fill(null);
+  switch (algorithm.name) {
+    case "grpo-per-turn": {
+      const all = perTurnGroupNormalized([group.map(asTrajectory)], algorithm.discount, algorithm.normalizeAdvantages)[0]!;
+      return all[group.indexOf(item)] ?? new Array(n).fill(null);
+    }
+    case "reinforce": {
+      const returns = returnsOf(item, algorithm.discount);
+      const baseline = (returns[0] ?? 0) - item.advantage;
+      return returns.map((g) => g - baseline);
+    }
+    case "ppo":
+      return item.turns.map((_, t) => (t === 0 ? item.advantage : null));
+    default:
+      return new Array(n).fill(item.advantage);
+  }
+}
+
+const decoder = new TextDecoder();
+const decodeBytes = (bytes: number[]) => decoder.decode(Uint8Array.from(bytes));
+
+/**
+ * The turn each action token belongs to. The store keeps all of a sample's action tokens in one list; a turn's
+ * tokens are those whose bytes spell its action, with any special tokens (end of turn) after them. Null when the
+ * tokens do not spell the actions in order (then only the whole sample's values apply).
+ */
+export function tokenTurns(item: RolloutItem): number[] | null {
+  const tokens = item.tokens ?? [];
+  if (item.turns.length === 1) return tokens.map(() => 0);
+  const out: number[] = [];
+  let i = 0;
+  for (const [t, turn] of item.turns.entries()) {
+    const bytes: number[] = [];
+    while (decodeBytes(bytes) !== turn.action) {
+      if (i >= tokens.length) return null;
+      const token = tokens[i]!;
+      if (token < 256) bytes.push(token);
+      out.push(t);
+      i++;
+    }
+    while (i < tokens.length && tokens[i]! >= 256) (out.push(t), i++);
+  }
+  return i === tokens.length ? out : null;
+}
+
+export type SortKey = "sample" | "reward-desc" | "reward-asc" | "advantage-desc" | "advantage-asc";
+export const SORTS: Record<SortKey, string> = {
+  sample: "group, sample",
+  "reward-desc": "reward, highest first",
+  "reward-asc": "reward, lowest first",
+  "advantage-desc": "advantage, highest first",
+  "advantage-asc": "advantage, lowest first",
+};
+
+/** The samples whose total reward lies in [min, max] (either bound may be absent), in the chosen order. */
+export function filterAndSort<T extends Pick<RolloutItem, "groupIndex" | "sampleIndex" | "totalReward" | "advantage">>(
+  items: T[],
+  { min, max, sort }: { min: number | null; max: number | null; sort: SortKey },
+): T[] {
+  const kept = items.filter((item) => (min === null || item.totalReward >= min) && (max === null || item.totalReward <= max));
+  const bySample = (a: T, b: T) => a.groupIndex - b.groupIndex || a.sampleIndex - b.sampleIndex;
+  const adv = (x: T) => x.advantage ?? -Infinity;
+  const order: Record<SortKey, (a: T, b: T) => number> = {
+    sample: bySample,
+    "reward-desc": (a, b) => b.totalReward - a.totalReward || bySample(a, b),
+    "reward-asc": (a, b) => a.totalReward - b.totalReward || bySample(a, b),
+    "advantage-desc": (a, b) => adv(b) - adv(a) || bySample(a, b),
+    "advantage-asc": (a, b) => adv(a) - adv(b) || bySample(a, b),
+  };
+  return kept.sort(order[sort]);
+}
