@@ -13,14 +13,18 @@
  * in the same order, so results do not depend on the number of threads.
  */
 
-// ---- a tiny WebAssembly encoder: just what the kernel needs ----
+// ---- a tiny WebAssembly encoder: just what the kernels need ----
 
 const op = {
-  block: 0x02, loop: 0x03, if: 0x04, br: 0x0c, brIf: 0x0d, end: 0x0b,
+  block: 0x02, loop: 0x03, if: 0x04, else: 0x05, br: 0x0c, brIf: 0x0d, end: 0x0b, call: 0x10,
   localGet: 0x20, localSet: 0x21, localTee: 0x22,
-  f32Load: 0x2a, i32Const: 0x41, i32Eqz: 0x45, i32GeU: 0x4f, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32Shl: 0x74,
+  i32Const: 0x41, i32Eqz: 0x45, i32Eq: 0x46, i32LtU: 0x49, i32GeU: 0x4f,
+  i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32DivU: 0x6e, i32Shl: 0x74,
 };
-const simd = { load: [0xfd, 0x00], store: [0xfd, 0x0b], splat: [0xfd, 0x13], add: [0xfd, 0xe4, 0x01], mul: [0xfd, 0xe6, 0x01], const: [0xfd, 0x0c] };
+const simd = {
+  load: [0xfd, 0x00], load32Splat: [0xfd, 0x09], store: [0xfd, 0x0b], splat: [0xfd, 0x13],
+  add: [0xfd, 0xe4, 0x01], mul: [0xfd, 0xe6, 0x01], const: [0xfd, 0x0c],
+};
 const voidBlock = 0x40;
 const i32 = 0x7f, f32 = 0x7d, v128 = 0x7b;
 
@@ -48,80 +52,150 @@ function sleb(n: number): number[] {
 const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
 const name = (s: string) => [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
 const vector = (items: number[][]) => [...uleb(items.length), ...items.flat()];
+const get = (l: number) => [op.localGet, ...uleb(l)];
+const set = (l: number) => [op.localSet, ...uleb(l)];
+const c32 = (v: number) => [op.i32Const, ...sleb(v)];
+const memarg = (align: number, offset: number) => [align, ...uleb(offset)];
+/** local += value (an i32 expression) */
+const addTo = (l: number, value: number[]) => [...get(l), ...value, op.i32Add, ...set(l)];
+/** `block { loop { if (exit) break; body; continue } }` */
+const whileNot = (exit: number[], body: number[]) => [op.block, voidBlock, op.loop, voidBlock, ...exit, op.brIf, 1, ...body, op.br, 0, op.end, op.end];
 
-function gemmModule(sharedMemory: boolean): Uint8Array<ArrayBuffer> {
-  // params: a, b, c (byte addresses), M, K, N, strides in floats (A rows, A columns, B rows, C rows),
-  // accumulate (0/1), scale (f32)
-  const [A, B, Cp, M, K, N, ARS, ACS, BRS, CRS, ACCUM, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
-  // i32 locals: i, j, k, four row pointers into A, pb, pc, the strides in bytes
-  const [I, J, Kc, PA, PB, PC, ARS4, ACS4, BRS4, CRS4] = [12, 13, 14, 15, 19, 20, 21, 22, 23, 24];
-  // v128 locals: the 4x8 accumulator tile, two B vectors, the splatted A value, the splatted scale
-  const ACC = 25, B0 = 33, B1 = 34, AV = 35, SC = 36;
-  const get = (l: number) => [op.localGet, l];
-  const set = (l: number) => [op.localSet, l];
-  const c32 = (v: number) => [op.i32Const, ...sleb(v)];
-  const memarg = (align: number, offset: number) => [align, ...uleb(offset)];
-  const rows = [0, 1, 2, 3];
-  const body: number[] = [
-    ...[[ARS, ARS4], [ACS, ACS4], [BRS, BRS4], [CRS, CRS4]].flatMap(([from, to]) => [...get(from), ...c32(2), op.i32Shl, ...set(to)]),
-    ...get(SCALE), ...simd.splat, ...set(SC),
-    ...c32(0), ...set(I),
-    op.block, voidBlock, op.loop, voidBlock,
-    ...get(I), ...get(M), op.i32GeU, op.brIf, 1,
-    ...c32(0), ...set(J),
-    op.block, voidBlock, op.loop, voidBlock,
-    ...get(J), ...get(N), op.i32GeU, op.brIf, 1,
-    ...Array.from({ length: 8 }, (_, t) => [...simd.const, ...new Array(16).fill(0), ...set(ACC + t)]).flat(),
-    // pa_r = a + (i + r) * aRowStride ; pb = b + j * 4
-    ...get(A), ...get(I), ...get(ARS4), op.i32Mul, op.i32Add, ...set(PA),
-    ...[1, 2, 3].flatMap((r) => [...get(PA + r - 1), ...get(ARS4), op.i32Add, ...set(PA + r)]),
-    ...get(B), ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PB),
-    ...get(K), ...set(Kc),
-    op.block, voidBlock, op.loop, voidBlock,
-    ...get(Kc), op.i32Eqz, op.brIf, 1,
+// Every function takes the same parameters: three byte addresses (A, B, C), three sizes, four strides, the
+// accumulate flag and the scale. The exported `gemm` takes M and strides in floats; the tile functions take a
+// count of row tiles and strides in bytes.
+const [PA0, PB0, PC0, SIZE_M, SIZE_K, SIZE_N, S_ROW, S_COL, S_B, S_C, ACCUM, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+const paramTypes = [...new Array(11).fill([i32]), [f32]];
+/**
+ * Rows in a register tile. 4 rows × 8 columns is 8 accumulators + 2 B vectors + 1 A splat: V8 keeps them all in
+ * registers. Taller tiles (5 or 6 rows, 13 to 15 vectors) and unrolling the k loop made V8 spill registers and
+ * ran 20-45% slower (measured: docs/RUNTIME.md).
+ */
+export const tileRows = 4;
+
+/**
+ * One tile function: for each of `tiles` bands of R rows, for each 8 columns, accumulates the R×8 tile of C
+ * over the whole inner dimension in registers, then stores scale·tile (+ C). A is read in one of two layouts:
+ * "row" (A[i][k] at a + i·rowStride + 4k: R row pointers) or "col" (A[i][k] at a + 4i + k·colStride: one
+ * pointer, the R rows at constant offsets). Each A value is loaded straight into all four lanes
+ * (v128.load32_splat, one instruction) and B's 8 columns are two vector loads.
+ */
+function tileFunction(R: number, layout: "row" | "col"): number[] {
+  // i32 locals: tile counter, j, k counter, B pointer, C pointer, A and C band starts, a scratch pointer, R row pointers
+  const [TILE, J, KC, PB, PC, ABAND, CBAND, PT, PA] = [12, 13, 14, 15, 16, 17, 18, 19, 20];
+  const nI32 = 8 + R;
+  const ACC = 12 + nI32, B0 = ACC + 2 * R, B1 = B0 + 1, AV = B0 + 2, SC = B0 + 3;
+  const rows = Array.from({ length: R }, (_, r) => r);
+  // one k step: B's row k into two vectors, then each row's A value times both
+  const step = (aPtr: (r: number) => number, aOffset: (r: number) => number) => [
     ...get(PB), ...simd.load, ...memarg(4, 0), ...set(B0),
     ...get(PB), ...simd.load, ...memarg(4, 16), ...set(B1),
     ...rows.flatMap((r) => [
-      ...get(PA + r), op.f32Load, ...memarg(2, 0), ...simd.splat, ...set(AV),
+      ...get(aPtr(r)), ...simd.load32Splat, ...memarg(2, aOffset(r)), ...set(AV),
       ...get(ACC + 2 * r), ...get(AV), ...get(B0), ...simd.mul, ...simd.add, ...set(ACC + 2 * r),
       ...get(ACC + 2 * r + 1), ...get(AV), ...get(B1), ...simd.mul, ...simd.add, ...set(ACC + 2 * r + 1),
-      ...get(PA + r), ...get(ACS4), op.i32Add, ...set(PA + r),
     ]),
-    ...get(PB), ...get(BRS4), op.i32Add, ...set(PB),
-    ...get(Kc), ...c32(1), op.i32Sub, ...set(Kc),
-    op.br, 0,
-    op.end, op.end,
-    // c tile = scale * acc (+ c tile when accumulating); pc = c + i * cRowStride + j * 4
-    ...get(Cp), ...get(I), ...get(CRS4), op.i32Mul, op.i32Add, ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PC),
-    ...rows.flatMap((r) => [
-      ...[0, 1].flatMap((h) => [
-        ...get(ACC + 2 * r + h), ...get(SC), ...simd.mul, ...set(ACC + 2 * r + h),
-        ...get(ACCUM), op.if, voidBlock,
-        ...get(ACC + 2 * r + h), ...get(PC), ...simd.load, ...memarg(4, 16 * h), ...simd.add, ...set(ACC + 2 * r + h),
-        op.end,
-        ...get(PC), ...get(ACC + 2 * r + h), ...simd.store, ...memarg(4, 16 * h),
-      ]),
-      ...get(PC), ...get(CRS4), op.i32Add, ...set(PC),
-    ]),
-    ...get(J), ...c32(8), op.i32Add, ...set(J),
-    op.br, 0,
-    op.end, op.end,
-    ...get(I), ...c32(4), op.i32Add, ...set(I),
-    op.br, 0,
-    op.end, op.end,
-    op.end,
+    ...addTo(PB, get(S_B)),
   ];
-  const locals = vector([[...uleb(13), i32], [...uleb(12), v128]]);
-  const code = [...locals, ...body];
+  const kLoop =
+    layout === "row"
+      ? [
+          ...get(ABAND), ...set(PA),
+          ...rows.slice(1).flatMap((r) => [...get(PA + r - 1), ...get(S_ROW), op.i32Add, ...set(PA + r)]),
+          ...whileNot([...get(KC), op.i32Eqz], [
+            ...step((r) => PA + r, () => 0),
+            ...rows.flatMap((r) => addTo(PA + r, c32(4))),
+            ...get(KC), ...c32(1), op.i32Sub, ...set(KC),
+          ]),
+        ]
+      : [
+          ...get(ABAND), ...set(PA),
+          ...whileNot([...get(KC), op.i32Eqz], [
+            ...step(() => PA, (r) => 4 * r),
+            ...addTo(PA, get(S_COL)),
+            ...get(KC), ...c32(1), op.i32Sub, ...set(KC),
+          ]),
+        ];
+  const body = [
+    ...get(SCALE), ...simd.splat, ...set(SC),
+    ...get(PA0), ...set(ABAND), ...get(PC0), ...set(CBAND), ...get(SIZE_M), ...set(TILE),
+    ...whileNot([...get(TILE), op.i32Eqz], [
+      ...c32(0), ...set(J), ...get(CBAND), ...set(PC),
+      ...whileNot([...get(J), ...get(SIZE_N), op.i32GeU], [
+        ...Array.from({ length: 2 * R }, (_, t) => [...simd.const, ...new Array(16).fill(0), ...set(ACC + t)]).flat(),
+        ...get(PB0), ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PB),
+        ...get(SIZE_K), ...set(KC),
+        ...kLoop,
+        // C tile = scale * acc (+ C tile when accumulating)
+        ...get(PC), ...set(PT),
+        ...rows.flatMap((r) => [
+          ...[0, 1].flatMap((h) => [
+            ...get(ACC + 2 * r + h), ...get(SC), ...simd.mul, ...set(ACC + 2 * r + h),
+            ...get(ACCUM), op.if, voidBlock,
+            ...get(ACC + 2 * r + h), ...get(PT), ...simd.load, ...memarg(4, 16 * h), ...simd.add, ...set(ACC + 2 * r + h),
+            op.end,
+            ...get(PT), ...get(ACC + 2 * r + h), ...simd.store, ...memarg(4, 16 * h),
+          ]),
+          ...addTo(PT, get(S_C)),
+        ]),
+        ...addTo(J, c32(8)),
+        ...addTo(PC, c32(32)),
+      ]),
+      ...addTo(ABAND, layout === "row" ? [...get(S_ROW), ...c32(R), op.i32Mul] : c32(4 * R)),
+      ...addTo(CBAND, [...get(S_C), ...c32(R), op.i32Mul]),
+      ...get(TILE), ...c32(1), op.i32Sub, ...set(TILE),
+    ]),
+  ];
+  return [...vector([[...uleb(nI32), i32], [...uleb(2 * R + 4), v128]]), ...body, op.end];
+}
+
+/** Function index of the tile function for R rows in a layout (index 0 is `gemm`). */
+const tileIndex = (R: number, layout: "row" | "col") => (layout === "row" ? 0 : tileRows) + R;
+
+/**
+ * The exported entry: C[M, N] (+)= scale * A[M, K] @ B[K, N] for N a multiple of 8 and any M, with A's column
+ * stride 1 (row layout) or its row stride 1 (col layout). Bands of 6 rows, then one band of the rest.
+ */
+function gemmFunction(): number[] {
+  const [RS, KS, FULL, REM, A2, C2, LAYOUT] = [12, 13, 14, 15, 16, 17, 18];
+  const call = (fn: (layout: "row" | "col") => number, a: number, c: number, tiles: number[]) =>
+    [...get(LAYOUT), op.if, voidBlock, ...args(a, c, tiles), op.call, ...uleb(fn("row")), op.else, ...args(a, c, tiles), op.call, ...uleb(fn("col")), op.end];
+  const args = (a: number, c: number, tiles: number[]) => [
+    ...get(a), ...get(PB0), ...get(c), ...tiles, ...get(SIZE_K), ...get(SIZE_N), ...get(RS), ...get(KS),
+    ...get(S_B), ...c32(2), op.i32Shl, ...get(S_C), ...c32(2), op.i32Shl, ...get(ACCUM), ...get(SCALE),
+  ];
+  const body = [
+    // row layout when A's columns are adjacent, else col layout (the caller guarantees A's rows are then adjacent)
+    ...get(S_COL), ...c32(1), op.i32Eq, ...set(LAYOUT),
+    ...get(LAYOUT), op.if, voidBlock,
+    ...get(S_ROW), ...c32(2), op.i32Shl, ...set(RS), ...c32(4), ...set(KS),
+    op.else,
+    ...c32(4), ...set(RS), ...get(S_COL), ...c32(2), op.i32Shl, ...set(KS),
+    op.end,
+    ...get(SIZE_M), ...c32(tileRows), op.i32DivU, ...set(FULL),
+    ...get(SIZE_M), ...get(FULL), ...c32(tileRows), op.i32Mul, op.i32Sub, ...set(REM),
+    ...call((l) => tileIndex(tileRows, l), PA0, PC0, get(FULL)),
+    ...get(PA0), ...get(FULL), ...c32(tileRows), op.i32Mul, ...get(RS), op.i32Mul, op.i32Add, ...set(A2),
+    ...get(PC0), ...get(FULL), ...c32(tileRows), op.i32Mul, ...get(S_C), ...c32(2), op.i32Shl, op.i32Mul, op.i32Add, ...set(C2),
+    ...Array.from({ length: tileRows - 1 }, (_, i) => i + 1).flatMap((R) => [
+      ...get(REM), ...c32(R), op.i32Eq, op.if, voidBlock, ...call((l) => tileIndex(R, l), A2, C2, c32(1)), op.end,
+    ]),
+  ];
+  return [...vector([[...uleb(7), i32]]), ...body, op.end];
+}
+
+function gemmModule(sharedMemory: boolean): Uint8Array<ArrayBuffer> {
+  const functions = [gemmFunction()];
+  for (const layout of ["row", "col"] as const) for (let R = 1; R <= tileRows; R++) functions.push(tileFunction(R, layout));
   // memory limits: shared memories must declare a maximum (flag 3), private ones need only a minimum (flag 0)
   const limits = sharedMemory ? [0x03, ...uleb(1), ...uleb(maxPages)] : [0x00, ...uleb(1)];
   return Uint8Array.from([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vector([[0x60, ...vector([...new Array(11).fill([i32]), [f32]]), 0x00]])),
+    ...section(1, vector([[0x60, ...vector(paramTypes), 0x00]])),
     ...section(2, vector([[...name("env"), ...name("memory"), 0x02, ...limits]])),
-    ...section(3, vector([[0x00]])),
+    ...section(3, vector(functions.map(() => [0x00]))),
     ...section(7, vector([[...name("gemm"), 0x00, 0x00]])),
-    ...section(10, vector([[...uleb(code.length), ...code]])),
+    ...section(10, vector(functions.map((code) => [...uleb(code.length), ...code]))),
   ]);
 }
 
@@ -205,7 +279,7 @@ export interface SimdGemm {
 export const kBlock = 256;
 // A product is split between two threads only when it is big enough to repay waking the other thread.
 const parallelMinWork = 1 << 18;
-// Kernel tiles may read up to three rows past an operand's end; this much memory always lies beyond the arena top.
+// Slack kept beyond the arena top (the kernel reads no further than its operands' last elements).
 const guardBytes = 1 << 16;
 
 function createSimdGemm(): SimdGemm | null {
@@ -268,12 +342,13 @@ function createSimdGemm(): SimdGemm | null {
     }
   }
 
-  function run(args: GemmArgs, M4: number, work: number) {
-    if (!helper || M4 < 8 || work < parallelMinWork) return runBlocked(args);
-    // The helper takes the lower half of the rows, this thread the upper half.
-    const half = (M4 >> 3) << 2;
+  function run(args: GemmArgs, work: number) {
+    const M = args[3];
+    if (!helper || M < 2 * tileRows || work < parallelMinWork) return runBlocked(args);
+    // The helper takes the lower rows, this thread the upper half (a whole number of row tiles).
+    const half = Math.floor(M / (2 * tileRows)) * tileRows;
     const [a, b, c, , K, N, ars, acs, brs, crs, acc, scale] = args;
-    helper.start([a + half * ars * 4, b, c + half * crs * 4, M4 - half, K, N, ars, acs, brs, crs, acc, scale]);
+    helper.start([a + half * ars * 4, b, c + half * crs * 4, M - half, K, N, ars, acs, brs, crs, acc, scale]);
     try {
       runBlocked([a, b, c, half, K, N, ars, acs, brs, crs, acc, scale]);
     } finally {
@@ -290,7 +365,10 @@ function createSimdGemm(): SimdGemm | null {
     multiply(out, a, b, accumulate, scale, outOffset = 0, outRowStride = b.cols) {
       const M = a.rows, K = a.cols, N = b.cols;
       if (b.rows !== K) throw new Error(`matmul of [${M}, ${K}] by [${b.rows}, ${N}]: inner sizes differ`);
-      const M4 = (M + 3) & ~3, N8 = (N + 7) & ~7;
+      if (a.colStride !== 1 && a.rowStride !== 1) {
+        throw new Error(`matmul: the left operand needs a row or column stride of 1 (got ${a.rowStride} and ${a.colStride})`);
+      }
+      const N8 = (N + 7) & ~7;
       const mark = arena.mark();
       privateTop = 0;
       try {
@@ -321,15 +399,15 @@ function createSimdGemm(): SimdGemm | null {
           [bPtr, brs] = [base * 4, N8];
         }
         // C: written in place when its tiles fit exactly, else through scratch.
-        if (owns(out) && M === M4 && N === N8) {
-          run([aPtr, bPtr, out.byteOffset + outOffset * 4, M4, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale], M4, M * K * N);
+        if (owns(out) && N === N8) {
+          run([aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale], M * K * N);
           return;
         }
-        const base = scratch(M4 * N8);
+        const base = scratch(M * N8);
         if (accumulate) {
           for (let i = 0; i < M; i++) heap.set(out.subarray(outOffset + i * outRowStride, outOffset + i * outRowStride + N), base + i * N8);
         }
-        run([aPtr, bPtr, base * 4, M4, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M4, M * K * N);
+        run([aPtr, bPtr, base * 4, M, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M * K * N);
         for (let i = 0; i < M; i++) out.set(heap.subarray(base + i * N8, base + i * N8 + N), outOffset + i * outRowStride);
       } finally {
         arena.release(mark);
