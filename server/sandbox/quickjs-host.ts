@@ -1,99 +1,122 @@
 /**
- * The isolation boundary: one QuickJS WebAssembly instance per sandbox (its own linear memory, so a memory bomb
- * or a crash inside one cannot touch another), with a heap limit, a stack limit, and an interrupt handler that
- * stops any op running past its CPU budget. The only thing the guest can reach on the host is the answer string
- * of `call`; it has no host functions once loaded.
+ * The isolation boundary, host side. Each sandbox is a QuickJS WebAssembly instance (quickjs-engine.ts) in its
+ * own worker thread (thread-entry.ts): its own linear memory, heap and stack limits, and an interrupt handler
+ * that stops an op past its CPU budget. Calls are synchronous: the host posts a batch of ops and waits on memory
+ * shared with the thread (Atomics.wait), and while it waits it is the watchdog: an op still running when its
+ * budget plus `watchdogGraceMs` is over is stopped by terminating the thread, which also stops a single long
+ * native call (a huge sort or JSON.parse) that the interrupt handler never sees. The guest can reach nothing on
+ * the host but the answer strings.
  */
-import {
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-  RELEASE_SYNC,
-  newQuickJSWASMModuleFromVariant,
-  newVariant,
-} from "quickjs-emscripten";
+import { createRequire } from "node:module";
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
 import { type CompiledEnvironment, bundleFileName } from "./compile";
 import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } from "./errors";
 import type { SandboxLimits } from "./limits";
-import { type GuestOp, type GuestResponse, registerGlobal } from "./wire";
+import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
+import type { ThreadData, ThreadRequest } from "./thread-entry";
+import { ANSWERED, CURRENT_OP, type GuestOp, type GuestResponse, type GuestResult, OP_STARTED_AT, sharedBytes } from "./wire";
 
 /** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
 export type OpBudget = { ms: number; limit: "cpuMsPerCall" | "cpuMsPerEpisode"; spentBeforeMs: number; label: string };
 
-type ActiveCall = { budgets: OpBudget[]; op: number; opStartedAt: number; hardDeadline: number; label: string };
-type Overrun = { op: number; elapsedMs: number } | { op: -1; elapsedMs: number };
+/**
+ * How long past its budget an op may run before the host terminates its thread. The thread's own interrupt
+ * handler normally stops it first (within a millisecond or so); this catches what that handler cannot reach.
+ */
+export const watchdogGraceMs = 25;
 
-/** The linear memory the QuickJS build starts with (16 MiB: its code's data and the C stack), in 64 KiB pages. */
-const baselinePages = 256;
+/** Starting the thread and QuickJS is not the user's CPU time; this bounds it separately. */
+const threadStartMs = 30_000;
 
-/** The guest's clock counts whole milliseconds; an op this much over its budget by that clock has overrun. */
+/** An op measured this much over its budget afterwards has overrun (timer granularity). */
 const overrunToleranceMs = 2;
 
 const FRAME = /^(\s*at )(.*?) \((?:[^()]*?)?sandbox\.js:(\d+):(\d+)\)$/;
 
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** Terminates the thread of a sandbox that was dropped without dispose(). */
+const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
+
 export class QuickJSSandbox {
-  private active: ActiveCall | null = null;
-  private overrun: Overrun | null = null;
   private failure: SandboxError | null = null;
   private disposed = false;
+  private lastMemoryMb = 0;
+  private readonly control: Int32Array;
+  private readonly clock: Float64Array;
+  /** Resolves once the thread has stopped (after dispose() or a watchdog stop). */
+  readonly stopped: Promise<void>;
+  private resolveStopped!: () => void;
 
   private constructor(
-    private readonly runtime: QuickJSRuntime,
-    private readonly context: QuickJSContext,
+    private readonly worker: Worker,
+    private readonly port: MessagePort,
+    shared: SharedArrayBuffer,
     readonly compiled: CompiledEnvironment,
     private readonly limits: SandboxLimits,
-    private readonly progress: QuickJSHandle,
-    private readonly callHandle: QuickJSHandle,
-    private readonly opKey: QuickJSHandle,
-    private readonly wasmMemory: WebAssembly.Memory,
-  ) {}
+  ) {
+    this.control = new Int32Array(shared, 0, 2);
+    this.clock = new Float64Array(shared, 0, 2);
+    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
+    worker.once("exit", () => this.resolveStopped());
+    orphans.register(this, worker, this);
+  }
 
-  /** Loads the bundle: evaluates the SDK, the bridge and the user's modules, under the episode CPU budget. */
+  /** Starts the thread and loads the bundle: evaluates the SDK, the bridge and the user's modules, under the episode CPU budget. */
   static async create(compiled: CompiledEnvironment, limits: SandboxLimits): Promise<QuickJSSandbox> {
-    // QuickJS's own limit (setMemoryLimit) counts allocations, not their sizes, in this build (malloc_usable_size
-    // is unavailable), so the hard cap is the instance's linear memory: its baseline plus memoryMb, never more.
-    const wasmMemory = new WebAssembly.Memory({ initial: baselinePages, maximum: baselinePages + limits.memoryMb * 16 });
-    const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmMemory }));
-    const runtime = module.newRuntime();
-    runtime.setMemoryLimit(limits.memoryMb * 1024 * 1024);
-    runtime.setMaxStackSize(limits.maxStackKb * 1024);
-    const context = runtime.newContext();
-
-    let registered: { progress: QuickJSHandle; call: QuickJSHandle } | null = null;
-    const register = context.newFunction(registerGlobal, (progress, call) => {
-      if (!registered) registered = { progress: progress.dup(), call: call.dup() };
+    const shared = new SharedArrayBuffer(sharedBytes);
+    const control = new Int32Array(shared, 0, 2);
+    Atomics.store(control, CURRENT_OP, -1);
+    const { port1, port2 } = new MessageChannel();
+    const data: ThreadData = {
+      code: compiled.code,
+      fileName: bundleFileName,
+      limits: { memoryMb: limits.memoryMb, maxStackKb: limits.maxStackKb, cpuMsPerEpisode: limits.cpuMsPerEpisode },
+      shared,
+      port: port2,
+    };
+    // The bundle is plain JavaScript: the thread takes none of this process's flags (a TypeScript loader's
+    // hooks, inherited, would cost each thread a few hundred milliseconds to start).
+    const worker = new Worker(await threadBundle(), { eval: true, execArgv: [], workerData: data, transferList: [port2], stdout: true, stderr: true });
+    const outcome = await new Promise<LoadOutcome | Error>((resolve) => {
+      // Starting the thread is not the user's time; once it evaluates the user's code, cpuMsPerEpisode counts
+      // (inside the thread, and here too, for a long native call the thread's interrupt handler cannot stop).
+      let timer = setTimeout(() => resolve(new Error("the thread did not start")), threadStartMs);
+      worker.on("message", (message: LoadOutcome | "evaluating" | "ready") => {
+        clearTimeout(timer);
+        if (message === "evaluating") timer = setTimeout(() => resolve(new Error("timeout")), limits.cpuMsPerEpisode + watchdogGraceMs);
+        else if (message === "ready") resolve({ ok: true });
+        else if (!message.ok) resolve(message);
+        else timer = setTimeout(() => resolve(new Error("the thread did not start")), threadStartMs);
+      });
+      worker.once("error", (error) => {
+        clearTimeout(timer);
+        resolve(error);
+      });
     });
-    context.setProp(context.global, registerGlobal, register);
-    register.dispose();
-
-    let loadDeadline = performance.now() + limits.cpuMsPerEpisode;
-    let loadOverrun = false;
-    runtime.setInterruptHandler(() => (loadOverrun = performance.now() > loadDeadline));
-    const result = context.evalCode(compiled.code, bundleFileName, { type: "global", strict: true });
-    loadDeadline = Infinity;
-    if (result.error) {
-      const error = context.dump(result.error) as unknown;
-      result.error.dispose();
-      const failure = loadOverrun
-        ? new SandboxLimitError(
+    worker.removeAllListeners("message");
+    worker.removeAllListeners("error");
+    if (outcome instanceof Error || !outcome.ok) {
+      void worker.terminate();
+      port1.close();
+      if (outcome instanceof Error) {
+        if (outcome.message === "timeout") {
+          throw new SandboxLimitError(
             "cpuMsPerEpisode",
             limits.cpuMsPerEpisode,
             null,
-            `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms`,
-          )
-        : describeLoadError(error, compiled, limits, wasmMemory);
-      disposeQuietly(context, runtime);
-      throw failure;
+            `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms (stopped by the watchdog)`,
+          );
+        }
+        throw new SandboxError("runtime", `the sandbox's thread failed to start: ${outcome.message}`);
+      }
+      throw describeLoadFailure(outcome, compiled, limits);
     }
-    result.value.dispose();
-    const handles = registered as { progress: QuickJSHandle; call: QuickJSHandle } | null;
-    if (!handles) {
-      disposeQuietly(context, runtime);
-      throw new SandboxError("contract", "the environment's code replaced the sandbox bridge before it loaded; it cannot be run");
-    }
-    const sandbox = new QuickJSSandbox(runtime, context, compiled, limits, handles.progress, handles.call, context.newString("op"), wasmMemory);
-    runtime.setInterruptHandler(sandbox.onInterrupt);
-    return sandbox;
+    worker.unref();
+    port1.unref();
+    return new QuickJSSandbox(worker, port1, shared, compiled, limits);
   }
 
   /**
@@ -103,43 +126,59 @@ export class QuickJSSandbox {
   call(ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
     if (this.failure) throw this.failure;
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
-    const started = performance.now();
-    const totalBudget = budgets.reduce((sum, budget) => sum + budget.ms, 0);
-    this.active = { budgets, op: -1, opStartedAt: started, hardDeadline: started + totalBudget + this.limits.cpuMsPerCall, label };
-    this.overrun = null;
-    const request = this.context.newString(JSON.stringify(ops));
-    const result = this.context.callFunction(this.callHandle, this.context.undefined, request);
-    request.dispose();
-    this.active = null;
-    if (result.error) {
-      const error = this.context.dump(result.error) as unknown;
-      result.error.dispose();
-      throw this.fail(this.describeCallError(error, budgets, label));
-    }
-    const text = this.context.getString(result.value);
-    result.value.dispose();
-    let response: GuestResponse;
+    const request: ThreadRequest = { ops: ops.map((op) => JSON.stringify(op)), budgetsMs: budgets.map((budget) => budget.ms) };
+    Atomics.store(this.control, ANSWERED, 0);
+    const postedAt = epochNow();
+    this.port.postMessage(request);
+    this.watch(budgets, postedAt);
+    const answer = receiveMessageOnPort(this.port)?.message as BatchOutcome | undefined;
+    if (!answer) throw this.fail(new SandboxError("runtime", `the sandbox's thread did not answer ${label}`));
+    this.lastMemoryMb = answer.memoryMb;
+    if (!answer.ok) throw this.fail(this.describeCallFailure(answer, budgets, label));
+    let results: GuestResult[];
     try {
-      response = JSON.parse(text) as GuestResponse;
+      results = JSON.parse(answer.results) as GuestResult[];
     } catch {
       throw this.fail(new SandboxError("runtime", `the sandbox answered ${label} with malformed JSON`));
     }
-    if (
-      !response ||
-      !Array.isArray(response.results) ||
-      !Array.isArray(response.ms) ||
-      response.results.length !== ops.length ||
-      response.ms.length !== ops.length ||
-      !response.ms.every((ms) => typeof ms === "number" && Number.isFinite(ms) && ms >= 0)
-    ) {
+    if (!Array.isArray(results) || results.length !== ops.length || answer.ms.length !== ops.length) {
       throw this.fail(new SandboxError("runtime", `the sandbox answered ${label} with ${ops.length} ops in a malformed shape`));
     }
-    // The interrupt handler runs every few thousand instructions; a few long native calls (a huge sort, a long
-    // string operation) can run between two checks, so each op's own time is checked again afterwards.
-    for (const [i, ms] of response.ms.entries()) {
+    // The interrupt handler runs every few thousand instructions, and the watchdog allows a grace period, so
+    // each op's own time is checked again afterwards.
+    for (const [i, ms] of answer.ms.entries()) {
       if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms));
     }
-    return response;
+    return { ms: answer.ms, results };
+  }
+
+  /**
+   * Waits for the thread's answer; terminates the thread when the op it is running (as it wrote to the shared
+   * memory) has outlived its budget by `watchdogGraceMs`.
+   */
+  private watch(budgets: OpBudget[], postedAt: number): void {
+    for (;;) {
+      const op = Atomics.load(this.control, CURRENT_OP);
+      const now = epochNow();
+      if (op < 0) {
+        // No op has started yet: the thread's own time (receiving the batch), not the user's.
+        const left = postedAt + threadStartMs - now;
+        if (left <= 0) {
+          void this.worker.terminate();
+          throw this.fail(new SandboxError("runtime", `the sandbox's thread did not start ${budgets[0]!.label} within ${threadStartMs / 1000} s`));
+        }
+        if (Atomics.wait(this.control, ANSWERED, 0, Math.min(left, watchdogGraceMs)) !== "timed-out") return;
+        continue;
+      }
+      const started = this.clock[OP_STARTED_AT]!;
+      const budget = budgets[op]!;
+      const left = started + budget.ms + watchdogGraceMs - now;
+      if (left <= 0) {
+        void this.worker.terminate();
+        throw this.fail(cpuLimitError(budget, this.limits, now - started, "stopped by the watchdog"));
+      }
+      if (Atomics.wait(this.control, ANSWERED, 0, left) !== "timed-out") return;
+    }
   }
 
   /** Marks the sandbox failed (every later call rethrows this error) and returns the error. */
@@ -157,78 +196,63 @@ export class QuickJSSandbox {
     return mapStack(this.compiled, stack);
   }
 
-  /** The heap in use now, in MiB (for limit messages). */
+  /** The heap in use after the last call, in MiB (for limit messages). */
   memoryUsedMb(): number {
-    return memoryUsedMb(this.wasmMemory);
+    return this.lastMemoryMb;
   }
 
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    for (const handle of [this.progress, this.callHandle, this.opKey]) {
-      try {
-        if (handle.alive) handle.dispose();
-      } catch {
-        // a runtime that failed mid-call may refuse; its WebAssembly instance is dropped with this object anyway
-      }
-    }
-    disposeQuietly(this.context, this.runtime);
+    orphans.unregister(this);
+    this.port.close();
+    void this.worker.terminate();
   }
 
-  /** Called by QuickJS every few thousand instructions; true stops the guest with an uncatchable error. */
-  private onInterrupt = (): boolean => {
-    const active = this.active;
-    if (!active) return false;
-    const now = performance.now();
-    if (now > active.hardDeadline) {
-      this.overrun = { op: active.op, elapsedMs: now - active.opStartedAt };
-      return true;
-    }
-    const op = this.readProgress();
-    if (op !== active.op) {
-      active.op = op;
-      active.opStartedAt = now;
-    }
-    const budget = op >= 0 ? active.budgets[op] : undefined;
-    if (budget && now - active.opStartedAt > budget.ms) {
-      this.overrun = { op, elapsedMs: now - active.opStartedAt };
-      return true;
-    }
-    return false;
-  };
-
-  /** The index of the op the guest is running (a plain data property of an object only the bridge holds). */
-  private readProgress(): number {
-    const handle = this.context.getProp(this.progress, this.opKey);
-    const value = this.context.typeof(handle) === "number" ? this.context.getNumber(handle) : -1;
-    handle.dispose();
-    return value;
-  }
-
-  private describeCallError(error: unknown, budgets: OpBudget[], label: string): SandboxError {
-    const overrun = this.overrun;
-    if (overrun) {
-      const budget = overrun.op >= 0 ? budgets[overrun.op] : undefined;
-      if (!budget) {
-        const limit = this.limits.cpuMsPerCall;
-        return new SandboxLimitError("cpuMsPerCall", limit, overrun.elapsedMs, `${label} exceeded cpuMsPerCall=${formatCount(limit)} ms`);
-      }
-      return cpuLimitError(budget, this.limits, overrun.elapsedMs);
-    }
-    const { name, message, stack } = errorFields(error);
+  private describeCallFailure(answer: Extract<BatchOutcome, { ok: false }>, budgets: OpBudget[], label: string): SandboxError {
+    const budget = budgets[answer.op];
+    if (answer.overrunMs !== null && budget) return cpuLimitError(budget, this.limits, answer.overrunMs);
+    const { name, message, stack } = answer.error ?? { name: "InternalError", message: "the sandbox failed", stack: undefined };
     const mapped = this.mapStack(stack);
-    return classifyFatal(name, message, this.limits, label, () => this.memoryUsedMb(), mapped.location, mapped.userStack);
+    return classifyFatal(name, message, this.limits, budget?.label ?? label, () => answer.memoryMb, mapped.location, mapped.userStack);
   }
 }
 
+let bundle: Promise<string> | null = null;
+
+/**
+ * The thread's code: thread-entry.ts and what it imports, bundled once per process by esbuild, so that the
+ * thread runs the same way under tsx, vitest or plain Node. quickjs-emscripten is loaded from node_modules.
+ */
+function threadBundle(): Promise<string> {
+  bundle ??= (async () => {
+    const entry = fileURLToPath(new URL("./thread-entry.ts", import.meta.url));
+    const quickjs = createRequire(entry).resolve("quickjs-emscripten");
+    const result = await esbuild.build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      format: "cjs",
+      platform: "node",
+      target: "node20",
+      logLevel: "silent",
+      plugins: [{ name: "quickjs-external", setup: (build) => build.onResolve({ filter: /^quickjs-emscripten$/ }, () => ({ path: quickjs, external: true })) }],
+    });
+    return result.outputFiles[0]!.text;
+  })();
+  bundle.catch(() => (bundle = null));
+  return bundle;
+}
+
 /** The error for an op that ran past its CPU budget: the limit it hit, and how long it ran. */
-export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number): SandboxLimitError {
+export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number, how?: string): SandboxLimitError {
+  const note = how ? `; ${how}` : "";
   if (budget.limit === "cpuMsPerCall") {
     return new SandboxLimitError(
       "cpuMsPerCall",
       limits.cpuMsPerCall,
       elapsedMs,
-      `${budget.label} exceeded cpuMsPerCall=${formatCount(limits.cpuMsPerCall)} ms (ran ${formatCount(elapsedMs)} ms)`,
+      `${budget.label} exceeded cpuMsPerCall=${formatCount(limits.cpuMsPerCall)} ms (ran ${formatCount(elapsedMs)} ms${note})`,
     );
   }
   const total = budget.spentBeforeMs + elapsedMs;
@@ -236,7 +260,7 @@ export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs
     "cpuMsPerEpisode",
     limits.cpuMsPerEpisode,
     total,
-    `${budget.label} exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(total)} ms)`,
+    `${budget.label} exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(total)} ms${note})`,
   );
 }
 
@@ -277,25 +301,19 @@ export function classifyFatal(
   return new SandboxError("runtime", `${label} threw ${name}: ${message}${where}`, { location, userStack });
 }
 
-function describeLoadError(error: unknown, compiled: CompiledEnvironment, limits: SandboxLimits, wasmMemory: WebAssembly.Memory): SandboxError {
-  const { name, message, stack } = errorFields(error);
+function describeLoadFailure(outcome: Extract<LoadOutcome, { ok: false }>, compiled: CompiledEnvironment, limits: SandboxLimits): SandboxError {
+  if (outcome.reason === "overrun") {
+    return new SandboxLimitError("cpuMsPerEpisode", limits.cpuMsPerEpisode, null, `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms`);
+  }
+  if (outcome.reason === "no-bridge") {
+    return new SandboxError("contract", "the environment's code replaced the sandbox bridge before it loaded; it cannot be run");
+  }
+  const { name, message, stack }: ThrownFields = outcome.error;
   const { location, userStack } = mapStack(compiled, stack);
   if (name === "ContractError" || message.startsWith("defineEnvironment:")) {
     return new SandboxError("contract", message, { location: location ?? { file: compiled.entry, line: 1, column: 1 } });
   }
-  return classifyFatal(name, message, limits, "loading the environment", () => memoryUsedMb(wasmMemory), location, userStack);
-}
-
-export function errorFields(error: unknown): { name: string; message: string; stack: string | undefined } {
-  if (error && typeof error === "object") {
-    const fields = error as Record<string, unknown>;
-    return {
-      name: typeof fields.name === "string" ? fields.name : "Error",
-      message: typeof fields.message === "string" ? fields.message : String(error),
-      stack: typeof fields.stack === "string" ? fields.stack : undefined,
-    };
-  }
-  return { name: "NonErrorThrown", message: `threw a non-Error value: ${String(error)}`, stack: undefined };
+  return classifyFatal(name, message, limits, "loading the environment", () => outcome.memoryMb, location, userStack);
 }
 
 function mapStack(compiled: CompiledEnvironment, stack: string | undefined): { location: SourceLocation | null; userStack: string | null } {
@@ -311,24 +329,4 @@ function mapStack(compiled: CompiledEnvironment, stack: string | undefined): { l
     lines.push(`${match[1]}${match[2]} (${position.source}:${position.line}:${position.column})`);
   }
   return { location, userStack: lines.length ? lines.join("\n") : null };
-}
-
-/** How far the instance's memory has grown past its baseline, in MiB. */
-function memoryUsedMb(memory: WebAssembly.Memory): number {
-  return memory.buffer.byteLength / (1024 * 1024) - baselinePages / 16;
-}
-
-function disposeQuietly(context: QuickJSContext, runtime: QuickJSRuntime): void {
-  // After an interrupt or an out-of-memory error QuickJS may still hold objects and refuse to free cleanly;
-  // the whole WebAssembly instance belongs to this sandbox and is garbage-collected with it.
-  try {
-    context.dispose();
-  } catch {
-    /* see above */
-  }
-  try {
-    runtime.dispose();
-  } catch {
-    /* see above */
-  }
 }

@@ -512,8 +512,21 @@ function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
     invalidActions: whole("invalidActions"),
     score: finite(record.score, `${label}: the score`),
     breakdown: numberRecord(record.breakdown, `${label}: the reward breakdown`),
-    state: copyJson(record.state, `${label}: the state`, 0),
+    state: stateFromJson(record.stateJson, label),
   };
+}
+
+/** The state the guest sent as JSON text (null when it had none that serializes), parsed and copied. */
+function stateFromJson(value: unknown, label: string): Json {
+  if (value === null) return null;
+  if (typeof value !== "string") throw new SandboxError("contract", `${label}: the state must be JSON text or null`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    throw new SandboxError("contract", `${label}: the state is not valid JSON`);
+  }
+  return copyJson(parsed, `${label}: the state`, 0);
 }
 
 function checkSummary(value: unknown, label: string): SandboxedSummary {
@@ -527,7 +540,7 @@ function checkSummary(value: unknown, label: string): SandboxedSummary {
     throw new SandboxError("contract", `${label}: done and truncated must be true or false`);
   }
   return {
-    state: copyJson(record.state, `${label}: the state`, 0),
+    state: stateFromJson(record.stateJson, label),
     turns: whole("turns"),
     totalReward: finite(record.totalReward, `${label}: the total reward`),
     done: record.done,

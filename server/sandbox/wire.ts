@@ -1,7 +1,7 @@
 /**
- * The messages that cross the sandbox boundary, as JSON strings in both directions. The guest (guest/bridge.ts,
- * inside QuickJS) and the host (quickjs-host.ts) import these types only; the host re-validates every answer,
- * because user code shares the guest's realm and could tamper with it.
+ * The messages that cross the sandbox boundary, as JSON strings in both directions: one op in, one result out.
+ * The guest (guest/bridge.ts, inside QuickJS) and the host import these types only; the host re-validates every
+ * answer, because user code shares the guest's realm and could tamper with it.
  */
 import type { DatasetRow, Json } from "@/lib/sdk/environment";
 
@@ -29,7 +29,7 @@ export type GuestFailure = {
 
 export type GuestResult = { ok: true; value: unknown } | { ok: false; error: GuestFailure };
 
-/** One answer per op, with the milliseconds each op took by the guest's clock. */
+/** One answer per op, with the milliseconds each op took (measured around the op by the sandbox's thread). */
 export type GuestResponse = { ms: number[]; results: GuestResult[] };
 
 export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null };
@@ -46,6 +46,12 @@ export type GuestEpisodeEnd = {
   state: Json;
 };
 
+/**
+ * How the guest sends an episode's end: the state as JSON text, which the host parses (the guest serializes it
+ * once and never parses it back).
+ */
+export type GuestEpisodeEndWire = Omit<GuestEpisodeEnd, "state"> & { stateJson: string | null };
+
 export type GuestStepValue = {
   observation: string | null;
   reward: number;
@@ -55,6 +61,8 @@ export type GuestStepValue = {
   render: string | null;
   end: GuestEpisodeEnd | null;
 };
+
+export type GuestStepWire = Omit<GuestStepValue, "end"> & { end: GuestEpisodeEndWire | null };
 
 export type EnvironmentDescription = {
   name: string;
@@ -68,5 +76,15 @@ export type EnvironmentDescription = {
   exportName: string;
 };
 
-/** The global the bridge takes (and deletes) before user code runs, to hand the host its entry points. */
+/** The global the bridge takes (and deletes) before user code runs, to hand the host its entry point. */
 export const registerGlobal = "__tinkerlab_register";
+
+/**
+ * The memory the host thread shares with the sandbox's thread (16 bytes): as Int32, [ANSWERED] is 1 once the
+ * batch's answer is posted, [CURRENT_OP] the index of the op running (-1 for none); as Float64, [OP_STARTED_AT]
+ * when that op started (epoch milliseconds).
+ */
+export const sharedBytes = 16;
+export const ANSWERED = 0;
+export const CURRENT_OP = 1;
+export const OP_STARTED_AT = 1;

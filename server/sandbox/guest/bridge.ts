@@ -1,7 +1,8 @@
 /**
  * The guest half of the sandbox: bundled with the user's files and evaluated inside QuickJS before them. It
- * hardens the realm, holds one `EnvironmentSession` per slot, and answers batches of ops (reset, step, render,
- * summary, score) given as one JSON string, so many steps cost one boundary crossing.
+ * hardens the realm, holds one `EnvironmentSession` per slot, and answers ops (reset, step, render, summary,
+ * score), each given as one JSON string and answered with one; the sandbox's thread runs a whole batch of them
+ * for one crossing from the host.
  *
  * It also checks what the user's functions return (the contract) where the SDK would silently coerce: a reward
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
@@ -9,16 +10,15 @@
  */
 import { type DatasetRow, type EnvironmentDefinition, type Json, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
-import type { EnvironmentDescription, GuestEpisodeEnd, GuestFailure, GuestOp, GuestResetValue, GuestStepValue } from "../wire";
+import type { EnvironmentDescription, GuestEpisodeEndWire, GuestFailure, GuestOp, GuestResetValue, GuestStepWire } from "../wire";
 
 type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
-type Register = (progress: object, call: (request: string) => string) => void;
+type Register = (call: (request: string) => string) => void;
 
 // Captured before any user module is evaluated: user code may replace the globals, not these bindings.
 const global = globalThis as unknown as Record<string, unknown>;
 const stringify = JSON.stringify;
 const parseJson = JSON.parse;
-const now = Date.now;
 const isFiniteNumber = Number.isFinite;
 const isArray = Array.isArray;
 const objectKeys = Object.keys;
@@ -29,10 +29,6 @@ const StringOf = String;
 
 const register = global.__tinkerlab_register as Register;
 delete global.__tinkerlab_register;
-
-/** Read by the host's interrupt handler to learn which op is running (for the per-call CPU limit). */
-const progress = Object.create(null) as { op: number };
-progress.op = -1;
 
 class ContractViolation extends Error {
   constructor(
@@ -80,30 +76,28 @@ export function install(userModule: Record<string, unknown>): void {
     hasRender: typeof definition.render === "function",
     exportName,
   };
-  register(progress, call);
+  register(call);
 }
 
+/** One op in, its result out (`{"ok":true,"value":…}` or `{"ok":false,"error":…}`), both as JSON text. */
 function call(request: string): string {
-  const ops = parseJson(request) as GuestOp[];
-  const ms: number[] = [];
-  const results: string[] = [];
-  for (let i = 0; i < ops.length; i++) {
-    progress.op = i;
-    const started = now();
-    let encoded: string;
-    try {
-      pendingViolation = null;
-      const value = runOp(ops[i]!);
-      if (pendingViolation) throw pendingViolation;
-      encoded = stringify({ ok: true, value });
-    } catch (error) {
-      encoded = stringify({ ok: false, error: describeFailure(error) });
-    }
-    ms.push(now() - started);
-    results.push(encoded);
+  try {
+    pendingViolation = null;
+    const op = parseJson(request) as GuestOp;
+    const value = runOp(op);
+    if (pendingViolation) throw pendingViolation;
+    const encoded = stringify({ ok: true, value });
+    // A value whose whole answer fits the limit has no field over it; a longer one is checked field by field.
+    if (encoded.length > maxChars) checkAnswerSizes(op, value);
+    return encoded;
+  } catch (error) {
+    return stringify({ ok: false, error: describeFailure(error) });
   }
-  progress.op = -1;
-  return `{"ms":${stringify(ms)},"results":[${results.join(",")}]}`;
+}
+
+/** The size checks that need serializing (info as JSON); strings were checked as they were made. */
+function checkAnswerSizes(op: GuestOp, value: unknown): void {
+  if (op.op === "step") checkJsonSize("info", (value as GuestStepWire).info);
 }
 
 function runOp(op: GuestOp): unknown {
@@ -128,11 +122,11 @@ function runOp(op: GuestOp): unknown {
     case "step": {
       const session = sessionAt(op.slot);
       const step = session.step(op.action);
-      const value: GuestStepValue = {
+      const value: GuestStepWire = {
         observation: checkSize("observation", step.observation),
         reward: step.reward,
         done: step.done,
-        info: checkJsonSize("info", step.info),
+        info: step.info,
         metrics: step.metrics,
         render: checkSize("render", session.render() ?? null),
         end: step.done ? episodeEnd(session) : null,
@@ -144,7 +138,8 @@ function runOp(op: GuestOp): unknown {
     case "summary": {
       const session = sessionAt(op.slot);
       const summary = session.summary();
-      return { ...summary, breakdown: session.rewardBreakdown(), state: stateAsJson(summary.state) };
+      const { state, ...rest } = summary;
+      return { ...rest, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
     }
     case "score":
       return sessionAt(op.slot).score();
@@ -157,7 +152,7 @@ function sessionAt(slot: number) {
   return session;
 }
 
-function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEnd {
+function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEndWire {
   const summary = session.summary();
   return {
     turns: summary.turns,
@@ -166,15 +161,18 @@ function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): 
     invalidActions: summary.invalidActions,
     score: session.score(),
     breakdown: session.rewardBreakdown(),
-    state: stateAsJson(summary.state),
+    stateJson: stateAsJson(summary.state),
   };
 }
 
-/** The state is informational (the trajectory viewer); one that does not serialize, or is too big, is null. */
-function stateAsJson(state: unknown): Json {
+/**
+ * The state is informational (the trajectory viewer): its JSON text, which the host parses; null when it does not
+ * serialize, or is too big.
+ */
+function stateAsJson(state: unknown): string | null {
   try {
     const text = stringify(state);
-    return text === undefined || text.length > maxChars ? null : (parseJson(text) as Json);
+    return text === undefined || text.length > maxChars ? null : text;
   } catch {
     return null;
   }
