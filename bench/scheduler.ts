@@ -3,6 +3,8 @@
  *   npm run bench:scheduler                       the three generated traces (mixed-8, lora-heavy, scale-1000)
  *   npm run bench:scheduler -- --only lora-heavy  one of them
  *   npm run bench:scheduler -- --trace FILE       a trace from a JSON file (format: docs/SCHEDULER.md)
+ *   npm run bench:scheduler -- --seed 2 --load 1.2 --jobs 1200
+ *                                                 generated traces with another seed, offered load or length
  * Prints a table, then as its last line one JSON object with every figure.
  */
 import { readFileSync } from "node:fs";
@@ -13,7 +15,9 @@ import { parseTrace, type Trace } from "@/server/scheduler/trace";
 import { generateTrace, tracePresets, type TracePreset } from "@/server/scheduler/trace-generator";
 
 function loadTraces(): Trace[] {
-  const { values } = parseArgs({ options: { trace: { type: "string" }, only: { type: "string" }, seed: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { trace: { type: "string" }, only: { type: "string" }, seed: { type: "string" }, load: { type: "string" }, jobs: { type: "string" } },
+  });
   if (values.trace !== undefined) {
     let json: unknown;
     try {
@@ -28,8 +32,17 @@ function loadTraces(): Trace[] {
   if (values.only !== undefined && !tracePresets.includes(values.only as TracePreset)) {
     throw new Error(`--only must be one of ${tracePresets.join(", ")}; got '${values.only}'`);
   }
+  const overrides: { offeredLoad?: number; jobs?: number } = {};
+  if (values.load !== undefined) {
+    overrides.offeredLoad = Number(values.load);
+    if (!(overrides.offeredLoad > 0 && overrides.offeredLoad <= 4)) throw new Error(`--load must be a number above 0 and at most 4 (offered work over device time), got '${values.load}'`);
+  }
+  if (values.jobs !== undefined) {
+    overrides.jobs = Number(values.jobs);
+    if (!Number.isInteger(overrides.jobs) || overrides.jobs < 1) throw new Error(`--jobs must be a whole number of at least 1, got '${values.jobs}'`);
+  }
   const names = values.only === undefined ? tracePresets : [values.only as TracePreset];
-  return names.map((name) => generateTrace(name, seed));
+  return names.map((name) => generateTrace(name, seed, overrides));
 }
 
 function figures(result: SimulationResult) {

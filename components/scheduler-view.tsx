@@ -18,7 +18,7 @@ export function SchedulerView() {
   if (!data) return <p className="text-sm text-slate-500">{error ? error.message : "Loading…"}</p>;
   return (
     <div className="space-y-6">
-      <Card title={`Devices (${data.devices.length}, ${data.totalSlots} compute slots)`}>
+      <Card title={`Devices (${data.devices.length}, ${data.totalSlots} compute slot${data.totalSlots === 1 ? "" : "s"})`}>
         {data.devices.length === 0 ? (
           <EmptyState title="No workers are connected">Start the workbench with TINKERLAB_LOCAL_WORKERS ≥ 1, or join a worker with `tinkerlab worker`.</EmptyState>
         ) : (
