@@ -11,7 +11,7 @@
 import { and, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { Database } from "../db";
 import { newId } from "../db/ids";
-import { devices, jobs, runLogs, runs, workers } from "../db/schema";
+import { checkpoints, devices, jobs, runLogs, runs, workers } from "../db/schema";
 import { describeDevice, slotsInUseByUser, type ClusterState, type RunningJob, type SchedulingPolicy } from "./policy";
 import { checkEverFits, estimateFootprint, type DeviceCapacity, type JobResourceSpec } from "./resources";
 
@@ -119,8 +119,10 @@ export async function clusterState(db: Database, now = Date.now(), options: { lo
       startedAt: jobs.startedAt,
       estimatedSeconds: jobs.estimatedSeconds,
       stopRequested: jobs.stopRequested,
+      checkpointAt: checkpoints.createdAt,
     })
     .from(jobs)
+    .leftJoin(checkpoints, eq(checkpoints.id, jobs.lastCheckpointId))
     .where(inArray(jobs.status, ["placing", "running"]));
   const byDevice = new Map<string, RunningJob[]>();
   for (const job of active) {
@@ -136,7 +138,8 @@ export async function clusterState(db: Database, now = Date.now(), options: { lo
         // A job already asked to stop is leaving: preempting it again would free nothing more.
         preemptible: (job.kind === "rl" || job.kind === "sft") && job.stopRequested === null,
         estimatedEndAt: job.estimatedSeconds ? started / 1000 + job.estimatedSeconds : null,
-        secondsSinceCheckpoint: 0,
+        // What preempting it now would throw away: the time since its last checkpoint (or since it started).
+        secondsSinceCheckpoint: Math.max(0, (now - Math.max(job.checkpointAt?.getTime() ?? 0, started)) / 1000),
       },
     ]);
   }

@@ -57,12 +57,13 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
   const pollMs = options.pollMs ?? 5_000;
 
   for (;;) {
+    if (channel.schedule && (passWanted || Date.now() - lastPass >= pollMs)) {
+      passWanted = false;
+      lastPass = Date.now();
+      // A failed pass must not cost the lease: the heartbeat below still goes out.
+      await channel.schedule().catch((error: unknown) => log(`scheduling pass failed: ${error instanceof Error ? error.message : String(error)}`));
+    }
     try {
-      if (channel.schedule && (passWanted || Date.now() - lastPass >= pollMs)) {
-        passWanted = false;
-        lastPass = Date.now();
-        await channel.schedule();
-      }
       const { assignments, stops } = await channel.heartbeat(workerId);
       for (const { jobId, why } of stops) {
         const job = running.get(jobId);
