@@ -26,11 +26,20 @@ function cellNames(size: number): string[] {
   return names;
 }
 
+/** Each state's board text, drawn once: a step's observation and its render are the same board. States are never changed in place. */
+const drawnBoards = new WeakMap<BoardState, string>();
+
 /**
  * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
  * on offer are written out on the board itself.
  */
 export function renderBoard(state: BoardState): string {
+  let text = drawnBoards.get(state);
+  if (text === undefined) drawnBoards.set(state, (text = drawBoard(state)));
+  return text;
+}
+
+function drawBoard(state: BoardState): string {
   const { size, cells } = state;
   const names = cellNames(size);
   let text = "";
