@@ -99,7 +99,7 @@ export class QuickJSEngine {
    * Runs ops one after another, each under its own budget; `onOp` is told when each starts (the host thread's
    * watchdog reads it). Stops at the first op that fails the guest as a whole.
    */
-  run(ops: string[], budgetsMs: number[], onOp: (index: number, startedAt: number) => void): BatchOutcome {
+  run(ops: string[], budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number) => void): BatchOutcome {
     const { context } = this;
     const results: string[] = [];
     const ms: number[] = [];

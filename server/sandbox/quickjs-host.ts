@@ -126,7 +126,8 @@ export class QuickJSSandbox {
   call(ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
     if (this.failure) throw this.failure;
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
-    const request: ThreadRequest = { ops: ops.map((op) => JSON.stringify(op)), budgetsMs: budgets.map((budget) => budget.ms) };
+    // One string (op JSON never holds a raw newline) and a typed array post far cheaper than arrays of strings.
+    const request: ThreadRequest = { ops: ops.map((op) => JSON.stringify(op)).join("\n"), budgetsMs: Float64Array.from(budgets, (budget) => budget.ms) };
     Atomics.store(this.control, ANSWERED, 0);
     const postedAt = epochNow();
     this.port.postMessage(request);
