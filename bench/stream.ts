@@ -4,10 +4,11 @@
  *  1. Latency: a worker (this process, through the real worker API) reports one point at a time; a subscriber on
  *     the run's server-sent event stream notes when each arrives. p50 and p95 of arrival − report.
  *  2. Step rate with 100 viewers: the same short training run on a real local worker, once with no viewer and
- *     once with 100 SSE clients subscribed; the ratio of steps per second.
+ *     with 100 SSE clients subscribed, in turn, after a warm-up run; the ratio of the median steps per second.
  *  3. The run page with 100,000 points: Chromium opens it and we time until every chart holds all its points.
  *
- * The server runs as a child process (`tinkerlab start`) on a fresh embedded database. Options: --viewers N.
+ * The server runs as a child process (`tinkerlab start`) on a fresh embedded database. Options: --viewers N,
+ * --trials N (runs without and with viewers, in turn; default 3), --rate-only.
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -212,12 +213,13 @@ async function pageWith100kPoints(url: string) {
   });
   const page = await context.newPage();
   const started = performance.now();
-  await page.goto(`${url}/runs/${runId}`);
+  await page.goto(`${url}/runs/${runId}`, { waitUntil: "domcontentloaded" });
+  const documentMs = performance.now() - started;
   await page.waitForFunction(() => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === "10000", null, { timeout: 120_000, polling: 50 });
   const ms = performance.now() - started;
   clearInterval(heartbeat);
   await context.close();
-  return ms;
+  return { ms, documentMs };
 }
 
 buildIfStale(root);
@@ -227,16 +229,29 @@ await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, d
 const rateOnly = process.argv.includes("--rate-only");
 const quiet = rateOnly ? null : await startServer(0, basesDir);
 const latency = quiet ? await measureLatency(quiet.url) : { p50: NaN, p95: NaN, received: 0 };
-const interactiveMs = quiet ? await pageWith100kPoints(quiet.url) : NaN;
+const { ms: interactiveMs, documentMs } = quiet ? await pageWith100kPoints(quiet.url) : { ms: NaN, documentMs: NaN };
 await quiet?.stop();
 
 const training = await startServer(1, basesDir);
-const cpu0 = cpuSeconds(training.pid);
-const alone = await stepRate(training.url, 0);
-const cpu1 = cpuSeconds(training.pid);
-const watched = await stepRate(training.url, viewers);
-const cpu2 = cpuSeconds(training.pid);
+// A warm-up run (the worker compiles its kernels), then runs without and with viewers in turn, so that a change in
+// the machine's other load falls on both; the figures are medians.
+await stepRate(training.url, 0);
+const trials = Number(process.argv[process.argv.indexOf("--trials") + 1] || 3) || 3;
+const rates: Record<"alone" | "watched", number[]> = { alone: [], watched: [] };
+const cpu = { alone: { server: 0, workers: 0 }, watched: { server: 0, workers: 0 } };
+for (let trial = 0; trial < trials; trial++) {
+  for (const kind of ["alone", "watched"] as const) {
+    const before = cpuSeconds(training.pid);
+    rates[kind].push(await stepRate(training.url, kind === "alone" ? 0 : viewers));
+    const after = cpuSeconds(training.pid);
+    cpu[kind].server += (after.server - before.server) / trials;
+    cpu[kind].workers += (after.workers - before.workers) / trials;
+  }
+}
 await training.stop();
+const median = (xs: number[]) => percentile(xs, 50);
+const alone = median(rates.alone);
+const watched = median(rates.watched);
 
 console.log(
   formatTable(
@@ -248,10 +263,14 @@ console.log(
       ["training steps/s, no viewer", alone],
       [`training steps/s, ${viewers} SSE viewers`, watched],
       ["step-rate ratio", watched / alone],
-      ["web server CPU s, run with no viewer", cpu1.server - cpu0.server],
-      [`web server CPU s, run with ${viewers} viewers`, cpu2.server - cpu1.server],
-      ["worker CPU s, run with no viewer", cpu1.workers - cpu0.workers],
-      [`worker CPU s, run with ${viewers} viewers`, cpu2.workers - cpu1.workers],
+      ["training steps/s per trial, no viewer", rates.alone.map((r) => r.toFixed(1)).join(" ")],
+      [`training steps/s per trial, ${viewers} viewers`, rates.watched.map((r) => r.toFixed(1)).join(" ")],
+      ["web server CPU s per 60-step run, no viewer", cpu.alone.server],
+      [`web server CPU s per 60-step run, ${viewers} viewers`, cpu.watched.server],
+      ["worker CPU s per 60-step run, no viewer", cpu.alone.workers],
+      [`worker CPU s per 60-step run, ${viewers} viewers`, cpu.watched.workers],
+      ["load average (1 min) at the end", os.loadavg()[0]!.toFixed(2)],
+      ["run page with 100,000 points: HTML parsed (ms)", documentMs],
       ["run page with 100,000 points: all charts full (ms)", interactiveMs],
     ],
   ),

@@ -5,13 +5,16 @@
  * history as a summary (a min/max downsample per series, kept by the feed and extended as points arrive) and then
  * every new point; one that resumes after event id N gets exactly the points after N, then the live tail: no
  * gap, no duplicate. Event ids are metric point sequence numbers.
+ *
+ * The web server follows every run that reports (followLiveRuns), watched or not, so the summary of a live run is
+ * in memory before anyone opens its page; a run nobody has watched or reported for a while is dropped.
  */
 import { eq, sql } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
 import type { Database } from "./db";
 import { runs } from "./db/schema";
-import { onRunData } from "./run-events";
+import { onAnyRunData, onRunData } from "./run-events";
 
 /** What a metric stream is asked for: the run, and the id of the last event the client has (to resume after). */
 export const metricStreamInput = z.object({
@@ -49,7 +52,7 @@ export type FeedOptions = {
   buckets?: number;
 };
 
-const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 100, pollMs: 1000, idleMs: 120_000, buckets: 512 };
+const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 100, pollMs: 1000, idleMs: 120_000, buckets: 400 };
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const encoder = new TextEncoder();
 
@@ -184,6 +187,8 @@ export class RunFeed {
   private ended = false;
   private failure: Error | null = null;
   private reading = false;
+  /** Kept up to date as reports come, whether or not anyone watches (see followLiveRuns). */
+  private followed = false;
   private again = false;
   private lastReadAt = 0;
   private summary: FeedFrame | null = null;
@@ -219,17 +224,28 @@ export class RunFeed {
     return () => this.remove(sub);
   }
 
+  /** Keeps the feed up to date from the run's reports even while nobody watches. */
+  follow() {
+    this.followed = true;
+    if (this.subscriptions.size === 0) this.dropWhenIdle();
+    if (this.ended) return;
+    if (!this.loaded) this.load().catch(() => this.dropWhenIdle());
+    else void this.pump();
+  }
+
   private remove(sub: Subscription) {
     if (!this.subscriptions.delete(sub) || this.subscriptions.size > 0) return;
     if (this.poll) clearInterval(this.poll), (this.poll = null);
     this.stopListening?.();
     this.stopListening = null;
-    this.idle = setTimeout(() => this.drop(), this.ended || this.failure ? Math.min(this.options.idleMs, 30_000) : this.options.idleMs);
-    this.idle.unref?.();
+    this.dropWhenIdle();
   }
 
-  private drop() {
-    if (this.subscriptions.size === 0) this.onDrop();
+  /** Drops the feed once nobody has watched it, nor has the run reported, for a while (sooner once it ended). */
+  private dropWhenIdle() {
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => this.subscriptions.size === 0 && this.onDrop(), this.ended || this.failure ? Math.min(this.options.idleMs, 30_000) : this.options.idleMs);
+    this.idle.unref?.();
   }
 
   private start() {
@@ -290,8 +306,8 @@ export class RunFeed {
     if (this.ended && this.subscriptions.has(sub)) {
       sub.sink.end();
       this.remove(sub);
-    } else {
-      void this.pump();
+    } else if (!this.followed) {
+      void this.pump(); // a followed feed is already as fresh as the last report
     }
   }
 
@@ -329,7 +345,7 @@ export class RunFeed {
       this.again = true;
       return;
     }
-    if (!this.loaded || this.ended || this.subscriptions.size === 0) return;
+    if (!this.loaded || this.ended || (this.subscriptions.size === 0 && !this.followed)) return;
     this.reading = true;
     try {
       await this.loaded;
@@ -353,7 +369,7 @@ export class RunFeed {
           }
         }
         if (read.series.length) this.broadcast(read);
-      } while (this.again && this.subscriptions.size > 0);
+      } while (this.again && (this.subscriptions.size > 0 || this.followed));
     } catch (error) {
       console.error(`metric feed of run ${this.runId}: read failed (the next wake-up retries):`, error);
     } finally {
@@ -384,6 +400,7 @@ export class RunFeed {
 
   private finish() {
     this.ended = true;
+    if (this.subscriptions.size === 0) this.dropWhenIdle();
     if (this.poll) clearInterval(this.poll), (this.poll = null);
     this.stopListening?.();
     this.stopListening = null;
@@ -411,6 +428,19 @@ export function runFeed(db: Database, runId: string, options: FeedOptions = {}):
     byRun.set(runId, feed);
   }
   return feed;
+}
+
+const followed = new WeakSet<Database>();
+
+/**
+ * Keeps a feed for every run that reports new data on `db`, watched or not (the web server calls this once): the
+ * first load of a live run's page then finds its summary ready instead of reading the run's whole history.
+ */
+export function followLiveRuns(db: Database, options: FeedOptions = {}): () => void {
+  if (followed.has(db)) return () => {};
+  followed.add(db);
+  const stop = onAnyRunData((runId) => runFeed(db, runId, options).follow());
+  return () => (followed.delete(db), stop());
 }
 
 /**

@@ -9,8 +9,17 @@ import { EventEmitter } from "node:events";
 const holder = globalThis as typeof globalThis & { __tinkerlabRunEvents?: EventEmitter };
 const emitter = (holder.__tinkerlabRunEvents ??= new EventEmitter().setMaxListeners(0));
 
+const ANY = Symbol("any run");
+
 export function announceRunData(runId: string) {
   emitter.emit(runId);
+  emitter.emit(ANY, runId);
+}
+
+/** Calls `listener` with the run's id whenever any run has new data; returns the function that stops it. */
+export function onAnyRunData(listener: (runId: string) => void): () => void {
+  emitter.on(ANY, listener);
+  return () => emitter.off(ANY, listener);
 }
 
 /** Calls `listener` whenever the run has new data; returns the function that stops it. */

@@ -8,6 +8,7 @@ import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./examples";
 import { startSchedulerLoop } from "./scheduler/loop";
 import { createPackingPolicy } from "./scheduler/policy";
+import { followLiveRuns } from "./metric-feed";
 import { announceRunData } from "./run-events";
 import { listenAsServer } from "./worker/channel";
 import { startLocalWorkers } from "./worker/local-workers";
@@ -45,6 +46,8 @@ export async function startWebServer(
     throw error;
   }
   setDatabase(database);
+  // Live runs' metric summaries stay in memory as they report, so their pages open without reading all history.
+  const stopFollowing = followLiveRuns(database.db);
 
   const app = next({ dev: options.dev ?? false, dir: root, hostname: env.HOST, port: env.PORT, httpServer: server });
   try {
@@ -76,6 +79,7 @@ export async function startWebServer(
     localWorkerPids: localWorkers.pids,
     async close() {
       scheduler.stop();
+      stopFollowing();
       await notices?.close();
       await localWorkers.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));

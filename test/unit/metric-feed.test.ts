@@ -6,7 +6,7 @@ import { createContextInner } from "@/server/api/trpc";
 import { LOCAL_USER, openDatabase, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { metricPoints, runs } from "@/server/db/schema";
-import { MinMaxDownsample, runFeed, type FeedFrame, type FeedSubscriber } from "@/server/metric-feed";
+import { followLiveRuns, MinMaxDownsample, runFeed, type FeedFrame, type FeedSubscriber } from "@/server/metric-feed";
 import { announceRunData } from "@/server/run-events";
 
 let handle: DatabaseHandle;
@@ -155,6 +155,27 @@ describe("run feed", () => {
     expect(late.frames[1]).toBe(early.frames[1]);
     stopEarly();
     stopLate();
+  });
+
+  it("follows a reporting run nobody watches, so its first viewer gets the summary without a read", async () => {
+    const stop = followLiveRuns(handle.db, { minReadGapMs: 0 });
+    try {
+      const runId = await newRun();
+      await report(runId, [1, 2]);
+      const feed = runFeed(handle.db, runId);
+      await until(() => feed.reads >= 1);
+      await report(runId, [3]);
+      await until(() => feed.reads >= 2);
+      const reads = feed.reads;
+      const viewer = recorder();
+      const unsubscribe = feed.subscribe(viewer.sink);
+      await until(() => viewer.frames.length === 1);
+      expect(feed.reads).toBe(reads);
+      expect(viewer.frames[0]!.data.summary?.counts).toEqual({ loss: 3, "reward/mean": 3 });
+      unsubscribe();
+    } finally {
+      stop();
+    }
   });
 
   it("ends the stream once the run has ended and every point is sent; names an unknown run", async () => {
