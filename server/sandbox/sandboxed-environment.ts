@@ -81,6 +81,11 @@ export class SandboxedEnvironmentPool {
     }
   }
 
+  /** Resolves once the sandbox's thread has exited: after dispose(), or after the watchdog stopped it. */
+  get stopped(): Promise<void> {
+    return this.sandbox.stopped;
+  }
+
   /** The error that failed this pool, if one did. */
   get failure(): SandboxError | null {
     return this.sandbox.failed;

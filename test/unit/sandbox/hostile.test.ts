@@ -270,6 +270,61 @@ describe("hostile environments", () => {
     pool.dispose();
   });
 
+  describe("one long native call, which QuickJS's interrupt handler cannot see into", () => {
+    // Each call below runs for well over a second by itself (its data is made at load); the per-call limit is 100 ms.
+    const limits = { ...fastLimits, cpuMsPerCall: 100, cpuMsPerEpisode: 5_000, memoryMb: 128 };
+    const bound = 2 * limits.cpuMsPerCall + 50;
+    const cases: [string, string, string][] = [
+      ["a default sort of a million numbers", `const numbers = Array.from({ length: 1_000_000 }, (_, i) => (i * 7919) % 1_000_003);`, `numbers.slice().sort();`],
+      ["an indexOf that compares 8 billion characters", "", `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");`],
+      ["JSON.parse of a 6 MB array", `const big = "[" + "1,".repeat(3_000_000) + "1]";`, `JSON.parse(big);`],
+    ];
+
+    it.each(cases)(`stops %s within 2 × cpuMsPerCall + 50 ms, naming the op, the limit and the time`, async (_, top, heavy) => {
+      const pool = await createPool(
+        { top, step: `if (action === "heavy") { ${heavy} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` },
+        limits,
+      );
+      const slots = [0, 1, 2, 3];
+      pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+      const started = performance.now();
+      const error = await firstError(() => pool.stepMany(slots.map((slot) => ({ slot, action: slot === 2 ? "heavy" : "go" }))));
+      const elapsed = performance.now() - started;
+      expect(error).toBeInstanceOf(SandboxLimitError);
+      expect(error.limit).toBe("cpuMsPerCall");
+      expect(error.limitValue).toBe(100);
+      expect(error.message).toMatch(/^step 1 of episode 2 \(seed 2\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms; stopped by the watchdog\)$/);
+      expect(error.reached).toBeGreaterThanOrEqual(100);
+      expect(elapsed).toBeLessThanOrEqual(bound);
+      // the run stays failed with that reason, and the thread is gone (it no longer burns CPU)
+      expect(() => pool.resetMany([{ slot: 0, seed: 9 }])).toThrow(error.message);
+      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe("stopped");
+      expectBystanderUnaffected();
+    });
+
+    it("stops one at load time under cpuMsPerEpisode", async () => {
+      const error = await firstError(() =>
+        createPool({ top: `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");` }, { ...limits, cpuMsPerEpisode: 200 }),
+      );
+      expect(error).toBeInstanceOf(SandboxLimitError);
+      expect(error.message).toBe("loading the environment exceeded cpuMsPerEpisode=200 ms (stopped by the watchdog)");
+      expectBystanderUnaffected();
+    });
+
+    it("lets a batch of long native calls run when each op stays within its own limit", async () => {
+      // eight ops of one ~100-200 ms sort each: together far over one op's limit, each well under it
+      const pool = await createPool(
+        { step: `Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 100_003).sort(); return { state: { n: state.n + 1 }, observation: "sorted", reward: 0, done: false };` },
+        { ...limits, cpuMsPerCall: 1_000 },
+      );
+      const slots = [0, 1, 2, 3, 4, 5, 6, 7];
+      pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+      const steps = pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
+      expect(steps.map((step) => step.observation)).toEqual(Array(8).fill("sorted"));
+      pool.dispose();
+    });
+  });
+
   it("writes nothing outside the sandbox", () => {
     expect(readdirSync(process.cwd()).sort()).toEqual(repoFilesBefore);
   });
