@@ -55,47 +55,26 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
   if (handle.kind !== "postgres") throw new Error("a database worker needs a PostgreSQL server in DATABASE_URL");
   const { db } = handle;
   const policy = createPackingPolicy();
-  let listener: pg.Client | null = null;
+  let listener: { close(): Promise<void> } | null = null;
   let closed = false;
 
-  /** Keeps one LISTEN connection open, reconnecting every 2 s after a loss; the worker polls meanwhile. */
-  const startListening = (workerId: string, wake: (why: "placed" | "changed") => void) => {
-    const attempt = async () => {
-      if (closed) return;
-      const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
-      let lost = false;
-      const onLost = (why: string) => {
-        if (lost || closed) return;
-        lost = true;
-        if (listener === client) listener = null;
-        log(`lost the LISTEN connection (${why}); polling until it is back`);
-        client.end().catch(() => {});
-        setTimeout(() => void attempt(), 2_000);
-      };
-      client.on("notification", (message) => {
-        if (message.channel !== JOBS_CHANNEL) return;
+  const startListening = async (workerId: string, wake: (why: "placed" | "changed") => void) => {
+    listener = keepListening(databaseUrl, [JOBS_CHANNEL], {
+      notice: (_, payload) => {
         let notice: JobsNotice = {};
         try {
-          notice = JSON.parse(message.payload ?? "{}");
+          notice = JSON.parse(payload);
         } catch {
           // Not one of ours: treat it as "something changed".
+          notice = { queued: true };
         }
         if (notice.placedOn?.includes(workerId)) wake("placed");
         if (notice.queued || notice.freed) wake("changed");
-      });
-      client.on("error", (error) => onLost(error.message));
-      client.on("end", () => onLost("connection ended"));
-      listener = client;
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${JOBS_CHANNEL}`);
-        // Whatever happened while no one listened is picked up by the next pass.
-        wake("changed");
-      } catch (error) {
-        onLost(error instanceof Error ? error.message : String(error));
-      }
-    };
-    return attempt();
+      },
+      // Whatever happened while no one listened is picked up by the next pass.
+      listening: () => wake("changed"),
+      lost: (why) => log(`lost the LISTEN connection (${why}); polling until it is back`),
+    });
   };
 
   return {
@@ -119,7 +98,7 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
     listen: (workerId, wake) => startListening(workerId, wake),
     async close() {
       closed = true;
-      await listener?.end().catch(() => {});
+      await listener?.close();
       await handle.close();
     },
   };
@@ -130,30 +109,42 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
  * worker's report wakes the live streams of that run (they would otherwise see it at their next poll).
  */
 export function listenAsServer(databaseUrl: string, on: { jobs: () => void; runData: (runId: string) => void }) {
+  return keepListening(databaseUrl, [JOBS_CHANNEL, RUN_DATA_CHANNEL], {
+    notice: (channel, payload) => (channel === RUN_DATA_CHANNEL ? on.runData(payload) : on.jobs()),
+  });
+}
+
+/** One LISTEN connection kept open: after a loss it reconnects every 2 s (callers poll meanwhile). */
+function keepListening(
+  databaseUrl: string,
+  channels: string[],
+  on: { notice: (channel: string, payload: string) => void; listening?: () => void; lost?: (why: string) => void },
+): { close(): Promise<void> } {
   let client: pg.Client | null = null;
   let closed = false;
   const attempt = async () => {
     if (closed) return;
     const current = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5_000 });
     let lost = false;
-    const onLost = () => {
+    const onLost = (why: string) => {
       if (lost || closed) return;
       lost = true;
+      on.lost?.(why);
       current.end().catch(() => {});
       setTimeout(() => void attempt(), 2_000);
     };
     current.on("notification", (message) => {
-      if (message.channel === RUN_DATA_CHANNEL && message.payload) on.runData(message.payload);
-      else if (message.channel === JOBS_CHANNEL) on.jobs();
+      if (channels.includes(message.channel)) on.notice(message.channel, message.payload ?? "");
     });
-    current.on("error", onLost);
-    current.on("end", onLost);
+    current.on("error", (error) => onLost(error.message));
+    current.on("end", () => onLost("connection ended"));
     client = current;
     try {
       await current.connect();
-      await current.query(`LISTEN ${JOBS_CHANNEL}; LISTEN ${RUN_DATA_CHANNEL}`);
-    } catch {
-      onLost();
+      for (const channel of channels) await current.query(`LISTEN ${channel}`);
+      on.listening?.();
+    } catch (error) {
+      onLost(error instanceof Error ? error.message : String(error));
     }
   };
   void attempt();
