@@ -12,6 +12,7 @@
  */
 import type { Decoder, Engine, GradientTargets, ModelView, RunRequest, RunResult } from "./engine";
 import {
+  add,
   columnSumAccumulate,
   geluBackward,
   geluForward,
@@ -351,7 +352,7 @@ function runPass(request: RunRequest): RunResult {
     attentionForward(attY, att, qkv, B, T, C, H);
     const xMid = scratch(N * C);
     const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng);
-    for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
+    add(xMid, xMid, x, xMid.length);
 
     const ln2 = scratch(N * C), mean2 = scratch(N), rstd2 = scratch(N);
     layerNormForward(ln2, mean2, rstd2, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
@@ -362,7 +363,7 @@ function runPass(request: RunRequest): RunResult {
     geluForward(g, fc, g.length, fcTanh);
     const xOut = scratch(N * C);
     const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng);
-    for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
+    add(xOut, xOut, xMid, xOut.length);
 
     saved.push({ x, ln1, mean1, rstd1, qkv, qkvSaved, att, projSaved, xMid, ln2, mean2, rstd2, fc, fcTanh, fcSaved, outSaved });
     x = xOut;
@@ -537,13 +538,13 @@ function createDecoder(model: ModelView, rows: number): Decoder {
       }
       const xMid = scratch(N * C);
       linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined);
-      for (let i = 0; i < xMid.length; i++) xMid[i] += x[i];
+      add(xMid, xMid, x, xMid.length);
       layerNormForward(h, mean, rstd, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
       linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined);
       geluForward(fc, fc, fc.length);
       const xOut = scratch(N * C);
       linearForward(xOut, fc, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
-      for (let i = 0; i < xOut.length; i++) xOut[i] += xMid[i];
+      add(xOut, xOut, xMid, xOut.length);
       x = xOut;
     }
     for (const row of rowIds) lengths[row] += m;

@@ -4,6 +4,9 @@
  * the rest run as loops whose innermost index walks contiguous memory, which V8 turns into fast code.
  */
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
+import { geluC, geluK, layerNormEps, tanhClamp, tanhDenominator, tanhNumerator } from "./simd-ops";
+
+export { layerNormEps };
 
 export type SimdMode = "auto" | "always" | "never";
 let simdMode: SimdMode = "auto";
@@ -26,6 +29,15 @@ export function useSimd(M: number, K: number, N: number): boolean {
 
 export function simdAvailable(): boolean {
   return simdGemm !== null;
+}
+
+/** The SIMD elementwise operations, unless plain loops are forced (each still falls back for arrays it cannot take). */
+const ops = () => (simdGemm !== null && simdMode !== "never" ? simdGemm.ops : null);
+
+/** out = a + b over n floats (out may be a or b). */
+export function add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void {
+  if (ops()?.add(out, a, b, n)) return;
+  for (let i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 /** out[M,N] = a[M,K] @ b[K,N] (+ bias[N]). */
@@ -157,13 +169,12 @@ export function matmulTransAAccumulate(
 
 /** out[N] += column sums of dy[M,N] — the bias gradient. */
 export function columnSumAccumulate(out: Float32Array, dy: Float32Array, M: number, N: number): void {
+  if (ops()?.columnSum(out, dy, M, N)) return;
   for (let i = 0; i < M; i++) {
     const d = i * N;
     for (let j = 0; j < N; j++) out[j] += dy[d + j];
   }
 }
-
-export const layerNormEps = 1e-5;
 
 /** out = (x - mean) * rstd * gain + bias per row of x[M,C]; keeps mean and rstd for the backward pass. */
 export function layerNormForward(
@@ -176,6 +187,7 @@ export function layerNormForward(
   M: number,
   C: number,
 ): void {
+  if (ops()?.layerNorm(out, mean, rstd, x, gain, bias, M, C)) return;
   for (let i = 0; i < M; i++) {
     const r = i * C;
     let m = 0;
@@ -206,6 +218,7 @@ export function layerNormBackward(
   M: number,
   C: number,
 ): void {
+  if (ops()?.layerNormBackward(dx, dGain, dBias, dy, x, mean, rstd, gain, M, C)) return;
   for (let i = 0; i < M; i++) {
     const r = i * C;
     const m = mean[i], s = rstd[i];
@@ -227,25 +240,23 @@ export function layerNormBackward(
 }
 
 // GELU with the tanh approximation (as in GPT-2); the tfjs engine uses the same formula so both agree.
-const geluK = Math.sqrt(2 / Math.PI);
+const [n1, n3, n5, n7, n9, n11, n13] = tanhNumerator;
+const [d0, d2, d4, d6] = tanhDenominator;
 
-/**
- * tanh without Math.tanh (slow in V8): a [7/6] Padé approximant where |u| < 3 (error below 1e-6, float32
- * rounding level), 1 - 2 / (exp(2u) + 1) outside. About twice as fast as Math.tanh on typical activations.
- */
+/** tanh without Math.tanh (slow in V8): the same rational function as the SIMD kernel (simd-ops.ts). */
 function fastTanh(u: number): number {
-  if (u < 3 && u > -3) {
-    const u2 = u * u;
-    return (u * (135135 + u2 * (17325 + u2 * (378 + u2)))) / (135135 + u2 * (62370 + u2 * (3150 + u2 * 28)));
-  }
-  return 1 - 2 / (Math.exp(2 * u) + 1);
+  const c = u > tanhClamp ? tanhClamp : u < -tanhClamp ? -tanhClamp : u;
+  const x2 = c * c;
+  const p = c * (n1 + x2 * (n3 + x2 * (n5 + x2 * (n7 + x2 * (n9 + x2 * (n11 + x2 * n13))))));
+  return p / (d0 + x2 * (d2 + x2 * (d4 + x2 * d6)));
 }
 
 /** out = gelu(x); `tanhOut` (when given) keeps the tanh term for the backward pass. */
 export function geluForward(out: Float32Array, x: Float32Array, n: number, tanhOut: Float32Array | null = null): void {
+  if (ops()?.gelu(out, x, n, tanhOut)) return;
   for (let i = 0; i < n; i++) {
     const v = x[i];
-    const t = fastTanh(geluK * (v + 0.044715 * v * v * v));
+    const t = fastTanh(geluK * (v + geluC * v * v * v));
     if (tanhOut) tanhOut[i] = t;
     out[i] = 0.5 * v * (1 + t);
   }
@@ -253,10 +264,11 @@ export function geluForward(out: Float32Array, x: Float32Array, n: number, tanhO
 
 /** dx = dy * gelu'(x), overwriting dx; `tanh` is what geluForward kept. */
 export function geluBackward(dx: Float32Array, dy: Float32Array, x: Float32Array, tanh: Float32Array, n: number): void {
+  if (ops()?.geluBackward(dx, dy, x, tanh, n)) return;
   for (let i = 0; i < n; i++) {
     const v = x[i];
     const t = tanh[i];
-    const du = geluK * (1 + 3 * 0.044715 * v * v);
+    const du = geluK * (1 + 3 * geluC * v * v);
     dx[i] = dy[i] * (0.5 * (1 + t) + 0.5 * v * (1 - t * t) * du);
   }
 }
