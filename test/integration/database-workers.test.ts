@@ -5,7 +5,6 @@
  * a SIGKILLed worker's job resumes from its checkpoint on another, and a higher-priority job preempts a
  * lower-priority one through a checkpoint.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -15,18 +14,17 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "@/server/db";
 import { jobs } from "@/server/db/schema";
+import { startDatabaseWorker, waitForRegistration, type DatabaseWorker } from "../support/database-worker";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callerFor } from "./support/database";
 
-const ROOT = path.resolve(__dirname, "../..");
 const onPostgres = process.env.TINKERLAB_TEST_DB === "postgres" && !!process.env.TEST_DATABASE_URL;
 const tempDir = (prefix: string) => fs.mkdtempSync(path.join(os.tmpdir(), `tinkerlab-${prefix}-`));
 // The launch reads the base's shape from here: set before anything reads the environment.
 const basesDir = tempDir("bases");
 process.env.TINKERLAB_BASES_DIR = basesDir;
 
-type Worker = { process: ChildProcess; output: () => string };
-const workers: Worker[] = [];
+const workers: DatabaseWorker[] = [];
 const databases: { handle: DatabaseHandle; name: string }[] = [];
 
 beforeAll(async () => {
@@ -35,7 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(workers.map((w) => stopWorker(w)));
+  await Promise.all(workers.map((w) => w.stop()));
   for (const { handle, name } of databases) {
     await handle.close();
     const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
@@ -58,35 +56,10 @@ async function freshDatabase() {
   return { url: url.toString(), handle };
 }
 
-/** `tinkerlab worker` with nothing but a database URL (no server URL, no token). */
-function startWorker(databaseUrl: string, artifacts: string): Worker {
-  const child = spawn(path.join(ROOT, "node_modules", ".bin", "tsx"), [path.join(ROOT, "bin", "tinkerlab.ts"), "worker"], {
-    cwd: ROOT,
-    env: { NODE_ENV: "production", PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout!.on("data", (chunk) => (output += chunk));
-  child.stderr!.on("data", (chunk) => (output += chunk));
-  const worker = { process: child, output: () => output };
+function startWorker(databaseUrl: string, artifacts: string): DatabaseWorker {
+  const worker = startDatabaseWorker(databaseUrl, { ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir });
   workers.push(worker);
   return worker;
-}
-
-function stopWorker(worker: Worker): Promise<void> {
-  return new Promise((resolve) => {
-    if (worker.process.exitCode !== null || worker.process.signalCode !== null) return resolve();
-    worker.process.once("exit", () => resolve());
-    worker.process.kill("SIGTERM");
-  });
-}
-
-async function waitForRegistration(all: Worker[]) {
-  const deadline = Date.now() + 120_000;
-  while (!all.every((w) => /registered as wrk_\w+ with database/.test(w.output()))) {
-    if (Date.now() > deadline) throw new Error(`workers did not register:\n${all.map((w) => w.output()).join("\n---\n")}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 async function launch(handle: DatabaseHandle, steps: number, name: string, priority = 0) {
@@ -119,7 +92,7 @@ async function runLog(handle: DatabaseHandle, runId: string) {
 }
 
 /** Which worker process started each job, from the workers' own logs: `[worker PID] job JOB (run RUN) started`. */
-function starts(all: Worker[]) {
+function starts(all: DatabaseWorker[]) {
   return all.flatMap((w) => [...w.output().matchAll(/\[worker (\d+)\] job (job_\w+) \(run (run_\w+)\) started( from step \d+)?/g)].map((m) => ({ pid: Number(m[1]), jobId: m[2]!, runId: m[3]!, resumed: !!m[4] })));
 }
 
