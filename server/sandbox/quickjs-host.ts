@@ -48,7 +48,6 @@ export class QuickJSSandbox {
   private readonly clock: Float64Array;
   /** Resolves once the thread has stopped (after dispose() or a watchdog stop). */
   readonly stopped: Promise<void>;
-  private resolveStopped!: () => void;
 
   private constructor(
     private readonly worker: Worker,
@@ -59,8 +58,8 @@ export class QuickJSSandbox {
   ) {
     this.control = new Int32Array(shared, 0, 2);
     this.clock = new Float64Array(shared, 0, 2);
-    this.stopped = new Promise((resolve) => (this.resolveStopped = resolve));
-    worker.once("exit", () => this.resolveStopped());
+    // The listener must not hold `this`: the registry below holds the worker, and through it its listeners.
+    this.stopped = new Promise((resolve) => worker.once("exit", () => resolve()));
     orphans.register(this, worker, this);
   }
 
@@ -98,6 +97,9 @@ export class QuickJSSandbox {
     });
     worker.removeAllListeners("message");
     worker.removeAllListeners("error");
+    // A thread that dies later fails its calls (the watchdog or a missing answer); its error must not reach the
+    // host's process as an unhandled event.
+    worker.on("error", () => {});
     if (outcome instanceof Error || !outcome.ok) {
       void worker.terminate();
       port1.close();
