@@ -26,17 +26,19 @@ function cellNames(size: number): string[] {
   return names;
 }
 
-/** Each state's board text, drawn once: a step's observation and its render are the same board. States are never changed in place. */
-const drawnBoards = new WeakMap<BoardState, string>();
+/**
+ * The last board drawn, by state: a step's observation and its render are the same board, drawn once (states are
+ * never changed in place). One entry, not a WeakMap: V8's weak maps cost more than the drawing they would save.
+ */
+let lastDrawn: { state: BoardState; text: string } | null = null;
 
 /**
  * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
  * on offer are written out on the board itself.
  */
 export function renderBoard(state: BoardState): string {
-  let text = drawnBoards.get(state);
-  if (text === undefined) drawnBoards.set(state, (text = drawBoard(state)));
-  return text;
+  if (lastDrawn?.state !== state) lastDrawn = { state, text: drawBoard(state) };
+  return lastDrawn.text;
 }
 
 function drawBoard(state: BoardState): string {
