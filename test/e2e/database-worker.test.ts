@@ -44,7 +44,9 @@ describe("a database worker joining a server", () => {
     const { id } = await callProcedure<{ id: string }>(server, "experiments.create", tinyExperiment("remote", 30));
     const { runId } = await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: id });
     const overview = await callProcedure<{ devices: { pid: number }[] }>(server, "scheduler.overview", { windowMinutes: 60 }, "GET");
-    expect(overview.devices.map((d) => d.pid)).toEqual([worker.process.pid]);
+    // The worker's own process (tsx runs it as a child), as it names itself in its log.
+    const pid = Number(/\[worker (\d+)\] registered/.exec(worker.output())![1]);
+    expect(overview.devices.map((d) => d.pid)).toEqual([pid]);
 
     const deadline = Date.now() + 180_000;
     let run: { status: string; step: number };
