@@ -4,8 +4,10 @@
  *
  *   {"use_cases":[{"name":"arithmetic","metric":"accuracy","before":…,"after":…,"target":…,"steps":…,"seconds":…},…]}
  *
- *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--verbose] [--failures]
+ *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--set algorithm.learningRate=1e-4 ...]
+ *                       [--verbose] [--failures]
  *
+ * --set overrides one field of each template (a dotted path, the value as JSON or a plain string; repeatable);
  * --verbose prints each training step's metrics; --failures prints a few held-out episodes the trained policy
  * still gets wrong.
  */
@@ -43,8 +45,28 @@ const measures: Record<string, Measure[]> = {
 };
 
 const { values: args } = parseArgs({
-  options: { only: { type: "string" }, steps: { type: "string" }, verbose: { type: "boolean", default: false }, failures: { type: "boolean", default: false } },
+  options: {
+    only: { type: "string" },
+    steps: { type: "string" },
+    set: { type: "string", multiple: true, default: [] },
+    verbose: { type: "boolean", default: false },
+    failures: { type: "boolean", default: false },
+  },
 });
+
+/** Applies `--set a.b.c=value` to a template: the value parsed as JSON when it is JSON, else kept as a string. */
+function applySet(template: Record<string, any>, assignment: string): void {
+  const match = /^([A-Za-z][\w.]*)=(.*)$/.exec(assignment);
+  if (!match) throw new Error(`--set expects path=value, e.g. algorithm.learningRate=1e-4; got ${JSON.stringify(assignment)}`);
+  const keys = match[1]!.split(".");
+  let value: unknown = match[2]!;
+  try {
+    value = JSON.parse(match[2]!);
+  } catch {} // a plain string such as cosine
+  let node = template;
+  for (const key of keys.slice(0, -1)) node = node[key] ??= {};
+  node[keys.at(-1)!] = value;
+}
 const names = args.only ? args.only.split(",") : ["arithmetic", "guess-number", "tic-tac-toe", "tool-use", "text-world", "gomoku"];
 
 type Row = { name: string; metric: string; before: number; after: number; target: number | null; met: boolean | null; steps: number; seconds: number };
@@ -55,6 +77,7 @@ for (const name of names) {
   if (!useCase) throw new Error(`no use case '${name}'; use cases: ${Object.keys(useCases).join(", ")}`);
   const template = structuredClone(useCase.template);
   if (args.steps) template.algorithm = { ...template.algorithm, steps: Number(args.steps) };
+  for (const assignment of args.set) applySet(template, assignment);
   const config = defineExperiment(template);
   const { environment, protocol } = useCase;
   const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
@@ -86,7 +109,7 @@ for (const name of names) {
       },
       onMetrics: (step, metrics) => {
         if (!args.verbose || !("reward/mean" in metrics)) return;
-        const shown = ["reward/mean", "episode/length", "episode/invalid_actions", "entropy", "train/clip_frac", "perf/step_seconds"];
+        const shown = ["reward/mean", "episode/length", "episode/invalid_actions", "env/wasted_guesses", "entropy", "train/clip_frac", "train/lr", "perf/step_seconds"];
         console.error(`  ${step} ${shown.map((k) => `${k} ${(metrics[k] ?? NaN).toFixed(3)}`).join(" ")}`);
       },
     },

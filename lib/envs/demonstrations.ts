@@ -36,19 +36,19 @@ function boardGame(state: BoardState, rng: Rng): string {
 }
 
 /**
- * The right call format, but three times in five the wrong arguments: a difference or quotient with its operands
- * swapped, or a sum or product whose second number (or the first, when the second has one digit) lost its last digit; then the tool's answer copied back.
- * No slip is the right call of another kind of problem (an earlier demonstrator swapped + and *, and RL, teaching
- * the products to use *, taught the sums the same slip), so learning to fix one kind never teaches another's slip.
+ * The right call format and the right numbers, but three times in four a wrong operator, drawn afresh each time
+ * from the other three; then the tool's answer copied back. The slips have no favourite: an earlier demonstrator
+ * had one fixed confusion per operator (+ for *, * for +), and RL, teaching the products to use *, taught the sums
+ * the same slip until no sample of theirs was right. (Another, swapping or shortening the operands, left the base
+ * unable to copy the numbers at all.)
  */
+const OPERATORS = ["+", "-", "*", "/"] as const;
 function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined): string {
   if (state.calls === 0) {
     const expression = String(sample?.expression ?? "");
-    const parts = /^(\d+)([-+*/])(\d+)$/.exec(expression);
-    if (!parts || rng.uniform() >= 0.6) return `@calc(${expression})`;
-    const [, a, operator, b] = parts;
-    const slip = operator === "-" || operator === "/" ? `${b}${operator}${a}` : b!.length > 1 ? `${a}${operator}${b!.slice(0, -1)}` : `${a!.slice(0, -1)}${operator}${b}`;
-    return `@calc(${slip})`;
+    const operator = /[-+*/]/.exec(expression)?.[0] ?? "+";
+    if (rng.uniform() >= 0.75) return `@calc(${expression})`;
+    return `@calc(${expression.replace(operator, pick(OPERATORS.filter((o) => o !== operator), rng))})`;
   }
   return state.lastResult ?? "0";
 }

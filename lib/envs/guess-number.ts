@@ -1,7 +1,8 @@
 /**
  * Use case 2: guess a number from 1 to 100; the environment answers "higher" or "lower". Multi-turn. The answer
  * also names the range still open ("higher 51-100"), as a board shows the whole position: the agent's job is to
- * choose where to guess, not to recount the history, so it plays from the latest observation alone.
+ * choose where to guess, not to recount the history, so it plays from the latest observation alone. A guess
+ * that the answers so far already rule out (outside the open range) is wasted and costs 0.1 more than a guess.
  */
 import { defineEnvironment } from "@/lib/sdk/environment";
 
@@ -20,6 +21,8 @@ export function openRange(state: GuessState): [number, number] {
 }
 
 export const MAX_GUESSES = 10;
+/** The extra cost of a guess outside the open range. */
+export const WASTED_GUESS_COST = 0.1;
 
 export const guessNumber = defineEnvironment<State, number>({
   name: "guess-number",
@@ -46,9 +49,17 @@ export const guessNumber = defineEnvironment<State, number>({
     if (guess === state.secret) {
       return { state: { ...state, guesses, solved: true }, reward: 1, done: true, metrics: { solved: 1, turns_to_solve: guesses.length } };
     }
+    const [openLow, openHigh] = openRange(state);
+    const wasted = guess < openLow || guess > openHigh;
     const next = { ...state, guesses };
     const [low, high] = openRange(next);
-    return { state: next, observation: `${guess < state.secret ? "higher" : "lower"} ${low}-${high}`, reward: 0, done: false };
+    return {
+      state: next,
+      observation: `${guess < state.secret ? "higher" : "lower"} ${low}-${high}`,
+      reward: wasted ? -WASTED_GUESS_COST : 0,
+      done: false,
+      metrics: { wasted_guesses: wasted ? 1 : 0 },
+    };
   },
   render: (state) => `secret ${state.secret} · guesses ${state.guesses.join(", ") || "none"}`,
   score: ({ state }) => (state.solved ? 1 : 0),

@@ -34,15 +34,21 @@ describe("demonstrators", () => {
 });
 
 describe("tool-use demonstrator", () => {
-  it("slips only in ways that are no other problem's right call", async () => {
+  it("copies the numbers but picks a wrong operator 3 times in 4, with no favourite slip", async () => {
     const useCase = useCases["tool-use"]!;
-    const trajectories = await demonstrate(useCase, demonstrators["tool-use"]!, 200, 3, rows.train);
-    const calls = trajectories.map((t) => /^@calc\((\d+)([-+*/])(\d+)\)$/.exec(t.turns[0]!.action)!);
+    const trajectories = await demonstrate(useCase, demonstrators["tool-use"]!, 400, 3, rows.train);
     const right = trajectories.filter((t) => t.score === 1).length / trajectories.length;
-    expect(right).toBeGreaterThan(0.3);
-    expect(right).toBeLessThan(0.55);
-    const expression = (t: (typeof trajectories)[number]) => rows.train.find((row) => row.question === t.turns[0]!.observation)!.expression as string;
-    trajectories.forEach((t, i) => expect(calls[i]![2]).toBe(/[-+*/]/.exec(expression(t))![0])); // the operator is always right
+    expect(right).toBeGreaterThan(0.17);
+    expect(right).toBeLessThan(0.33);
+    const slips = new Map<string, number>();
+    for (const t of trajectories) {
+      const expression = rows.train.find((row) => row.question === t.turns[0]!.observation)!.expression as string;
+      const call = /^@calc\((\d+)([-+*/])(\d+)\)$/.exec(t.turns[0]!.action)!;
+      expect(`${call[1]}${call[3]}`).toBe(expression.replace(/[-+*/]/, "")); // the numbers, in order
+      const operator = /[-+*/]/.exec(expression)![0];
+      if (call[2] !== operator) slips.set(`${operator}${call[2]}`, (slips.get(`${operator}${call[2]}`) ?? 0) + 1);
+    }
+    expect(slips.size).toBe(12); // every wrong operator turns up for every operator
   });
 });
 
@@ -54,6 +60,10 @@ describe("environments", () => {
     const secret = (session.summary().state as { secret: number }).secret;
     const guess = secret === 100 ? 99 : 100;
     expect(session.step(String(guess)).observation).toBe(`lower 1-${guess - 1}`);
+    // A guess the answers already rule out is wasted: it costs 0.1 on top of the guess itself.
+    const wasted = session.step(String(guess));
+    expect(wasted.reward).toBeCloseTo(-0.12, 10);
+    expect(wasted.metrics).toEqual({ wasted_guesses: 1 });
   });
 
   it("text-world: a shortest-path player brings the object in at most 8 steps, from every start", async () => {
