@@ -144,47 +144,53 @@ function causalSoftmax(s: Float32Array, offset: number, T: number): void {
 /**
  * Attention as matrix products per (sequence, head), on the SIMD kernel: the causal half of each product is
  * wasted work, but at four lanes per instruction that is still far faster than the triangular scalar loops.
+ * The products of all heads are run as one batch (shared with the helper thread when there is one), with the
+ * softmax over all heads in between.
  */
+/** q: offset of the head's queries in qkv; a: of its [T, T] block in att; o: of its output columns in y */
+type HeadOffsets = (q: number, a: number, o: number) => void;
+
+function forEachHead(B: number, T: number, C: number, H: number, fn: HeadOffsets): void {
+  const hd = C / H;
+  for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) fn(b * T * 3 * C + h * hd, (b * H + h) * T * T, b * T * C + h * hd);
+}
+
 function attentionForwardSimd(y: Float32Array, att: Float32Array, qkv: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
   const C3 = 3 * C;
-  for (let b = 0; b < B; b++) {
-    for (let h = 0; h < H; h++) {
-      const q = b * T * C3 + h * hd;
-      const a = (b * H + h) * T * T;
-      // scores[T, T] = q[T, hd] @ k^T / sqrt(hd)
-      simdGemm!.multiply(att, rowMajor(qkv, T, hd, q, C3), transposed(qkv, T, hd, q + C, C3), false, 1 / Math.sqrt(hd), a, T);
-      causalSoftmax(att, a, T);
-      // y[T, hd] = att[T, T] @ v[T, hd]
-      simdGemm!.multiply(y, rowMajor(att, T, T, a), rowMajor(qkv, T, hd, q + 2 * C, C3), false, 1, b * T * C + h * hd, C);
-    }
-  }
+  const gemm = simdGemm!;
+  const heads = (fn: HeadOffsets) => forEachHead(B, T, C, H, fn);
+  // scores[T, T] = q[T, hd] @ k^T / sqrt(hd)
+  gemm.batch(() => heads((q, a) => gemm.multiply(att, rowMajor(qkv, T, hd, q, C3), transposed(qkv, T, hd, q + C, C3), false, 1 / Math.sqrt(hd), a, T)));
+  for (let a = 0; a < att.length; a += T * T) causalSoftmax(att, a, T);
+  // y[T, hd] = att[T, T] @ v[T, hd]
+  gemm.batch(() => heads((q, a, o) => gemm.multiply(y, rowMajor(att, T, T, a), rowMajor(qkv, T, hd, q + 2 * C, C3), false, 1, o, C)));
 }
 
 function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float32Array, att: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
   const C3 = 3 * C;
   const scale = 1 / Math.sqrt(hd);
-  const dAtt = scratch(T * T);
-  for (let b = 0; b < B; b++) {
-    for (let h = 0; h < H; h++) {
-      const q = b * T * C3 + h * hd;
-      const a = (b * H + h) * T * T;
-      const o = b * T * C + h * hd;
-      // dAtt[T, T] = dy[T, hd] @ v^T
-      simdGemm!.multiply(dAtt, rowMajor(dy, T, hd, o, C), transposed(qkv, T, hd, q + 2 * C, C3), false, 1);
-      // through the softmax: dScores = att * (dAtt - rowsum(att * dAtt)), times the 1/sqrt(hd) of the scores
-      for (let i = 0; i < T; i++) {
-        let dot = 0;
-        for (let j = 0; j <= i; j++) dot += att[a + i * T + j] * dAtt[i * T + j];
-        for (let j = 0; j < T; j++) dAtt[i * T + j] = j <= i ? att[a + i * T + j] * (dAtt[i * T + j] - dot) * scale : 0;
-      }
-      // dq = dScores @ k ; dk = dScores^T @ q ; dv = att^T @ dy
-      simdGemm!.multiply(dqkv, rowMajor(dAtt, T, T), rowMajor(qkv, T, hd, q + C, C3), true, 1, q, C3);
-      simdGemm!.multiply(dqkv, transposed(dAtt, T, T), rowMajor(qkv, T, hd, q, C3), true, 1, q + C, C3);
-      simdGemm!.multiply(dqkv, transposed(att, T, T, a), rowMajor(dy, T, hd, o, C), true, 1, q + 2 * C, C3);
-    }
+  const gemm = simdGemm!;
+  const heads = (fn: HeadOffsets) => forEachHead(B, T, C, H, fn);
+  const dAtt = scratch(att.length);
+  // dAtt[T, T] = dy[T, hd] @ v^T
+  gemm.batch(() => heads((q, a, o) => gemm.multiply(dAtt, rowMajor(dy, T, hd, o, C), transposed(qkv, T, hd, q + 2 * C, C3), false, 1, a, T)));
+  // through the softmax: dScores = att * (dAtt - rowsum(att * dAtt)), times the 1/sqrt(hd) of the scores
+  for (let r = 0; r < att.length; r += T) {
+    const i = (r / T) % T;
+    let dot = 0;
+    for (let j = 0; j <= i; j++) dot += att[r + j] * dAtt[r + j];
+    for (let j = 0; j < T; j++) dAtt[r + j] = j <= i ? att[r + j] * (dAtt[r + j] - dot) * scale : 0;
   }
+  // dq = dScores @ k ; dk = dScores^T @ q ; dv = att^T @ dy (each head's three write apart from all others)
+  gemm.batch(() =>
+    heads((q, a, o) => {
+      gemm.multiply(dqkv, rowMajor(dAtt, T, T, a), rowMajor(qkv, T, hd, q + C, C3), true, 1, q, C3);
+      gemm.multiply(dqkv, transposed(dAtt, T, T, a), rowMajor(qkv, T, hd, q, C3), true, 1, q + C, C3);
+      gemm.multiply(dqkv, transposed(att, T, T, a), rowMajor(dy, T, hd, o, C), true, 1, q + 2 * C, C3);
+    }),
+  );
 }
 
 /** y[N,C] from qkv[N,3C]; att[B,H,T,T] keeps the softmax probabilities (zero above the diagonal). */

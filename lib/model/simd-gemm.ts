@@ -190,10 +190,11 @@ export type GemmArgs = [number, number, number, number, number, number, number, 
 
 /** Another thread that can run the kernel on the same shared memory (see server/runtime/gemm-threads.ts). */
 export interface GemmHelper {
-  /** starts the kernel with these arguments on the helper thread and returns at once */
-  start(args: GemmArgs): void;
-  /** waits until the started kernel has finished */
-  finish(): void;
+  /**
+   * Runs every call, sharing them out between this thread (through `runHere`) and the helper: each call runs
+   * whole on one thread. Returns when all are done.
+   */
+  runAll(calls: GemmArgs[], runHere: (args: GemmArgs) => void): void;
 }
 
 /**
@@ -220,6 +221,13 @@ export interface SimdGemm {
   readonly arena: WasmArena;
   /** elementwise and per-row operations (simd-ops.ts) in the same memory */
   readonly ops: SimdOps;
+  /**
+   * Runs fn, collecting the products it starts instead of running them, then runs them all at once (shared
+   * with the helper thread). The products must be independent (none reads another's output) and write their
+   * results in place (arena arrays, widths a multiple of 8); those that cannot are run at once as usual.
+   * Arena memory allocated inside fn is released when batch returns.
+   */
+  batch(fn: () => void): void;
   /** what a helper thread needs to run the same kernel on the same memory; null without shared memory */
   readonly sharing: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null;
   setHelper(helper: GemmHelper | null): void;
@@ -227,8 +235,10 @@ export interface SimdGemm {
 
 // Inner-dimension block: 256 rows of an 8-float B strip and a 4-float A strip fit in L1 with room to spare.
 export const kBlock = 256;
-// A product is split between two threads only when it is big enough to repay waking the other thread.
+// A product is split between two threads only when it is big enough to repay waking the other thread; it is
+// cut into this many pieces by rows, which the two threads take in turn, so a busy helper delays little.
 const parallelMinWork = 1 << 18;
+const parallelPieces = 8;
 // Slack kept beyond the arena top (the kernel reads no further than its operands' last elements).
 const guardBytes = 1 << 16;
 
@@ -293,18 +303,18 @@ function createSimdGemm(): SimdGemm | null {
     }
   }
 
-  function run(args: GemmArgs, work: number) {
-    const M = args[3];
+  // Products collected by `batch`, or null when products run as they come.
+  let deferred: GemmArgs[] | null = null;
+
+  /** Runs a product now, shared with the helper when it is large. */
+  function runNow(args: GemmArgs, work: number) {
+    const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
     if (!helper || M < 2 * tileRows || work < parallelMinWork) return runBlocked(args);
-    // The helper takes the lower rows, this thread the upper half (a whole number of row tiles).
-    const half = Math.floor(M / (2 * tileRows)) * tileRows;
-    const [a, b, c, , K, N, ars, acs, brs, crs, acc, scale] = args;
-    helper.start([a + half * ars * 4, b, c + half * crs * 4, M - half, K, N, ars, acs, brs, crs, acc, scale]);
-    try {
-      runBlocked([a, b, c, half, K, N, ars, acs, brs, crs, acc, scale]);
-    } finally {
-      helper.finish();
-    }
+    // Pieces of whole row tiles; each element is computed by one thread exactly as on one thread.
+    const rows = Math.ceil(M / parallelPieces / tileRows) * tileRows;
+    const calls: GemmArgs[] = [];
+    for (let i = 0; i < M; i += rows) calls.push([a + i * ars * 4, b, c + i * crs * 4, Math.min(rows, M - i), K, N, ars, acs, brs, crs, acc, scale]);
+    helper.runAll(calls, runBlocked);
   }
 
   /** Runs fn on copies in this memory of the arrays that lie outside it, then copies the outputs back. */
@@ -343,6 +353,7 @@ function createSimdGemm(): SimdGemm | null {
       const N8 = (N + 7) & ~7;
       const mark = arena.mark();
       privateTop = 0;
+      let keepScratch = false;
       try {
         // A: in place if it is in WebAssembly memory, else its rows copied in as they lie in memory.
         let aPtr: number, ars: number, acs: number;
@@ -372,16 +383,38 @@ function createSimdGemm(): SimdGemm | null {
         }
         // C: written in place when its tiles fit exactly, else through scratch.
         if (owns(out) && N === N8) {
-          run([aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale], M * K * N);
+          const args: GemmArgs = [aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale];
+          // in a batch, the call waits for the others and its copied operands stay until the batch ends
+          if (deferred) {
+            deferred.push(args);
+            keepScratch = true;
+          } else {
+            runNow(args, M * K * N);
+          }
           return;
         }
         const base = scratch(M * N8);
         if (accumulate) {
           for (let i = 0; i < M; i++) heap.set(out.subarray(outOffset + i * outRowStride, outOffset + i * outRowStride + N), base + i * N8);
         }
-        run([aPtr, bPtr, base * 4, M, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M * K * N);
+        runNow([aPtr, bPtr, base * 4, M, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M * K * N);
         for (let i = 0; i < M; i++) out.set(heap.subarray(base + i * N8, base + i * N8 + N), outOffset + i * outRowStride);
       } finally {
+        if (!keepScratch) arena.release(mark);
+      }
+    },
+    batch(fn) {
+      if (deferred || !shared) return fn();
+      const mark = arena.mark();
+      deferred = [];
+      try {
+        fn();
+        const calls = deferred;
+        deferred = null;
+        if (helper && calls.length > 1) helper.runAll(calls, runBlocked);
+        else for (const args of calls) runBlocked(args);
+      } finally {
+        deferred = null;
         arena.release(mark);
       }
     },

@@ -1,33 +1,56 @@
 /**
  * A helper thread for the SIMD matrix multiply: it instantiates the same kernel on the same shared
- * WebAssembly memory and computes the lower half of the rows of each large product while the calling thread
- * computes the upper half. Calls stay synchronous (the caller blocks in Atomics.wait for the helper), so the
- * engine's interface does not change, and each element is computed by one thread exactly as before, so results
- * are bit-identical with and without the helper.
+ * WebAssembly memory and shares the work of each job with the calling thread. A job is a list of kernel calls
+ * (the row pieces of one large product, or the per-head products of attention); both threads take calls from
+ * it in turn through one atomic counter until none is left. So when the helper is slow to wake or loses its
+ * core to another process, the calling thread simply does more of the calls itself and waits at most for the
+ * one call the helper is running, instead of for half the job.
+ *
+ * Calls stay synchronous (the caller blocks until the job is done), so the engine's interface does not change,
+ * and each call runs whole on one thread exactly as it would alone, so results are bit-identical with and
+ * without the helper.
  */
 import { Worker } from "node:worker_threads";
 import { type GemmArgs, kBlock, simdGemm } from "@/lib/model/simd-gemm";
 
-// The helper is plain JavaScript (no TypeScript loader needed in the worker). Control block, in int32 slots:
-// [0] state (0 idle, 1 job posted, 2 stop), [1..11] the kernel's integer arguments, [12] the scale as float32.
+// Control block, in int32 slots: JOB (job number, bumped to wake the helper), NEXT (job number << 16 | index
+// of the next call to take), COUNT (calls in the job), DONE (calls finished), STOP, HELPED (calls the helper
+// has run, ever); then the calls, 12 slots each: 11 integer arguments and the scale as float32.
+const [JOB, NEXT, COUNT, DONE, STOP, HELPED] = [0, 1, 2, 3, 4, 5];
+const callsAt = 8;
+const slotsPerCall = 12;
+/** calls per job; longer lists are run as several jobs */
+const maxCalls = 4096;
+
+// The helper is plain JavaScript (no TypeScript loader needed in the worker).
 const helperSource = `
 const { workerData } = require("node:worker_threads");
-const { module, memory, control, kBlock } = workerData;
+const { module, memory, control, kBlock, slots } = workerData;
 const gemm = new WebAssembly.Instance(module, { env: { memory } }).exports.gemm;
 const ints = new Int32Array(control);
 const floats = new Float32Array(control);
+let last = 0;
 for (;;) {
-  Atomics.wait(ints, 0, 0);
-  const state = Atomics.load(ints, 0);
-  if (state === 2) break;
-  if (state !== 1) continue;
-  const [a, b, c, M, K, N, ars, acs, brs, crs, acc] = ints.subarray(1, 12);
-  // the same blocking of the inner dimension as the calling thread (simd-gemm.ts, runBlocked)
-  for (let k0 = 0; k0 < K; k0 += kBlock) {
-    gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, floats[12]);
+  Atomics.wait(ints, ${JOB}, last);
+  if (Atomics.load(ints, ${STOP})) break;
+  const job = Atomics.load(ints, ${JOB});
+  last = job;
+  const count = Atomics.load(ints, ${COUNT});
+  for (;;) {
+    const word = Atomics.load(ints, ${NEXT});
+    // a job that is over (or a newer one, whose count was not read) is left alone
+    if (word >>> 16 !== job || (word & 0xffff) >= count) break;
+    if (Atomics.compareExchange(ints, ${NEXT}, word, word + 1) !== word) continue;
+    const at = ${callsAt} + (word & 0xffff) * slots;
+    const [a, b, c, M, K, N, ars, acs, brs, crs, acc] = ints.subarray(at, at + 11);
+    // the same blocking of the inner dimension as the calling thread (simd-gemm.ts, runBlocked)
+    for (let k0 = 0; k0 < K; k0 += kBlock) {
+      gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, floats[at + 11]);
+    }
+    Atomics.add(ints, ${HELPED}, 1);
+    Atomics.add(ints, ${DONE}, 1);
+    Atomics.notify(ints, ${DONE});
   }
-  Atomics.store(ints, 0, 0);
-  Atomics.notify(ints, 0);
 }
 `;
 
@@ -38,23 +61,45 @@ export function startGemmHelper(): boolean {
   if (running) return true;
   const sharing = simdGemm?.sharing;
   if (!simdGemm || !sharing) return false;
-  const control = new SharedArrayBuffer(16 * 4);
+  const control = new SharedArrayBuffer((callsAt + maxCalls * slotsPerCall) * 4);
   const ints = new Int32Array(control);
   const floats = new Float32Array(control);
-  const worker = new Worker(helperSource, { eval: true, workerData: { module: sharing.module, memory: sharing.memory, control, kBlock } });
+  const worker = new Worker(helperSource, {
+    eval: true,
+    workerData: { module: sharing.module, memory: sharing.memory, control, kBlock, slots: slotsPerCall },
+  });
   worker.unref(); // an idle helper must not keep the process alive
   running = { worker, ints };
+  let job = 0;
+
+  function runJob(calls: GemmArgs[], runHere: (args: GemmArgs) => void) {
+    calls.forEach((args, i) => {
+      const at = callsAt + i * slotsPerCall;
+      for (let s = 0; s < 11; s++) ints[at + s] = args[s];
+      floats[at + 11] = args[11];
+    });
+    job = (job + 1) & 0x7fff;
+    Atomics.store(ints, DONE, 0);
+    Atomics.store(ints, COUNT, calls.length);
+    Atomics.store(ints, NEXT, job << 16);
+    Atomics.store(ints, JOB, job);
+    Atomics.notify(ints, JOB);
+    for (;;) {
+      const word = Atomics.load(ints, NEXT);
+      const i = word & 0xffff;
+      if (i >= calls.length) break;
+      if (Atomics.compareExchange(ints, NEXT, word, word + 1) !== word) continue;
+      runHere(calls[i]);
+      Atomics.add(ints, DONE, 1);
+    }
+    // Only calls the helper has taken remain; it is running them. A short spin first: waking from wait costs more.
+    for (let spin = 0; spin < 2000 && Atomics.load(ints, DONE) < calls.length; spin++);
+    for (let done = Atomics.load(ints, DONE); done < calls.length; done = Atomics.load(ints, DONE)) Atomics.wait(ints, DONE, done);
+  }
+
   simdGemm.setHelper({
-    start(args: GemmArgs) {
-      for (let i = 0; i < 11; i++) ints[i + 1] = args[i];
-      floats[12] = args[11];
-      Atomics.store(ints, 0, 1);
-      Atomics.notify(ints, 0);
-    },
-    finish() {
-      // A short spin first: most halves finish within microseconds of ours, and waking from wait costs more.
-      for (let spin = 0; spin < 2000 && Atomics.load(ints, 0) === 1; spin++);
-      while (Atomics.load(ints, 0) === 1) Atomics.wait(ints, 0, 1);
+    runAll(calls, runHere) {
+      for (let i = 0; i < calls.length; i += maxCalls) runJob(calls.slice(i, i + maxCalls), runHere);
     },
   });
   return true;
@@ -65,11 +110,17 @@ export async function stopGemmHelper(): Promise<void> {
   const { worker, ints } = running;
   running = null;
   simdGemm?.setHelper(null);
-  Atomics.store(ints, 0, 2);
-  Atomics.notify(ints, 0);
+  Atomics.store(ints, STOP, 1);
+  Atomics.add(ints, JOB, 1);
+  Atomics.notify(ints, JOB);
   await worker.terminate();
 }
 
 export function gemmHelperRunning(): boolean {
   return running !== null;
+}
+
+/** Kernel calls the running helper has taken so far (0 without one). */
+export function gemmHelperCalls(): number {
+  return running ? Atomics.load(running.ints, HELPED) : 0;
 }

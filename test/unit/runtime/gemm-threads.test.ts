@@ -4,7 +4,7 @@ import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { simdGemm } from "@/lib/model/simd-gemm";
 import { cloneGPTWeights, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
-import { gemmHelperRunning, startGemmHelper, stopGemmHelper } from "@/server/runtime/gemm-threads";
+import { gemmHelperCalls, gemmHelperRunning, startGemmHelper, stopGemmHelper } from "@/server/runtime/gemm-threads";
 
 afterAll(() => stopGemmHelper());
 
@@ -25,7 +25,11 @@ describe.skipIf(!simdGemm?.sharing)("the helper thread for matrix products", () 
     const alone = pass();
     expect(startGemmHelper()).toBe(true);
     expect(gemmHelperRunning()).toBe(true);
-    const helped = pass();
+    // The helper shares the work: with a free core it takes some of the calls; when the machine is busy the
+    // calling thread may take them all, so several passes give it the chance.
+    let helped = pass();
+    for (let i = 0; i < 20 && gemmHelperCalls() === 0; i++) helped = pass();
+    expect(gemmHelperCalls()).toBeGreaterThan(0);
     expect(Buffer.from(helped.logits.buffer).equals(Buffer.from(alone.logits.buffer))).toBe(true);
     helped.grads.forEach((g, i) => expect(Buffer.from(g.buffer).equals(Buffer.from(alone.grads[i].buffer))).toBe(true));
     await stopGemmHelper();
