@@ -1,10 +1,10 @@
 /**
  * Estimated starts of the live queue. Each job's work left comes from, in order: its run's own pace (seconds per
- * step over its metric points of the last 15 minutes) times the steps it has left; the job's `estimatedSeconds`;
+ * step over its last 500 metric points, those of the last 15 minutes) times the steps it has left; the job's `estimatedSeconds`;
  * the median pace of the runs measured just now (or, failing that, of recently completed jobs) times its steps
  * left. Then `forecastStarts` runs the policy forward in the simulator.
  */
-import { and, desc, eq, gt, inArray, isNotNull, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
 import type { Database } from "../db";
 import { jobs, metricPoints, runs } from "../db/schema";
 import { forecastStarts } from "./forecast";
@@ -23,17 +23,20 @@ export async function estimateQueuedStarts(db: Database, policy: SchedulingPolic
     .leftJoin(runs, eq(runs.id, jobs.runId))
     .where(inArray(jobs.id, ids));
   const runIds = rows.flatMap((r) => (r.runId ? [r.runId] : []));
+  // Each run's last 500 points (by the (run, seq) index, so a long run costs no more than a short one), those of
+  // the last 15 minutes: its recent pace, without the time it spent paused or queued.
   const paceRows = runIds.length
-    ? await db
-        .select({
-          runId: metricPoints.runId,
-          first: sql<number>`min(${metricPoints.step})`.mapWith(Number),
-          last: sql<number>`max(${metricPoints.step})`.mapWith(Number),
-          seconds: sql<number>`extract(epoch from max(${metricPoints.wallTime}) - min(${metricPoints.wallTime}))`.mapWith(Number),
-        })
-        .from(metricPoints)
-        .where(and(inArray(metricPoints.runId, runIds), gt(metricPoints.wallTime, new Date(now - 15 * 60_000))))
-        .groupBy(metricPoints.runId)
+    ? (
+        (await db.execute(sql`
+          select r.run_id as "runId", min(p.step)::int as first, max(p.step)::int as last,
+                 extract(epoch from max(p.wall_time) - min(p.wall_time))::float8 as seconds
+          from unnest(array[${sql.join(runIds.map((id) => sql`${id}`), sql`, `)}]::text[]) as r(run_id)
+          cross join lateral (
+            select m.step, m.wall_time from ${metricPoints} m where m.run_id = r.run_id order by m.seq desc limit 500
+          ) p
+          where p.wall_time > ${new Date(now - 15 * 60_000)}
+          group by r.run_id`)) as unknown as { rows: { runId: string; first: number; last: number; seconds: number }[] }
+      ).rows
     : [];
   const pace = new Map<string, number>();
   for (const row of paceRows) if (row.last > row.first && row.seconds > 0) pace.set(row.runId, row.seconds / (row.last - row.first));
