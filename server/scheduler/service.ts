@@ -223,7 +223,10 @@ export async function schedulerTick(db: Database, policy: SchedulingPolicy, now 
         placedOn.add(workerId);
       }
     }
-    if (placedOn.size > 0 || requeued.length > 0) await notifyJobs(tx, { placedOn: [...placedOn], ...(requeued.length ? { freed: true as const } : {}) });
+    if (requeued.length > 0) await notifyJobs(tx, { freed: true });
+    // A NOTIFY payload holds at most 8,000 bytes: 200 worker ids (about 16 characters each) per notice.
+    const news = [...placedOn];
+    for (let i = 0; i < news.length; i += 200) await notifyJobs(tx, { placedOn: news.slice(i, i + 200) });
     return { requeued, placed, preempted };
   });
 }

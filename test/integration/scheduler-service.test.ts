@@ -139,6 +139,28 @@ describe("scheduling passes over the database", () => {
   });
 });
 
+describe.runIf(process.env.TINKERLAB_TEST_DB === "postgres")("notices of a large pass", () => {
+  it("splits the workers with news into notices under NOTIFY's 8,000-byte limit", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 450; i++) ids.push((await oneSlotWorker()).workerId);
+    for (let i = 0; i < 450; i++) await submit();
+    const listener = new pg.Client({ connectionString: await currentDatabaseUrl() });
+    await listener.connect();
+    const notices: { placedOn?: string[] }[] = [];
+    listener.on("notification", (message) => notices.push(JSON.parse(message.payload!)));
+    await listener.query(`LISTEN ${JOBS_CHANNEL}`);
+    try {
+      expect((await schedulerTick(handle.db, policy)).placed).toHaveLength(450);
+      const deadline = Date.now() + 5_000;
+      while (notices.length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(notices.map((n) => n.placedOn!.length)).toEqual([200, 200, 50]);
+      expect(new Set(notices.flatMap((n) => n.placedOn!))).toEqual(new Set(ids));
+    } finally {
+      await listener.end();
+    }
+  }, 120_000);
+});
+
 async function currentDatabaseUrl() {
   const result = (await handle.db.execute(sql`select current_database() as name`)) as unknown as { rows: { name: string }[] };
   const url = new URL(process.env.TEST_DATABASE_URL!);
