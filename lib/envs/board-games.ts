@@ -33,11 +33,26 @@ function cellNames(size: number): string[] {
 let lastDrawn: { state: BoardState; text: string } | null = null;
 
 /**
+ * Boards drawn before, by their cells joined (one native call, cheap in the sandbox's interpreter where drawing is
+ * not): openings and early positions repeat across episodes. Cleared when full.
+ */
+const drawnBoards = new Map<string, string>();
+const maxDrawnBoards = 4_096;
+
+/**
  * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
  * on offer are written out on the board itself.
  */
 export function renderBoard(state: BoardState): string {
-  if (lastDrawn?.state !== state) lastDrawn = { state, text: drawBoard(state) };
+  if (lastDrawn?.state !== state) {
+    const key = state.cells.join("");
+    let text = drawnBoards.get(key);
+    if (text === undefined) {
+      if (drawnBoards.size >= maxDrawnBoards) drawnBoards.clear();
+      drawnBoards.set(key, (text = drawBoard(state)));
+    }
+    lastDrawn = { state, text };
+  }
   return lastDrawn.text;
 }
 
@@ -98,6 +113,8 @@ export function emptyCells(state: BoardState): number[] {
 /** The scripted opponent's move: win if it can, block if it must ("greedy"), else a random empty cell. */
 export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
   const { cells, size, line } = state;
+  // An empty board (half of all openings): every cell is free and nothing can be won or blocked.
+  if (cells.indexOf("X") === -1 && cells.indexOf("O") === -1) return Math.floor(rng.uniform() * cells.length);
   const empty: number[] = [];
   let stonesO = 0;
   let stonesX = 0;
