@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "@/server/db";
@@ -161,4 +161,25 @@ describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABAS
     expect(rewardSteps).toHaveLength(80);
     expect(new Set(rewardSteps).size).toBe(80);
   }, 600_000);
+
+  it("keep taking work after their LISTEN connection is cut, and reconnect", async () => {
+    const { url, handle } = await freshDatabase();
+    const worker = startWorker(url, tempDir("artifacts"));
+    await waitForRegistration([worker]);
+    const cut = await handle.db.execute(
+      sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`,
+    );
+    expect((cut as unknown as { rows: unknown[] }).rows).toHaveLength(1);
+    const runId = await launch(handle, 10, "after-cut");
+    expect(await waitForRun(handle, runId, ended, 240, worker.output)).toMatchObject({ status: "completed", step: 10 });
+    expect(worker.output()).toMatch(/lost the LISTEN connection/);
+    // Reconnected: a fresh LISTEN connection is open again.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const open = await handle.db.execute(sql`select pid from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`);
+      if ((open as unknown as { rows: unknown[] }).rows.length === 1) break;
+      if (Date.now() > deadline) throw new Error(`no LISTEN connection after 10 s:\n${worker.output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }, 300_000);
 });
