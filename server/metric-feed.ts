@@ -52,7 +52,7 @@ export type FeedOptions = {
   buckets?: number;
 };
 
-const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 100, pollMs: 1000, idleMs: 120_000, buckets: 400 };
+const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 100, pollMs: 1000, idleMs: 120_000, buckets: 256 };
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const encoder = new TextEncoder();
 
@@ -191,7 +191,7 @@ export class RunFeed {
   private followed = false;
   private again = false;
   private lastReadAt = 0;
-  private summary: FeedFrame | null = null;
+  private summaryCache: FeedFrame | null = null;
   private poll: ReturnType<typeof setInterval> | null = null;
   private idle: ReturnType<typeof setTimeout> | null = null;
   private stopListening: (() => void) | null = null;
@@ -272,6 +272,16 @@ export class RunFeed {
     }));
   }
 
+  /**
+   * The run's history as one summary event, as a fresh subscriber would get it (null while the run has no
+   * points): pages render it with their HTML, then subscribe after its id.
+   */
+  async summary(): Promise<FeedFrame | null> {
+    if (this.subscriptions.size === 0) this.dropWhenIdle();
+    await this.load();
+    return this.lastSeq > 0 ? this.summaryFrame() : null;
+  }
+
   private async attach(sub: Subscription) {
     try {
       await this.load();
@@ -312,14 +322,14 @@ export class RunFeed {
   }
 
   private summaryFrame(): FeedFrame {
-    if (this.summary && this.summary.id === String(this.lastSeq)) return this.summary;
+    if (this.summaryCache && this.summaryCache.id === String(this.lastSeq)) return this.summaryCache;
     const counts: Record<string, number> = {};
     const series: SeriesBatch = [];
     for (const [name, d] of [...this.series].sort(([a], [b]) => (a < b ? -1 : 1))) {
       counts[name] = d.count;
       series.push({ name, ...d.columns() });
     }
-    return (this.summary = makeFrame(this.lastSeq, { series, summary: { counts } }));
+    return (this.summaryCache = makeFrame(this.lastSeq, { series, summary: { counts } }));
   }
 
   private apply(read: Read) {

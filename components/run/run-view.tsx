@@ -8,17 +8,17 @@ import { StatusBadge } from "@/components/ui/status-badge";
 import { useTRPC } from "@/components/trpc/provider";
 import { MetricChart, type SeriesPoint } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
-import { useMetricStream } from "./use-metric-stream";
+import { useMetricStream, type InitialMetrics } from "./use-metric-stream";
 
 const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s"];
 const ACTIVE = new Set(["queued", "running"]);
 
-export function RunView({ runId }: { runId: string }) {
+export function RunView({ runId, initialMetrics = null }: { runId: string; initialMetrics?: InitialMetrics }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const run = useQuery({ ...trpc.runs.byId.queryOptions({ id: runId }), refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000) });
   const live = run.data ? ACTIVE.has(run.data.status) : true;
-  const { series, error } = useMetricStream(runId);
+  const { series, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);

@@ -24,7 +24,10 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 }
 
 export default async function RunPage({ params }: Props) {
-  const run = await load((await params).id);
+  const id = (await params).id;
+  // The metrics so far come with the HTML (a summary from the run's feed, in memory while it reports); the page
+  // then streams what comes after.
+  const [run, initialMetrics] = await Promise.all([load(id), (await serverCaller()).runs.metricSummary({ runId: id }).catch(() => null)]);
   return (
     <>
       <PageHeader
@@ -38,7 +41,7 @@ export default async function RunPage({ params }: Props) {
           </>
         }
       />
-      <RunView runId={run.id} />
+      <RunView runId={run.id} initialMetrics={initialMetrics} />
     </>
   );
 }

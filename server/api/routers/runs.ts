@@ -5,7 +5,7 @@ import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Database } from "../../db";
 import { newId } from "../../db/ids";
 import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
-import { feedFrames, metricStreamInput, RunNotFoundError } from "../../metric-feed";
+import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metric-feed";
 import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
 import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -178,6 +178,20 @@ export const runsRouter = createTRPCRouter({
     }
     try {
       for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
+    } catch (error) {
+      if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+      throw error;
+    }
+  }),
+
+  /**
+   * The run's metrics so far as the stream's first event would give them (a min/max summary per series with true
+   * counts), and that event's id: the run page renders it with its HTML and subscribes after it.
+   */
+  metricSummary: protectedProcedure.input(z.object({ runId: z.string().min(1) })).query(async ({ ctx, input }) => {
+    try {
+      const frame = await runFeed(ctx.db, input.runId).summary();
+      return frame ? { id: frame.id, event: frame.data } : null;
     } catch (error) {
       if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
       throw error;
