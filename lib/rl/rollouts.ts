@@ -3,6 +3,7 @@
  * trajectories into the primitives' batch format and sums them up as metrics.
  */
 import { renderChat, type ChatMessage } from "@/lib/model/chat";
+import { Rng } from "@/lib/model/rng";
 import type { ByteTokenizer } from "@/lib/model/tokenizer";
 import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
@@ -20,9 +21,16 @@ function sessionFactory(environment: EnvironmentInfo, createSession?: (index: nu
   return () => new EnvironmentSession(environment as EnvironmentDefinition<any, any, any>);
 }
 
-/** Renders a conversation for the policy and samples its replies, one batch for all requests of a round. */
+/**
+ * Renders a conversation for the policy and samples its replies, one batch for all requests of a round. A seeded
+ * actor (evaluation) gives each round its own seed drawn from the first, so a run is reproducible yet one turn's
+ * draws are not the last turn's: with one seed for every call, an episode that came back to a state replayed the
+ * same choice there, and sampled multi-turn play looped.
+ */
 export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
+  const seeds = sampling.seed === undefined ? null : new Rng(sampling.seed);
   return async (requests: ActRequest[]): Promise<ActResponse[]> => {
+    if (seeds) sampling = { ...sampling, seed: seeds.nextU32() };
     const prompts = requests.map((r) => renderChat(policy.tokenizer as ByteTokenizer, r.messages, { addGenerationPrompt: true }).tokens);
     // Identical prompts (a group's first turn) are prefilled once and forked, when every prompt repeats equally.
     const unique = new Map<string, number[]>();

@@ -140,3 +140,15 @@ describe("SFT and evaluation on a tiny model", () => {
     expect(after.trajectories[0]!.turns[0]!.action).toMatch(/^[17]$/);
   });
 });
+
+describe("sampled evaluation", () => {
+  it("draws afresh at every turn, yet repeats exactly with the same seed", async () => {
+    const policy = tinyPolicy();
+    // Every turn sees the same prompt ("again"), so only fresh random draws can make the replies differ.
+    const play = () => evaluate({ policy, environment: digitThrice, protocol: multiTurn("agent", "last"), specs: [{ seed: 1 }], maxTokens: 3, temperature: 1 });
+    const first = await play();
+    const actions = first.trajectories[0]!.turns.map((turn) => turn.action);
+    expect(actions.slice(1).some((action) => action !== actions[1])).toBe(true);
+    expect((await play()).trajectories[0]!.turns.map((turn) => turn.action)).toEqual(actions);
+  });
+});
