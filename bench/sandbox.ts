@@ -13,6 +13,7 @@
  * sampling time per step is measured with the real runtime: TrainingClient.sample on the tiny model of
  * bench:train (d=64, 2 layers, byte vocabulary), `batch` prompts of 16 tokens, 16 new tokens each, divided by
  * `batch`. Real models are larger, so this overstates the share.
+ * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5).
  * The last line is one JSON object with every figure.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -164,7 +165,28 @@ for (const c of cases) {
   });
 }
 
+// What one crossing costs: the trivial environment, one op per crossing and `batch` ops per crossing.
+const crossing: Record<string, number> = {};
+{
+  const pool = await SandboxedEnvironmentPool.create({ files: cases[0]!.files, entry: cases[0]!.entry }, { limits: { maxStepsPerEpisode: 1_000 } });
+  for (const size of [1, args.batch]) {
+    const slots = Array.from({ length: size }, (_, slot) => slot);
+    let best = Infinity;
+    for (let rep = 0; rep < 5; rep++) {
+      pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+      const start = performance.now();
+      for (let i = 0; i < 19; i++) pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
+      best = Math.min(best, (performance.now() - start) / 19);
+    }
+    crossing[`ops_${size}_us`] = Number((best * 1e3).toFixed(1));
+  }
+  pool.dispose();
+}
+
 for (const line of skipped) console.log(`skipped: ${line}`);
+console.log(
+  `crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`,
+);
 console.log(`sampling: ${(samplingSecondsPerStep * 1e3).toFixed(3)} ms per episode step (tiny model, batch ${args.batch}, 16 new tokens)`);
 console.log(
   formatTable(
@@ -172,4 +194,4 @@ console.log(
     results.map((r) => [r.name, r.native_steps_per_s, r.sandbox_steps_per_s, `${(r.sandbox_steps_per_s / r.native_steps_per_s).toFixed(2)}x`, r.rollout_overhead_pct]),
   ),
 );
-console.log(JSON.stringify({ sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, envs: results }));
+console.log(JSON.stringify({ sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

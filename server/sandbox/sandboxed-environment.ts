@@ -72,9 +72,9 @@ export class SandboxedEnvironmentPool {
       const configure: GuestOp = { op: "configure", maxObservationChars: limits.maxObservationChars };
       const budget: OpBudget = { ms: limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "describing the environment" };
       const response = sandbox.call([configure, { op: "describe" }], [budget, budget], "describing the environment");
-      const description = response.results[1]!;
-      if (!description.ok) throw new SandboxError("runtime", `describing the environment failed: ${description.error.message}`);
-      return new SandboxedEnvironmentPool(sandbox, checkDescription(description.value), limits);
+      const [ok, description] = response.results[1]!;
+      if (!ok) throw new SandboxError("runtime", `describing the environment failed: ${String(description?.message)}`);
+      return new SandboxedEnvironmentPool(sandbox, checkDescription(description), limits);
     } catch (error) {
       sandbox.dispose();
       throw error;
@@ -284,15 +284,17 @@ export class SandboxedEnvironmentPool {
   }
 
   private unwrap<T>(result: GuestResult, label: string, check: (value: unknown) => T): T {
-    if (result && typeof result === "object" && result.ok === true) {
+    if (Array.isArray(result) && result.length === 2 && result[0] === true) {
       try {
-        return check(result.value);
+        return check(result[1]);
       } catch (error) {
         throw this.fail(error instanceof SandboxError ? error : new SandboxError("runtime", `${label}: ${(error as Error).message}`));
       }
     }
-    const failure: GuestFailure | undefined = result && typeof result === "object" && result.ok === false ? result.error : undefined;
-    if (!failure || typeof failure.message !== "string") throw this.fail(new SandboxError("runtime", `${label}: the sandbox's answer is malformed`));
+    const failure = Array.isArray(result) && result[0] === false ? (result[1] as GuestFailure | undefined) : undefined;
+    if (!failure || typeof failure !== "object" || typeof failure.message !== "string") {
+      throw this.fail(new SandboxError("runtime", `${label}: the sandbox's answer is malformed`));
+    }
     throw this.fail(this.describeFailure(failure, label));
   }
 
@@ -322,25 +324,25 @@ export class SandboxedEnvironmentPool {
 
   private checkReset(value: unknown, op: { slot: number; seed: number }): GuestResetValue {
     const label = `reset of episode ${op.slot} (seed ${op.seed})`;
-    const record = object(value, label);
+    const [observation, systemPrompt, render] = tuple(value, 3, label);
     return {
-      observation: this.text(record.observation, `${label}: the observation`),
-      systemPrompt: this.text(record.systemPrompt, `${label}: the system prompt`),
-      render: record.render === null ? null : this.text(record.render, `${label}: the render`),
+      observation: this.text(observation, `${label}: the observation`),
+      systemPrompt: this.text(systemPrompt, `${label}: the system prompt`),
+      render: render === null ? null : this.text(render, `${label}: the render`),
     };
   }
 
   private checkStep(value: unknown, label: string): GuestStepValue {
-    const record = object(value, label);
-    if (typeof record.done !== "boolean") throw new SandboxError("contract", `${label}: done must be true or false`);
+    const [observation, reward, done, info, metrics, render, end] = tuple(value, 7, label);
+    if (typeof done !== "boolean") throw new SandboxError("contract", `${label}: done must be true or false`);
     return {
-      observation: record.observation === null ? null : this.text(record.observation, `${label}: the observation`),
-      reward: finite(record.reward, `${label}: the reward`),
-      done: record.done,
-      info: jsonRecord(record.info, `${label}: info`),
-      metrics: numberRecord(record.metrics, `${label}: metrics`),
-      render: record.render === null ? null : this.text(record.render, `${label}: the render`),
-      end: record.end === null ? null : checkEnd(record.end, label),
+      observation: observation === null ? null : this.text(observation, `${label}: the observation`),
+      reward: finite(reward, `${label}: the reward`),
+      done,
+      info: jsonRecord(info, `${label}: info`),
+      metrics: numberRecord(metrics, `${label}: metrics`),
+      render: render === null ? null : this.text(render, `${label}: the render`),
+      end: end === null ? null : checkEnd(end, label),
     };
   }
 
@@ -503,22 +505,29 @@ function numberRecord(value: unknown, what: string): Record<string, number> {
 }
 
 function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
-  const record = object(value, `${label}: the episode's end`);
-  const whole = (field: string) => {
-    const n = finite(record[field], `${label}: ${field}`);
-    if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${label}: ${field} must be a whole number`);
-    return n;
-  };
-  if (typeof record.truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
+  const [turns, totalReward, truncated, invalidActions, score, breakdown, stateJson] = tuple(value, 7, `${label}: the episode's end`);
+  if (typeof truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
   return {
-    turns: whole("turns"),
-    totalReward: finite(record.totalReward, `${label}: the total reward`),
-    truncated: record.truncated,
-    invalidActions: whole("invalidActions"),
-    score: finite(record.score, `${label}: the score`),
-    breakdown: numberRecord(record.breakdown, `${label}: the reward breakdown`),
-    state: stateFromJson(record.stateJson, label),
+    turns: whole(turns, `${label}: turns`),
+    totalReward: finite(totalReward, `${label}: the total reward`),
+    truncated,
+    invalidActions: whole(invalidActions, `${label}: invalidActions`),
+    score: finite(score, `${label}: the score`),
+    breakdown: numberRecord(breakdown, `${label}: the reward breakdown`),
+    state: stateFromJson(stateJson, label),
   };
+}
+
+function whole(value: unknown, what: string): number {
+  const n = finite(value, what);
+  if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${what} must be a whole number`);
+  return n;
+}
+
+/** An answer sent as a fixed-length array (see the *Wire types). */
+function tuple(value: unknown, length: number, what: string): unknown[] {
+  if (!Array.isArray(value) || value.length !== length) throw new SandboxError("contract", `${what}: the answer is malformed`);
+  return value;
 }
 
 /** The state the guest sent as JSON text (null when it had none that serializes), parsed and copied. */
@@ -536,21 +545,16 @@ function stateFromJson(value: unknown, label: string): Json {
 
 function checkSummary(value: unknown, label: string): SandboxedSummary {
   const record = object(value, label);
-  const whole = (field: string) => {
-    const n = finite(record[field], `${label}: ${field}`);
-    if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${label}: ${field} must be a whole number`);
-    return n;
-  };
   if (typeof record.done !== "boolean" || typeof record.truncated !== "boolean") {
     throw new SandboxError("contract", `${label}: done and truncated must be true or false`);
   }
   return {
     state: stateFromJson(record.stateJson, label),
-    turns: whole("turns"),
+    turns: whole(record.turns, `${label}: turns`),
     totalReward: finite(record.totalReward, `${label}: the total reward`),
     done: record.done,
     truncated: record.truncated,
-    invalidActions: whole("invalidActions"),
+    invalidActions: whole(record.invalidActions, `${label}: invalidActions`),
     breakdown: numberRecord(record.breakdown, `${label}: the reward breakdown`),
   };
 }

@@ -10,7 +10,7 @@
  */
 import { type DatasetRow, type EnvironmentDefinition, type Json, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
-import type { EnvironmentDescription, GuestEpisodeEndWire, GuestFailure, GuestOp, GuestResetValue, GuestStepWire } from "../wire";
+import type { EnvironmentDescription, GuestEpisodeEndWire, GuestFailure, GuestOp, GuestResetWire, GuestStepWire, GuestSummaryWire } from "../wire";
 
 type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
 type Register = (call: (request: string) => string) => void;
@@ -79,25 +79,25 @@ export function install(userModule: Record<string, unknown>): void {
   register(call);
 }
 
-/** One op in, its result out (`{"ok":true,"value":…}` or `{"ok":false,"error":…}`), both as JSON text. */
+/** One op in, its result out (`[true, value]` or `[false, failure]`), both as JSON text. */
 function call(request: string): string {
   try {
     pendingViolation = null;
     const op = parseJson(request) as GuestOp;
     const value = runOp(op);
     if (pendingViolation) throw pendingViolation;
-    const encoded = stringify({ ok: true, value });
+    const encoded = stringify([true, value]);
     // A value whose whole answer fits the limit has no field over it; a longer one is checked field by field.
     if (encoded.length > maxChars) checkAnswerSizes(op, value);
     return encoded;
   } catch (error) {
-    return stringify({ ok: false, error: describeFailure(error) });
+    return stringify([false, describeFailure(error)]);
   }
 }
 
 /** The size checks that need serializing (info as JSON); strings were checked as they were made. */
 function checkAnswerSizes(op: GuestOp, value: unknown): void {
-  if (op.op === "step") checkJsonSize("info", (value as GuestStepWire).info);
+  if (op.op === "step") checkJsonSize("info", (value as GuestStepWire)[3]);
 }
 
 function runOp(op: GuestOp): unknown {
@@ -112,34 +112,30 @@ function runOp(op: GuestOp): unknown {
     case "reset": {
       const session = (sessions[op.slot] ??= new EnvironmentSession(definition!));
       const observation = checkSize("observation", session.reset(op.seed, op.sample ?? undefined));
-      const value: GuestResetValue = {
-        observation,
-        systemPrompt: checkSize("systemPrompt", session.systemPrompt),
-        render: checkSize("render", session.render() ?? null),
-      };
+      const value: GuestResetWire = [observation, checkSize("systemPrompt", session.systemPrompt), checkSize("render", session.render() ?? null)];
       return value;
     }
     case "step": {
       const session = sessionAt(op.slot);
       const step = session.step(op.action);
-      const value: GuestStepWire = {
-        observation: checkSize("observation", step.observation),
-        reward: step.reward,
-        done: step.done,
-        info: step.info,
-        metrics: step.metrics,
-        render: checkSize("render", session.render() ?? null),
-        end: step.done ? episodeEnd(session) : null,
-      };
+      const value: GuestStepWire = [
+        checkSize("observation", step.observation),
+        step.reward,
+        step.done,
+        step.info,
+        step.metrics,
+        checkSize("render", session.render() ?? null),
+        step.done ? episodeEnd(session) : null,
+      ];
       return value;
     }
     case "render":
       return checkSize("render", sessionAt(op.slot).render() ?? null);
     case "summary": {
       const session = sessionAt(op.slot);
-      const summary = session.summary();
-      const { state, ...rest } = summary;
-      return { ...rest, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
+      const { state, turns, totalReward, done, truncated, invalidActions } = session.summary();
+      const value: GuestSummaryWire = { turns, totalReward, done, truncated, invalidActions, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
+      return value;
     }
     case "score":
       return sessionAt(op.slot).score();
@@ -154,15 +150,15 @@ function sessionAt(slot: number) {
 
 function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEndWire {
   const summary = session.summary();
-  return {
-    turns: summary.turns,
-    totalReward: summary.totalReward,
-    truncated: summary.truncated,
-    invalidActions: summary.invalidActions,
-    score: session.score(),
-    breakdown: session.rewardBreakdown(),
-    stateJson: stateAsJson(summary.state),
-  };
+  return [
+    summary.turns,
+    summary.totalReward,
+    summary.truncated,
+    summary.invalidActions,
+    session.score(),
+    session.rewardBreakdown(),
+    stateAsJson(summary.state),
+  ];
 }
 
 /**

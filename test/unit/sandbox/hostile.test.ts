@@ -47,7 +47,8 @@ describe("hostile environments", () => {
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(error).toBeInstanceOf(SandboxLimitError);
     expect(error.limit).toBe("cpuMsPerCall");
-    expect(error.message).toMatch(/step 1 of episode 0 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms\)/);
+    // the interrupt handler stops it; on a loaded machine the watchdog may get there first
+    expect(error.message).toMatch(/step 1 of episode 0 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms(; stopped by the watchdog)?\)/);
     // the pool stays failed with the same reason
     expect(() => pool.resetMany([{ slot: 0, seed: 2 }])).toThrow(error.message);
     pool.dispose();
@@ -77,7 +78,7 @@ describe("hostile environments", () => {
     const error = await stepUntilError(pool, 30);
     expect(error).toBeInstanceOf(SandboxLimitError);
     expect(error.limit).toBe("cpuMsPerEpisode");
-    expect(error.message).toMatch(/exceeded cpuMsPerEpisode=400 ms \(the episode ran \d+ ms\)/);
+    expect(error.message).toMatch(/exceeded cpuMsPerEpisode=400 ms \(the episode ran \d+ ms(; stopped by the watchdog)?\)/);
     pool.dispose();
     expectBystanderUnaffected();
   });
