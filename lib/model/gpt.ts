@@ -147,6 +147,16 @@ function causalSoftmax(s: Float32Array, offset: number, T: number): void {
  * The products of all heads are run as one batch (shared with the helper thread when there is one), with the
  * softmax over all heads in between.
  */
+/** dAtt = att * (dAtt - rowsum(att * dAtt)) * scale per row of [*, T] (rows i of each [T, T] block keep 0..i). */
+function softmaxBackwardLoop(dAtt: Float32Array, att: Float32Array, T: number, scale: number): void {
+  for (let r = 0; r < att.length; r += T) {
+    const i = (r / T) % T;
+    let dot = 0;
+    for (let j = 0; j <= i; j++) dot += att[r + j] * dAtt[r + j];
+    for (let j = 0; j < T; j++) dAtt[r + j] = j <= i ? att[r + j] * (dAtt[r + j] - dot) * scale : 0;
+  }
+}
+
 /** q: offset of the head's queries in qkv; a: of its [T, T] block in att; o: of its output columns in y */
 type HeadOffsets = (q: number, a: number, o: number) => void;
 
@@ -162,7 +172,7 @@ function attentionForwardSimd(y: Float32Array, att: Float32Array, qkv: Float32Ar
   const heads = (fn: HeadOffsets) => forEachHead(B, T, C, H, fn);
   // scores[T, T] = q[T, hd] @ k^T / sqrt(hd)
   gemm.batch(() => heads((q, a) => gemm.multiply(att, rowMajor(qkv, T, hd, q, C3), transposed(qkv, T, hd, q + C, C3), false, 1 / Math.sqrt(hd), a, T)));
-  for (let a = 0; a < att.length; a += T * T) causalSoftmax(att, a, T);
+  if (!gemm.ops.causalSoftmax(att, B * H, T)) for (let a = 0; a < att.length; a += T * T) causalSoftmax(att, a, T);
   // y[T, hd] = att[T, T] @ v[T, hd]
   gemm.batch(() => heads((q, a, o) => gemm.multiply(y, rowMajor(att, T, T, a), rowMajor(qkv, T, hd, q + 2 * C, C3), false, 1, o, C)));
 }
@@ -177,12 +187,7 @@ function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float3
   // dAtt[T, T] = dy[T, hd] @ v^T
   gemm.batch(() => heads((q, a, o) => gemm.multiply(dAtt, rowMajor(dy, T, hd, o, C), transposed(qkv, T, hd, q + 2 * C, C3), false, 1, a, T)));
   // through the softmax: dScores = att * (dAtt - rowsum(att * dAtt)), times the 1/sqrt(hd) of the scores
-  for (let r = 0; r < att.length; r += T) {
-    const i = (r / T) % T;
-    let dot = 0;
-    for (let j = 0; j <= i; j++) dot += att[r + j] * dAtt[r + j];
-    for (let j = 0; j < T; j++) dAtt[r + j] = j <= i ? att[r + j] * (dAtt[r + j] - dot) * scale : 0;
-  }
+  if (!gemm.ops.softmaxBackward(dAtt, att, att.length / T, T, scale)) softmaxBackwardLoop(dAtt, att, T, scale);
   // dq = dScores @ k ; dk = dScores^T @ q ; dv = att^T @ dy (each head's three write apart from all others)
   gemm.batch(() =>
     heads((q, a, o) => {

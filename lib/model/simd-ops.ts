@@ -11,8 +11,10 @@ import {
   c32,
   f32,
   f32c,
+  f32x4Lanes,
   f32x4c,
   get,
+  i32x4c,
   i32,
   memarg,
   op,
@@ -233,8 +235,106 @@ function layerNormBackward(): WasmFunction {
   };
 }
 
+/**
+ * v128 code: local `out` = exp(local `x`) (Cephes' expf: 2^n times a degree-7 polynomial of the remainder,
+ * within 2 ulp), for x clamped to [-87.3, 88] (below, the result is ~1e-38 instead of smaller), using locals
+ * n, r, p as temporaries.
+ */
+function expInto(out: number, x: number, [n, r, p]: number[]): number[] {
+  const cephes = [5.0000001201e-1, 1.6666665459e-1, 4.1665795894e-2, 8.3334519073e-3, 1.3981999507e-3, 1.98756915e-4];
+  return [
+    ...get(x), ...f32x4c(88), ...simd.pmin, ...f32x4c(-87.3), ...simd.pmax, ...set(r),
+    ...get(r), ...f32x4c(Math.LOG2E), ...simd.mul, ...simd.nearest, ...set(n),
+    // r = x - n·ln2, with ln2 split in two so the first product is exact
+    ...get(r), ...get(n), ...f32x4c(0.693359375), ...simd.mul, ...simd.sub, ...get(n), ...f32x4c(-2.12194440e-4), ...simd.mul, ...simd.sub, ...set(r),
+    ...f32x4c(cephes[5]), ...set(p),
+    ...cephes.slice(0, 5).reverse().flatMap((k) => [...get(p), ...get(r), ...simd.mul, ...f32x4c(k), ...simd.add, ...set(p)]),
+    // p·r² + r + 1, times 2^n built in the exponent bits
+    ...get(p), ...get(r), ...get(r), ...simd.mul, ...simd.mul, ...get(r), ...simd.add, ...f32x4c(1), ...simd.add,
+    ...get(n), ...simd.i32x4TruncSatF32x4, ...i32x4c(127), ...simd.i32x4Add, ...c32(23), ...simd.i32x4Shl,
+    ...simd.mul, ...set(out),
+  ];
+}
+
+/**
+ * Row-wise causal softmax in place over `blocks` [T, T] blocks: row i keeps columns 0..i, the rest become 0.
+ * Columns past i in the vector that holds i are masked by comparing lane indices.
+ */
+function causalSoftmax(): WasmFunction {
+  const [P, BLOCKS, T] = [0, 1, 2];
+  const [R, I, J, LIMIT, ROWB] = [3, 4, 5, 6, 7];
+  const [M, MASK, E, SUM, JV, IV, MV, N, RR, PP, X] = [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18];
+  const lanes = [...f32x4Lanes([0, 1, 2, 3]), ...set(JV)];
+  const nextLanes = [...get(JV), ...f32x4c(4), ...simd.add, ...set(JV)];
+  const mask = [...get(JV), ...get(IV), ...simd.gt, ...set(MASK)];
+  return {
+    name: "causalSoftmax",
+    params: [i32, i32, i32],
+    locals: [[5, i32], [11, v128]],
+    body: [
+      ...get(T), ...c32(2), op.i32Shl, ...set(ROWB),
+      ...get(BLOCKS), ...get(T), op.i32Mul, ...set(R),
+      ...c32(0), ...set(I),
+      ...whileNot([...get(R), op.i32Eqz], [
+        ...get(I), ...c32(2), op.i32ShrU, ...c32(1), op.i32Add, ...c32(4), op.i32Shl, ...set(LIMIT),
+        ...get(I), op.f32ConvertI32U, ...simd.splat, ...set(IV),
+        ...f32x4c(-Infinity), ...set(M), ...lanes,
+        ...forBytes(J, get(LIMIT), 16, [
+          ...mask,
+          ...get(M), ...f32x4c(-Infinity), ...load(at(P, J)), ...get(MASK), ...simd.bitselect, ...simd.pmax, ...set(M),
+          ...nextLanes,
+        ]),
+        ...get(M), ...simd.extractLane(0), ...get(M), ...simd.extractLane(1), op.f32Max,
+        ...get(M), ...simd.extractLane(2), ...get(M), ...simd.extractLane(3), op.f32Max, op.f32Max, ...simd.splat, ...set(MV),
+        ...f32x4c(0), ...set(SUM), ...lanes,
+        ...forBytes(J, get(LIMIT), 16, [
+          ...mask,
+          ...load(at(P, J)), ...get(MV), ...simd.sub, ...set(X),
+          ...expInto(E, X, [N, RR, PP]),
+          ...get(E), ...get(MASK), ...simd.andnot, ...set(E),
+          ...store(at(P, J), get(E)),
+          ...get(SUM), ...get(E), ...simd.add, ...set(SUM),
+          ...nextLanes,
+        ]),
+        ...f32c(1), ...laneSum(SUM), op.f32Div, ...simd.splat, ...set(MV),
+        ...forBytes(J, get(LIMIT), 16, store(at(P, J), [...load(at(P, J)), ...get(MV), ...simd.mul])),
+        ...get(LIMIT), ...set(J),
+        ...whileNot([...get(J), ...get(ROWB), op.i32GeU], [...store(at(P, J), f32x4c(0)), ...addTo(J, c32(16))]),
+        ...addTo(P, get(ROWB)),
+        ...get(R), ...c32(1), op.i32Sub, ...set(R),
+        ...addTo(I, c32(1)),
+        ...when([...get(I), ...get(T), op.i32Eq], [...c32(0), ...set(I)]),
+      ]),
+    ],
+  };
+}
+
+/** Through the softmax, per row of [rows, T]: dAtt = att · (dAtt - Σ att·dAtt) · scale (att is 0 past the diagonal). */
+function softmaxBackward(): WasmFunction {
+  const [DATT, ATT, ROWS, T, SCALE] = [0, 1, 2, 3, 4];
+  const [J, ROWB] = [5, 6];
+  const [A, D, SC] = [7, 8, 9];
+  return {
+    name: "softmaxBackward",
+    params: [i32, i32, i32, i32, f32],
+    locals: [[2, i32], [3, v128]],
+    body: [
+      ...get(T), ...c32(2), op.i32Shl, ...set(ROWB),
+      ...get(SCALE), ...simd.splat, ...set(SC),
+      ...whileNot([...get(ROWS), op.i32Eqz], [
+        ...f32x4c(0), ...set(A),
+        ...forBytes(J, get(ROWB), 16, [...get(A), ...load(at(ATT, J)), ...load(at(DATT, J)), ...simd.mul, ...simd.add, ...set(A)]),
+        ...laneSum(A), ...simd.splat, ...set(D),
+        ...forBytes(J, get(ROWB), 16, store(at(DATT, J), [...load(at(ATT, J)), ...load(at(DATT, J)), ...get(D), ...simd.sub, ...simd.mul, ...get(SC), ...simd.mul])),
+        ...addTo(DATT, get(ROWB)), ...addTo(ATT, get(ROWB)),
+        ...get(ROWS), ...c32(1), op.i32Sub, ...set(ROWS),
+      ]),
+    ],
+  };
+}
+
 export function opFunctions(): WasmFunction[] {
-  return [gelu(), geluBackward(), columnSum(), add(), layerNorm(), layerNormBackward()];
+  return [gelu(), geluBackward(), columnSum(), add(), layerNorm(), layerNormBackward(), causalSoftmax(), softmaxBackward()];
 }
 
 /** The operations on arrays in the kernel's memory; each returns false (doing nothing) when it cannot run. */
@@ -249,6 +349,10 @@ export interface SimdOps {
   add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): boolean;
   /** out = (x - mean) · rstd · gain + bias per row, keeping mean and rstd */
   layerNorm(out: Float32Array, mean: Float32Array, rstd: Float32Array, x: Float32Array, gain: Float32Array, bias: Float32Array, M: number, C: number): boolean;
+  /** row-wise causal softmax in place over `blocks` [T, T] blocks (rows keep columns 0..i) */
+  causalSoftmax(att: Float32Array, blocks: number, T: number): boolean;
+  /** per row of [rows, T]: dAtt = att · (dAtt - Σ att·dAtt) · scale */
+  softmaxBackward(dAtt: Float32Array, att: Float32Array, rows: number, T: number, scale: number): boolean;
   /** dx += LayerNorm's input gradient; dGain and dBias, when given, accumulate the parameter gradients */
   layerNormBackward(dx: Float32Array, dGain: Float32Array | null, dBias: Float32Array | null, dy: Float32Array, x: Float32Array, mean: Float32Array, rstd: Float32Array, gain: Float32Array, M: number, C: number): boolean;
 }
@@ -287,6 +391,16 @@ export function bindOps(
     add(out, a, b, n) {
       if (n % 4 !== 0 || ![out, a, b].every(owns)) return false;
       exports.add(addr(out), addr(a), addr(b), n);
+      return true;
+    },
+    causalSoftmax(att, blocks, T) {
+      if (T % 4 !== 0 || !owns(att)) return false;
+      exports.causalSoftmax(addr(att), blocks, T);
+      return true;
+    },
+    softmaxBackward(dAtt, att, rows, T, scale) {
+      if (T % 4 !== 0 || !owns(dAtt) || !owns(att)) return false;
+      exports.softmaxBackward(addr(dAtt), addr(att), rows, T, scale);
       return true;
     },
     layerNorm(out, mean, rstd, x, gain, bias, M, C) {

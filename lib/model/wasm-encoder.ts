@@ -9,8 +9,8 @@ export const op = {
   f32Load: 0x2a, f32Store: 0x38,
   i32Const: 0x41, f32Const: 0x43,
   i32Eqz: 0x45, i32Eq: 0x46, i32Ne: 0x47, i32LtU: 0x49, i32GeU: 0x4f,
-  i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32DivU: 0x6e, i32Shl: 0x74,
-  f32Sqrt: 0x91, f32Add: 0x92, f32Sub: 0x93, f32Mul: 0x94, f32Div: 0x95,
+  i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32DivU: 0x6e, i32Shl: 0x74, i32ShrU: 0x76,
+  f32Sqrt: 0x91, f32Add: 0x92, f32Sub: 0x93, f32Mul: 0x94, f32Div: 0x95, f32Max: 0x97,
   f32ConvertI32U: 0xb3,
 };
 
@@ -18,7 +18,9 @@ export const simd = {
   load: [0xfd, 0x00], load32Splat: [0xfd, 0x09], store: [0xfd, 0x0b], const: [0xfd, 0x0c], splat: [0xfd, 0x13],
   extractLane: (lane: number) => [0xfd, 0x1f, lane],
   sqrt: [0xfd, 0xe3, 0x01], add: [0xfd, 0xe4, 0x01], sub: [0xfd, 0xe5, 0x01], mul: [0xfd, 0xe6, 0x01],
-  div: [0xfd, 0xe7, 0x01],
+  div: [0xfd, 0xe7, 0x01], gt: [0xfd, 0x44], nearest: [0xfd, 0x6a],
+  andnot: [0xfd, 0x4f], bitselect: [0xfd, 0x52],
+  i32x4Shl: [0xfd, 0xab, 0x01], i32x4Add: [0xfd, 0xae, 0x01], i32x4TruncSatF32x4: [0xfd, 0xf8, 0x01],
   /** pmin(a, b) = b < a ? b : a; pmax(a, b) = a < b ? b : a (one instruction each, unlike min/max) */
   pmin: [0xfd, 0xea, 0x01], pmax: [0xfd, 0xeb, 0x01],
 };
@@ -57,7 +59,11 @@ export const set = (l: number) => [op.localSet, ...uleb(l)];
 export const c32 = (v: number) => [op.i32Const, ...sleb(v)];
 export const f32c = (v: number) => [op.f32Const, ...f32Bytes(v)];
 /** a v128 constant with v in all four float lanes */
-export const f32x4c = (v: number) => [...simd.const, ...f32Bytes(v), ...f32Bytes(v), ...f32Bytes(v), ...f32Bytes(v)];
+export const f32x4c = (v: number) => f32x4Lanes([v, v, v, v]);
+/** a v128 constant of four float lanes */
+export const f32x4Lanes = (lanes: number[]) => [...simd.const, ...lanes.flatMap(f32Bytes)];
+/** a v128 constant with v in all four int32 lanes */
+export const i32x4c = (v: number) => [...simd.const, ...Array.from(new Uint8Array(Int32Array.of(v, v, v, v).buffer))];
 export const memarg = (align: number, offset: number) => [align, ...uleb(offset)];
 /** local += value (an i32 expression) */
 export const addTo = (l: number, value: number[]) => [...get(l), ...value, op.i32Add, ...set(l)];

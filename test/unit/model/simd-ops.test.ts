@@ -76,6 +76,38 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     expect(sum[98]).toBe(Math.fround(a[98] + b[98]));
   });
 
+  it("the causal softmax and its gradient match float64, with scores far apart and masked lanes", () => {
+    mark = arena.mark();
+    const blocks = 3, T = 12; // rows end inside a vector of four: lanes past the diagonal must be masked
+    const n = blocks * T * T;
+    const scores = inArena(n, 20); // differences of ±60 and more: exp's range reduction and clamp are exercised
+    const att = arena.alloc(n);
+    att.set(scores);
+    expect(ops.causalSoftmax(att, blocks, T)).toBe(true);
+    const expected = new Float64Array(n);
+    for (let r = 0; r < blocks * T; r++) {
+      const i = r % T, row = r * T;
+      const max = Math.max(...scores.subarray(row, row + i + 1));
+      let sum = 0;
+      for (let j = 0; j <= i; j++) sum += Math.exp(scores[row + j] - max);
+      for (let j = 0; j <= i; j++) expected[row + j] = Math.exp(scores[row + j] - max) / sum;
+    }
+    for (let k = 0; k < n; k++) expect(Math.abs(att[k] - expected[k]), `att[${k}]`).toBeLessThan(1e-6);
+    for (let r = 0; r < blocks * T; r++) for (let j = (r % T) + 1; j < T; j++) expect(att[r * T + j]).toBe(0);
+
+    const dAtt = inArena(n), scale = 0.25;
+    const refD = Float64Array.from(dAtt);
+    expect(ops.softmaxBackward(dAtt, att, blocks * T, T, scale)).toBe(true);
+    for (let r = 0; r < blocks * T; r++) {
+      const row = r * T;
+      let dot = 0;
+      for (let j = 0; j < T; j++) dot += att[row + j] * refD[row + j];
+      for (let j = 0; j < T; j++) refD[row + j] = att[row + j] * (refD[row + j] - dot) * scale;
+    }
+    for (let k = 0; k < n; k++) expect(Math.abs(dAtt[k] - refD[k]), `dAtt[${k}]`).toBeLessThan(1e-5);
+    expect(ops.causalSoftmax(att, 1, 6)).toBe(false); // rows not a multiple of 4 wide: the caller's loop runs
+  });
+
   it("LayerNorm and its gradient match the plain loops", () => {
     mark = arena.mark();
     const M = 19, C = 24;
