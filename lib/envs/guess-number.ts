@@ -4,7 +4,7 @@
  * choose where to guess, not to recount the history, so it plays from the latest observation alone. A guess
  * that the answers so far already rule out (outside the open range) is wasted and costs 0.1 more than a guess.
  */
-import { defineEnvironment } from "@/lib/sdk/environment";
+import { defineEnvironment, type StepOutcome } from "@/lib/sdk/environment";
 
 export type GuessState = { secret: number; guesses: number[]; solved: boolean };
 type State = GuessState;
@@ -44,7 +44,7 @@ export const guessNumber = defineEnvironment<State, number>({
     if (!/^\d{1,3}$/.test(trimmed) || value < 1 || value > 100) return { ok: false, error: "expected a whole number from 1 to 100" };
     return { ok: true, action: value };
   },
-  step(state, guess) {
+  step(state, guess): StepOutcome<State> {
     const guesses = [...state.guesses, guess];
     if (guess === state.secret) {
       return { state: { ...state, guesses, solved: true }, reward: 1, done: true, metrics: { solved: 1, turns_to_solve: guesses.length } };
