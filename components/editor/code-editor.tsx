@@ -50,10 +50,12 @@ type Props = {
   /** Moves the cursor to this place and focuses the editor; a new object each time it should happen. */
   reveal?: { line: number | null; column: number | null } | null;
   className?: string;
+  /** Shown, selectable and searchable, but not editable (an old version). */
+  readOnly?: boolean;
 };
 
 /** CodeMirror 6 with TypeScript (and SDK help) or JSON, lint gutter and underlines from the given diagnostics. */
-export function CodeEditor({ path, value, onChange, language, diagnostics = [], label, reveal = null, className = "" }: Props) {
+export function CodeEditor({ path, value, onChange, language, diagnostics = [], label, reveal = null, className = "", readOnly = false }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const states = useRef(new Map<string, EditorState>());
@@ -75,6 +77,8 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
       // Long lines wrap: the editor shares the page with the validation panel, and sideways scrolling hides code.
       EditorView.lineWrapping,
       EditorView.contentAttributes.of({ "aria-label": label }),
+      EditorState.readOnly.of(readOnly),
+      EditorView.editable.of(!readOnly),
       EditorView.updateListener.of((update) => {
         if (update.docChanged && !update.transactions.some((tr) => tr.annotation(external))) onChangeRef.current(update.state.doc.toString());
       }),
@@ -92,7 +96,7 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
     };
     // The view is made once per language; path and value changes are applied by the effects below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [language, label]);
+  }, [language, label, readOnly]);
 
   useEffect(() => {
     const editor = view.current;

@@ -15,6 +15,7 @@ import { ConfigForm } from "./config-form";
 import { STARTER_ENTRY, starterEnvironment } from "./starter";
 import { useLiveValidation } from "./use-live-validation";
 import { ValidationPanel } from "./validation-panel";
+import { VersionViewer, type SavedVersion } from "./version-viewer";
 
 type Files = Record<string, string>;
 type Config = Record<string, unknown>;
@@ -49,6 +50,8 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const [message, setMessage] = useState("");
   const [reveal, setReveal] = useState<{ line: number | null; column: number | null } | null>(null);
   const [newFile, setNewFile] = useState<string | null>(null);
+  /** A saved version shown read-only in place of the editor (which keeps its state meanwhile). */
+  const [viewing, setViewing] = useState<number | null>(null);
 
   const dirty = JSON.stringify([files, config]) !== saved.key;
   const validation = useLiveValidation(files);
@@ -107,6 +110,14 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
     setFiles(rest);
     const next = Object.keys(rest)[0];
     setTab(next ? { kind: "file", path: next } : { kind: "form" });
+  };
+  const restore = (version: SavedVersion) => {
+    setFiles(version.files);
+    setConfig(version.config);
+    setMessage(`restored from v${version.version}`);
+    const first = Object.keys(version.files)[0];
+    showTab(first ? { kind: "file", path: first } : { kind: "form" });
+    setViewing(null);
   };
   const showTab = (next: Tab) => {
     setJsonDraft(null);
@@ -172,7 +183,8 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
         </p>
       )}
       <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_20rem]">
-        <Card className="flex min-w-0 flex-col overflow-hidden">
+        {viewing !== null && <VersionViewer experimentId={experiment.id} version={viewing} onRestore={restore} onClose={() => setViewing(null)} />}
+        <Card className={`flex min-w-0 flex-col overflow-hidden ${viewing !== null ? "hidden" : ""}`}>
           <div role="tablist" aria-label="Experiment parts" className="flex flex-wrap items-center border-b border-slate-200 px-2">
             {fileNames.map((path) => (
               <span key={path} className="flex items-center">
@@ -302,8 +314,16 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                       <span className={`font-mono tabular-nums ${v.version === saved.version ? "font-semibold text-brand-700" : "text-slate-700"}`}>v{v.version}</span>
                       <span className="ml-2 truncate text-slate-600">{v.message || "—"}</span>
                     </span>
-                    <span className="shrink-0 text-xs text-slate-500">
+                    <span className="flex shrink-0 items-baseline gap-2 text-xs text-slate-500">
                       <RelativeTime date={v.createdAt} />
+                      <button
+                        aria-label={`View version ${v.version}`}
+                        aria-pressed={viewing === v.version}
+                        onClick={() => setViewing(viewing === v.version ? null : v.version)}
+                        className={`rounded px-1.5 py-0.5 ${viewing === v.version ? "bg-brand-50 text-brand-700" : "text-brand-700 hover:bg-slate-100"}`}
+                      >
+                        view
+                      </button>
                     </span>
                   </li>
                 ))}
@@ -311,7 +331,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             ) : (
               <EmptyState title={versions.isLoading ? "Loading…" : "No versions"} />
             )}
-            <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Each save is a new version; every run keeps a copy of the source and config it was launched with.</p>
+            <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Each save is a new version; every run keeps a copy of the source and config it was launched with. View an old version to read it or restore it.</p>
           </Card>
         </div>
       </div>

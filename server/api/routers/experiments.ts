@@ -94,6 +94,25 @@ export const experimentsRouter = createTRPCRouter({
       .orderBy(desc(experimentVersions.version));
   }),
 
+  /** One saved version's source and config, as it was saved (versions never change). */
+  version: protectedProcedure.input(z.object({ id: z.string().min(1), version: z.number().int().min(1) })).query(async ({ ctx, input }) => {
+    const experiment = await requireExperiment(ctx.db, input.id);
+    const [row] = await ctx.db
+      .select({
+        id: experimentVersions.id,
+        version: experimentVersions.version,
+        files: experimentVersions.files,
+        config: experimentVersions.config,
+        message: experimentVersions.message,
+        createdAt: experimentVersions.createdAt,
+      })
+      .from(experimentVersions)
+      .where(and(eq(experimentVersions.experimentId, input.id), eq(experimentVersions.version, input.version)))
+      .limit(1);
+    if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.` });
+    return row;
+  }),
+
   create: protectedProcedure
     .input(
       z.object({
