@@ -34,6 +34,23 @@ const experimentColumns = {
   updatedAt: experiments.updatedAt,
 };
 
+/** One version of an experiment with its source and config, or null. */
+async function savedVersion(db: Database, experimentId: string, version: number) {
+  const [row] = await db
+    .select({
+      id: experimentVersions.id,
+      version: experimentVersions.version,
+      files: experimentVersions.files,
+      config: experimentVersions.config,
+      message: experimentVersions.message,
+      createdAt: experimentVersions.createdAt,
+    })
+    .from(experimentVersions)
+    .where(and(eq(experimentVersions.experimentId, experimentId), eq(experimentVersions.version, version)))
+    .limit(1);
+  return row ?? null;
+}
+
 async function requireExperiment(db: Database, id: string) {
   const [row] = await db.select(experimentColumns).from(experiments).where(eq(experiments.id, id)).limit(1);
   if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${id}'` });
@@ -65,19 +82,7 @@ export const experimentsRouter = createTRPCRouter({
 
   byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
     const experiment = await requireExperiment(ctx.db, input.id);
-    const [latest] = await ctx.db
-      .select({
-        id: experimentVersions.id,
-        version: experimentVersions.version,
-        files: experimentVersions.files,
-        config: experimentVersions.config,
-        message: experimentVersions.message,
-        createdAt: experimentVersions.createdAt,
-      })
-      .from(experimentVersions)
-      .where(and(eq(experimentVersions.experimentId, input.id), eq(experimentVersions.version, experiment.latestVersion)))
-      .limit(1);
-    return { ...experiment, latest: latest ?? null };
+    return { ...experiment, latest: await savedVersion(ctx.db, input.id, experiment.latestVersion) };
   }),
 
   versions: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
@@ -97,18 +102,7 @@ export const experimentsRouter = createTRPCRouter({
   /** One saved version's source and config, as it was saved (versions never change). */
   version: protectedProcedure.input(z.object({ id: z.string().min(1), version: z.number().int().min(1) })).query(async ({ ctx, input }) => {
     const experiment = await requireExperiment(ctx.db, input.id);
-    const [row] = await ctx.db
-      .select({
-        id: experimentVersions.id,
-        version: experimentVersions.version,
-        files: experimentVersions.files,
-        config: experimentVersions.config,
-        message: experimentVersions.message,
-        createdAt: experimentVersions.createdAt,
-      })
-      .from(experimentVersions)
-      .where(and(eq(experimentVersions.experimentId, input.id), eq(experimentVersions.version, input.version)))
-      .limit(1);
+    const row = await savedVersion(ctx.db, input.id, input.version);
     if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.` });
     return row;
   }),
