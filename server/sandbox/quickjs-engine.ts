@@ -15,7 +15,7 @@ import {
   newQuickJSWASMModuleFromVariant,
   newVariant,
 } from "quickjs-emscripten";
-import { registerGlobal } from "./wire";
+import { processCpuMs, registerGlobal } from "./wire";
 
 /** The linear memory the QuickJS build starts with (16 MiB: its code's data and the C stack), in 64 KiB pages. */
 export const baselinePages = 256;
@@ -38,8 +38,10 @@ export type BatchOutcome =
   | { ok: false; op: number; overrunMs: number | null; error: ThrownFields | null; ms: number[]; memoryMb: number };
 
 export class QuickJSEngine {
-  /** The op running now: when it started and when its budget ends (Infinity between ops). */
+  /** The op running now: when it started (wall and CPU clocks), its budget, and when to look again (Infinity between ops). */
   private opStartedAt = 0;
+  private opCpuStartedAt = 0;
+  private budgetMs = 0;
   private deadline = Infinity;
   private overrunMs: number | null = null;
 
@@ -73,9 +75,10 @@ export class QuickJSEngine {
     register.dispose();
 
     onEvaluate();
-    const loadDeadline = performance.now() + limits.cpuMsPerEpisode;
+    const loadStarted = performance.now();
+    const loadCpuStarted = processCpuMs();
     let loadOverrun = false;
-    runtime.setInterruptHandler(() => (loadOverrun = performance.now() > loadDeadline));
+    runtime.setInterruptHandler(() => (loadOverrun = usedMs(loadStarted, loadCpuStarted) > limits.cpuMsPerEpisode));
     const result = context.evalCode(code, fileName, { type: "global", strict: true });
     const memoryMb = memoryUsedMb(wasmMemory);
     if (result.error) {
@@ -99,21 +102,24 @@ export class QuickJSEngine {
    * Runs ops one after another, each under its own budget; `onOp` is told when each starts (the host thread's
    * watchdog reads it). Stops at the first op that fails the guest as a whole.
    */
-  run(ops: string[], budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number) => void): BatchOutcome {
+  run(ops: string[], budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number, cpuStartedAt: number) => void): BatchOutcome {
     const { context } = this;
     const results: string[] = [];
     const ms: number[] = [];
     for (let i = 0; i < ops.length; i++) {
       const started = performance.now();
-      onOp(i, started);
+      const cpuStarted = processCpuMs();
+      onOp(i, started, cpuStarted);
       this.opStartedAt = started;
-      this.deadline = started + budgetsMs[i]!;
+      this.opCpuStartedAt = cpuStarted;
+      this.budgetMs = budgetsMs[i]!;
+      this.deadline = started + this.budgetMs;
       this.overrunMs = null;
       const request = context.newString(ops[i]!);
       const result = context.callFunction(this.callHandle, context.undefined, request);
       request.dispose();
       this.deadline = Infinity;
-      ms.push(performance.now() - started);
+      ms.push(usedMs(started, cpuStarted));
       if (result.error) {
         const error = context.dump(result.error) as unknown;
         result.error.dispose();
@@ -130,13 +136,31 @@ export class QuickJSEngine {
     return memoryUsedMb(this.wasmMemory);
   }
 
-  /** Called by QuickJS every few thousand instructions; true stops the guest with an uncatchable error. */
+  /**
+   * Called by QuickJS every few thousand instructions; true stops the guest with an uncatchable error. Past the
+   * budget by the wall clock, the op's CPU time decides (see `usedMs`); under it, it looks again when the rest of
+   * the budget could have been spent.
+   */
   private onInterrupt = (): boolean => {
     const now = performance.now();
     if (now <= this.deadline) return false;
-    this.overrunMs = now - this.opStartedAt;
+    const used = usedMs(this.opStartedAt, this.opCpuStartedAt);
+    if (used <= this.budgetMs) {
+      this.deadline = now + (this.budgetMs - used);
+      return false;
+    }
+    this.overrunMs = used;
     return true;
   };
+}
+
+/**
+ * The time an op has used since it started: the smaller of the wall clock and the process's CPU clock (a thread
+ * waiting for a core on a busy machine is not charged; other threads' work, if any, never makes it more than the
+ * wall time).
+ */
+export function usedMs(startedAt: number, cpuStartedAt: number): number {
+  return Math.min(performance.now() - startedAt, processCpuMs() - cpuStartedAt);
 }
 
 export function errorFields(error: unknown): ThrownFields {

@@ -16,7 +16,7 @@ import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } fro
 import type { SandboxLimits } from "./limits";
 import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
 import type { ThreadData, ThreadRequest } from "./thread-entry";
-import { ANSWERED, CURRENT_OP, type GuestOp, type GuestResponse, type GuestResult, OP_STARTED_AT, sharedBytes } from "./wire";
+import { ANSWERED, CURRENT_OP, type GuestOp, type GuestResponse, type GuestResult, OP_CPU_AT, OP_STARTED_AT, processCpuMs, sharedBytes } from "./wire";
 
 /** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
 export type OpBudget = { ms: number; limit: "cpuMsPerCall" | "cpuMsPerEpisode"; spentBeforeMs: number; label: string };
@@ -57,7 +57,7 @@ export class QuickJSSandbox {
     private readonly limits: SandboxLimits,
   ) {
     this.control = new Int32Array(shared, 0, 2);
-    this.clock = new Float64Array(shared, 0, 2);
+    this.clock = new Float64Array(shared, 0, 3);
     // The listener must not hold `this`: the registry below holds the worker, and through it its listeners.
     this.stopped = new Promise((resolve) => worker.once("exit", () => resolve()));
     orphans.register(this, worker, this);
@@ -83,9 +83,15 @@ export class QuickJSSandbox {
       // Starting the thread is not the user's time; once it evaluates the user's code, cpuMsPerEpisode counts
       // (inside the thread, and here too, for a long native call the thread's interrupt handler cannot stop).
       let timer = setTimeout(() => resolve(new Error("the thread did not start")), threadStartMs);
+      const watchLoad = (startedAt: number, cpuStartedAt: number) => {
+        const used = Math.min(performance.now() - startedAt, processCpuMs() - cpuStartedAt);
+        const left = limits.cpuMsPerEpisode + watchdogGraceMs - used;
+        if (left <= 0) resolve(new Error("timeout"));
+        else timer = setTimeout(watchLoad, Math.max(left, 1), startedAt, cpuStartedAt);
+      };
       worker.on("message", (message: LoadOutcome | "evaluating" | "ready") => {
         clearTimeout(timer);
-        if (message === "evaluating") timer = setTimeout(() => resolve(new Error("timeout")), limits.cpuMsPerEpisode + watchdogGraceMs);
+        if (message === "evaluating") watchLoad(performance.now(), processCpuMs());
         else if (message === "ready") resolve({ ok: true });
         else if (!message.ok) resolve(message);
         else timer = setTimeout(() => resolve(new Error("the thread did not start")), threadStartMs);
@@ -173,14 +179,15 @@ export class QuickJSSandbox {
         if (Atomics.wait(this.control, ANSWERED, 0, Math.min(left, watchdogGraceMs)) !== "timed-out") return;
         continue;
       }
-      const started = this.clock[OP_STARTED_AT]!;
       const budget = budgets[op]!;
-      const left = started + budget.ms + watchdogGraceMs - now;
+      // As the thread counts (usedMs): the smaller of the wall and the process's CPU clocks since the op started.
+      const used = Math.min(now - this.clock[OP_STARTED_AT]!, processCpuMs() - this.clock[OP_CPU_AT]!);
+      const left = budget.ms + watchdogGraceMs - used;
       if (left <= 0) {
         void this.worker.terminate();
-        throw this.fail(cpuLimitError(budget, this.limits, now - started, "stopped by the watchdog"));
+        throw this.fail(cpuLimitError(budget, this.limits, used, "stopped by the watchdog"));
       }
-      if (Atomics.wait(this.control, ANSWERED, 0, left) !== "timed-out") return;
+      if (Atomics.wait(this.control, ANSWERED, 0, Math.max(left, 1)) !== "timed-out") return;
     }
   }
 

@@ -7,7 +7,7 @@
  */
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-engine";
-import { ANSWERED, CURRENT_OP, OP_STARTED_AT } from "./wire";
+import { ANSWERED, CURRENT_OP, OP_CPU_AT, OP_STARTED_AT } from "./wire";
 
 export type ThreadData = { code: string; fileName: string; limits: EngineLimits; shared: SharedArrayBuffer; port: MessagePort };
 /** The ops as JSON, one a line, and each op's CPU budget. */
@@ -16,16 +16,17 @@ export type ThreadRequest = { ops: string; budgetsMs: Float64Array };
 async function main() {
   const { code, fileName, limits, shared, port } = workerData as ThreadData;
   const control = new Int32Array(shared, 0, 2);
-  const clock = new Float64Array(shared, 0, 2);
+  const clock = new Float64Array(shared, 0, 3);
   const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"));
   parentPort!.postMessage(outcome);
   if (!engine) return;
   // The first turn of this thread's event loop after loading can stall for a few hundred milliseconds (V8
   // installing optimized WebAssembly code); it is taken here, before the first op, not during one.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  const onOp = (index: number, startedAt: number) => {
-    // The host thread's clock: the same time origin on both sides.
+  const onOp = (index: number, startedAt: number, cpuStartedAt: number) => {
+    // Epoch time, which both threads read alike (each has its own performance.timeOrigin); the CPU clock is the process's.
     clock[OP_STARTED_AT] = performance.timeOrigin + startedAt;
+    clock[OP_CPU_AT] = cpuStartedAt;
     Atomics.store(control, CURRENT_OP, index);
   };
   port.on("message", ({ ops, budgetsMs }: ThreadRequest) => {
