@@ -9,7 +9,8 @@ import { EventEmitter } from "node:events";
 const holder = globalThis as typeof globalThis & { __tinkerlabRunEvents?: EventEmitter };
 const emitter = (holder.__tinkerlabRunEvents ??= new EventEmitter().setMaxListeners(0));
 
-const ANY = Symbol("any run");
+/** The event every announcement also emits (a string, not a Symbol: Next's bundles and the server entry each load this module, and must agree). */
+const ANY = "tinkerlab:any-run";
 
 export function announceRunData(runId: string) {
   emitter.emit(runId);
