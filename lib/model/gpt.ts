@@ -463,9 +463,18 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
   const hd = C / H;
   const scale = lora?.scale ?? 0;
-  // [rows, H, Tmax, hd] per layer
-  const keys = Array.from({ length: L }, () => new Float32Array(rows * H * Tmax * hd));
-  const vals = Array.from({ length: L }, () => new Float32Array(rows * H * Tmax * hd));
+  // [rows, H, Tmax, hd] per layer. With the SIMD kernels, the caches live in a memory of their own, next to room
+  // for one call's queries, outputs and scores, and attention runs there (simd-ops.ts, cachedAttention).
+  const cacheSize = rows * H * Tmax * hd;
+  const maxTokens = rows * Tmax;
+  const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
+  const yAt = layout.qkv + maxTokens * 3 * C, scoresAt = yAt + maxTokens * C, basesAt = scoresAt + Tmax + 4;
+  const own = hd % 4 === 0 ? (simdGemm?.instantiate(basesAt + 2 * maxTokens) ?? null) : null;
+  const cache = (at: number) => (own ? new Float32Array(own.heap.buffer, at * 4, cacheSize) : new Float32Array(cacheSize));
+  const keys = Array.from({ length: L }, (_, l) => cache(layout.keys + l * cacheSize));
+  const vals = Array.from({ length: L }, (_, l) => cache(layout.vals + l * cacheSize));
+  const bases = own ? new Int32Array(own.heap.buffer, basesAt * 4, maxTokens) : null;
+  const lens = own ? new Int32Array(own.heap.buffer, (basesAt + maxTokens) * 4, maxTokens) : null;
   const lengths = new Int32Array(rows);
   const scores = new Float32Array(Tmax);
 
@@ -518,7 +527,17 @@ function createDecoder(model: ModelView, rows: number): Decoder {
         }
       }
       const inv = 1 / Math.sqrt(hd);
-      for (let n = 0; n < N; n++) {
+      if (own) {
+        own.heap.set(qkv.subarray(0, N * 3 * C), layout.qkv);
+        for (let n = 0; n < N; n++) {
+          bases![n] = (rowIds[Math.floor(n / m)] * H * Tmax * hd) * 4;
+          lens![n] = positions[n] + 1;
+        }
+        const kAt = (layout.keys + l * cacheSize) * 4, vAt = (layout.vals + l * cacheSize) * 4;
+        own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, N, H, hd, C, Tmax, inv);
+        y.set(own.heap.subarray(yAt, yAt + N * C));
+      }
+      for (let n = 0; n < (own ? 0 : N); n++) {
         const row = rowIds[Math.floor(n / m)];
         const len = positions[n] + 1;
         for (let hh = 0; hh < H; hh++) {

@@ -228,6 +228,11 @@ export interface SimdGemm {
    * Arena memory allocated inside fn is released when batch returns.
    */
   batch(fn: () => void): void;
+  /**
+   * A separate instance of the kernels on a zeroed memory of its own, of at least `floats` floats, for state
+   * that outlives the arena's stack discipline (a decoder's key/value cache); null without shared memory.
+   */
+  instantiate(floats: number): { heap: Float32Array; exports: Record<string, (...args: number[]) => void> } | null;
   /** what a helper thread needs to run the same kernel on the same memory; null without shared memory */
   readonly sharing: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null;
   setHelper(helper: GemmHelper | null): void;
@@ -343,6 +348,13 @@ function createSimdGemm(): SimdGemm | null {
     sharing: shared ? { module, memory } : null,
     setHelper(h) {
       helper = h;
+    },
+    instantiate(floats) {
+      if (!shared) return null;
+      const pages = Math.ceil((floats * 4 + guardBytes) / 65536);
+      const own = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+      const instance = new WebAssembly.Instance(module, { env: { memory: own } });
+      return { heap: new Float32Array(own.buffer), exports: instance.exports as Record<string, (...args: number[]) => void> };
     },
     multiply(out, a, b, accumulate, scale, outOffset = 0, outRowStride = b.cols) {
       const M = a.rows, K = a.cols, N = b.cols;

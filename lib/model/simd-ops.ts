@@ -333,8 +333,76 @@ function softmaxBackward(): WasmFunction {
   };
 }
 
+/**
+ * Attention of N new tokens over a key/value cache, all heads: for token n and head h, scores over the cached
+ * positions t < lens[n] (keys at kc + bases[n] + (h·Tmax + t)·hd floats), softmax, and y[n, h·hd..] the
+ * weighted sum of the values (same layout in vc). q is read from qkv rows of 3C; hd a multiple of 4; `scores`
+ * holds Tmax + 4 floats. Addresses in bytes; bases and lens are int32 arrays.
+ */
+function cachedAttention(): WasmFunction {
+  const [QKV, KC, VC, Y, SCORES, BASES, LENS, N, H, HD, C, TMAX, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+  const [NI, HH, Q, KB, VB, LEN, T, D, HDB, P] = [13, 14, 15, 16, 17, 18, 19, 20, 21, 22];
+  const [ACC, MV, SUM, E, X, NN, RR, PP, JV, LV] = [23, 24, 25, 26, 27, 28, 29, 30, 31, 32];
+  const [MAXS] = [33];
+  return {
+    name: "cachedAttention",
+    params: [...new Array<number>(12).fill(i32), f32],
+    locals: [[10, i32], [10, v128], [1, f32]],
+    body: [
+      ...get(HD), ...c32(2), op.i32Shl, ...set(HDB),
+      ...c32(0), ...set(NI),
+      ...whileNot([...get(NI), ...get(N), op.i32GeU], [
+        ...get(LENS), ...get(NI), ...c32(2), op.i32Shl, op.i32Add, op.i32Load, ...memarg(2, 0), ...set(LEN),
+        ...get(LEN), op.f32ConvertI32U, ...simd.splat, ...set(LV),
+        ...c32(0), ...set(HH),
+        ...whileNot([...get(HH), ...get(H), op.i32GeU], [
+          // q of this token and head; the head's key and value rows
+          ...get(QKV), ...get(NI), ...get(C), ...c32(3), op.i32Mul, op.i32Mul, ...get(HH), ...get(HD), op.i32Mul, op.i32Add, ...c32(2), op.i32Shl, op.i32Add, ...set(Q),
+          ...get(BASES), ...get(NI), ...c32(2), op.i32Shl, op.i32Add, op.i32Load, ...memarg(2, 0),
+          ...get(HH), ...get(TMAX), op.i32Mul, ...get(HDB), op.i32Mul, op.i32Add, ...set(P),
+          ...get(KC), ...get(P), op.i32Add, ...set(KB), ...get(VC), ...get(P), op.i32Add, ...set(VB),
+          // scores[t] = q·k_t · scale, and their max
+          ...f32c(-Infinity), ...set(MAXS),
+          ...c32(0), ...set(T), ...get(KB), ...set(P),
+          ...whileNot([...get(T), ...get(LEN), op.i32GeU], [
+            ...f32x4c(0), ...set(ACC),
+            ...forBytes(D, get(HDB), 16, [...get(ACC), ...load(at(Q, D)), ...load(at(P, D)), ...simd.mul, ...simd.add, ...set(ACC)]),
+            ...get(SCORES), ...get(T), ...c32(2), op.i32Shl, op.i32Add, ...laneSum(ACC), ...get(SCALE), op.f32Mul, op.f32Store, ...memarg(2, 0),
+            ...get(MAXS), ...get(SCORES), ...get(T), ...c32(2), op.i32Shl, op.i32Add, op.f32Load, ...memarg(2, 0), op.f32Max, ...set(MAXS),
+            ...addTo(P, get(HDB)), ...addTo(T, c32(1)),
+          ]),
+          // scores = exp(scores - max), lanes at t >= len masked to 0; their sum
+          ...get(MAXS), ...simd.splat, ...set(MV),
+          ...f32x4c(0), ...set(SUM), ...f32x4Lanes([0, 1, 2, 3]), ...set(JV),
+          ...forBytes(D, [...get(LEN), ...c32(2), op.i32Shl], 16, [
+            ...load(at(SCORES, D)), ...get(MV), ...simd.sub, ...set(X),
+            ...expInto(E, X, [NN, RR, PP]),
+            ...get(E), ...get(JV), ...get(LV), ...simd.ge, ...simd.andnot, ...set(E),
+            ...store(at(SCORES, D), get(E)),
+            ...get(SUM), ...get(E), ...simd.add, ...set(SUM),
+            ...get(JV), ...f32x4c(4), ...simd.add, ...set(JV),
+          ]),
+          ...f32c(1), ...laneSum(SUM), op.f32Div, ...simd.splat, ...set(MV),
+          // y = Σ_t p_t · v_t / Σ, four of the head's columns at a time
+          ...forBytes(D, get(HDB), 16, [
+            ...f32x4c(0), ...set(ACC),
+            ...c32(0), ...set(T), ...get(VB), ...get(D), op.i32Add, ...set(P),
+            ...whileNot([...get(T), ...get(LEN), op.i32GeU], [
+              ...get(ACC), ...get(SCORES), ...get(T), ...c32(2), op.i32Shl, op.i32Add, ...simd.load32Splat, ...memarg(2, 0), ...load(get(P)), ...simd.mul, ...simd.add, ...set(ACC),
+              ...addTo(P, get(HDB)), ...addTo(T, c32(1)),
+            ]),
+            ...store([...get(Y), ...get(NI), ...get(C), op.i32Mul, ...get(HH), ...get(HD), op.i32Mul, op.i32Add, ...c32(2), op.i32Shl, op.i32Add, ...get(D), op.i32Add], [...get(ACC), ...get(MV), ...simd.mul]),
+          ]),
+          ...addTo(HH, c32(1)),
+        ]),
+        ...addTo(NI, c32(1)),
+      ]),
+    ],
+  };
+}
+
 export function opFunctions(): WasmFunction[] {
-  return [gelu(), geluBackward(), columnSum(), add(), layerNorm(), layerNormBackward(), causalSoftmax(), softmaxBackward()];
+  return [gelu(), geluBackward(), columnSum(), add(), layerNorm(), layerNormBackward(), causalSoftmax(), softmaxBackward(), cachedAttention()];
 }
 
 /** The operations on arrays in the kernel's memory; each returns false (doing nothing) when it cannot run. */
