@@ -136,21 +136,21 @@ describe("the trajectory viewer", () => {
     await page.getByLabel("Sort by").selectOption("sample");
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     await page.keyboard.press("j");
-    expect(await selectedRow()).toBe("0/0");
+    await expect.poll(selectedRow).toBe("0/0");
     await page.keyboard.press("j");
     await page.keyboard.press("j");
-    expect(await selectedRow()).toBe("0/2");
+    await expect.poll(selectedRow).toBe("0/2");
     await page.keyboard.press("k");
-    expect(await selectedRow()).toBe("0/1");
+    await expect.poll(selectedRow).toBe("0/1");
     await expect.poll(() => page.getByLabel("Sample", { exact: true }).textContent()).toContain("group 0 · sample 1");
     // Arrow keys inside the list.
     await page.locator('[aria-label="Samples"]').focus();
     await page.keyboard.press("ArrowDown");
-    expect(await selectedRow()).toBe("0/2");
+    await expect.poll(selectedRow).toBe("0/2");
     // [ goes to the previous step, keeping the selection.
     await page.keyboard.press("[");
     await page.getByText("Rollouts · train · step 2").waitFor();
-    expect(await selectedRow()).toBe("0/2");
+    await expect.poll(selectedRow).toBe("0/2");
     await page.keyboard.press("]");
     await page.getByText("Rollouts · train · step 3").waitFor();
   }, 60_000);
@@ -180,7 +180,7 @@ describe("the trajectory viewer", () => {
     expect(await across.locator("tbody tr td:first-child").allTextContents()).toEqual(["1", "2", "3"]);
     await across.getByTitle("step 1 · group 0 · sample 2").click();
     await page.getByText("Rollouts · train · step 1").waitFor();
-    expect(await selectedRow()).toBe("0/2");
+    await expect.poll(selectedRow).toBe("0/2");
   }, 60_000);
 
   it("exports a step's rollouts as a JSONL download", async () => {
@@ -194,7 +194,7 @@ describe("the trajectory viewer", () => {
     expect(lines[3].turns.map((t: { action: string }) => t.action)).toEqual(["4", "5"]);
     const missing = await fetch(`${server.url}/runs/${runId}/rollouts.jsonl?step=99`);
     expect(missing.status).toBe(404);
-    expect(await missing.text()).toContain("no train rollouts at step 99");
+    expect(await missing.text()).toContain("no train rollouts at step 99; its train rollouts span steps 1 to 3");
     const bad = await fetch(`${server.url}/runs/${runId}/rollouts.jsonl?split=test`);
     expect(bad.status).toBe(400);
     expect(await bad.text()).toContain("use train or eval");
