@@ -464,9 +464,10 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const hd = C / H;
   const scale = lora?.scale ?? 0;
   // [rows, H, Tmax, hd] per layer. With the SIMD kernels, the caches live in a memory of their own, next to room
-  // for one call's queries, outputs and scores, and attention runs there (simd-ops.ts, cachedAttention).
+  // for the queries, outputs and scores of `rows` tokens at a time, and attention runs there (simd-ops.ts,
+  // cachedAttention).
   const cacheSize = rows * H * Tmax * hd;
-  const maxTokens = rows * Tmax;
+  const maxTokens = rows;
   const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
   const yAt = layout.qkv + maxTokens * 3 * C, scoresAt = yAt + maxTokens * C, basesAt = scoresAt + Tmax + 4;
   const own = hd % 4 === 0 ? (simdGemm?.instantiate(basesAt + 2 * maxTokens) ?? null) : null;
@@ -527,15 +528,17 @@ function createDecoder(model: ModelView, rows: number): Decoder {
         }
       }
       const inv = 1 / Math.sqrt(hd);
-      if (own) {
-        own.heap.set(qkv.subarray(0, N * 3 * C), layout.qkv);
-        for (let n = 0; n < N; n++) {
-          bases![n] = (rowIds[Math.floor(n / m)] * H * Tmax * hd) * 4;
-          lens![n] = positions[n] + 1;
+      // maxTokens at a time (a prefill has more)
+      for (let n0 = 0; own && n0 < N; n0 += maxTokens) {
+        const count = Math.min(maxTokens, N - n0);
+        own.heap.set(qkv.subarray(n0 * 3 * C, (n0 + count) * 3 * C), layout.qkv);
+        for (let i = 0; i < count; i++) {
+          bases![i] = rowIds[Math.floor((n0 + i) / m)] * H * Tmax * hd * 4;
+          lens![i] = positions[n0 + i] + 1;
         }
         const kAt = (layout.keys + l * cacheSize) * 4, vAt = (layout.vals + l * cacheSize) * 4;
-        own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, N, H, hd, C, Tmax, inv);
-        y.set(own.heap.subarray(yAt, yAt + N * C));
+        own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, count, H, hd, C, Tmax, inv);
+        y.set(own.heap.subarray(yAt, yAt + count * C), n0 * C);
       }
       for (let n = 0; n < (own ? 0 : N); n++) {
         const row = rowIds[Math.floor(n / m)];
