@@ -66,7 +66,7 @@ const decodeBytes = (bytes: number[]) => decoder.decode(Uint8Array.from(bytes));
 
 /**
  * The turn each action token belongs to. The store keeps all of a sample's action tokens in one list; a turn's
- * tokens are those whose bytes spell its action, with any special tokens (end of turn) after them. Null when the
+ * tokens are those whose bytes spell its action, and the special token (end of turn) after them. Null when the
  * tokens do not spell the actions in order (then only the whole sample's values apply).
  */
 export function tokenTurns(item: RolloutItem): number[] | null {
@@ -83,7 +83,8 @@ export function tokenTurns(item: RolloutItem): number[] | null {
       out.push(t);
       i++;
     }
-    while (i < tokens.length && tokens[i]! >= 256) (out.push(t), i++);
+    // Its end-of-turn token, when it has one (an action cut at the token limit has none).
+    if (i < tokens.length && tokens[i]! >= 256) (out.push(t), i++);
   }
   return i === tokens.length ? out : null;
 }
