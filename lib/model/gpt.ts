@@ -458,6 +458,26 @@ function runPass(request: RunRequest): RunResult {
 
 // ---- incremental decoding with a key/value cache ----
 
+type DecoderMemory = NonNullable<ReturnType<NonNullable<typeof simdGemm>["instantiate"]>>;
+/**
+ * Memories of disposed decoders, kept for the next ones: a shared memory is only freed when the garbage
+ * collector gets to it, so a new one per `sample` call let the process grow by hundreds of MB. Stale contents
+ * are harmless: a decoder reads only cache positions it has written.
+ */
+const freeDecoderMemories: DecoderMemory[] = [];
+const keptDecoderMemories = 4;
+
+function takeDecoderMemory(floats: number): DecoderMemory | null {
+  const i = freeDecoderMemories.findIndex((m) => m.heap.length >= floats);
+  if (i >= 0) return freeDecoderMemories.splice(i, 1)[0];
+  return simdGemm?.instantiate(floats) ?? null;
+}
+
+function giveBackDecoderMemory(memory: DecoderMemory): void {
+  freeDecoderMemories.push(memory);
+  if (freeDecoderMemories.length > keptDecoderMemories) freeDecoderMemories.shift();
+}
+
 function createDecoder(model: ModelView, rows: number): Decoder {
   const { config, weights: w, lora } = model;
   const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
@@ -470,7 +490,7 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const maxTokens = rows;
   const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
   const yAt = layout.qkv + maxTokens * 3 * C, scoresAt = yAt + maxTokens * C, basesAt = scoresAt + Tmax + 4;
-  const own = hd % 4 === 0 ? (simdGemm?.instantiate(basesAt + 2 * maxTokens) ?? null) : null;
+  const own = hd % 4 === 0 ? takeDecoderMemory(basesAt + 2 * maxTokens) : null;
   const cache = (at: number) => (own ? new Float32Array(own.heap.buffer, at * 4, cacheSize) : new Float32Array(cacheSize));
   const keys = Array.from({ length: L }, (_, l) => cache(layout.keys + l * cacheSize));
   const vals = Array.from({ length: L }, (_, l) => cache(layout.vals + l * cacheSize));
@@ -478,6 +498,7 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const lens = own ? new Int32Array(own.heap.buffer, (basesAt + maxTokens) * 4, maxTokens) : null;
   const lengths = new Int32Array(rows);
   const scores = new Float32Array(Tmax);
+  let disposed = false;
 
   function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
     const mark = arena?.mark() ?? 0;
@@ -606,7 +627,11 @@ function createDecoder(model: ModelView, rows: number): Decoder {
       lengths[to] = n;
     },
     length: (row) => lengths[row],
-    dispose() {},
+    dispose() {
+      // once only: a memory given back twice would be handed to two decoders
+      if (own && !disposed) giveBackDecoderMemory(own);
+      disposed = true;
+    },
   };
 }
 
