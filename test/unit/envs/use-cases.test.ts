@@ -59,11 +59,35 @@ describe("environments", () => {
     session.reset(3);
     const secret = (session.summary().state as { secret: number }).secret;
     const guess = secret === 100 ? 99 : 100;
-    expect(session.step(String(guess)).observation).toBe(`lower 1-${guess - 1}`);
-    // A guess the answers already rule out is wasted: it costs 0.1 on top of the guess itself.
+    const first = session.step(String(guess));
+    expect(first.observation).toBe(`lower 1-${guess - 1}`);
+    // Progress: 0.1 per halving of the open range, less the 0.02 a guess costs.
+    expect(first.reward).toBeCloseTo(0.1 * Math.log2(100 / (guess - 1)) - 0.02, 10);
+    // A guess the answers already rule out is wasted: no progress, and 0.1 on top of the guess's cost.
     const wasted = session.step(String(guess));
     expect(wasted.reward).toBeCloseTo(-0.12, 10);
     expect(wasted.metrics).toEqual({ wasted_guesses: 1 });
+  });
+
+  it("guess-number: the progress term is a potential's difference, so every solved game earns the same progress", async () => {
+    const play = async (choose: (low: number, high: number) => number) => {
+      const session = new EnvironmentSession(useCases["guess-number"]!.environment);
+      session.reset(8); // the secret is 8: found by the 8th guess from the bottom, by the 7th bisecting
+      let total = 0;
+      let outcome;
+      do {
+        const [low, high] = openRange(session.summary().state as never);
+        outcome = session.step(String(choose(low, high)));
+        total += outcome.reward;
+      } while (!outcome.done);
+      return { total, turns: session.summary().turns };
+    };
+    const bisect = await play((low, high) => Math.floor((low + high) / 2));
+    const linear = await play((low) => low);
+    // 1 for the find, 0.1·log2(100) of progress in all, 0.02 a guess: only the number of guesses differs.
+    expect(bisect.total).toBeCloseTo(1 + 0.1 * Math.log2(100) - 0.02 * bisect.turns, 10);
+    expect(linear.total).toBeCloseTo(1 + 0.1 * Math.log2(100) - 0.02 * linear.turns, 10);
+    expect(bisect.turns).toBeLessThan(linear.turns);
   });
 
   it("text-world: a shortest-path player brings the object in at most 8 steps, from every start", async () => {
