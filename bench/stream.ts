@@ -229,6 +229,9 @@ async function pageWith100kPoints(url: string) {
     { timeout: 120_000, polling: 50 },
   );
   const ms = performance.now() - started;
+  const screenshots = path.join(root, "test-results", "screenshots");
+  fs.mkdirSync(screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(screenshots, "run-page-100k-points.png"), fullPage: true });
   clearInterval(heartbeat);
   await context.close();
   return { ms, documentMs };

@@ -90,7 +90,7 @@ export function RolloutsPanel({ runId, live, config }: { runId: string; live: bo
               <button className={navButton} disabled={data.nextStep === null} onClick={() => goToStep(data.nextStep)} aria-label="Next step">
                 ▶
               </button>
-              {step !== null && (
+              {step !== null && data.step !== data.lastStep && (
                 <button className={navButton} onClick={() => setStep(null)}>
                   latest
                 </button>
