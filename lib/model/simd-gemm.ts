@@ -289,7 +289,13 @@ function createSimdGemm(): SimdGemm | null {
   // Scratch for operands that must be copied: from the arena when shared, else from the start of memory.
   let privateTop = 0;
   const scratch = (n: number): number => {
-    if (shared) return arena.alloc(n, false).byteOffset / 4;
+    if (shared) {
+      // from the arena, without making an array object for it
+      const start = top;
+      top += (n + 3) & ~3;
+      ensure(top);
+      return start;
+    }
     const start = privateTop;
     privateTop += (n + 3) & ~3;
     ensure(privateTop);
@@ -376,7 +382,11 @@ function createSimdGemm(): SimdGemm | null {
           const count = contiguousRows ? M : K, len = contiguousRows ? K : M, stride = contiguousRows ? a.rowStride : a.colStride;
           const pitch = (len + 3) & ~3;
           const base = scratch((count + 4) * pitch);
-          for (let r = 0; r < count; r++) heap.set(a.data.subarray(a.offset + r * stride, a.offset + r * stride + len), base + r * pitch);
+          if (stride === pitch) {
+            heap.set(a.data.subarray(a.offset, a.offset + count * pitch), base); // rows already at the pitch: one copy
+          } else {
+            for (let r = 0; r < count; r++) heap.set(a.data.subarray(a.offset + r * stride, a.offset + r * stride + len), base + r * pitch);
+          }
           [aPtr, ars, acs] = [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch];
         }
         // B: in place if in WebAssembly memory with contiguous rows of a multiple of 8, else copied as [K, N8].
@@ -386,10 +396,14 @@ function createSimdGemm(): SimdGemm | null {
         } else {
           const base = scratch(K * N8);
           const bd = b.data, bcs = b.colStride;
-          for (let k = 0; k < K; k++) {
-            const dst = base + k * N8, src = b.offset + k * b.rowStride;
-            if (bcs === 1) heap.set(bd.subarray(src, src + N), dst);
-            else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * bcs];
+          if (bcs === 1 && N === N8 && b.rowStride === N) {
+            heap.set(bd.subarray(b.offset, b.offset + K * N), base); // one copy for a whole packed matrix
+          } else {
+            for (let k = 0; k < K; k++) {
+              const dst = base + k * N8, src = b.offset + k * b.rowStride;
+              if (bcs === 1) heap.set(bd.subarray(src, src + N), dst);
+              else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * bcs];
+            }
           }
           [bPtr, brs] = [base * 4, N8];
         }

@@ -60,7 +60,8 @@ export function packBatch(batch: Batch, vocabSize: number, contextLength: number
 
 /**
  * log softmax(logits / temperature) at `target` for one row of logits, plus the log-sum-exp it used. The one
- * definition shared by `forward`, the losses and `sample`, so their logprobs agree.
+ * definition shared by `forward`, the losses and `sample`, so their logprobs agree. With `probs`, the row's
+ * probabilities are written there too (the losses need them; this saves computing each exp twice).
  */
 export function logprobOf(
   logits: Float32Array,
@@ -68,6 +69,7 @@ export function logprobOf(
   V: number,
   temperature: number,
   target: number,
+  probs?: Float64Array,
 ): { logprob: number; logSumExp: number } {
   const inv = 1 / temperature;
   let max = -Infinity;
@@ -76,7 +78,15 @@ export function logprobOf(
     if (z > max) max = z;
   }
   let sum = 0;
-  for (let j = 0; j < V; j++) sum += Math.exp(logits[offset + j] * inv - max);
+  if (probs) {
+    for (let j = 0; j < V; j++) {
+      probs[j] = Math.exp(logits[offset + j] * inv - max);
+      sum += probs[j];
+    }
+    for (let j = 0; j < V; j++) probs[j] /= sum;
+  } else {
+    for (let j = 0; j < V; j++) sum += Math.exp(logits[offset + j] * inv - max);
+  }
   const logSumExp = max + Math.log(sum);
   return { logprob: logits[offset + target] * inv - logSumExp, logSumExp };
 }

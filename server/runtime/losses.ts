@@ -99,14 +99,9 @@ export function computeLoss(
       if (w === 0) continue;
       const row = (b * T + i - 1) * V;
       const target = tokens[b * T + i];
-      const { logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target);
+      const { logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target, probs);
       let entropy = 0;
-      for (let j = 0; j < V; j++) {
-        const lp = logits[row + j] / tau - logSumExp;
-        const p = Math.exp(lp);
-        probs[j] = p;
-        entropy -= p * lp;
-      }
+      for (let j = 0; j < V; j++) if (probs[j] > 0) entropy -= probs[j] * (logits[row + j] / tau - logSumExp);
       entropySum += w * entropy;
 
       let l: number, g: number; // the token's loss and dℓ/dlogp
