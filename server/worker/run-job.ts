@@ -63,11 +63,12 @@ export async function runJob(options: {
   // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
   let environment: EnvironmentInfo;
   let createSession: ((index: number) => EnvironmentSession) | undefined;
+  let pool: SandboxedEnvironmentPool | undefined;
   if (custom) {
-    const pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
+    pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
     const { name, data, scoreName } = pool.environment;
     environment = { name, data, scoreName: scoreName ?? undefined };
-    createSession = (index) => pool.session(index) as unknown as EnvironmentSession;
+    createSession = (index) => pool!.session(index) as unknown as EnvironmentSession;
   } else {
     environment = useCase!.environment;
   }
@@ -84,6 +85,7 @@ export async function runJob(options: {
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
     await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes });
   };
+  // The sandbox's thread goes as soon as the run ends, however it ends.
   const result = await trainRl({
     config,
     policy: { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength },
@@ -109,7 +111,7 @@ export async function runJob(options: {
       onCheckpoint: saveCheckpoint,
       shouldStop: () => options.stopRequested() !== null,
     },
-  });
+  }).finally(() => pool?.dispose());
   await reports.flush();
   if (!result.stopped) return { outcome: "completed", reason: null };
   const why = options.stopRequested()!;
