@@ -6,6 +6,9 @@
  * core to another process, the calling thread simply does more of the calls itself and waits at most for the
  * one call the helper is running, instead of for half the job.
  *
+ * When the helper keeps losing its core all the same (waiting for it takes over 15% of the jobs' time), the
+ * calling thread runs the next 200 jobs alone, then tries sharing again.
+ *
  * Calls stay synchronous (the caller blocks until the job is done), so the engine's interface does not change,
  * and each call runs whole on one thread exactly as it would alone, so results are bit-identical with and
  * without the helper.
@@ -21,6 +24,12 @@ const callsAt = 8;
 const slotsPerCall = 12;
 /** calls per job; longer lists are run as several jobs */
 const maxCalls = 4096;
+/**
+ * When waiting for the helper takes more than this share of the jobs' time (the helper keeps losing its core
+ * to other processes), the next `aloneJobs` jobs run on the calling thread alone, then sharing is tried again.
+ */
+const starvedShare = 0.15;
+const aloneJobs = 200;
 
 // The helper is plain JavaScript (no TypeScript loader needed in the worker).
 const helperSource = `
@@ -71,8 +80,18 @@ export function startGemmHelper(): boolean {
   worker.unref(); // an idle helper must not keep the process alive
   running = { worker, ints };
   let job = 0;
+  // How much of recent jobs' time this thread spent waiting for the helper (a moving average), and how many
+  // more jobs to run alone after that share grew too large (the helper is then starved of a core).
+  let waitShare = 0;
+  let alone = 0;
 
   function runJob(calls: GemmArgs[], runHere: (args: GemmArgs) => void) {
+    if (alone > 0) {
+      alone--;
+      for (const args of calls) runHere(args);
+      return;
+    }
+    const start = performance.now();
     calls.forEach((args, i) => {
       const at = callsAt + i * slotsPerCall;
       for (let s = 0; s < 11; s++) ints[at + s] = args[s];
@@ -93,8 +112,15 @@ export function startGemmHelper(): boolean {
       Atomics.add(ints, DONE, 1);
     }
     // Only calls the helper has taken remain; it is running them. A short spin first: waking from wait costs more.
+    const waitFrom = performance.now();
     for (let spin = 0; spin < 2000 && Atomics.load(ints, DONE) < calls.length; spin++);
     for (let done = Atomics.load(ints, DONE); done < calls.length; done = Atomics.load(ints, DONE)) Atomics.wait(ints, DONE, done);
+    const end = performance.now();
+    waitShare = 0.9 * waitShare + 0.1 * ((end - waitFrom) / Math.max(end - start, 1e-3));
+    if (waitShare > starvedShare) {
+      alone = aloneJobs;
+      waitShare = 0;
+    }
   }
 
   simdGemm.setHelper({
