@@ -52,7 +52,7 @@ export type FeedOptions = {
   buckets?: number;
 };
 
-const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 100, pollMs: 1000, idleMs: 120_000, buckets: 256 };
+const DEFAULTS: Required<FeedOptions> = { minReadGapMs: 200, pollMs: 1000, idleMs: 120_000, buckets: 256 };
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 const encoder = new TextEncoder();
 
