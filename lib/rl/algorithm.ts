@@ -1,6 +1,5 @@
 /** What one training step of any RL algorithm receives and returns. */
-import type { EnvironmentInfo } from "./rollouts";
-import type { EnvironmentSession } from "@/lib/sdk/environment";
+import type { EnvironmentInfo, EpisodePlayer } from "./rollouts";
 import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
@@ -9,7 +8,7 @@ import type { EpisodeSpec } from "./rollouts";
 
 export type StepContext = {
   policy: PolicyModel;
-  /** The environment: a definition run in this process, or (with createSession) what a sandbox reports of one. */
+  /** The environment: a definition run in this process, or (with playEpisodes) what a sandbox reports of one. */
   environment: EnvironmentInfo;
   protocol: Protocol;
   /** The prompts (seeds, dataset rows) of this step, one per group. */
@@ -18,8 +17,8 @@ export type StepContext = {
   sampling: SampleOptions & { maxTokens: number; temperature: number };
   /** State an algorithm keeps across steps (REINFORCE's running baseline); saved with checkpoints. */
   memory: Record<string, number>;
-  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
-  createSession?: (index: number) => EnvironmentSession;
+  /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
+  playEpisodes?: EpisodePlayer;
 };
 
 export type StepOutput = { groups: Trajectory[][]; advantages: TurnAdvantages; metrics: Record<string, number> };

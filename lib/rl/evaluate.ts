@@ -1,20 +1,19 @@
 /** Evaluation: the policy plays held-out episodes (greedy by default) and the environment scores them. */
-import type { EnvironmentInfo } from "./rollouts";
-import type { EnvironmentSession } from "@/lib/sdk/environment";
+import type { EnvironmentInfo, EpisodePlayer } from "./rollouts";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { PolicyModel } from "./primitives";
 import { collectGroups, rolloutMetrics, type EpisodeSpec } from "./rollouts";
 
 export async function evaluate(options: {
   policy: PolicyModel;
-  /** The environment: a definition run in this process, or (with createSession) what a sandbox reports of one. */
+  /** The environment: a definition run in this process, or (with playEpisodes) what a sandbox reports of one. */
   environment: EnvironmentInfo;
   protocol: Protocol;
   specs: EpisodeSpec[];
   maxTokens: number;
   temperature?: number;
-  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
-  createSession?: (index: number) => EnvironmentSession;
+  /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
+  playEpisodes?: EpisodePlayer;
 }): Promise<{ score: number; metrics: Record<string, number>; trajectories: Trajectory[] }> {
   const groups = await collectGroups({
     ...options,

@@ -15,10 +15,22 @@ export type EpisodeSpec = { seed: number; sample?: DatasetRow };
 /** What the RL loop needs to know of an environment besides its sessions. */
 export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" | "data" | "scoreName">;
 
-function sessionFactory(environment: EnvironmentInfo, createSession?: (index: number) => EnvironmentSession) {
-  if (createSession) return createSession;
-  if (!("reset" in environment)) throw new Error(`environment '${environment.name}' has no definition here: pass createSession`);
-  return () => new EnvironmentSession(environment as EnvironmentDefinition<any, any, any>);
+/**
+ * Plays episodes to their end: the index-th start is the index-th episode of the batch. The default runs an
+ * environment definition in this process; the sandbox passes its own, which steps a whole round of episodes in
+ * one crossing into the sandbox.
+ */
+export type EpisodePlayer = (
+  protocol: Protocol,
+  starts: { seed: number; sample?: DatasetRow }[],
+  act: (requests: ActRequest[]) => Promise<ActResponse[]>,
+  options: { fitsContext?: (messages: ChatMessage[]) => boolean },
+) => Promise<Trajectory[]>;
+
+function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
+  if (!("reset" in environment)) throw new Error(`environment '${environment.name}' has no definition here: pass playEpisodes`);
+  const definition = environment as EnvironmentDefinition<any, any, any>;
+  return (protocol, starts, act, options) => runEpisodes(protocol, starts.map((start) => ({ ...start, session: new EnvironmentSession(definition) })), act, options);
 }
 
 /**
@@ -66,16 +78,15 @@ export async function collectGroups(options: {
   specs: EpisodeSpec[];
   groupSize: number;
   sampling: SampleOptions & { maxTokens: number };
-  /** Make sessions; the sandbox passes its own, the default runs the definition in this process. */
-  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
-  createSession?: (index: number) => EnvironmentSession;
+  /** Plays the episodes; the default runs the environment's definition in this process. */
+  playEpisodes?: EpisodePlayer;
 }): Promise<Trajectory[][]> {
   const { policy, specs, groupSize, sampling } = options;
-  const create = sessionFactory(options.environment, options.createSession);
-  const starts = specs.flatMap((spec, g) => Array.from({ length: groupSize }, (_, i) => ({ session: create(g * groupSize + i), seed: spec.seed, sample: spec.sample })));
+  const play = options.playEpisodes ?? defaultPlayer(options.environment);
+  const starts = specs.flatMap((spec) => Array.from({ length: groupSize }, () => ({ seed: spec.seed, sample: spec.sample })));
   const fitsContext = (messages: ChatMessage[]) =>
     renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
-  const trajectories = await runEpisodes(options.protocol, starts, policyActor(policy, sampling), { fitsContext });
+  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext });
   const groups: Trajectory[][] = [];
   for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));
   return groups;

@@ -3,9 +3,9 @@
  * algorithm (rollouts, advantages, update), report metrics and rollouts, evaluate on held-out episodes on
  * schedule, and checkpoint. The same loop serves the built-in runs and a user's script.
  */
-import type { EnvironmentInfo } from "./rollouts";
+import type { EnvironmentInfo, EpisodePlayer } from "./rollouts";
 import { Rng } from "@/lib/model/rng";
-import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
+import type { DatasetRow } from "@/lib/sdk/environment";
 import { learningRateAt, type AlgorithmName, type ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
@@ -63,7 +63,7 @@ export function evaluationSpecs(config: ExperimentConfig, rows: DatasetRow[] | n
 export async function trainRl(options: {
   config: ExperimentConfig;
   policy: PolicyModel;
-  /** The environment: a definition run in this process, or (with createSession) what a sandbox reports of one. */
+  /** The environment: a definition run in this process, or (with playEpisodes) what a sandbox reports of one. */
   environment: EnvironmentInfo;
   protocol: Protocol;
   dataset?: DatasetRow[];
@@ -71,8 +71,8 @@ export async function trainRl(options: {
   startStep?: number;
   memory?: Record<string, number>;
   hooks?: TrainingHooks;
-  /** Makes the session for the index-th episode of a batch; the sandbox reuses one slot per index. */
-  createSession?: (index: number) => EnvironmentSession;
+  /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
+  playEpisodes?: EpisodePlayer;
 }): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean; memory: Record<string, number> }> {
   const { config, policy, environment, protocol, hooks = {} } = options;
   if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");
@@ -95,7 +95,7 @@ export async function trainRl(options: {
       specs: evaluationSpecs(config, split?.test ?? null),
       maxTokens: sampling.maxTokens,
       temperature: config.evaluation.temperature,
-      createSession: options.createSession,
+      playEpisodes: options.playEpisodes,
     });
     evaluations.push({ step, score: result.score });
     const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
@@ -116,7 +116,7 @@ export async function trainRl(options: {
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,
-      createSession: options.createSession,
+      playEpisodes: options.playEpisodes,
     });
     step += 1;
     const seconds = (performance.now() - started) / 1000;

@@ -10,10 +10,9 @@ import { trainRl } from "@/lib/rl/train";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
-import type { EnvironmentInfo } from "@/lib/rl/rollouts";
-import type { EnvironmentSession } from "@/lib/sdk/environment";
+import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
 import { TrainingClient } from "../runtime";
-import { SandboxedEnvironmentPool } from "../sandbox";
+import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import type { WorkerChannel } from "./channel";
@@ -62,13 +61,14 @@ export async function runJob(options: {
   }
   // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
   let environment: EnvironmentInfo;
-  let createSession: ((index: number) => EnvironmentSession) | undefined;
+  let playEpisodes: EpisodePlayer | undefined;
   let pool: SandboxedEnvironmentPool | undefined;
   if (custom) {
     pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
     const { name, data, scoreName } = pool.environment;
     environment = { name, data, scoreName: scoreName ?? undefined };
-    createSession = (index) => pool!.session(index) as unknown as EnvironmentSession;
+    // One crossing into the sandbox per round of the batch (all resets, then each round's steps), not per step.
+    playEpisodes = (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool!, starts, act, options);
   } else {
     environment = useCase!.environment;
   }
@@ -94,7 +94,7 @@ export async function runJob(options: {
     dataset,
     startStep,
     memory,
-    createSession,
+    playEpisodes,
     hooks: {
       onMetrics: async (step, metrics) => {
         stepReached = Math.max(stepReached, step);
