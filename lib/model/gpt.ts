@@ -22,6 +22,7 @@ import {
   matmulAccumulate,
   matmulTransAAccumulate,
   matmulTransB,
+  simdOpsEnabled,
   useSimd,
 } from "./kernels";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
@@ -490,7 +491,7 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const maxTokens = rows;
   const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
   const yAt = layout.qkv + maxTokens * 3 * C, scoresAt = yAt + maxTokens * C, basesAt = scoresAt + Tmax + 4;
-  const own = hd % 4 === 0 ? takeDecoderMemory(basesAt + 2 * maxTokens) : null;
+  const own = hd % 4 === 0 && simdOpsEnabled() ? takeDecoderMemory(basesAt + 2 * maxTokens) : null;
   const cache = (at: number) => (own ? new Float32Array(own.heap.buffer, at * 4, cacheSize) : new Float32Array(cacheSize));
   const keys = Array.from({ length: L }, (_, l) => cache(layout.keys + l * cacheSize));
   const vals = Array.from({ length: L }, (_, l) => cache(layout.vals + l * cacheSize));

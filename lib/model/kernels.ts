@@ -34,6 +34,11 @@ export function simdAvailable(): boolean {
 /** The SIMD elementwise operations, unless plain loops are forced (each still falls back for arrays it cannot take). */
 const ops = () => (simdGemm !== null && simdMode !== "never" ? simdGemm.ops : null);
 
+/** Whether SIMD kernels other than the matrix products may run (not when plain loops are forced). */
+export function simdOpsEnabled(): boolean {
+  return ops() !== null;
+}
+
 /** out = a + b over n floats (out may be a or b). */
 export function add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void {
   if (ops()?.add(out, a, b, n)) return;
