@@ -2,16 +2,22 @@
  * Training and sampling throughput of the runtime next to PyTorch on the same CPU, measured in one run.
  *
  *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--seconds 5] [--configs tiny,small] [--no-torch]
+ *                          [--cpu-time]
  *
  * train: tokens/s of forwardBackward(cross_entropy) + optimStep(AdamW) on B random sequences of T tokens
  *        (B*T tokens per step, as the PyTorch script counts them).
  * sample: new tokens/s of sample() for B prompts of 4 tokens, generating up to T (B*(T-4) tokens per call).
  * The last line is one JSON object with every figure.
+ *
+ * --cpu-time compares per core on a shared machine: one thread on each side, each timed by its own process's
+ * CPU time instead of the wall clock (PyTorch: the anchor with torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1
+ * and time.perf_counter replaced by time.process_time), so other processes' load matters much less.
  */
+import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { BaseModel, TrainingClient, initBackend, type BackendPreference } from "@/server/runtime";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
-import { runTorchAnchor } from "./lib/torch-anchor";
+import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor } from "./lib/torch-anchor";
 
 const configs = {
   tiny: { d: 64, L: 2, H: 4, T: 32, V: 64, B: 32 },
@@ -20,7 +26,7 @@ const configs = {
 type ConfigName = keyof typeof configs;
 
 function parseArgs(argv: string[]) {
-  const args = { backend: "js" as BackendPreference, threads: undefined as number | undefined, seconds: 5, configs: Object.keys(configs) as ConfigName[], torch: true };
+  const args = { backend: "js" as BackendPreference, threads: undefined as number | undefined, seconds: 5, configs: Object.keys(configs) as ConfigName[], torch: true, cpuTime: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--backend") args.backend = argv[++i] as BackendPreference;
@@ -28,10 +34,49 @@ function parseArgs(argv: string[]) {
     else if (a === "--threads") args.threads = Number(argv[++i]);
     else if (a === "--configs") args.configs = argv[++i].split(",") as ConfigName[];
     else if (a === "--no-torch") args.torch = false;
-    else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --seconds, --configs, --no-torch`);
+    else if (a === "--cpu-time") args.cpuTime = true;
+    else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --seconds, --configs, --no-torch, --cpu-time`);
   }
   for (const c of args.configs) if (!(c in configs)) throw new Error(`unknown config '${c}'; accepted: ${Object.keys(configs).join(", ")}`);
+  if (args.cpuTime && args.threads !== undefined && args.threads !== 1) throw new Error("--cpu-time measures one thread; leave out --threads or pass --threads 1");
+  if (args.cpuTime) args.threads = 1;
   return args;
+}
+
+/** Like `throughput`, but per second of this process's CPU time. */
+async function cpuThroughput(fn: () => Promise<unknown>, tokensPerCall: number, seconds: number) {
+  for (let i = 0; i < 2; i++) await fn();
+  const cpuSeconds = (since: NodeJS.CpuUsage) => {
+    const { user, system } = process.cpuUsage(since);
+    return (user + system) / 1e6;
+  };
+  const start = process.cpuUsage();
+  let calls = 0;
+  while (cpuSeconds(start) < seconds || calls < 2) {
+    await fn();
+    calls++;
+  }
+  return { tokensPerSecond: (calls * tokensPerCall) / cpuSeconds(start) };
+}
+
+/** The PyTorch anchor on one thread, timed by its CPU time. */
+function runTorchAnchorCpuTime(mode: "train" | "sample", s: AnchorShape): AnchorResult {
+  const wrapper = [
+    "import sys, time, runpy, torch",
+    "torch.set_num_threads(1)",
+    "torch.set_num_threads = lambda n: None",
+    "time.perf_counter = time.process_time",
+    `sys.argv = ["torch_tiny_gpt.py"] + sys.argv[1:]`,
+    `runpy.run_path(${JSON.stringify(anchorScriptPath(repoRoot))}, run_name="__main__")`,
+  ].join("\n");
+  // OpenBLAS (Debian's pthread build) keeps threads of its own besides torch's; they must go too, or their
+  // spinning is counted as CPU time (it made the figure vary 6,400-14,600 for small training).
+  const env = { ...process.env, OPENBLAS_NUM_THREADS: "1", OMP_NUM_THREADS: "1" };
+  const run = spawnSync("/usr/bin/python3", ["-c", wrapper, mode, ...[s.d, s.L, s.H, s.T, s.V, s.B].map(String)], { encoding: "utf8", timeout: 180_000, env });
+  const line = (run.stdout ?? "").trim().split("\n").at(-1) ?? "";
+  const match = /tokens\/s=(\d+(?:\.\d+)?)/.exec(line);
+  if (run.status !== 0 || !match) return { tokensPerSecond: null, reason: (run.stderr ?? "").trim().split("\n").at(-1) || `exit ${run.status}` };
+  return { tokensPerSecond: Number(match[1]), line };
 }
 
 const args = parseArgs(process.argv.slice(2));
@@ -48,20 +93,18 @@ for (const name of args.configs) {
   const batch = { tokens: Array.from({ length: s.B }, () => Array.from({ length: s.T }, random)) };
   const prompts = Array.from({ length: s.B }, () => Array.from({ length: 4 }, random));
 
-  const train = await throughput(
-    async () => {
-      await client.forwardBackward(batch, "cross_entropy");
-      await client.optimStep({ lr: 1e-3 });
-    },
-    s.B * s.T,
-    { seconds: args.seconds },
-  );
-  const sample = await throughput(() => client.sample(prompts, 1, { maxTokens: s.T - 4, stop: [] }), s.B * (s.T - 4), {
-    seconds: args.seconds,
-  });
+  const measure = (fn: () => Promise<unknown>, tokens: number) =>
+    args.cpuTime ? cpuThroughput(fn, tokens, args.seconds) : throughput(fn, tokens, { seconds: args.seconds });
+  const train = await measure(async () => {
+    await client.forwardBackward(batch, "cross_entropy");
+    await client.optimStep({ lr: 1e-3 });
+  }, s.B * s.T);
+  const sample = await measure(() => client.sample(prompts, 1, { maxTokens: s.T - 4, stop: [] }), s.B * (s.T - 4));
   const rss = peakRssMb();
-  const torchTrain = args.torch ? runTorchAnchor(repoRoot, "train", s) : { tokensPerSecond: null, reason: "--no-torch" };
-  const torchSample = args.torch ? runTorchAnchor(repoRoot, "sample", s) : { tokensPerSecond: null, reason: "--no-torch" };
+  const anchor = (mode: "train" | "sample"): AnchorResult =>
+    !args.torch ? { tokensPerSecond: null, reason: "--no-torch" } : args.cpuTime ? runTorchAnchorCpuTime(mode, s) : runTorchAnchor(repoRoot, mode, s);
+  const torchTrain = anchor("train");
+  const torchSample = anchor("sample");
   for (const r of [torchTrain, torchSample]) if (r.tokensPerSecond === null) console.error(`torch ${name}: n/a (${r.reason})`);
   results.push({
     name,
@@ -75,7 +118,10 @@ for (const name of args.configs) {
 }
 
 const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}x` : "n/a");
-console.log(`backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, threads: ${capabilities.threads}`);
+console.log(
+  `backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, threads: ${capabilities.threads}` +
+    (args.cpuTime ? "; tokens per CPU-second, one thread each side" : ""),
+);
 console.log(
   formatTable(
     ["config", "params", "train tok/s", "torch train", "ratio", "sample tok/s", "torch sample", "ratio", "peak RSS MB"],
