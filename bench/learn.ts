@@ -7,6 +7,8 @@
  *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--set algorithm.learningRate=1e-4 ...]
  *                       [--verbose] [--failures]
  *
+ * "before" and "after" are greedy, as the template's evaluation plays; "sampled" is the first measure with the
+ * policy sampling at temperature 1, on the same held-out episodes.
  * --set overrides one field of each template (a dotted path, the value as JSON or a plain string; repeatable);
  * --verbose prints each training step's metrics; --failures prints a few held-out episodes the trained policy
  * still gets wrong.
@@ -15,7 +17,8 @@ import { parseArgs } from "node:util";
 import { builtInBaseDir } from "../lib/envs/bases";
 import { readBuiltInDataset } from "../lib/envs/datasets";
 import { useCases } from "../lib/envs/index";
-import { trainRl } from "../lib/rl/train";
+import { evaluate } from "../lib/rl/evaluate";
+import { evaluationSpecs, splitDataset, trainRl } from "../lib/rl/train";
 import { defineExperiment } from "../lib/sdk/experiment";
 import type { Trajectory } from "../lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "../server/runtime/index";
@@ -69,6 +72,7 @@ function applySet(template: Record<string, any>, assignment: string): void {
 }
 const names = args.only ? args.only.split(",") : ["arithmetic", "guess-number", "tic-tac-toe", "tool-use", "text-world", "gomoku"];
 
+const sampled = new Map<string, { before: number; after: number }>();
 type Row = { name: string; metric: string; before: number; after: number; target: number | null; met: boolean | null; steps: number; seconds: number };
 const rows: Row[] = [];
 
@@ -91,6 +95,14 @@ for (const name of names) {
   });
   const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
 
+  // The policy as it samples (temperature 1), before and after: greedy play hides what RL did to a base whose
+  // most likely reply is already right, and shows it where the sampled policy is what gets used.
+  const sampledScore = async () => {
+    const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
+    const { trajectories } = await evaluate({ policy, environment, protocol, specs, maxTokens: config.agent.sampling.maxTokens, temperature: 1 });
+    return measures[name]![0]!.of(trajectories);
+  };
+  const sampledBefore = await sampledScore();
   const evaluations: { step: number; episodes: Trajectory[] }[] = [];
   const started = performance.now();
   const result = await trainRl({
@@ -115,6 +127,7 @@ for (const name of names) {
     },
   });
   const seconds = (performance.now() - started) / 1000;
+  sampled.set(name, { before: sampledBefore, after: await sampledScore() });
   if (args.failures) {
     for (const episode of evaluations.at(-1)!.episodes.filter((t) => t.score < 1).slice(0, 5)) {
       console.error(`  failed (seed ${episode.seed}): ${episode.turns.map((t) => `${JSON.stringify(t.observation)} -> ${JSON.stringify(t.action)}`).join(" | ")}`);
@@ -130,8 +143,12 @@ for (const name of names) {
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
-const header = ["use case", "metric", "before", "after", "target", "met", "steps", "seconds"];
-const table = rows.map((r) => [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), r.target === null ? "-" : String(r.target), r.met === null ? "-" : r.met ? "yes" : "no", String(r.steps), r.seconds.toFixed(0)]);
+const header = ["use case", "metric", "before", "after", "target", "met", "sampled before", "sampled after", "steps", "seconds"];
+const table = rows.map((r, i) => {
+  const first = rows.findIndex((other) => other.name === r.name) === i; // sampled figures are of the first measure
+  const s = sampled.get(r.name)!;
+  return [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), r.target === null ? "-" : String(r.target), r.met === null ? "-" : r.met ? "yes" : "no", first ? s.before.toFixed(3) : "", first ? s.after.toFixed(3) : "", String(r.steps), r.seconds.toFixed(0)];
+});
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
 for (const row of [header, ...table]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));
 // One entry per use case: its first measure at the top level, any further measure nested under its name.
@@ -143,6 +160,7 @@ const entries = names.map((name) => {
     metric: main!.metric,
     ...figures(main!),
     ...Object.fromEntries(more.map((r) => [r.metric, figures(r)])),
+    sampled: { before: round(sampled.get(name)!.before), after: round(sampled.get(name)!.after) },
     steps: main!.steps,
     seconds: Math.round(main!.seconds),
   };

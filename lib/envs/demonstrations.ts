@@ -36,18 +36,19 @@ function boardGame(state: BoardState, rng: Rng): string {
 }
 
 /**
- * The right call format and the right numbers, but three times in four a wrong operator, drawn afresh each time
- * from the other three; then the tool's answer copied back. The slips have no favourite: an earlier demonstrator
- * had one fixed confusion per operator (+ for *, * for +), and RL, teaching the products to use *, taught the sums
- * the same slip until no sample of theirs was right. (Another, swapping or shortening the operands, left the base
- * unable to copy the numbers at all.)
+ * The right call format and the right numbers, but half the time a wrong operator, drawn afresh each time from
+ * the other three; then the tool's answer copied back. The slips have no favourite: an earlier demonstrator had
+ * one fixed confusion per operator (+ for *, * for +), and RL, teaching the products to use *, taught the sums the
+ * same slip until no sample of theirs was right. Nor may the slips drown the right operator: with a wrong one
+ * three times in four, the base hardly learned which problem wants which operator, and RL again pulled the sums
+ * and the quotients to the majority's *. (Swapping or shortening the operands left the base unable to copy them.)
  */
 const OPERATORS = ["+", "-", "*", "/"] as const;
 function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined): string {
   if (state.calls === 0) {
     const expression = String(sample?.expression ?? "");
     const operator = /[-+*/]/.exec(expression)?.[0] ?? "+";
-    if (rng.uniform() >= 0.75) return `@calc(${expression})`;
+    if (rng.uniform() >= 0.5) return `@calc(${expression})`;
     return `@calc(${expression.replace(operator, pick(OPERATORS.filter((o) => o !== operator), rng))})`;
   }
   return state.lastResult ?? "0";

@@ -38,9 +38,10 @@ export const useCases: Record<string, UseCase> = {
     template: {
       name: "guess-number-grpo",
       environment: "guess-number",
-      agent: { base: "guess-number-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 4 } },
+      agent: { base: "guess-number-base", training: { mode: "full" }, sampling: { temperature: 0.7, maxTokens: 4 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo-per-turn", steps: 100, groupSize: 8, groupsPerStep: 8, learningRate: 5e-4, discount: 0.9 },
+      // PPO's value head learns what an open range is worth, so each guess is credited by how much it narrowed.
+      algorithm: { name: "ppo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 2e-4, lrSchedule: "cosine", discount: 0.9 },
       evaluation: { every: 20, episodes: 200 },
     },
   },
@@ -79,7 +80,7 @@ export const useCases: Record<string, UseCase> = {
       environment: "tool-use",
       agent: { base: "tool-use-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 16 } },
       protocol: { name: "multi-turn" },
-      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 5e-4 },
+      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 5e-4, lrSchedule: "cosine" },
       evaluation: { every: 20, episodes: 200 },
     },
   },

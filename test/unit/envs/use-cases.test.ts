@@ -34,12 +34,12 @@ describe("demonstrators", () => {
 });
 
 describe("tool-use demonstrator", () => {
-  it("copies the numbers but picks a wrong operator 3 times in 4, with no favourite slip", async () => {
+  it("copies the numbers but picks a wrong operator half the time, with no favourite slip", async () => {
     const useCase = useCases["tool-use"]!;
     const trajectories = await demonstrate(useCase, demonstrators["tool-use"]!, 400, 3, rows.train);
     const right = trajectories.filter((t) => t.score === 1).length / trajectories.length;
-    expect(right).toBeGreaterThan(0.17);
-    expect(right).toBeLessThan(0.33);
+    expect(right).toBeGreaterThan(0.4);
+    expect(right).toBeLessThan(0.6);
     const slips = new Map<string, number>();
     for (const t of trajectories) {
       const expression = rows.train.find((row) => row.question === t.turns[0]!.observation)!.expression as string;
