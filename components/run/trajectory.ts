@@ -9,7 +9,7 @@ export type RolloutItem = {
   groupIndex: number;
   sampleIndex: number;
   prompt: string;
-  turns: { observation: string; action: string; reward?: number; render?: string }[];
+  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string }[];
   rewards: Record<string, number>;
   totalReward: number;
   advantage: number | null;
@@ -35,14 +35,16 @@ const asTrajectory = (item: RolloutItem) => ({ turns: item.turns.map((t) => ({ r
 export const returnsOf = (item: RolloutItem, discount: number) => turnReturns(asTrajectory(item), discount);
 
 /**
- * Each turn's advantage as the algorithm computed it. The store keeps one advantage per sample (its first
- * turn's); the rest follow from the group: GRPO and RLOO give every turn the episode's advantage, GRPO per turn
+ * Each turn's advantage as the algorithm computed it. Training rollouts keep every turn's, as the worker wrote
+ * it. Rows written before turns kept theirs hold one advantage per sample (its first turn's); the rest follow
+ * from the group: GRPO and RLOO give every turn the episode's advantage, GRPO per turn
  * centres each turn's return on the group's (recomputed here from the stored rewards), REINFORCE subtracts one
  * baseline from every turn's return. PPO's come from its value head, which is not stored: only the first turn's
  * is known. Null where unknown (evaluation rollouts have none).
  */
 export function turnAdvantages(item: RolloutItem, group: RolloutItem[], algorithm: AlgorithmSettings): (number | null)[] {
   const n = item.turns.length;
+  if (n > 0 && item.turns.every((turn) => typeof turn.advantage === "number")) return item.turns.map((turn) => turn.advantage as number);
   if (item.advantage === null) return new Array(n).fill(null);
   switch (algorithm.name) {
     case "grpo-per-turn": {

@@ -148,6 +148,8 @@ export type RolloutTurn = {
   observation: string;
   action: string;
   reward?: number;
+  /** The advantage the algorithm gave this turn (training rollouts; absent in rows written before it was kept). */
+  advantage?: number | null;
   /** Environment-specific rendering (e.g. a game board), shown by the trajectory viewer. */
   render?: string;
   info?: Record<string, unknown>;

@@ -19,7 +19,7 @@ export type RolloutInput = {
   groupIndex: number;
   sampleIndex: number;
   prompt: string;
-  turns: { observation: string; action: string; reward?: number; render?: string; info?: Record<string, unknown> }[];
+  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string; info?: Record<string, unknown> }[];
   rewards: Record<string, number>;
   totalReward: number;
   advantage: number | null;

@@ -131,10 +131,11 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
       groupIndex: g,
       sampleIndex: i,
       prompt: trajectory.systemPrompt,
-      turns: trajectory.turns.map((turn) => ({
+      turns: trajectory.turns.map((turn, t) => ({
         observation: turn.observation,
         action: turn.action,
         reward: turn.reward,
+        ...(advantages ? { advantage: advantages[g]?.[i]?.[t] ?? null } : {}),
         ...(turn.render !== undefined ? { render: turn.render } : {}),
         info: turn.info,
       })),

@@ -51,5 +51,8 @@ describe("trajectory viewer helpers", () => {
     expect(turnAdvantages(b, [a, b], { name: "grpo-per-turn", discount: 0.9, normalizeAdvantages: true })).toEqual(perTurnGroupNormalized([asTrajectories], 0.9, true)[0]![1]);
     expect(turnAdvantages(a, [a, b], { name: "ppo", discount: 1, normalizeAdvantages: true })).toEqual([0.25, null]);
     expect(turnAdvantages({ ...a, advantage: null }, [a], { name: "grpo", discount: 1, normalizeAdvantages: true })).toEqual([null, null]);
+    // Rows that keep every turn's advantage (as the worker now writes them) show those, PPO's later turns too.
+    const kept = { ...a, turns: a.turns.map((t, i) => ({ ...t, advantage: [0.25, -0.5][i] })) };
+    expect(turnAdvantages(kept, [kept, b], { name: "ppo", discount: 1, normalizeAdvantages: true })).toEqual([0.25, -0.5]);
   });
 });

@@ -40,7 +40,16 @@ const rolloutSchema = z.object({
   groupIndex: z.number().int().min(0),
   sampleIndex: z.number().int().min(0),
   prompt: z.string(),
-  turns: z.array(z.object({ observation: z.string(), action: z.string(), reward: z.number().optional(), render: z.string().optional(), info: z.record(z.string(), z.unknown()).optional() })),
+  turns: z.array(
+    z.object({
+      observation: z.string(),
+      action: z.string(),
+      reward: z.number().optional(),
+      advantage: z.number().nullable().optional(),
+      render: z.string().optional(),
+      info: z.record(z.string(), z.unknown()).optional(),
+    }),
+  ),
   rewards: z.record(z.string(), z.number()),
   totalReward: z.number(),
   advantage: z.number().nullable(),
