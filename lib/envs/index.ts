@@ -93,7 +93,9 @@ export const useCases: Record<string, UseCase> = {
       environment: "text-world",
       agent: { base: "text-world-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 12 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo-per-turn", steps: 80, groupSize: 8, groupsPerStep: 4, learningRate: 5e-4, discount: 0.95 },
+      // PPO's value head learns what a room is worth given where the object and the goal are (per-turn GRPO
+      // compares turns of different states by their index, a poor baseline for a walk).
+      algorithm: { name: "ppo", steps: 150, groupSize: 8, groupsPerStep: 8, learningRate: 5e-4, lrSchedule: "cosine", discount: 0.95 },
       evaluation: { every: 20, episodes: 200 },
     },
   },
