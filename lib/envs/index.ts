@@ -41,8 +41,8 @@ export const useCases: Record<string, UseCase> = {
       agent: { base: "guess-number-base", training: { mode: "full" }, sampling: { temperature: 0.7, maxTokens: 4 } },
       protocol: { name: "multi-turn", history: "last" },
       // PPO's value head learns what an open range is worth, so each guess is credited by how much it narrowed.
-      algorithm: { name: "ppo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 2e-4, lrSchedule: "cosine", discount: 0.9 },
-      evaluation: { every: 20, episodes: 200 },
+      algorithm: { name: "ppo", steps: 500, groupSize: 8, groupsPerStep: 16, learningRate: 2e-4, lrSchedule: "cosine", discount: 0.9 },
+      evaluation: { every: 50, episodes: 200 },
     },
   },
   "tic-tac-toe": {
