@@ -30,7 +30,7 @@ export interface TrainingPrimitives {
   forwardBackward(
     batch: TrainingBatch,
     loss: LossName,
-    config?: { temperature?: number; clipLow?: number; clipHigh?: number; klCoef?: number; valueCoef?: number },
+    config?: { temperature?: number; clipLow?: number; clipHigh?: number; klCoef?: number; valueCoef?: number; entropyCoef?: number },
   ): Promise<{ loss: number; metrics: Record<string, number> }>;
   optimStep(params: { lr: number; weightDecay?: number; gradClip?: number }): Promise<{ gradNorm: number; step: number }>;
   sample(prompts: number[][], n: number, params?: SampleOptions): Promise<{ samples: SampledSequence[][] }>;

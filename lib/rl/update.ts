@@ -24,6 +24,7 @@ export async function policyUpdate(
         clipLow: config.clipRange,
         clipHigh: config.clipRange,
         klCoef: config.klCoef,
+        entropyCoef: config.entropyCoef,
         valueCoef: config.valueCoef,
       });
       const tokens = metrics.tokens ?? 1;

@@ -31,7 +31,7 @@ export const algorithmSchema = z.object({
   loss: z.enum(policyLosses, `must be one of ${policyLosses.join(", ")}`).default("ppo").describe("policy loss on the primitives"),
   clipRange: ranged(0, 10).default(0.2).describe("PPO clip range ε: ratios are clipped to [1-ε, 1+ε]"),
   klCoef: ranged(0, 100).default(0).describe("weight of the KL penalty against the reference policy"),
-  entropyCoef: ranged(0, 10).default(0).describe("reserved for an entropy bonus; reported entropy is always logged"),
+  entropyCoef: ranged(0, 10).default(0).describe("weight of an entropy bonus on the policy's tokens, which keeps it exploring (0 = off); entropy is always logged"),
   discount: ranged(0, 1).default(1).describe("discount γ of per-turn returns"),
   gaeLambda: ranged(0, 1).default(0.95).describe("GAE λ (PPO)"),
   valueCoef: ranged(0, 100).default(0.5).describe("weight of the value loss (PPO)"),

@@ -8,6 +8,7 @@
  *   ppo                  ℓ = -min(r·A, clip(r, 1-εlow, 1+εhigh)·A)
  *   cispo                ℓ = -sg(clip(r, 1-εlow, 1+εhigh))·A·logp     (sg: no gradient through the weight)
  *   KL penalty (any)     ℓ += β·(exp(δ) - δ - 1)            δ = refLogp - logp (the k3 estimator, ≥ 0)
+ *   entropy bonus (any)  ℓ -= η·H(p)                        H over the whole next-token distribution
  *   value head           ℓ += c·½(v - R)²
  *
  * Every term is multiplied by the token's weight, summed, and divided by the summed weights ("tokens") or not
@@ -33,6 +34,11 @@ export const lossConfigSchema = z.object({
   clipHigh: z.number().min(0).optional().describe("ppo/cispo: the ratio is clipped above at 1 + clipHigh (default 0.2)"),
   klCoef: z.number().min(0).default(0).describe("weight of the KL penalty against the reference policy (0 = off)"),
   valueCoef: z.number().min(0).default(0.5).describe("weight of the value head's MSE loss, used when the batch has returns"),
+  entropyCoef: z
+    .number()
+    .min(0)
+    .default(0)
+    .describe("weight η of an entropy bonus at the weighted tokens: the loss subtracts η·H, keeping the policy exploring (0 = off)"),
   normalize: z
     .enum(["tokens", "none"])
     .default("tokens")
@@ -144,6 +150,11 @@ export function computeLoss(
       const scale = (w * g) / denom / tau;
       for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
       dLogits[row + target] += scale;
+      if (config.entropyCoef > 0) {
+        // d(−ηH)/dz_j = η·p_j·(log p_j + H)/τ: pushes the likely tokens down and the unlikely ones up.
+        const e = (w * config.entropyCoef) / denom / tau;
+        for (let j = 0; j < V; j++) if (probs[j] > 0) dLogits[row + j] += e * probs[j] * (logits[row + j] / tau - logSumExp + entropy);
+      }
 
       if (dValues) {
         const v = values![b * T + i - 1];
@@ -153,7 +164,7 @@ export function computeLoss(
       }
     }
   }
-  const total = (policyLoss + config.klCoef * klSum + config.valueCoef * valueLoss) / denom;
+  const total = (policyLoss + config.klCoef * klSum + config.valueCoef * valueLoss - config.entropyCoef * entropySum) / denom;
   const metrics: Record<string, number> = {
     loss: total,
     "loss/policy": policyLoss / denom,
@@ -165,6 +176,7 @@ export function computeLoss(
     metrics["loss/kl"] = (config.klCoef * klSum) / denom;
   }
   if (dValues) metrics["loss/value"] = (config.valueCoef * valueLoss) / denom;
+  if (config.entropyCoef > 0) metrics["loss/entropy"] = (-config.entropyCoef * entropySum) / denom;
   if (loss !== "cross_entropy") {
     metrics["ratio/mean"] = ratioSum / Math.max(weightSum, 1e-12);
     metrics["ratio/min"] = ratioMin;

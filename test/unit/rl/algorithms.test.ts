@@ -91,6 +91,15 @@ describe("RL algorithms on a tiny model", () => {
     expect(result.evaluations[0]!.score).toBeLessThan(result.evaluations.at(-1)!.score);
   });
 
+  it("an entropy bonus keeps the policy's entropy up as the reward rises", async () => {
+    const entropyAt = (metrics: Record<string, number>[]) => metrics.filter((m) => "entropy" in m).map((m) => m.entropy!);
+    const plain = await runAlgorithm("grpo", singleTurn(), digitOnce, { groupsPerStep: 8 });
+    const bonus = await runAlgorithm("grpo", singleTurn(), digitOnce, { groupsPerStep: 8, entropyCoef: 0.05 });
+    console.log("entropy without / with the bonus", entropyAt(plain.metrics).at(-1)!.toFixed(3), entropyAt(bonus.metrics).at(-1)!.toFixed(3));
+    expect(entropyAt(bonus.metrics).at(-1)!).toBeGreaterThan(entropyAt(plain.metrics).at(-1)! + 0.1);
+    expect(bonus.last).toBeGreaterThan(bonus.first);
+  });
+
   it("ppo (GAE, value head) raises the reward, and its value head learns to expect it", async () => {
     const { metrics, first, last } = await runAlgorithm("ppo", multiTurn(), digitThrice);
     expect(last).toBeGreaterThan(first + 0.2);

@@ -55,6 +55,13 @@ describe("losses: gradient on logits and values matches finite differences", () 
   it("importance_sampling", () => {
     check("importance_sampling", { temperature: 0.8, klCoef: 0.1, valueCoef: 0 });
   });
+  it("an entropy bonus on top of ppo: its gradient too, and the loss falls by η·H", () => {
+    const plain = check("ppo", { temperature: 0.8, klCoef: 0.1 });
+    const bonus = check("ppo", { temperature: 0.8, klCoef: 0.1, entropyCoef: 0.3 });
+    // Normalised by the weighted tokens, as every term is: the loss falls by η times the mean entropy.
+    expect(bonus.metrics["loss/entropy"]).toBeCloseTo(-0.3 * bonus.metrics.entropy!, 6);
+    expect(bonus.loss).toBeCloseTo(plain.loss - 0.3 * bonus.metrics.entropy!, 6);
+  });
   it("ppo, reporting the fraction of clipped tokens", () => {
     const out = check("ppo", { temperature: 0.8, clipLow: 0.1, clipHigh: 0.1, klCoef: 0.1 });
     expect(out.metrics.clip_frac).toBeGreaterThan(0);
