@@ -166,20 +166,24 @@ describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABAS
     const { url, handle } = await freshDatabase();
     const worker = startWorker(url, tempDir("artifacts"));
     await waitForRegistration([worker]);
-    const cut = await handle.db.execute(
-      sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`,
-    );
-    expect((cut as unknown as { rows: unknown[] }).rows).toHaveLength(1);
+    /** The pids of the worker's LISTEN connections, once one is open (it may start just after registering). */
+    const listening = async (what: string) => {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const open = await handle.db.execute(sql`select pid from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`);
+        const rows = (open as unknown as { rows: { pid: number }[] }).rows;
+        if (rows.length === 1) return rows;
+        if (Date.now() > deadline) throw new Error(`no LISTEN connection ${what} after 10 s:\n${worker.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    };
+    const [first] = await listening("at start");
+    await handle.db.execute(sql`select pg_terminate_backend(${first!.pid})`);
     const runId = await launch(handle, 10, "after-cut");
     expect(await waitForRun(handle, runId, ended, 240, worker.output)).toMatchObject({ status: "completed", step: 10 });
     expect(worker.output()).toMatch(/lost the LISTEN connection/);
     // Reconnected: a fresh LISTEN connection is open again.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const open = await handle.db.execute(sql`select pid from pg_stat_activity where datname = current_database() and query like 'LISTEN%'`);
-      if ((open as unknown as { rows: unknown[] }).rows.length === 1) break;
-      if (Date.now() > deadline) throw new Error(`no LISTEN connection after 10 s:\n${worker.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const [second] = await listening("after the cut");
+    expect(second!.pid).not.toBe(first!.pid);
   }, 300_000);
 });
