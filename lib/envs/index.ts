@@ -36,7 +36,7 @@ export const useCases: Record<string, UseCase> = {
     protocol: multiTurn("agent", "last"),
     title: "Guess the number (multi-turn)",
     template: {
-      name: "guess-number-grpo",
+      name: "guess-number-ppo",
       environment: "guess-number",
       agent: { base: "guess-number-base", training: { mode: "full" }, sampling: { temperature: 0.7, maxTokens: 4 } },
       protocol: { name: "multi-turn", history: "last" },
@@ -89,7 +89,7 @@ export const useCases: Record<string, UseCase> = {
     protocol: multiTurn("agent", "last"),
     title: "Text world: bring an object to a room",
     template: {
-      name: "text-world-grpo",
+      name: "text-world-ppo",
       environment: "text-world",
       agent: { base: "text-world-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 12 } },
       protocol: { name: "multi-turn", history: "last" },
