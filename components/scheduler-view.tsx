@@ -88,7 +88,7 @@ export function SchedulerView() {
         <Card title="Utilisation, last hour">
           <div className="h-48 p-3" aria-label="Utilisation chart">
             <ResponsiveContainer width="100%" height="100%">
-              <AreaChart data={data.utilization} margin={{ top: 4, right: 8, bottom: 0, left: -16 }}>
+              <AreaChart data={data.utilization} margin={{ top: 4, right: 20, bottom: 0, left: -16 }}>
                 <CartesianGrid stroke="#e2e8f0" strokeDasharray="3 3" />
                 <XAxis dataKey="minute" tick={{ fontSize: 10 }} interval={9} />
                 <YAxis domain={[0, 1]} tickFormatter={(v) => `${Math.round(v * 100)}%`} tick={{ fontSize: 10 }} />
