@@ -3,10 +3,9 @@
  * no workers of its own, the run launched in the browser's API runs on the database worker, its device shows on
  * the scheduler page, and the metrics it writes straight to the database reach the run.
  */
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDatabaseWorker, waitForRegistration, type DatabaseWorker } from "../support/database-worker";
+import { createScratchDatabase } from "../support/postgres";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callProcedure, startServer, tempDir, type TestServer } from "./support/server";
 
@@ -19,25 +18,19 @@ describe("a database worker joining a server", () => {
   it("takes the server's run, shows on the scheduler page, and its metrics reach the run", async (context) => {
     const adminUrl = process.env.TEST_DATABASE_URL;
     if (!adminUrl) context.skip();
-    const name = `tinkerlab_e2e_${randomBytes(4).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const url = new URL(adminUrl!);
-    url.pathname = `/${name}`;
+    const { url } = await createScratchDatabase(adminUrl!, "tinkerlab_e2e");
     const basesDir = tempDir("bases");
     await saveTinyBase(basesDir);
     const artifacts = tempDir("artifacts");
     const server: TestServer = await startServer({
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: url,
       TINKERLAB_BASES_DIR: basesDir,
       TINKERLAB_EXAMPLES: "off",
       TINKERLAB_LOCAL_WORKERS: "0",
       ARTIFACTS_DIR: artifacts,
     });
     stops.push(() => server.stop());
-    const worker: DatabaseWorker = startDatabaseWorker(url.toString(), { ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir });
+    const worker: DatabaseWorker = startDatabaseWorker(url, { ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir });
     stops.push(() => worker.stop());
     await waitForRegistration([worker]);
 

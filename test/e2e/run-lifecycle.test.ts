@@ -3,10 +3,9 @@
  * killed mid-run (its job resumes from the last checkpoint on another worker, with no metric point lost or
  * doubled), and several workers sharing a real PostgreSQL server.
  */
-import { randomBytes } from "node:crypto";
 import path from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScratchDatabase } from "../support/postgres";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
@@ -127,15 +126,9 @@ describe("a run's life", () => {
   it("runs two jobs at once on two workers against a PostgreSQL server", async (context) => {
     const adminUrl = process.env.TEST_DATABASE_URL;
     if (!adminUrl) context.skip();
-    const name = `tinkerlab_e2e_${randomBytes(4).toString("hex")}`;
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`create database ${name}`);
-    await admin.end();
-    const url = new URL(adminUrl!);
-    url.pathname = `/${name}`;
+    const { url } = await createScratchDatabase(adminUrl!, "tinkerlab_e2e");
     const server = await startServer({
-      DATABASE_URL: url.toString(),
+      DATABASE_URL: url,
       TINKERLAB_BASES_DIR: basesDir,
       TINKERLAB_EXAMPLES: "off",
       TINKERLAB_LOCAL_WORKERS: "2",

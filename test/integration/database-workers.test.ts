@@ -5,16 +5,15 @@
  * a SIGKILLed worker's job resumes from its checkpoint on another, and a higher-priority job preempts a
  * lower-priority one through a checkpoint.
  */
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { eq, sql } from "drizzle-orm";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type DatabaseHandle } from "@/server/db";
 import { jobs } from "@/server/db/schema";
 import { startDatabaseWorker, waitForRegistration, type DatabaseWorker } from "../support/database-worker";
+import { createScratchDatabase } from "../support/postgres";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callerFor } from "./support/database";
 
@@ -25,7 +24,7 @@ const basesDir = tempDir("bases");
 process.env.TINKERLAB_BASES_DIR = basesDir;
 
 const workers: DatabaseWorker[] = [];
-const databases: { handle: DatabaseHandle; name: string }[] = [];
+const databases: { handle: DatabaseHandle; drop(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   if (!onPostgres) return;
@@ -34,26 +33,17 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  for (const { handle, name } of databases) {
+  for (const { handle, drop } of databases) {
     await handle.close();
-    const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-    await admin.connect();
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await drop();
   }
 });
 
 async function freshDatabase() {
-  const name = `tinkerlab_workers_${randomBytes(5).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(process.env.TEST_DATABASE_URL!);
-  url.pathname = `/${name}`;
-  const handle = await openDatabase({ databaseUrl: url.toString() });
-  databases.push({ handle, name });
-  return { url: url.toString(), handle };
+  const { url, drop } = await createScratchDatabase(process.env.TEST_DATABASE_URL!, "tinkerlab_workers");
+  const handle = await openDatabase({ databaseUrl: url });
+  databases.push({ handle, drop });
+  return { url, handle };
 }
 
 function startWorker(databaseUrl: string, artifacts: string): DatabaseWorker {

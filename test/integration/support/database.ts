@@ -1,10 +1,9 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { createCaller } from "@/server/api/root";
 import { createContextInner } from "@/server/api/trpc";
 import type { User } from "@/server/auth/api-keys";
 import { LOCAL_USER, openDatabase, type DatabaseHandle } from "@/server/db";
 import { serverEnv } from "@/server/env";
+import { createScratchDatabase } from "../../support/postgres";
 
 /**
  * A fresh, migrated database for one test file: an in-memory PGlite, or a new database on the PostgreSQL server in
@@ -19,22 +18,13 @@ export async function openTestDatabase(): Promise<{ handle: DatabaseHandle; clos
   if (!env.TEST_DATABASE_URL) {
     throw new Error("TINKERLAB_TEST_DB=postgres needs TEST_DATABASE_URL; `npm test` starts a throwaway server and sets it.");
   }
-  const name = `tinkerlab_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: env.TEST_DATABASE_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(env.TEST_DATABASE_URL);
-  url.pathname = `/${name}`;
-  const handle = await openDatabase({ databaseUrl: url.toString() });
+  const scratch = await createScratchDatabase(env.TEST_DATABASE_URL, "tinkerlab_test");
+  const handle = await openDatabase({ databaseUrl: scratch.url });
   return {
     handle,
     async close() {
       await handle.close();
-      const dropper = new pg.Client({ connectionString: env.TEST_DATABASE_URL });
-      await dropper.connect();
-      await dropper.query(`drop database if exists ${name} with (force)`);
-      await dropper.end();
+      await scratch.drop();
     },
   };
 }
