@@ -42,7 +42,7 @@ function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
 export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
   const seeds = sampling.seed === undefined ? null : new Rng(sampling.seed);
   return async (requests: ActRequest[]): Promise<ActResponse[]> => {
-    if (seeds) sampling = { ...sampling, seed: seeds.nextU32() };
+    const options = seeds ? { ...sampling, seed: seeds.nextU32() } : sampling;
     const prompts = requests.map((r) => renderChat(policy.tokenizer as ByteTokenizer, r.messages, { addGenerationPrompt: true }).tokens);
     // Identical prompts (a group's first turn) are prefilled once and forked, when every prompt repeats equally.
     const unique = new Map<string, number[]>();
@@ -55,10 +55,10 @@ export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
     if (counts.size === 1 && unique.size < prompts.length) {
       const n = [...counts][0]!;
       const groups = [...unique.values()];
-      const { samples } = await policy.primitives.sample(groups.map((indices) => prompts[indices[0]!]!), n, sampling);
+      const { samples } = await policy.primitives.sample(groups.map((indices) => prompts[indices[0]!]!), n, options);
       groups.forEach((indices, g) => indices.forEach((index, k) => (responses[index] = toResponse(prompts[index]!, samples[g]![k]!))));
     } else {
-      const { samples } = await policy.primitives.sample(prompts, 1, sampling);
+      const { samples } = await policy.primitives.sample(prompts, 1, options);
       prompts.forEach((prompt, i) => (responses[i] = toResponse(prompt, samples[i]![0]!)));
     }
     return responses;
