@@ -2,7 +2,8 @@
  * The QuickJS half of the boundary, run inside the sandbox's own worker thread (thread-entry.ts): one QuickJS
  * WebAssembly instance with its own linear memory (so a memory bomb or a crash inside one cannot touch another),
  * a stack limit, and an interrupt handler that stops an op running past its CPU budget. The guest has no host
- * functions once loaded; the thread hands it one op at a time as a JSON string and takes back one string.
+ * functions once loaded; the thread hands it a batch of ops as one JSON string, then enters it once per op (so
+ * that each op's start is known to the watchdog) and takes back one string per op.
  *
  * Only plain data leaves this file (results as JSON text, failures as name/message/stack), so that it can be
  * posted to the host thread; the host turns failures into SandboxErrors with the user's locations.
@@ -19,6 +20,14 @@ import { processCpuMs, registerGlobal } from "./wire";
 
 /** The linear memory the QuickJS build starts with (16 MiB: its code's data and the C stack), in 64 KiB pages. */
 export const baselinePages = 256;
+
+/**
+ * Reading the process's CPU clock costs ~1 µs (a system call), a step ~20-50 µs; so an op is timed by the wall
+ * clock, and the CPU clock is read only when an op has run longer than this, or the last reading is older.
+ * An op's CPU is then counted from a reading at most this long before it started (it may be charged this much
+ * more than it used, never less).
+ */
+export const cpuClockStaleMs = 1;
 
 export type EngineLimits = { memoryMb: number; maxStackKb: number; cpuMsPerEpisode: number };
 
@@ -37,6 +46,9 @@ export type BatchOutcome =
   /** The guest as a whole failed in op `op`: it ran past its budget (`overrunMs`) or threw past the bridge. */
   | { ok: false; op: number; overrunMs: number | null; error: ThrownFields | null; ms: number[]; memoryMb: number };
 
+/** The bridge's entry points (guest/bridge.ts): `begin(opsJson)` takes a batch, `next()` runs its next op. */
+type BridgeHandles = { begin: QuickJSHandle; next: QuickJSHandle };
+
 export class QuickJSEngine {
   /** The op running now: when it started (wall and CPU clocks), its budget, and when to look again (Infinity between ops). */
   private opStartedAt = 0;
@@ -44,10 +56,13 @@ export class QuickJSEngine {
   private budgetMs = 0;
   private deadline = Infinity;
   private overrunMs: number | null = null;
+  /** The last reading of the CPU clock, and when it was taken by the wall clock (see `cpuClockStaleMs`). */
+  private cpuReading = 0;
+  private cpuReadAt = -Infinity;
 
   private constructor(
     private readonly context: QuickJSContext,
-    private readonly callHandle: QuickJSHandle,
+    private readonly bridge: BridgeHandles,
     private readonly wasmMemory: WebAssembly.Memory,
   ) {}
 
@@ -67,9 +82,9 @@ export class QuickJSEngine {
     runtime.setMaxStackSize(limits.maxStackKb * 1024);
     const context = runtime.newContext();
 
-    let registered: QuickJSHandle | null = null;
-    const register = context.newFunction(registerGlobal, (call) => {
-      registered ??= call.dup();
+    let registered: BridgeHandles | null = null;
+    const register = context.newFunction(registerGlobal, (begin, next) => {
+      registered ??= { begin: begin.dup(), next: next.dup() };
     });
     context.setProp(context.global, registerGlobal, register);
     register.dispose();
@@ -88,38 +103,47 @@ export class QuickJSEngine {
       return { engine: null, outcome: loadOverrun ? { ok: false, reason: "overrun", memoryMb } : { ok: false, reason: "threw", error: errorFields(error), memoryMb } };
     }
     result.value.dispose();
-    const callHandle = registered as QuickJSHandle | null;
-    if (!callHandle) {
+    const bridge = registered as BridgeHandles | null;
+    if (!bridge) {
       disposeQuietly(context, runtime);
       return { engine: null, outcome: { ok: false, reason: "no-bridge", memoryMb } };
     }
-    const engine = new QuickJSEngine(context, callHandle, wasmMemory);
+    const engine = new QuickJSEngine(context, bridge, wasmMemory);
     runtime.setInterruptHandler(engine.onInterrupt);
     return { engine, outcome: { ok: true } };
   }
 
   /**
-   * Runs ops one after another, each under its own budget; `onOp` is told when each starts (the host thread's
-   * watchdog reads it). Stops at the first op that fails the guest as a whole.
+   * Runs a batch of ops (`opsJson`, a JSON array of `budgetsMs.length` ops) one after another, each under its own
+   * budget; `onOp` is told when each starts (the host thread's watchdog reads it). Stops at the first op that
+   * fails the guest as a whole.
    */
-  run(ops: string[], budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number, cpuStartedAt: number) => void): BatchOutcome {
-    const { context } = this;
+  run(opsJson: string, budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number, cpuStartedAt: number) => void): BatchOutcome {
+    const { context, bridge } = this;
     const results: string[] = [];
     const ms: number[] = [];
-    for (let i = 0; i < ops.length; i++) {
+    // Parsing the batch is the bridge's own work on the host's text, before any op (and any user code) runs.
+    const request = context.newString(opsJson);
+    const begun = context.callFunction(bridge.begin, context.undefined, request);
+    request.dispose();
+    if (begun.error) {
+      const error = errorFields(context.dump(begun.error) as unknown);
+      begun.error.dispose();
+      return { ok: false, op: -1, overrunMs: null, error, ms, memoryMb: this.memoryUsedMb() };
+    }
+    begun.value.dispose();
+    for (let i = 0; i < budgetsMs.length; i++) {
       const started = performance.now();
-      const cpuStarted = processCpuMs();
+      const cpuStarted = this.cpuClockAt(started);
       onOp(i, started, cpuStarted);
       this.opStartedAt = started;
       this.opCpuStartedAt = cpuStarted;
       this.budgetMs = budgetsMs[i]!;
       this.deadline = started + this.budgetMs;
       this.overrunMs = null;
-      const request = context.newString(ops[i]!);
-      const result = context.callFunction(this.callHandle, context.undefined, request);
-      request.dispose();
+      const result = context.callFunction(bridge.next, context.undefined);
       this.deadline = Infinity;
-      ms.push(usedMs(started, cpuStarted));
+      ms.push(this.usedSince(started, cpuStarted));
       if (result.error) {
         const error = context.dump(result.error) as unknown;
         result.error.dispose();
@@ -130,6 +154,28 @@ export class QuickJSEngine {
       result.value.dispose();
     }
     return { ok: true, results: `[${results.join(",")}]`, ms, memoryMb: this.memoryUsedMb() };
+  }
+
+  /** A reading of the CPU clock taken at most `cpuClockStaleMs` before `now` (wall clock). */
+  private cpuClockAt(now: number): number {
+    if (now - this.cpuReadAt > cpuClockStaleMs) {
+      this.cpuReading = processCpuMs();
+      this.cpuReadAt = now;
+    }
+    return this.cpuReading;
+  }
+
+  /**
+   * What an op that started at `startedAt` has used (see `usedMs`); an op shorter than `cpuClockStaleMs` by the
+   * wall clock is charged its wall time, which is at most that.
+   */
+  private usedSince(startedAt: number, cpuStartedAt: number): number {
+    const now = performance.now();
+    const wall = now - startedAt;
+    if (wall <= cpuClockStaleMs) return wall;
+    this.cpuReading = processCpuMs();
+    this.cpuReadAt = now;
+    return Math.min(wall, this.cpuReading - cpuStartedAt);
   }
 
   memoryUsedMb(): number {
@@ -144,7 +190,7 @@ export class QuickJSEngine {
   private onInterrupt = (): boolean => {
     const now = performance.now();
     if (now <= this.deadline) return false;
-    const used = usedMs(this.opStartedAt, this.opCpuStartedAt);
+    const used = this.usedSince(this.opStartedAt, this.opCpuStartedAt);
     if (used <= this.budgetMs) {
       this.deadline = now + (this.budgetMs - used);
       return false;

@@ -10,7 +10,7 @@ import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-e
 import { ANSWERED, CURRENT_OP, OP_CPU_AT, OP_STARTED_AT } from "./wire";
 
 export type ThreadData = { code: string; fileName: string; limits: EngineLimits; shared: SharedArrayBuffer; port: MessagePort };
-/** The ops as JSON, one a line, and each op's CPU budget. */
+/** The ops as one JSON array, and each op's CPU budget. */
 export type ThreadRequest = { ops: string; budgetsMs: Float64Array };
 
 async function main() {
@@ -32,7 +32,7 @@ async function main() {
   port.on("message", ({ ops, budgetsMs }: ThreadRequest) => {
     let answer: BatchOutcome;
     try {
-      answer = engine.run(ops.split("\n"), budgetsMs, onOp);
+      answer = engine.run(ops, budgetsMs, onOp);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       answer = { ok: false, op: -1, overrunMs: null, error: { name: "InternalError", message, stack: undefined }, ms: [], memoryMb: engine.memoryUsedMb() };

@@ -1,8 +1,8 @@
 /**
  * The guest half of the sandbox: bundled with the user's files and evaluated inside QuickJS before them. It
  * hardens the realm, holds one `EnvironmentSession` per slot, and answers ops (reset, step, render, summary,
- * score), each given as one JSON string and answered with one; the sandbox's thread runs a whole batch of them
- * for one crossing from the host.
+ * score): the sandbox's thread hands it a crossing's batch of ops as one JSON string (`begin`), then calls `next`
+ * once per op, which answers that op with one JSON string.
  *
  * It also checks what the user's functions return (the contract) where the SDK would silently coerce: a reward
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
@@ -13,7 +13,7 @@ import { Rng } from "@/lib/model/rng";
 import type { EnvironmentDescription, GuestEpisodeEndWire, GuestFailure, GuestOp, GuestResetWire, GuestStepWire, GuestSummaryWire } from "../wire";
 
 type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
-type Register = (call: (request: string) => string) => void;
+type Register = (begin: (request: string) => void, next: () => string) => void;
 
 // Captured before any user module is evaluated: user code may replace the globals, not these bindings.
 const global = globalThis as unknown as Record<string, unknown>;
@@ -60,6 +60,9 @@ let description: EnvironmentDescription | null = null;
 const sessions: EnvironmentSession<unknown, unknown, DatasetRow>[] = [];
 /** A tool's broken answer, raised after the step (the SDK turns a throwing tool into an observation). */
 let pendingViolation: ContractViolation | null = null;
+/** The batch being answered, and the index of its next op. */
+let batch: GuestOp[] = [];
+let cursor = 0;
 
 /** Called once by the generated entry, after the user's modules have been evaluated. */
 export function install(userModule: Record<string, unknown>): void {
@@ -76,14 +79,20 @@ export function install(userModule: Record<string, unknown>): void {
     hasRender: typeof definition.render === "function",
     exportName,
   };
-  register(call);
+  register(begin, next);
 }
 
-/** One op in, its result out (`[true, value]` or `[false, failure]`), both as JSON text. */
-function call(request: string): string {
+/** Takes a crossing's ops (the host's JSON text, parsed once for the whole batch). */
+function begin(request: string): void {
+  batch = parseJson(request) as GuestOp[];
+  cursor = 0;
+}
+
+/** Runs the batch's next op; its result (`[true, value]` or `[false, failure]`) as JSON text. */
+function next(): string {
+  const op = batch[cursor++]!;
   try {
     pendingViolation = null;
-    const op = parseJson(request) as GuestOp;
     const value = runOp(op);
     if (pendingViolation) throw pendingViolation;
     const encoded = stringify([true, value]);
