@@ -1,14 +1,15 @@
 /**
  * Training and sampling throughput of the runtime next to PyTorch on the same CPU, measured in one run.
  *
- *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--seconds 5] [--configs tiny,small] [--no-torch]
- *                          [--cpu-time]
+ *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--kernel auto|native|wasm] [--seconds 5]
+ *                          [--configs tiny,small] [--no-torch] [--cpu-time]
  *
  * train: tokens/s of forwardBackward(cross_entropy) + optimStep(AdamW) on B random sequences of T tokens
  *        (B*T tokens per step, as the PyTorch script counts them).
  * sample: new tokens/s of sample() for B prompts of 4 tokens, generating up to T (B*(T-4) tokens per call).
  * The last line is one JSON object with every figure.
  *
+ * --kernel picks the js engine's matrix kernel (default: TINKERLAB_KERNEL, auto).
  * --cpu-time compares per core on a shared machine: one thread on each side, each timed by its own process's
  * CPU time instead of the wall clock (PyTorch: the anchor with torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1
  * and time.perf_counter replaced by time.process_time), so other processes' load matters much less.
@@ -16,6 +17,7 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { BaseModel, TrainingClient, initBackend, type BackendPreference } from "@/server/runtime";
+import { type KernelPreference, kernelPreferences } from "@/server/runtime/backend";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
 import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor } from "./lib/torch-anchor";
 
@@ -26,16 +28,29 @@ const configs = {
 type ConfigName = keyof typeof configs;
 
 function parseArgs(argv: string[]) {
-  const args = { backend: "js" as BackendPreference, threads: undefined as number | undefined, seconds: 5, configs: Object.keys(configs) as ConfigName[], torch: true, cpuTime: false };
+  const args = {
+    backend: "js" as BackendPreference,
+    threads: undefined as number | undefined,
+    kernel: undefined as KernelPreference | undefined,
+    seconds: 5,
+    configs: Object.keys(configs) as ConfigName[],
+    torch: true,
+    cpuTime: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--backend") args.backend = argv[++i] as BackendPreference;
     else if (a === "--seconds") args.seconds = Number(argv[++i]);
     else if (a === "--threads") args.threads = Number(argv[++i]);
+    else if (a === "--kernel") {
+      const kernel = argv[++i];
+      if (!(kernelPreferences as readonly string[]).includes(kernel)) throw new Error(`unknown kernel '${kernel}'; accepted: ${kernelPreferences.join(", ")}`);
+      args.kernel = kernel as KernelPreference;
+    }
     else if (a === "--configs") args.configs = argv[++i].split(",") as ConfigName[];
     else if (a === "--no-torch") args.torch = false;
     else if (a === "--cpu-time") args.cpuTime = true;
-    else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --seconds, --configs, --no-torch, --cpu-time`);
+    else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --kernel, --seconds, --configs, --no-torch, --cpu-time`);
   }
   for (const c of args.configs) if (!(c in configs)) throw new Error(`unknown config '${c}'; accepted: ${Object.keys(configs).join(", ")}`);
   if (args.cpuTime && args.threads !== undefined && args.threads !== 1) throw new Error("--cpu-time measures one thread; leave out --threads or pass --threads 1");
@@ -81,7 +96,7 @@ function runTorchAnchorCpuTime(mode: "train" | "sample", s: AnchorShape): Anchor
 
 const args = parseArgs(process.argv.slice(2));
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const { capabilities, engine } = await initBackend({ prefer: args.backend, threads: args.threads });
+const { capabilities, engine } = await initBackend({ prefer: args.backend, threads: args.threads, kernel: args.kernel });
 
 const results = [];
 for (const name of args.configs) {
@@ -119,7 +134,8 @@ for (const name of args.configs) {
 
 const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}x` : "n/a");
 console.log(
-  `backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, threads: ${capabilities.threads}` +
+  `backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, kernel: ${capabilities.kernel}, threads: ${capabilities.threads}` +
+    capabilities.skipped.map((s) => ` (skipped ${s.kernel ? `${s.kernel} kernel` : s.backend}: ${s.reason})`).join("") +
     (args.cpuTime ? "; tokens per CPU-second, one thread each side" : ""),
 );
 console.log(

@@ -43,6 +43,12 @@ export const serverEnvSchema = z.object({
     .enum(["auto", "js", "node-gpu", "node", "wasm", "cpu"])
     .default("auto")
     .describe("training backend; auto takes node-gpu where it loads and sees a GPU, else the TypeScript engine (js)"),
+  TINKERLAB_KERNEL: z
+    .enum(["auto", "native", "wasm"])
+    .default("auto")
+    .describe(
+      "matrix kernel of the js backend; auto takes the native one (AVX-512/AVX2, compiled with g++ on first use) where it builds, else WebAssembly SIMD",
+    ),
   TINKERLAB_AUTH: z
     .enum(["local", "apikey"])
     .default("local")

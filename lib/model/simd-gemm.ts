@@ -12,6 +12,10 @@
  * The memory is shared where SharedArrayBuffer exists, so a helper thread (server/runtime/gemm-threads.ts) can
  * compute half the rows of a large product in the same memory: each element is still computed by one thread
  * in the same order, so results do not depend on the number of threads.
+ *
+ * In Node, a native kernel (native/kernel.ts: AVX-512 or AVX2 with fused multiply-add, several times faster)
+ * can take over the products through `setNative`: it reads and writes this same memory in place, so the
+ * operands are prepared exactly as for the WebAssembly kernel and only the call that computes changes.
  */
 
 import { type SimdOps, bindOps, opFunctions } from "./simd-ops";
@@ -188,6 +192,21 @@ export const transposed = (data: Float32Array, rows: number, cols: number, offse
 /** The kernel's arguments: byte addresses, sizes and float strides, accumulate flag, scale. */
 export type GemmArgs = [number, number, number, number, number, number, number, number, number, number, number, number];
 
+/**
+ * A native kernel working in place in this module's shared memory (native/src/addon.cc). Calls are written
+ * to `calls`, 12 slots each as GemmArgs (the scale as float32 bits), and run together.
+ */
+export interface NativeGemm {
+  /** heap: a view of the whole memory; calls: the slots `run` reads */
+  bind(heap: Float32Array, calls: Int32Array): void;
+  /** runs the first `count` calls (each call whole on one thread, or cut by rows and columns between two) */
+  run(count: number): void;
+  /** 1, or 2 with a native helper thread */
+  setThreads(threads: 1 | 2): void;
+  /** pieces of products the helper thread has computed so far */
+  helperPieces(): number;
+}
+
 /** Another thread that can run the kernel on the same shared memory (see server/runtime/gemm-threads.ts). */
 export interface GemmHelper {
   /**
@@ -236,6 +255,13 @@ export interface SimdGemm {
   /** what a helper thread needs to run the same kernel on the same memory; null without shared memory */
   readonly sharing: { module: WebAssembly.Module; memory: WebAssembly.Memory } | null;
   setHelper(helper: GemmHelper | null): void;
+  /**
+   * Runs the products on a native kernel instead (null: back to WebAssembly). It replaces the helper thread
+   * too: the native kernel shares products between threads itself. Needs shared memory.
+   */
+  setNative(native: NativeGemm | null): void;
+  /** the native kernel in use, or null */
+  readonly native: NativeGemm | null;
 }
 
 // Inner-dimension block: 256 rows of an 8-float B strip and a 4-float A strip fit in L1 with room to spare.
@@ -246,6 +272,8 @@ const parallelMinWork = 1 << 18;
 const parallelPieces = 8;
 // Slack kept beyond the arena top (the kernel reads no further than its operands' last elements).
 const guardBytes = 1 << 16;
+// GemmArgs as the native kernel reads them: 11 integers, then the scale.
+const slotsPerCall = 12;
 
 function createSimdGemm(): SimdGemm | null {
   if (typeof WebAssembly === "undefined") return null;
@@ -262,6 +290,10 @@ function createSimdGemm(): SimdGemm | null {
   const owns = (a: Float32Array) => shared && ownBuffers.has(a.buffer);
   let top = 64; // in floats; the first bytes stay unused so no array starts at address 0
   let helper: GemmHelper | null = null;
+  let native: NativeGemm | null = null;
+  // The native kernel's call slots (GemmArgs, the scale as float32 bits), grown as batches need.
+  let nativeSlots = new Int32Array(0);
+  let nativeScales = new Float32Array(0);
 
   const ensure = (floats: number) => {
     const need = floats * 4 + guardBytes;
@@ -269,8 +301,23 @@ function createSimdGemm(): SimdGemm | null {
       memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
       heap = new Float32Array(memory.buffer);
       ownBuffers.add(memory.buffer);
+      native?.bind(heap, nativeSlots); // the kernel checks every call against the memory's size
     }
   };
+
+  function runNative(calls: GemmArgs[]) {
+    if (nativeSlots.length < calls.length * slotsPerCall) {
+      nativeSlots = new Int32Array(Math.max(calls.length, 64) * slotsPerCall);
+      nativeScales = new Float32Array(nativeSlots.buffer);
+      native!.bind(heap, nativeSlots);
+    }
+    calls.forEach((args, i) => {
+      const at = i * slotsPerCall;
+      for (let s = 0; s < slotsPerCall - 1; s++) nativeSlots[at + s] = args[s];
+      nativeScales[at + slotsPerCall - 1] = args[slotsPerCall - 1];
+    });
+    native!.run(calls.length);
+  }
   const arena: WasmArena = {
     alloc(n, zero = true) {
       if (!shared) return new Float32Array(n);
@@ -308,6 +355,7 @@ function createSimdGemm(): SimdGemm | null {
    */
   function runBlocked(args: GemmArgs) {
     const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
+    if (native) return runNative([args]); // it blocks the inner dimension itself
     if (K <= kBlock) return gemm(...args);
     for (let k0 = 0; k0 < K; k0 += kBlock) {
       gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, scale);
@@ -320,7 +368,7 @@ function createSimdGemm(): SimdGemm | null {
   /** Runs a product now, shared with the helper when it is large. */
   function runNow(args: GemmArgs, work: number) {
     const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
-    if (!helper || M < 2 * tileRows || work < parallelMinWork) return runBlocked(args);
+    if (native || !helper || M < 2 * tileRows || work < parallelMinWork) return runBlocked(args);
     // Pieces of whole row tiles; each element is computed by one thread exactly as on one thread.
     const rows = Math.ceil(M / parallelPieces / tileRows) * tileRows;
     const calls: GemmArgs[] = [];
@@ -354,6 +402,16 @@ function createSimdGemm(): SimdGemm | null {
     sharing: shared ? { module, memory } : null,
     setHelper(h) {
       helper = h;
+    },
+    get native() {
+      return native;
+    },
+    setNative(kernel) {
+      if (kernel && !shared) throw new Error("the native kernel needs the shared WebAssembly memory (SharedArrayBuffer is unavailable)");
+      native = kernel;
+      nativeSlots = new Int32Array(64 * slotsPerCall);
+      nativeScales = new Float32Array(nativeSlots.buffer);
+      native?.bind(heap, nativeSlots);
     },
     instantiate(floats) {
       if (!shared) return null;
@@ -437,7 +495,8 @@ function createSimdGemm(): SimdGemm | null {
         fn();
         const calls = deferred;
         deferred = null;
-        if (helper && calls.length > 1) helper.runAll(calls, runBlocked);
+        if (native) runNative(calls);
+        else if (helper && calls.length > 1) helper.runAll(calls, runBlocked);
         else for (const args of calls) runBlocked(args);
       } finally {
         deferred = null;

@@ -12,6 +12,11 @@
  * `auto` tries node-gpu and otherwise takes js. The native packages are optional and loaded with a dynamic
  * import, so a machine without them simply skips them. An explicit choice that cannot load is an error: a
  * user who asked for a backend should not silently get another.
+ *
+ * The js engine's matrix products run on one of these kernels (`kernel`):
+ *   native    native/kernel.ts: AVX-512 or AVX2 with FMA, compiled with g++ on first use (auto takes it when
+ *             that works and keeps the WebAssembly kernel otherwise, noting why in `skipped`)
+ *   wasm      the WebAssembly SIMD kernel (lib/model/simd-gemm.ts)
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -20,12 +25,19 @@ import { dirname } from "node:path";
 import type { Engine } from "@/lib/model/engine";
 import { jsEngine } from "@/lib/model/gpt";
 import { simdAvailable } from "@/lib/model/kernels";
+import { simdGemm } from "@/lib/model/simd-gemm";
+import { loadNativeKernel } from "@/native/kernel";
+import { serverEnv } from "../env";
 import { startGemmHelper } from "./gemm-threads";
 import { createTfjsEngine } from "./tfjs-engine";
 
 export const backendNames = ["js", "node-gpu", "node", "wasm", "cpu"] as const;
 export type BackendName = (typeof backendNames)[number];
 export type BackendPreference = BackendName | "auto";
+export const kernelPreferences = ["auto", "native", "wasm"] as const;
+export type KernelPreference = (typeof kernelPreferences)[number];
+/** The js engine's matrix kernel: native (by instruction set), WebAssembly SIMD, or plain loops without SIMD. */
+export type KernelName = "native-avx512" | "native-avx2" | "wasm-simd" | "loops";
 
 export interface RuntimeCapabilities {
   /** the backend in use */
@@ -38,8 +50,13 @@ export interface RuntimeCapabilities {
   readonly simd: boolean;
   /** js: threads that compute one matrix product (1, or 2 with the helper thread) */
   readonly threads: number;
-  /** the backends tried before this one, and why each was passed over */
-  readonly skipped: readonly { readonly backend: BackendName; readonly reason: string }[];
+  /** js: the kernel that runs the matrix products; null for the tfjs backends */
+  readonly kernel: KernelName | null;
+  /**
+   * the backends tried before this one, and why each was passed over; an entry with `kernel: "native"` is the
+   * native kernel passed over within js (the WebAssembly kernel runs instead)
+   */
+  readonly skipped: readonly { readonly backend: BackendName; readonly kernel?: "native"; readonly reason: string }[];
 }
 
 export interface RuntimeBackend {
@@ -58,6 +75,8 @@ export async function initBackend(
     prefer?: BackendPreference;
     /** js: 2 adds a helper thread to large matrix products; default 2 where the machine has two or more cores */
     threads?: number;
+    /** js: the matrix kernel (see above); default TINKERLAB_KERNEL from the environment module */
+    kernel?: KernelPreference;
   } = {},
 ): Promise<RuntimeBackend> {
   const requested = options.prefer ?? "auto";
@@ -66,36 +85,61 @@ export async function initBackend(
   if (requested !== "auto" && !(backendNames as readonly string[]).includes(requested)) {
     throw new Error(`unknown backend '${requested}'; expected auto or one of ${backendNames.join(", ")}`);
   }
+  if (options.kernel !== undefined && !(kernelPreferences as readonly string[]).includes(options.kernel)) {
+    throw new Error(`unknown kernel '${options.kernel}'; expected one of ${kernelPreferences.join(", ")}`);
+  }
   if (chosen) {
     if (requested === "auto" || requested === chosen.capabilities.backend) return chosen;
     throw new Error(`backend already chosen as '${chosen.capabilities.backend}' in this process; cannot switch to '${requested}'`);
   }
   const candidates: BackendName[] = requested === "auto" ? ["node-gpu", "js"] : [requested];
   const skipped: { backend: BackendName; reason: string }[] = [];
+  const kernelRequested = options.kernel ?? serverEnv().TINKERLAB_KERNEL;
   for (const backend of candidates) {
+    let loaded: Awaited<ReturnType<typeof load>>;
     try {
-      const { engine, gpu } = await load(backend);
-      const simd = backend === "js" && simdAvailable();
-      const helper = backend === "js" && threads === 2 && startGemmHelper();
-      chosen = Object.freeze({
-        capabilities: Object.freeze({
-          backend,
-          requested,
-          gpu,
-          simd,
-          threads: helper ? 2 : 1,
-          skipped: Object.freeze(skipped.map((s) => Object.freeze(s))),
-        }),
-        engine,
-      });
-      return chosen;
+      loaded = await load(backend);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       if (requested !== "auto") throw new Error(`backend '${backend}' is not available: ${reason}`);
       skipped.push({ backend, reason });
+      continue;
     }
+    if (backend !== "js" && kernelRequested === "native") {
+      throw new Error(`kernel 'native' runs the js backend's products; the backend chosen is '${backend}'`);
+    }
+    // The kernel goes in before the helper thread starts: a native kernel brings a native helper.
+    const kernel = backend === "js" ? await chooseKernel(kernelRequested, skipped) : null;
+    const helper = backend === "js" && threads === 2 && startGemmHelper();
+    chosen = Object.freeze({
+      capabilities: Object.freeze({
+        backend,
+        requested,
+        gpu: loaded.gpu,
+        simd: backend === "js" && simdAvailable(),
+        threads: helper ? 2 : 1,
+        kernel,
+        skipped: Object.freeze(skipped.map((s) => Object.freeze(s))),
+      }),
+      engine: loaded.engine,
+    });
+    return chosen;
   }
   throw new Error(`no backend could be loaded: ${skipped.map((s) => `${s.backend}: ${s.reason}`).join("; ")}`);
+}
+
+/** Puts the native kernel in place when asked for and available; an explicit `native` that cannot load is an error. */
+async function chooseKernel(requested: KernelPreference, skipped: RuntimeCapabilities["skipped"][number][]): Promise<KernelName> {
+  if (requested !== "wasm") {
+    const native = simdGemm?.sharing ? await loadNativeKernel() : { kernel: null, reason: "no shared WebAssembly memory to work in" };
+    if (native.kernel) {
+      simdGemm!.setNative(native.kernel);
+      return `native-${native.isa}`;
+    }
+    if (requested === "native") throw new Error(`kernel 'native' is not available: ${native.reason}`);
+    skipped.push({ backend: "js", kernel: "native", reason: native.reason });
+  }
+  return simdAvailable() ? "wasm-simd" : "loops";
 }
 
 /** The backend chosen by initBackend, or null before it has run. */

@@ -12,9 +12,12 @@
  * Calls stay synchronous (the caller blocks until the job is done), so the engine's interface does not change,
  * and each call runs whole on one thread exactly as it would alone, so results are bit-identical with and
  * without the helper.
+ *
+ * When the native kernel runs the products (simdGemm.native), the helper is a native thread of the addon
+ * instead, sharing pieces of each product the same way (native/src/addon.cc).
  */
 import { Worker } from "node:worker_threads";
-import { type GemmArgs, kBlock, simdGemm } from "@/lib/model/simd-gemm";
+import { type GemmArgs, type NativeGemm, kBlock, simdGemm } from "@/lib/model/simd-gemm";
 
 // Control block, in int32 slots: JOB (job number, bumped to wake the helper), NEXT (job number << 16 | index
 // of the next call to take), COUNT (calls in the job), DONE (calls finished), STOP, HELPED (calls the helper
@@ -63,11 +66,20 @@ for (;;) {
 }
 `;
 
-let running: { worker: Worker; ints: Int32Array } | null = null;
+let running: { worker: Worker; ints: Int32Array } | { native: NativeGemm } | null = null;
 
-/** Starts the helper thread (once); false when the kernel has no shared memory to work on. */
+/**
+ * Starts the helper thread (once): a native one when the native kernel is in use, else a worker running the
+ * WebAssembly kernel. False when the kernel has no shared memory to work on.
+ */
 export function startGemmHelper(): boolean {
   if (running) return true;
+  const native = simdGemm?.native;
+  if (native) {
+    native.setThreads(2);
+    running = { native };
+    return true;
+  }
   const sharing = simdGemm?.sharing;
   if (!simdGemm || !sharing) return false;
   const control = new SharedArrayBuffer((callsAt + maxCalls * slotsPerCall) * 4);
@@ -133,6 +145,11 @@ export function startGemmHelper(): boolean {
 
 export async function stopGemmHelper(): Promise<void> {
   if (!running) return;
+  if ("native" in running) {
+    running.native.setThreads(1);
+    running = null;
+    return;
+  }
   const { worker, ints } = running;
   running = null;
   simdGemm?.setHelper(null);
@@ -146,7 +163,8 @@ export function gemmHelperRunning(): boolean {
   return running !== null;
 }
 
-/** Kernel calls the running helper has taken so far (0 without one). */
+/** Kernel calls (native: pieces of products) the running helper has taken so far (0 without one). */
 export function gemmHelperCalls(): number {
-  return running ? Atomics.load(running.ints, HELPED) : 0;
+  if (!running) return 0;
+  return "native" in running ? running.native.helperPieces() : Atomics.load(running.ints, HELPED);
 }
