@@ -28,6 +28,8 @@ export type SandboxedSummary = EpisodeSummary<Json> & { breakdown: Record<string
 export const maxSlots = 65_536;
 
 type Slot = {
+  /** Counts the slot's resets, so that a summary's final state is fetched only from its own episode. */
+  episode: number;
   seed: number;
   sample: DatasetRow | undefined;
   turns: number;
@@ -105,7 +107,7 @@ export class SandboxedEnvironmentPool {
     for (const [i, value] of values.entries()) {
       const { slot, seed, sample } = starts[i]!;
       const state = this.slotState(slot);
-      Object.assign(state, { seed, sample, turns: 0, done: false, systemPrompt: value.systemPrompt, render: value.render, end: null });
+      Object.assign(state, { episode: state.episode + 1, seed, sample, turns: 0, done: false, systemPrompt: value.systemPrompt, render: value.render, end: null });
       state.pendingReset = value;
       state.pendingStep = null;
     }
@@ -167,6 +169,21 @@ export class SandboxedEnvironmentPool {
     const label = `summary of episode ${slot} (seed ${state.seed})`;
     const [value] = this.run([{ op: "summary", slot }], [this.budget(slot, label, false)], "summary", (raw) => checkSummary(raw, label));
     return value!;
+  }
+
+  /**
+   * The final state of the slot's episode number `episode` (a summary asks for it only when it is read). Gone
+   * once the slot has been reset for another episode.
+   */
+  finalState(slot: number, episode: number): Json {
+    const state = this.started(slot);
+    if (state.episode !== episode) {
+      throw new SandboxError(
+        "runtime",
+        `episode ${slot}'s final state is no longer in the sandbox: the slot has been reset since; read summary().state before resetting it`,
+      );
+    }
+    return this.summary(slot).state;
   }
 
   score(slot: number): number {
@@ -231,7 +248,7 @@ export class SandboxedEnvironmentPool {
   private slotState(slot: number): Slot {
     let state = this.slots.get(slot);
     if (!state) {
-      state = { seed: 0, sample: undefined, turns: 0, done: true, cpuMs: 0, systemPrompt: "", render: null, end: null, pendingReset: null, pendingStep: null };
+      state = { episode: 0, seed: 0, sample: undefined, turns: 0, done: true, cpuMs: 0, systemPrompt: "", render: null, end: null, pendingReset: null, pendingStep: null };
       this.slots.set(slot, state);
     }
     return state;
@@ -325,25 +342,36 @@ export class SandboxedEnvironmentPool {
   private checkReset(value: unknown, op: { slot: number; seed: number }): GuestResetValue {
     const label = `reset of episode ${op.slot} (seed ${op.seed})`;
     const [observation, systemPrompt, render] = tuple(value, 3, label);
+    const text = this.text(observation, `${label}: the observation`);
     return {
-      observation: this.text(observation, `${label}: the observation`),
+      observation: text,
       systemPrompt: this.text(systemPrompt, `${label}: the system prompt`),
-      render: render === null ? null : this.text(render, `${label}: the render`),
+      render: this.renderOf(render, text, label),
     };
   }
 
   private checkStep(value: unknown, label: string): GuestStepValue {
     const [observation, reward, done, info, metrics, render, end] = tuple(value, 7, label);
     if (typeof done !== "boolean") throw new SandboxError("contract", `${label}: done must be true or false`);
+    const text = observation === null ? null : this.text(observation, `${label}: the observation`);
     return {
-      observation: observation === null ? null : this.text(observation, `${label}: the observation`),
+      observation: text,
       reward: finite(reward, `${label}: the reward`),
       done,
       info: jsonRecord(info, `${label}: info`),
       metrics: numberRecord(metrics, `${label}: metrics`),
-      render: render === null ? null : this.text(render, `${label}: the render`),
+      render: this.renderOf(render, text, label),
       end: end === null ? null : checkEnd(end, label),
     };
+  }
+
+  /** A render as sent: text, null, or `true` for "the observation itself". */
+  private renderOf(value: unknown, observation: string | null, label: string): string | null {
+    if (value === true) {
+      if (observation === null) throw new SandboxError("contract", `${label}: the render refers to an observation that is not there`);
+      return observation;
+    }
+    return value === null ? null : this.text(value, `${label}: the render`);
   }
 
   private text(value: unknown, what: string): string {
@@ -400,10 +428,18 @@ export class SandboxedSession {
   }
 
   summary(): SandboxedSummary {
-    const end = this.pool.slotView(this.slot)?.end;
-    if (end) {
+    const slot = this.pool.slotView(this.slot);
+    const end = slot?.end;
+    if (slot && end) {
+      const { pool, slot: index } = this;
+      const { episode } = slot;
+      let state: { value: Json } | null = null;
       return {
-        state: end.state,
+        // Fetched on first read (a rollout reads only the counts): one crossing, while the slot holds this episode.
+        get state() {
+          state ??= { value: pool.finalState(index, episode) };
+          return state.value;
+        },
         turns: end.turns,
         totalReward: end.totalReward,
         done: true,
@@ -505,7 +541,7 @@ function numberRecord(value: unknown, what: string): Record<string, number> {
 }
 
 function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
-  const [turns, totalReward, truncated, invalidActions, score, breakdown, stateJson] = tuple(value, 7, `${label}: the episode's end`);
+  const [turns, totalReward, truncated, invalidActions, score, breakdown] = tuple(value, 6, `${label}: the episode's end`);
   if (typeof truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
   return {
     turns: whole(turns, `${label}: turns`),
@@ -514,7 +550,6 @@ function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
     invalidActions: whole(invalidActions, `${label}: invalidActions`),
     score: finite(score, `${label}: the score`),
     breakdown: numberRecord(breakdown, `${label}: the reward breakdown`),
-    state: stateFromJson(stateJson, label),
   };
 }
 

@@ -37,8 +37,14 @@ export type GuestResult = [true, unknown] | [false, GuestFailure];
 export type GuestResponse = { ms: number[]; results: GuestResult[] };
 
 export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null };
-export type GuestResetWire = [observation: string, systemPrompt: string, render: string | null];
+/** `render` is `true` when it is the observation itself (a board game's usually is): the text crosses once. */
+export type GuestResetWire = [observation: string, systemPrompt: string, render: string | null | true];
 
+/**
+ * An episode's end, sent with its last step. The final state is not: serializing it cost as much as the rest of
+ * the end (a gomoku board: ~7 µs in QuickJS), and a rollout never reads it; the host asks for it (the summary
+ * op) when a caller reads `summary().state`.
+ */
 export type GuestEpisodeEnd = {
   turns: number;
   totalReward: number;
@@ -47,11 +53,8 @@ export type GuestEpisodeEnd = {
   score: number;
   /** The return by reward function: "env" for the step rewards, then each of the definition's rewardFunctions. */
   breakdown: Record<string, number>;
-  /** The final state as JSON, or null when it does not serialize within the observation limit. */
-  state: Json;
 };
 
-/** The state crosses as JSON text, which the host parses (the guest serializes it once, never parses it back). */
 export type GuestEpisodeEndWire = [
   turns: number,
   totalReward: number,
@@ -59,7 +62,6 @@ export type GuestEpisodeEndWire = [
   invalidActions: number,
   score: number,
   breakdown: Record<string, number>,
-  stateJson: string | null,
 ];
 
 export type GuestStepValue = {
@@ -78,12 +80,15 @@ export type GuestStepWire = [
   done: boolean,
   info: Record<string, Json>,
   metrics: Record<string, number>,
-  render: string | null,
+  render: string | null | true,
   end: GuestEpisodeEndWire | null,
 ];
 
-/** The summary op's answer (rare: an episode's end comes with its last step). */
-export type GuestSummaryWire = Omit<GuestEpisodeEnd, "state" | "score"> & { done: boolean; stateJson: string | null };
+/**
+ * The summary op's answer (rare: an episode's end comes with its last step), with the state as JSON text, which
+ * the host parses (null when it does not serialize, or is longer than maxObservationChars).
+ */
+export type GuestSummaryWire = Omit<GuestEpisodeEnd, "score"> & { done: boolean; stateJson: string | null };
 
 export type EnvironmentDescription = {
   name: string;

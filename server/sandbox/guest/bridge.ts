@@ -93,61 +93,64 @@ function next(): string {
   const op = batch[cursor++]!;
   try {
     pendingViolation = null;
-    const value = runOp(op);
+    const value = answer(op);
     if (pendingViolation) throw pendingViolation;
-    const encoded = stringify([true, value]);
-    // A value whose whole answer fits the limit has no field over it; a longer one is checked field by field.
-    if (encoded.length > maxChars) checkAnswerSizes(op, value);
-    return encoded;
+    return "[true," + value + "]";
   } catch (error) {
     return stringify([false, describeFailure(error)]);
   }
 }
 
-/** The size checks that need serializing (info as JSON); strings were checked as they were made. */
-function checkAnswerSizes(op: GuestOp, value: unknown): void {
-  if (op.op === "step") checkJsonSize("info", (value as GuestStepWire)[3]);
-}
-
-function runOp(op: GuestOp): unknown {
+/**
+ * An op's value as JSON text, from one JSON.stringify call: in QuickJS each call has a high fixed cost (~1-1.5 µs,
+ * as much as a small object inside it), so the answer is one array, not fields serialized one by one.
+ */
+function answer(op: GuestOp): string {
   switch (op.op) {
     case "configure":
       maxChars = op.maxObservationChars;
-      return null;
+      return "null";
     case "describe":
-      return description;
+      return stringify(description);
     case "logs":
-      return logs.splice(0, logs.length);
+      return stringify(logs.splice(0, logs.length));
     case "reset": {
       const session = (sessions[op.slot] ??= new EnvironmentSession(definition!));
       const observation = checkSize("observation", session.reset(op.seed, op.sample ?? undefined));
-      const value: GuestResetWire = [observation, checkSize("systemPrompt", session.systemPrompt), checkSize("render", session.render() ?? null)];
-      return value;
+      const render = checkSize("render", session.render() ?? null);
+      const value: GuestResetWire = [observation, checkSize("systemPrompt", session.systemPrompt), render !== null && render === observation ? true : render];
+      return stringify(value);
     }
     case "step": {
       const session = sessionAt(op.slot);
       const step = session.step(op.action);
+      const observation = checkSize("observation", step.observation);
+      const render = checkSize("render", session.render() ?? null);
       const value: GuestStepWire = [
-        checkSize("observation", step.observation),
+        observation,
         step.reward,
         step.done,
         step.info,
         step.metrics,
-        checkSize("render", session.render() ?? null),
+        render !== null && render === observation ? true : render,
         step.done ? episodeEnd(session) : null,
       ];
-      return value;
+      const text = stringify(value);
+      // A value whose whole answer fits the limit has no field over it; info, the one field not checked yet, is
+      // serialized alone only when the whole is over it.
+      if (text.length > maxChars) checkJsonSize("info", step.info);
+      return text;
     }
     case "render":
-      return checkSize("render", sessionAt(op.slot).render() ?? null);
+      return stringify(checkSize("render", sessionAt(op.slot).render() ?? null));
     case "summary": {
       const session = sessionAt(op.slot);
       const { state, turns, totalReward, done, truncated, invalidActions } = session.summary();
       const value: GuestSummaryWire = { turns, totalReward, done, truncated, invalidActions, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
-      return value;
+      return stringify(value);
     }
     case "score":
-      return sessionAt(op.slot).score();
+      return stringify(sessionAt(op.slot).score());
   }
 }
 
@@ -157,17 +160,10 @@ function sessionAt(slot: number) {
   return session;
 }
 
+/** The final state is left out (see GuestEpisodeEnd): the host asks for it only when it is read. */
 function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEndWire {
   const summary = session.summary();
-  return [
-    summary.turns,
-    summary.totalReward,
-    summary.truncated,
-    summary.invalidActions,
-    session.score(),
-    session.rewardBreakdown(),
-    stateAsJson(summary.state),
-  ];
+  return [summary.turns, summary.totalReward, summary.truncated, summary.invalidActions, session.score(), session.rewardBreakdown()];
 }
 
 /**
@@ -188,10 +184,9 @@ function checkSize<T extends string | null>(what: string, text: T): T {
   return text;
 }
 
-function checkJsonSize<T>(what: string, value: T): T {
+function checkJsonSize(what: string, value: unknown): void {
   const text = stringify(value);
   if (text.length > maxChars) throw new SizeViolation(`${what} as JSON`, text.length);
-  return value;
 }
 
 // ---- finding and guarding the user's definition ----

@@ -124,6 +124,20 @@ describe("hostile environments", () => {
     pool.dispose();
   });
 
+  it("rejects a huge info, or observation and render each under the limit but over it together, by what is too large", async () => {
+    const pool = await createPool({ step: `return { state, observation: "o", reward: 0, done: false, info: { rows: Array(30_000).fill("abc") } };` });
+    const error = await stepUntilError(pool);
+    expect(error.limit).toBe("maxObservationChars");
+    expect(error.message).toContain("step 1 of episode 0 (seed 1): info as JSON is 180,010 characters; limit maxObservationChars=100,000");
+    pool.dispose();
+    // the whole answer is over the limit, no field is: nothing to reject
+    const fits = await createPool({ step: `return { state, observation: "x".repeat(60_000), reward: 0, done: false, info: { note: "y".repeat(60_000) } };`, extra: `  render: () => "z".repeat(60_000),` });
+    fits.resetMany([{ slot: 0, seed: 1 }]);
+    const [step] = fits.stepMany([{ slot: 0, action: "go" }]);
+    expect([step!.observation!.length, step!.render!.length, (step!.info.note as string).length]).toEqual([60_000, 60_000, 60_000]);
+    fits.dispose();
+  });
+
   it("rejects a string too large for memory", async () => {
     const pool = await createPool({ step: `let s = "x"; while (true) s = s + s; return null as any;` });
     const error = await stepUntilError(pool);

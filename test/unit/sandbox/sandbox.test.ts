@@ -47,6 +47,47 @@ describe("sandboxed environments", () => {
     pool.dispose();
   });
 
+  it("answers summaries like the native session, with the final state fetched only when read", async () => {
+    const pool = await SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } });
+    const actions = ["3", "seven", "@remaining()", "6", "2", "5", "1", "4"];
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const native = new EnvironmentSession(dice);
+      const sandboxed = pool.session(0);
+      expect(sandboxed.reset(seed)).toBe(native.reset(seed));
+      for (let turn = 0; !native.summary().done || turn === 0; turn++) {
+        const action = actions[(seed + turn) % actions.length]!;
+        expect(sandboxed.step(action)).toEqual(native.step(action));
+        expect(sandboxed.render()).toBe(native.render());
+      }
+      const expected = native.summary();
+      // QuickJS's Math.log and Math.cos (behind rng.normal) may differ from V8's in the last bit
+      const state = { ...expected.state, noise: expect.closeTo(expected.state.noise, 12) };
+      expect(sandboxed.summary()).toEqual({ ...expected, state, breakdown: native.rewardBreakdown() });
+      expect(sandboxed.score()).toBe(native.score());
+    }
+    // A summary read after its slot was reset for another episode cannot fetch that episode's state any more.
+    const summary = pool.session(0).summary();
+    pool.resetMany([{ slot: 0, seed: 99 }]);
+    expect(summary.turns).toBeGreaterThan(0);
+    expect(() => summary.state).toThrow("episode 0's final state is no longer in the sandbox: the slot has been reset since");
+    pool.dispose();
+  });
+
+  it("sends a render that is the observation itself once, and the host restores both", async () => {
+    const pool = await createPool({
+      reset: `return { state: { n: 0 }, observation: "n=0" };`,
+      extra: `  render: (state) => "n=" + state.n,`,
+    });
+    const [reset] = pool.resetMany([{ slot: 0, seed: 1 }]);
+    expect(reset).toEqual({ observation: "n=0", systemPrompt: "play", render: "n=0" });
+    const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+    expect(step).toMatchObject({ observation: "n=1", render: "n=1", done: false });
+    const steps = [pool.stepMany([{ slot: 0, action: "go" }])[0]!, pool.stepMany([{ slot: 0, action: "go" }])[0]!];
+    // the last step has no observation, and its render is the final state's
+    expect(steps[1]).toMatchObject({ observation: null, render: "n=3", done: true, end: { turns: 3, totalReward: 3, score: 1 } });
+    pool.dispose();
+  });
+
   it("maps a syntax error to the user's file, line and column", async () => {
     const source = envSource().replace(`observation: "start"`, `observation: "start" +`);
     const result = await compileEnvironment({ "environment.ts": "// header\n" + source, "helper.ts": "export const x = 1;\n" });
