@@ -189,12 +189,15 @@ export const transposed = (data: Float32Array, rows: number, cols: number, offse
   colStride: rowStride,
 });
 
-/** The kernel's arguments: byte addresses, sizes and float strides, accumulate flag, scale. */
-export type GemmArgs = [number, number, number, number, number, number, number, number, number, number, number, number];
+/**
+ * A kernel call: byte addresses of A, B, C; M, K, N; strides in floats (A's rows and columns, B's rows and
+ * columns, C's rows); accumulate flag; scale. B's column stride is 1 except for the native kernel.
+ */
+export type GemmArgs = [number, number, number, number, number, number, number, number, number, number, number, number, number];
 
 /**
  * A native kernel working in place in this module's shared memory (native/src/addon.cc). Calls are written
- * to `calls`, 12 slots each as GemmArgs (the scale as float32 bits), and run together.
+ * to `calls`, 13 slots each as GemmArgs (the scale as float32 bits), and run together.
  */
 export interface NativeGemm {
   /** heap: a view of the whole memory; calls: the slots `run` reads */
@@ -272,8 +275,8 @@ const parallelMinWork = 1 << 18;
 const parallelPieces = 8;
 // Slack kept beyond the arena top (the kernel reads no further than its operands' last elements).
 const guardBytes = 1 << 16;
-// GemmArgs as the native kernel reads them: 11 integers, then the scale.
-const slotsPerCall = 12;
+// GemmArgs as the native kernel reads them: 12 integers, then the scale.
+const slotsPerCall = 13;
 
 function createSimdGemm(): SimdGemm | null {
   if (typeof WebAssembly === "undefined") return null;
@@ -283,7 +286,8 @@ function createSimdGemm(): SimdGemm | null {
   const memory = new WebAssembly.Memory(shared ? { initial: 32, maximum: maxPages, shared: true } : { initial: 32 });
   const module = new WebAssembly.Module(bytes);
   const exports = new WebAssembly.Instance(module, { env: { memory } }).exports as Record<string, (...args: number[]) => void>;
-  const gemm = exports.gemm as (...args: GemmArgs) => void;
+  // the exported `gemm`: GemmArgs without B's column stride (always 1 here)
+  const gemm = exports.gemm as (...args: number[]) => void;
   let heap = new Float32Array(memory.buffer);
   // Each grow of a shared memory gives memory.buffer a new object; arrays made before still view the same bytes.
   const ownBuffers = new WeakSet<ArrayBufferLike>([memory.buffer]);
@@ -354,9 +358,9 @@ function createSimdGemm(): SimdGemm | null {
    * the last: a block's strips of A and B then stay in the L1 cache while the tiles sweep over them.
    */
   function runBlocked(args: GemmArgs) {
-    const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
     if (native) return runNative([args]); // it blocks the inner dimension itself
-    if (K <= kBlock) return gemm(...args);
+    const [a, b, c, M, K, N, ars, acs, brs, , crs, acc, scale] = args; // B's column stride is 1 here
+    if (K <= kBlock) return gemm(a, b, c, M, K, N, ars, acs, brs, crs, acc, scale);
     for (let k0 = 0; k0 < K; k0 += kBlock) {
       gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, scale);
     }
@@ -367,13 +371,32 @@ function createSimdGemm(): SimdGemm | null {
 
   /** Runs a product now, shared with the helper when it is large. */
   function runNow(args: GemmArgs, work: number) {
-    const [a, b, c, M, K, N, ars, acs, brs, crs, acc, scale] = args;
+    const [a, b, c, M, K, N, ars, acs, brs, bcs, crs, acc, scale] = args;
     if (native || !helper || M < 2 * tileRows || work < parallelMinWork) return runBlocked(args);
     // Pieces of whole row tiles; each element is computed by one thread exactly as on one thread.
     const rows = Math.ceil(M / parallelPieces / tileRows) * tileRows;
     const calls: GemmArgs[] = [];
-    for (let i = 0; i < M; i += rows) calls.push([a + i * ars * 4, b, c + i * crs * 4, Math.min(rows, M - i), K, N, ars, acs, brs, crs, acc, scale]);
+    for (let i = 0; i < M; i += rows) calls.push([a + i * ars * 4, b, c + i * crs * 4, Math.min(rows, M - i), K, N, ars, acs, brs, bcs, crs, acc, scale]);
     helper.runAll(calls, runBlocked);
+  }
+
+  /**
+   * A matrix with a row or column stride of 1 as the kernel reads it: (byte address, row stride, column
+   * stride). In place when it lies in this memory, else its rows (or, for a transpose, its columns) copied in
+   * as they lie.
+   */
+  function place(v: MatrixView): [number, number, number] {
+    if (owns(v.data)) return [v.data.byteOffset + v.offset * 4, v.rowStride, v.colStride];
+    const contiguousRows = v.colStride === 1;
+    const count = contiguousRows ? v.rows : v.cols, len = contiguousRows ? v.cols : v.rows, stride = contiguousRows ? v.rowStride : v.colStride;
+    const pitch = (len + 3) & ~3;
+    const base = scratch((count + 4) * pitch);
+    if (stride === pitch) {
+      heap.set(v.data.subarray(v.offset, v.offset + count * pitch), base); // rows already at the pitch: one copy
+    } else {
+      for (let r = 0; r < count; r++) heap.set(v.data.subarray(v.offset + r * stride, v.offset + r * stride + len), base + r * pitch);
+    }
+    return [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch];
   }
 
   /** Runs fn on copies in this memory of the arrays that lie outside it, then copies the outputs back. */
@@ -426,48 +449,37 @@ function createSimdGemm(): SimdGemm | null {
       if (a.colStride !== 1 && a.rowStride !== 1) {
         throw new Error(`matmul: the left operand needs a row or column stride of 1 (got ${a.rowStride} and ${a.colStride})`);
       }
-      const N8 = (N + 7) & ~7;
+      // The width the kernel computes: the WebAssembly kernel works in whole 8-column tiles, the native one in any.
+      const Nk = native ? N : (N + 7) & ~7;
       const mark = arena.mark();
       privateTop = 0;
       let keepScratch = false;
       try {
-        // A: in place if it is in WebAssembly memory, else its rows copied in as they lie in memory.
-        let aPtr: number, ars: number, acs: number;
-        if (owns(a.data)) {
-          [aPtr, ars, acs] = [a.data.byteOffset + a.offset * 4, a.rowStride, a.colStride];
-        } else {
-          const contiguousRows = a.colStride === 1;
-          const count = contiguousRows ? M : K, len = contiguousRows ? K : M, stride = contiguousRows ? a.rowStride : a.colStride;
-          const pitch = (len + 3) & ~3;
-          const base = scratch((count + 4) * pitch);
-          if (stride === pitch) {
-            heap.set(a.data.subarray(a.offset, a.offset + count * pitch), base); // rows already at the pitch: one copy
-          } else {
-            for (let r = 0; r < count; r++) heap.set(a.data.subarray(a.offset + r * stride, a.offset + r * stride + len), base + r * pitch);
-          }
-          [aPtr, ars, acs] = [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch];
-        }
-        // B: in place if in WebAssembly memory with contiguous rows of a multiple of 8, else copied as [K, N8].
-        let bPtr: number, brs: number;
-        if (owns(b.data) && b.colStride === 1 && N === N8) {
+        const [aPtr, ars, acs] = place(a);
+        // B: the native kernel reads it in either layout, in place or as it lies (a transposed weight is then one
+        // contiguous copy); the WebAssembly kernel needs contiguous rows of a multiple of 8, else a copy as [K, N8].
+        let bPtr: number, brs: number, bcs = 1;
+        if (native && (b.colStride === 1 || b.rowStride === 1)) {
+          [bPtr, brs, bcs] = place(b);
+        } else if (owns(b.data) && b.colStride === 1 && N === Nk) {
           [bPtr, brs] = [b.data.byteOffset + b.offset * 4, b.rowStride];
         } else {
-          const base = scratch(K * N8);
-          const bd = b.data, bcs = b.colStride;
-          if (bcs === 1 && N === N8 && b.rowStride === N) {
+          const base = scratch(K * Nk);
+          const bd = b.data, stride = b.colStride;
+          if (stride === 1 && N === Nk && b.rowStride === N) {
             heap.set(bd.subarray(b.offset, b.offset + K * N), base); // one copy for a whole packed matrix
           } else {
             for (let k = 0; k < K; k++) {
-              const dst = base + k * N8, src = b.offset + k * b.rowStride;
-              if (bcs === 1) heap.set(bd.subarray(src, src + N), dst);
-              else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * bcs];
+              const dst = base + k * Nk, src = b.offset + k * b.rowStride;
+              if (stride === 1) heap.set(bd.subarray(src, src + N), dst);
+              else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * stride];
             }
           }
-          [bPtr, brs] = [base * 4, N8];
+          [bPtr, brs] = [base * 4, Nk];
         }
         // C: written in place when its tiles fit exactly, else through scratch.
-        if (owns(out) && N === N8) {
-          const args: GemmArgs = [aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N8, ars, acs, brs, outRowStride, accumulate ? 1 : 0, scale];
+        if (owns(out) && N === Nk) {
+          const args: GemmArgs = [aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N, ars, acs, brs, bcs, outRowStride, accumulate ? 1 : 0, scale];
           // in a batch, the call waits for the others and its copied operands stay until the batch ends
           if (deferred) {
             deferred.push(args);
@@ -477,12 +489,12 @@ function createSimdGemm(): SimdGemm | null {
           }
           return;
         }
-        const base = scratch(M * N8);
+        const base = scratch(M * Nk);
         if (accumulate) {
-          for (let i = 0; i < M; i++) heap.set(out.subarray(outOffset + i * outRowStride, outOffset + i * outRowStride + N), base + i * N8);
+          for (let i = 0; i < M; i++) heap.set(out.subarray(outOffset + i * outRowStride, outOffset + i * outRowStride + N), base + i * Nk);
         }
-        runNow([aPtr, bPtr, base * 4, M, K, N8, ars, acs, brs, N8, accumulate ? 1 : 0, scale], M * K * N);
-        for (let i = 0; i < M; i++) out.set(heap.subarray(base + i * N8, base + i * N8 + N), outOffset + i * outRowStride);
+        runNow([aPtr, bPtr, base * 4, M, K, Nk, ars, acs, brs, bcs, Nk, accumulate ? 1 : 0, scale], M * K * N);
+        for (let i = 0; i < M; i++) out.set(heap.subarray(base + i * Nk, base + i * Nk + N), outOffset + i * outRowStride);
       } finally {
         if (!keepScratch) arena.release(mark);
       }

@@ -5,7 +5,7 @@
 //   supported()            the instruction sets this CPU runs: ["avx512", "avx2"], ["avx2"] or []
 //   setIsa(name)           the kernel to use (it must be supported)
 //   bind(heap, calls)      heap: a Float32Array over the whole memory; calls: an Int32Array of call slots
-//   run(count)             runs calls 0 .. count-1 (12 slots each, as lib/model/simd-gemm.ts's GemmArgs: byte
+//   run(count)             runs calls 0 .. count-1 (13 slots each, as lib/model/simd-gemm.ts's GemmArgs: byte
 //                          addresses of A, B, C; M, K, N; strides in floats; accumulate; scale as float bits)
 //   setThreads(n)          1, or 2 with a helper thread that shares the pieces of each job
 //   helperPieces()         pieces the helper thread has computed so far
@@ -34,9 +34,9 @@
 namespace tinkerlab {
 namespace {
 
-constexpr int slotsPerCall = 12;
+constexpr int slotsPerCall = 13;
 // A call is cut into pieces only when it is big enough to repay sharing (as the WebAssembly path does).
-constexpr double parallelMinWork = 1 << 18;
+constexpr double parallelMinWork = 1 << 23;
 constexpr int maxPieces = 8;
 // When waiting for the helper takes more than this share of the jobs' time (it keeps losing its core), the next
 // aloneJobs jobs run on the calling thread alone.
@@ -270,21 +270,22 @@ napi_value bind(napi_env env, napi_callback_info info) {
 /** Reads call i from the slots, or returns an error message when it is malformed or reaches outside the heap. */
 std::string readCall(const Kernel& k, int i, GemmCall& c) {
   const int32_t* s = k.slots + (size_t)i * slotsPerCall;
-  for (int t = 0; t < 11; t++) {
+  for (int t = 0; t < 12; t++) {
     if (s[t] < 0) return "argument " + std::to_string(t) + " is negative (" + std::to_string(s[t]) + ")";
   }
   if (s[0] % 4 || s[1] % 4 || s[2] % 4) return "addresses must be multiples of 4 bytes";
   c.a = s[0] / 4, c.b = s[1] / 4, c.c = s[2] / 4;
   c.M = s[3], c.K = s[4], c.N = s[5];
-  c.ars = s[6], c.acs = s[7], c.brs = s[8], c.crs = s[9];
-  c.accumulate = s[10] != 0;
-  std::memcpy(&c.scale, s + 11, sizeof(float));
+  c.ars = s[6], c.acs = s[7], c.brs = s[8], c.bcs = s[9], c.crs = s[10];
+  c.accumulate = s[11] != 0;
+  std::memcpy(&c.scale, s + 12, sizeof(float));
   if (c.ars != 1 && c.acs != 1) return "A needs a row or column stride of 1";
+  if (c.brs != 1 && c.bcs != 1) return "B needs a row or column stride of 1";
   if (c.M == 0 || c.N == 0) return "";
   const auto last = [](ptrdiff_t base, ptrdiff_t n1, ptrdiff_t s1, ptrdiff_t n2, ptrdiff_t s2) {
     return base + (n1 > 0 ? (n1 - 1) * s1 : 0) + (n2 > 0 ? (n2 - 1) * s2 : 0);
   };
-  const size_t end = std::max({c.K > 0 ? last(c.a, c.M, c.ars, c.K, c.acs) : 0, c.K > 0 ? last(c.b, c.K, c.brs, c.N, 1) : 0,
+  const size_t end = std::max({c.K > 0 ? last(c.a, c.M, c.ars, c.K, c.acs) : 0, c.K > 0 ? last(c.b, c.K, c.brs, c.N, c.bcs) : 0,
                                last(c.c, c.M, c.crs, c.N, 1)});
   if (end >= k.heapFloats) return "operands reach float " + std::to_string(end) + ", past the bound memory of " + std::to_string(k.heapFloats);
   return "";

@@ -66,21 +66,32 @@ void tileRows(int mr, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float*
   }
 }
 
-/** Packs B[k0 .. k0+kc, n0 .. n0+nc] into panels of NR columns, kc rows each, the last one zero-padded. */
+/**
+ * Packs the kc x nc block of B at b into panels of NR columns, kc rows each, the last one zero-padded. B's rows
+ * are adjacent (bcs == 1) or, for a transpose, its columns (brs == 1).
+ */
 template <class V>
-void packB(const float* b, ptrdiff_t brs, int kc, int nc, float* out) {
+void packB(const float* b, ptrdiff_t brs, ptrdiff_t bcs, int kc, int nc, float* out) {
   constexpr int NR = 2 * V::W;
-  for (int j = 0; j < nc; j += NR) {
+  for (int j = 0; j < nc; j += NR, out += (ptrdiff_t)kc * NR) {
     const int w = smaller(NR, nc - j);
+    if (bcs != 1) {
+      // column t of the panel is contiguous in B: read it down, write it across the panel's rows
+      for (int t = 0; t < NR; t++) {
+        const float* src = b + (ptrdiff_t)(j + t) * bcs;
+        for (int k = 0; k < kc; k++) out[k * NR + t] = t < w ? src[k] : 0.0f;
+      }
+      continue;
+    }
     for (int k = 0; k < kc; k++) {
       const float* src = b + k * brs + j;
+      float* row = out + k * NR;
       if (w == NR) {
-        V::store(out, V::load(src));
-        V::store(out + V::W, V::load(src + V::W));
+        V::store(row, V::load(src));
+        V::store(row + V::W, V::load(src + V::W));
       } else {
-        for (int t = 0; t < NR; t++) out[t] = t < w ? src[t] : 0.0f;
+        for (int t = 0; t < NR; t++) row[t] = t < w ? src[t] : 0.0f;
       }
-      out += NR;
     }
   }
 }
@@ -96,7 +107,7 @@ void runPiece(float* heap, const GemmCall& call, int row0, int row1, int col0, i
     const bool overwrite = k0 == 0 && !call.accumulate;
     for (int n0 = col0; n0 < col1; n0 += NC) {
       const int nc = smaller(NC, col1 - n0);
-      packB<V>(heap + call.b + (ptrdiff_t)k0 * call.brs + n0, call.brs, kc, nc, pack);
+      packB<V>(heap + call.b + (ptrdiff_t)k0 * call.brs + (ptrdiff_t)n0 * call.bcs, call.brs, call.bcs, kc, nc, pack);
       for (int i = row0; i < row1; i += MR) {
         const int mr = smaller(MR, row1 - i);
         const float* a = heap + call.a + (ptrdiff_t)i * call.ars + (ptrdiff_t)k0 * call.acs;

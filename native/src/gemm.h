@@ -1,6 +1,7 @@
 // One kernel call as the TypeScript side describes it (lib/model/simd-gemm.ts, GemmArgs): C[M, N] (+)=
-// scale * A[M, K] @ B[K, N], with A[i][k] at a + i*ars + k*acs (ars or acs is 1), B[k][j] at b + k*brs + j and
-// C[i][j] at c + i*crs + j. Positions and strides are in floats from the start of the bound memory.
+// scale * A[M, K] @ B[K, N], with A[i][k] at a + i*ars + k*acs (ars or acs is 1), B[k][j] at b + k*brs + j*bcs
+// (brs or bcs is 1) and C[i][j] at c + i*crs + j. Positions and strides are in floats from the start of the
+// bound memory.
 #pragma once
 #include <cstddef>
 
@@ -9,7 +10,7 @@ namespace tinkerlab {
 struct GemmCall {
   ptrdiff_t a, b, c;
   int M, K, N;
-  ptrdiff_t ars, acs, brs, crs;
+  ptrdiff_t ars, acs, brs, bcs, crs;
   bool accumulate;
   float scale;
 };

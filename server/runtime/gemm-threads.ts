@@ -21,10 +21,10 @@ import { type GemmArgs, type NativeGemm, kBlock, simdGemm } from "@/lib/model/si
 
 // Control block, in int32 slots: JOB (job number, bumped to wake the helper), NEXT (job number << 16 | index
 // of the next call to take), COUNT (calls in the job), DONE (calls finished), STOP, HELPED (calls the helper
-// has run, ever); then the calls, 12 slots each: 11 integer arguments and the scale as float32.
+// has run, ever); then the calls, 13 slots each (GemmArgs): 12 integer arguments and the scale as float32.
 const [JOB, NEXT, COUNT, DONE, STOP, HELPED] = [0, 1, 2, 3, 4, 5];
 const callsAt = 8;
-const slotsPerCall = 12;
+const slotsPerCall = 13;
 /** calls per job; longer lists are run as several jobs */
 const maxCalls = 4096;
 /**
@@ -54,10 +54,11 @@ for (;;) {
     if (word >>> 16 !== job || (word & 0xffff) >= count) break;
     if (Atomics.compareExchange(ints, ${NEXT}, word, word + 1) !== word) continue;
     const at = ${callsAt} + (word & 0xffff) * slots;
-    const [a, b, c, M, K, N, ars, acs, brs, crs, acc] = ints.subarray(at, at + 11);
+    // B's column stride (slot 9) is 1 for the WebAssembly kernel
+    const [a, b, c, M, K, N, ars, acs, brs, , crs, acc] = ints.subarray(at, at + 12);
     // the same blocking of the inner dimension as the calling thread (simd-gemm.ts, runBlocked)
     for (let k0 = 0; k0 < K; k0 += kBlock) {
-      gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, floats[at + 11]);
+      gemm(a + k0 * acs * 4, b + k0 * brs * 4, c, M, Math.min(kBlock, K - k0), N, ars, acs, brs, crs, k0 > 0 ? 1 : acc, floats[at + 12]);
     }
     Atomics.add(ints, ${HELPED}, 1);
     Atomics.add(ints, ${DONE}, 1);
@@ -106,8 +107,8 @@ export function startGemmHelper(): boolean {
     const start = performance.now();
     calls.forEach((args, i) => {
       const at = callsAt + i * slotsPerCall;
-      for (let s = 0; s < 11; s++) ints[at + s] = args[s];
-      floats[at + 11] = args[11];
+      for (let s = 0; s < 12; s++) ints[at + s] = args[s];
+      floats[at + 12] = args[12];
     });
     job = (job + 1) & 0x7fff;
     Atomics.store(ints, DONE, 0);

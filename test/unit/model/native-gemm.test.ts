@@ -32,14 +32,14 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
     try {
       for (const isa of kernel.supported()) {
         kernel.setIsa(isa);
-        for (const aLayout of ["rows", "columns"] as const) {
+        for (const [aLayout, bLayout] of [["rows", "rows"], ["columns", "rows"], ["rows", "columns"]] as const) {
           for (const inArena of [false, true]) {
             for (const accumulate of [false, true]) {
               const alloc = (n: number) => (inArena ? fill(gemm.arena.alloc(n)) : fill(new Float32Array(n)));
               const aOffset = 3, outOffset = 2, outRowStride = N + 5;
               const aData = alloc(aOffset + (M + 1) * (K + 1));
               const a = aLayout === "rows" ? rowMajor(aData, M, K, aOffset, K + 1) : transposed(aData, K, M, aOffset, M + 1);
-              const b = rowMajor(alloc(K * N), K, N);
+              const b = bLayout === "rows" ? rowMajor(alloc(K * N), K, N) : transposed(alloc(N * (K + 2)), N, K, 0, K + 2);
               const start = alloc(outOffset + M * outRowStride);
               const scale = accumulate ? 0.5 : 1.25;
               const run = (kernelInUse: typeof kernel | null) => {
@@ -63,7 +63,7 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
                   const expected = (accumulate ? start[o] : 0) + scale * exact;
                   // float32 sums err by about K·eps relative to the sum of magnitudes; both kernels alike
                   const tolerance = 1e-6 * (K + 4) * (Math.abs(scale) * magnitude + Math.abs(start[o]));
-                  const where = `${isa} ${aLayout} arena=${inArena} accumulate=${accumulate} at [${i}, ${j}]`;
+                  const where = `${isa} A ${aLayout} B ${bLayout} arena=${inArena} accumulate=${accumulate} at [${i}, ${j}]`;
                   expect(Math.abs(got[o] - expected), where).toBeLessThanOrEqual(tolerance);
                   expect(Math.abs(got[o] - wasm[o]), where).toBeLessThanOrEqual(2 * tolerance);
                 }
@@ -114,13 +114,15 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
   it("refuses calls that reach outside the memory, or that it cannot read", () => {
     // (the engine binds its own memory again whenever it takes the kernel: setNative)
     const heap = new Float32Array(new SharedArrayBuffer(4096));
-    const calls = new Int32Array(12);
+    const calls = new Int32Array(13);
     kernel.bind(heap, calls);
     // C = A[8, 8] @ B[8, 8] with C (64 floats) starting 50 floats before the end of a 1024-float memory
-    calls.set([0, 256, (1024 - 50) * 4, 8, 8, 8, 8, 1, 8, 8, 0]);
+    calls.set([0, 256, (1024 - 50) * 4, 8, 8, 8, 8, 1, 8, 1, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/call 0: operands reach float 1\d\d\d, past the bound memory of 1024/);
-    calls.set([0, 256, 512, 8, 8, 8, 8, 8, 8, 8, 0]);
+    calls.set([0, 256, 512, 8, 8, 8, 8, 8, 8, 1, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/A needs a row or column stride of 1/);
+    calls.set([0, 256, 512, 8, 8, 8, 8, 1, 8, 8, 8, 0]);
+    expect(() => kernel.run(1)).toThrow(/B needs a row or column stride of 1/);
     expect(() => kernel.run(2)).toThrow(/2 calls do not fit the bound call slots/);
     expect(() => kernel.setThreads(3 as 1)).toThrow(/expected 1 or 2/);
   });
