@@ -229,7 +229,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
         ? (sample) => expectString("systemPrompt", "its return value", apply(systemPrompt, user, [sample]))
         : expectString("systemPrompt", "systemPrompt", systemPrompt),
     reset(context) {
-      const result = settled("reset", apply(user.reset, user, [context]));
+      const result = settled("reset", user.reset(context));
       if (result === null || typeof result !== "object") {
         throw new ContractViolation("reset", `reset() must return { state, observation }; got ${describeValue(result)}`);
       }
@@ -237,7 +237,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       return { state, observation: expectString("reset", "observation", observation) };
     },
     parseAction(text, state) {
-      const result = settled("parseAction", apply(user.parseAction, user, [text, state]));
+      const result = settled("parseAction", user.parseAction(text, state));
       if (result === null || typeof result !== "object") {
         throw new ContractViolation(
           "parseAction",
@@ -250,7 +250,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
     },
     step(state, action, context) {
-      const result = settled("step", apply(user.step, user, [state, action, context]));
+      const result = settled("step", user.step(state, action, context));
       if (result === null || typeof result !== "object") {
         throw new ContractViolation("step", `step() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
       }
@@ -279,7 +279,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
     },
     render:
       typeof user.render === "function"
-        ? (state) => expectString("render", "its return value", apply(user.render!, user, [state]))
+        ? (state) => expectString("render", "its return value", user.render!(state))
         : undefined,
     tools: user.tools ? guardTools(user.tools) : undefined,
     rewardFunctions: user.rewardFunctions ? guardRewardFunctions(user.rewardFunctions) : undefined,
@@ -353,14 +353,22 @@ function checkMetrics(metrics: unknown): Record<string, number> {
     throw new ContractViolation("step", `step() returned metrics ${describeValue(metrics)}; metrics must be an object of numbers`);
   }
   const copy: Record<string, number> = {};
-  for (const key of objectKeys(metrics)) {
+  const keys = objectKeys(metrics);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     const value = (metrics as Record<string, unknown>)[key];
     if (typeof value !== "number" || !isFiniteNumber(value)) {
       throw new ContractViolation("step", `step() returned metrics.${key} ${describeValue(value)}; metrics must be finite numbers`);
     }
-    defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+    setData(copy, key, value);
   }
   return copy;
+}
+
+/** Sets a copy's property as plain data: a key "__proto__" stays a key (assigning it would set the prototype). */
+function setData<T>(copy: Record<string, T>, key: string, value: T): void {
+  if (key === "__proto__") defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+  else copy[key] = value;
 }
 
 function checkInfo(info: unknown): Record<string, Json> {
@@ -370,7 +378,10 @@ function checkInfo(info: unknown): Record<string, Json> {
   return toJson(info, "info", 0) as Record<string, Json>;
 }
 
-/** A plain copy of a JSON value; anything else (NaN, a function, a Map, a cycle) names its path. */
+/**
+ * A plain copy of a JSON value; anything else (NaN, a function, a Map, a cycle) names its path. (Loops and `+`,
+ * not map, for...of or template literals, which QuickJS runs several times slower.)
+ */
 function toJson(value: unknown, path: string, depth: number): Json {
   if (depth > 32) throw new ContractViolation("step", `step() returned ${path} nested deeper than 32 levels`);
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
@@ -378,12 +389,17 @@ function toJson(value: unknown, path: string, depth: number): Json {
     if (isFiniteNumber(value)) return value;
     throw new ContractViolation("step", `step() returned ${path} ${describeValue(value)}; info values must be JSON (finite numbers)`);
   }
-  if (isArray(value)) return value.map((item, index) => toJson(item, `${path}[${index}]`, depth + 1));
+  if (isArray(value)) {
+    const copy: Json[] = [];
+    for (let i = 0; i < value.length; i++) copy.push(toJson(value[i], path + "[" + i + "]", depth + 1));
+    return copy;
+  }
   if (typeof value === "object" && (getPrototypeOf(value) === Object.prototype || getPrototypeOf(value) === null)) {
     const copy: Record<string, Json> = {};
-    for (const key of objectKeys(value)) {
-      const item = toJson((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
-      defineProperty(copy, key, { value: item, enumerable: true, writable: true, configurable: true });
+    const keys = objectKeys(value);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      setData(copy, key, toJson((value as Record<string, unknown>)[key], path + "." + key, depth + 1));
     }
     return copy;
   }
