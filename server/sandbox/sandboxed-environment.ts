@@ -16,7 +16,7 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
-import type { EnvironmentDescription, GuestEpisodeEnd, GuestFailure, GuestOp, GuestResetValue, GuestResult, GuestStepValue } from "./wire";
+import { type EnvironmentDescription, type GuestEpisodeEnd, type GuestFailure, type GuestOp, type GuestResetValue, type GuestResult, type GuestStepValue, slotOf } from "./wire";
 
 export type SandboxSource = CompiledEnvironment | { files: SourceFiles; entry?: string };
 
@@ -71,9 +71,8 @@ export class SandboxedEnvironmentPool {
     }
     const sandbox = await QuickJSSandbox.create(compiled, limits);
     try {
-      const configure: GuestOp = { op: "configure", maxObservationChars: limits.maxObservationChars };
       const budget: OpBudget = { ms: limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "describing the environment" };
-      const response = sandbox.call([configure, { op: "describe" }], [budget, budget], "describing the environment");
+      const response = sandbox.call([["configure", limits.maxObservationChars], ["describe"]], [budget, budget], "describing the environment");
       const [ok, description] = response.results[1]!;
       if (!ok) throw new SandboxError("runtime", `describing the environment failed: ${String(description?.message)}`);
       return new SandboxedEnvironmentPool(sandbox, checkDescription(description), limits);
@@ -100,10 +99,10 @@ export class SandboxedEnvironmentPool {
     for (const { slot, seed, sample } of starts) {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
-      ops.push({ op: "reset", slot, seed, sample: sample ?? null });
+      ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(this.budget(slot, `reset of episode ${slot} (seed ${seed})`, true));
     }
-    const values = this.run(ops, budgets, "reset", (value, i) => this.checkReset(value, ops[i] as { slot: number; seed: number }));
+    const values = this.run(ops, budgets, "reset", (value, i) => this.checkReset(value, budgets[i]!.label));
     for (const [i, value] of values.entries()) {
       const { slot, seed, sample } = starts[i]!;
       const state = this.slotState(slot);
@@ -143,7 +142,7 @@ export class SandboxedEnvironmentPool {
           ),
         );
       }
-      ops.push({ op: "step", slot, action });
+      ops.push(["step", slot, action]);
       budgets.push(this.budget(slot, label, false));
     }
     const values = this.run(ops, budgets, "step", (value, i) => this.checkStep(value, budgets[i]!.label));
@@ -167,7 +166,7 @@ export class SandboxedEnvironmentPool {
   summary(slot: number): SandboxedSummary {
     const state = this.started(slot);
     const label = `summary of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run([{ op: "summary", slot }], [this.budget(slot, label, false)], "summary", (raw) => checkSummary(raw, label));
+    const [value] = this.run([["summary", slot]], [this.budget(slot, label, false)], "summary", (raw) => checkSummary(raw, label));
     return value!;
   }
 
@@ -190,14 +189,14 @@ export class SandboxedEnvironmentPool {
     const state = this.started(slot);
     if (state.end) return state.end.score;
     const label = `score of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run([{ op: "score", slot }], [this.budget(slot, label, false)], "score", (raw) => finite(raw, `${label}: the score`));
+    const [value] = this.run([["score", slot]], [this.budget(slot, label, false)], "score", (raw) => finite(raw, `${label}: the score`));
     return value!;
   }
 
   /** What the user's code wrote with console.* since the last call (at most 200 lines). */
   drainLogs(): string[] {
     const budget: OpBudget = { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "reading the logs" };
-    const [lines] = this.run([{ op: "logs" }], [budget], "logs", (raw) => {
+    const [lines] = this.run([["logs"]], [budget], "logs", (raw) => {
       if (!Array.isArray(raw) || !raw.every((line) => typeof line === "string")) throw new SandboxError("runtime", "the sandbox's logs are malformed");
       return raw as string[];
     });
@@ -281,9 +280,10 @@ export class SandboxedEnvironmentPool {
     for (const [i, result] of response.results.entries()) {
       const op = ops[i]!;
       const budget = budgets[i]!;
-      if ("slot" in op) {
-        const state = this.slotState(op.slot);
-        state.cpuMs = (op.op === "reset" ? 0 : state.cpuMs) + response.ms[i]!;
+      const slot = slotOf(op);
+      if (slot !== null) {
+        const state = this.slotState(slot);
+        state.cpuMs = (op[0] === "reset" ? 0 : state.cpuMs) + response.ms[i]!;
         if (state.cpuMs > this.limits.cpuMsPerEpisode) {
           throw this.fail(
             new SandboxLimitError(
@@ -339,8 +339,7 @@ export class SandboxedEnvironmentPool {
     return locateFunction(this.sandbox.compiled, fn);
   }
 
-  private checkReset(value: unknown, op: { slot: number; seed: number }): GuestResetValue {
-    const label = `reset of episode ${op.slot} (seed ${op.seed})`;
+  private checkReset(value: unknown, label: string): GuestResetValue {
     const [observation, systemPrompt, render] = tuple(value, 3, label);
     const text = this.text(observation, `${label}: the observation`);
     return {

@@ -5,15 +5,22 @@
  */
 import type { DatasetRow, Json } from "@/lib/sdk/environment";
 
+/**
+ * One op, as a tuple: the guest parses a crossing's ops in one JSON.parse, and QuickJS parses a short array in
+ * about 60% of the time of an object with the same fields.
+ */
 export type GuestOp =
-  | { op: "configure"; maxObservationChars: number }
-  | { op: "describe" }
-  | { op: "reset"; slot: number; seed: number; sample: DatasetRow | null }
-  | { op: "step"; slot: number; action: string }
-  | { op: "render"; slot: number }
-  | { op: "summary"; slot: number }
-  | { op: "score"; slot: number }
-  | { op: "logs" };
+  | [op: "configure", maxObservationChars: number]
+  | [op: "describe"]
+  | [op: "reset", slot: number, seed: number, sample: DatasetRow | null]
+  | [op: "step", slot: number, action: string]
+  | [op: "render" | "summary" | "score", slot: number]
+  | [op: "logs"];
+
+/** The slot an op acts on, or null for the ops about the whole sandbox. */
+export function slotOf(op: GuestOp): number | null {
+  return op[0] === "configure" || op[0] === "describe" || op[0] === "logs" ? null : op[1];
+}
 
 export type GuestFailure = {
   kind: "runtime" | "contract" | "limit";

@@ -106,24 +106,24 @@ function next(): string {
  * as much as a small object inside it), so the answer is one array, not fields serialized one by one.
  */
 function answer(op: GuestOp): string {
-  switch (op.op) {
+  switch (op[0]) {
     case "configure":
-      maxChars = op.maxObservationChars;
+      maxChars = op[1];
       return "null";
     case "describe":
       return stringify(description);
     case "logs":
       return stringify(logs.splice(0, logs.length));
     case "reset": {
-      const session = (sessions[op.slot] ??= new EnvironmentSession(definition!));
-      const observation = checkSize("observation", session.reset(op.seed, op.sample ?? undefined));
+      const session = (sessions[op[1]] ??= new EnvironmentSession(definition!));
+      const observation = checkSize("observation", session.reset(op[2], op[3] ?? undefined));
       const render = checkSize("render", session.render() ?? null);
       const value: GuestResetWire = [observation, checkSize("systemPrompt", session.systemPrompt), render !== null && render === observation ? true : render];
       return stringify(value);
     }
     case "step": {
-      const session = sessionAt(op.slot);
-      const step = session.step(op.action);
+      const session = sessionAt(op[1]);
+      const step = session.step(op[2]);
       const observation = checkSize("observation", step.observation);
       const render = checkSize("render", session.render() ?? null);
       const value: GuestStepWire = [
@@ -142,15 +142,15 @@ function answer(op: GuestOp): string {
       return text;
     }
     case "render":
-      return stringify(checkSize("render", sessionAt(op.slot).render() ?? null));
+      return stringify(checkSize("render", sessionAt(op[1]).render() ?? null));
     case "summary": {
-      const session = sessionAt(op.slot);
+      const session = sessionAt(op[1]);
       const { state, turns, totalReward, done, truncated, invalidActions } = session.summary();
       const value: GuestSummaryWire = { turns, totalReward, done, truncated, invalidActions, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
       return stringify(value);
     }
     case "score":
-      return stringify(sessionAt(op.slot).score());
+      return stringify(sessionAt(op[1]).score());
   }
 }
 
