@@ -246,7 +246,8 @@ export interface SimdGemm {
   /**
    * Runs fn, collecting the products it starts instead of running them, then runs them all at once (shared
    * with the helper thread). The products must be independent (none reads another's output) and write their
-   * results in place (arena arrays, widths a multiple of 8); those that cannot are run at once as usual.
+   * results in place (arena arrays; for the WebAssembly kernel, widths a multiple of 8); those that cannot are
+   * run at once as usual.
    * Arena memory allocated inside fn is released when batch returns.
    */
   batch(fn: () => void): void;
