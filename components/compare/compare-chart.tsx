@@ -1,7 +1,7 @@
 "use client";
 
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { downsample, type SeriesPoint, smooth } from "@/components/run/metric-chart";
+import { downsample, type SeriesPoint, smooth } from "@/lib/series";
 import type { XAxisKind } from "./compare-state";
 
 export type ChartSeries = { id: string; name: string; color: string; points: SeriesPoint[] };

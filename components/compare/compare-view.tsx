@@ -4,7 +4,7 @@ import { useQueries, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
-import type { SeriesPoint } from "@/components/run/metric-chart";
+import type { SeriesPoint } from "@/lib/series";
 import { useTRPC } from "@/components/trpc/provider";
 import { Card } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";

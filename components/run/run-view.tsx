@@ -6,9 +6,11 @@ import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { useTRPC } from "@/components/trpc/provider";
-import { MetricChart, type SeriesPoint } from "./metric-chart";
+import type { SeriesPoint } from "@/lib/series";
+import type { XRange } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
 import { useMetricStream, type InitialMetrics } from "./use-metric-stream";
+import { ZoomableChart } from "./zoomable-chart";
 
 const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s"];
 const ACTIVE = new Set(["queued", "running"]);
@@ -18,11 +20,13 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const queryClient = useQueryClient();
   const run = useQuery({ ...trpc.runs.byId.queryOptions({ id: runId }), refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000) });
   const live = run.data ? ACTIVE.has(run.data.status) : true;
-  const { series, error } = useMetricStream(runId, initialMetrics);
+  const { series, origin, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);
   const [xAxis, setXAxis] = useState<"step" | "time">("step");
+  // One zoom for every chart, as the x-axes are shared: drag across any chart to set it, double-click to clear.
+  const [zoom, setZoom] = useState<XRange | null>(null);
   // Charts of the closed "All metrics" section are drawn once it opens.
   const [showRest, setShowRest] = useState(false);
   // Per series, the points on the chosen x-axis: the same arrays from render to render until new points come.
@@ -31,7 +35,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     for (const [name, s] of series) out.set(name, xAxis === "step" ? s.points : s.points.map((p) => ({ step: p.time, value: p.value })));
     return out;
   }, [series, xAxis]);
-  const chart = (name: string) => <MetricChart key={name} name={name} points={plottedSeries.get(name)!} count={series.get(name)!.count} smoothing={smoothing} x={xAxis} />;
+  const chart = (name: string) => (
+    <ZoomableChart key={name} runId={runId} name={name} series={series.get(name)!} points={plottedSeries.get(name)!} origin={origin} smoothing={smoothing} x={xAxis} zoom={zoom} onZoom={setZoom} />
+  );
   // When the run ends, fetch logs and rollouts once more: polling stops, and the last ones came after it.
   useEffect(() => {
     if (!live) {
@@ -89,11 +95,23 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           <div className="flex items-center gap-4">
           <label className="flex items-center gap-2 text-xs text-slate-600">
             x-axis
-            <select value={xAxis} onChange={(e) => setXAxis(e.target.value as "step" | "time")} className="rounded border border-slate-300 bg-white px-1 py-0.5">
+            <select
+              value={xAxis}
+              onChange={(e) => {
+                setXAxis(e.target.value as "step" | "time");
+                setZoom(null);
+              }}
+              className="rounded border border-slate-300 bg-white px-1 py-0.5"
+            >
               <option value="step">step</option>
               <option value="time">wall time</option>
             </select>
           </label>
+          {zoom && (
+            <button type="button" onClick={() => setZoom(null)} className="rounded border border-slate-300 bg-white px-2 py-0.5 text-xs text-slate-700 hover:bg-slate-50">
+              {xAxis === "step" ? `steps ${Math.round(zoom[0])}–${Math.round(zoom[1])}` : `${zoom[0].toFixed(0)}–${zoom[1].toFixed(0)} s`} · reset zoom
+            </button>
+          )}
           <label className="flex items-center gap-2 text-xs text-slate-600">
             Smoothing
             <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />

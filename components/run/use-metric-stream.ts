@@ -4,7 +4,7 @@ import { useSubscription } from "@trpc/tanstack-react-query";
 import { useRef, useState } from "react";
 import { useTRPC } from "@/components/trpc/provider";
 import type { FeedEvent } from "@/server/metric-feed";
-import { downsample, type SeriesPoint } from "./metric-chart";
+import { downsample, type SeriesPoint } from "@/lib/series";
 
 /** A point with its wall time, in seconds since the run's first point. */
 export type TimedPoint = SeriesPoint & { time: number };
@@ -60,5 +60,6 @@ export function useMetricStream(runId: string, initial: InitialMetrics = null) {
       },
     }),
   );
-  return { series, error: subscription.error?.message ?? null, status: subscription.status };
+  // origin: the wall time (ms) that the points' `time` counts from, so points fetched later line up with them.
+  return { series, origin: origin.current, error: subscription.error?.message ?? null, status: subscription.status };
 }

@@ -9,8 +9,7 @@ import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specialTokens } from "@/lib/model/tokenizer";
-import { saveTinyBase } from "../support/tiny-run";
-import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
+import { callAsWorker, claimJobAsWorker, launchBrowser, SCREENSHOTS, startServerWithRunForTestWorker, tempDir, type TestServer } from "./support/server";
 
 const TOKEN = "trajectory-viewer-worker-token-0123456789";
 let server: TestServer;
@@ -18,17 +17,7 @@ let browser: BrowserContext;
 let page: Page;
 let runId: string;
 
-/** A call as a worker process makes it (with the worker token). */
-async function asWorker<T>(procedure: string, input: unknown): Promise<T> {
-  const response = await fetch(`${server.url}/api/trpc/${procedure}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-tinkerlab-worker-token": TOKEN },
-    body: JSON.stringify({ json: input }),
-  });
-  const body = await response.json();
-  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
-  return body.result.data.json as T;
-}
+const asWorker = <T>(procedure: string, input: unknown) => callAsWorker<T>(server, TOKEN, procedure, input);
 
 const bytes = (text: string) => Array.from(new TextEncoder().encode(text));
 
@@ -67,27 +56,8 @@ function rolloutsOf(step: number) {
 }
 
 beforeAll(async () => {
-  const basesDir = tempDir("bases");
-  await saveTinyBase(basesDir);
-  server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts"), TINKERLAB_LOCAL_WORKERS: "0", TINKERLAB_WORKER_TOKEN: TOKEN });
-  const config = {
-    name: "viewer",
-    environment: "arithmetic",
-    agent: { base: "tiny-base", sampling: { maxTokens: 3 } },
-    algorithm: { name: "reinforce", steps: 10, groupSize: 4, groupsPerStep: 2, discount: 0.5 },
-    evaluation: { every: 0, episodes: 8 },
-    checkpointEvery: 0,
-  };
-  const { id } = await callProcedure<{ id: string }>(server, "experiments.create", { name: "viewer", config });
-  runId = (await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: id })).runId;
-  const { workerId } = await asWorker<{ workerId: string }>("worker.register", { hostname: "e2e", pid: process.pid, backend: "e2e", devices: [{ kind: "cpu", name: "e2e", memoryMb: 4096, computeSlots: 1 }] });
-  let jobId: string | undefined;
-  for (let i = 0; i < 200 && !jobId; i++) {
-    jobId = (await asWorker<{ assignments: string[] }>("worker.heartbeat", { workerId, running: [] })).assignments[0];
-    if (!jobId) await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  if (!jobId) throw new Error("the scheduler never placed the run's job");
-  await asWorker("worker.claim", { workerId, jobId });
+  ({ server, runId } = await startServerWithRunForTestWorker(TOKEN, "viewer", { name: "reinforce", steps: 10, groupSize: 4, groupsPerStep: 2, discount: 0.5 }));
+  const { workerId, jobId } = await claimJobAsWorker(server, TOKEN);
   for (const step of [1, 2, 3]) {
     await asWorker("worker.report", { workerId, jobId, step, metrics: [{ step, name: "reward/mean", value: step / 3 }], rollouts: rolloutsOf(step) });
   }

@@ -82,4 +82,26 @@ describe("runs", () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]!.value).toBe(0.5);
   });
+
+  it("gives a zoomed range of one series at full resolution, and a min/max downsample of a wider one", async () => {
+    const runId = runIds[4]!;
+    const values = Array.from({ length: 5000 }, (_, step) => ({ runId, name: "loss/policy", step, value: Math.sin(step / 50) + (step === 2345 ? 10 : 0) }));
+    for (let i = 0; i < values.length; i += 1000) await handle.db.insert(metricPoints).values(values.slice(i, i + 1000));
+    await handle.db.insert(metricPoints).values({ runId, name: "reward/mean", step: 100, value: 1 });
+    const caller = callerFor(handle);
+
+    const zoomed = await caller.runs.metricRange({ runId, name: "loss/policy", fromStep: 2300, toStep: 2399 });
+    expect(zoomed.count).toBe(100);
+    expect(zoomed.points.map((p) => p.step)).toEqual(Array.from({ length: 100 }, (_, i) => 2300 + i));
+    expect(zoomed.points[45]!.value).toBeCloseTo(10 + Math.sin(2345 / 50), 12);
+
+    const wide = await caller.runs.metricRange({ runId, name: "loss/policy", fromStep: 0, toStep: 10_000, maxPoints: 200 });
+    expect(wide.count).toBe(5000);
+    expect(wide.points.length).toBeLessThanOrEqual(201);
+    expect(wide.points.some((p) => p.step === 2345)).toBe(true); // the spike survives the downsample
+    expect(wide.points.at(-1)!.step).toBe(4999);
+
+    await expect(caller.runs.metricRange({ runId, name: "loss/policy", fromStep: 50, toStep: 10 })).rejects.toThrow(/fromStep must not be after toStep/);
+    await expect(caller.runs.metricRange({ runId: "run_missing", name: "loss/policy", fromStep: 0, toStep: 1 })).rejects.toThrow("no run 'run_missing'");
+  });
 });

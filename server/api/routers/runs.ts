@@ -1,7 +1,8 @@
 import { tracked, TRPCError } from "@trpc/server";
-import { and, asc, desc, eq, gt, ilike, inArray, lt, max, min, or, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
+import { downsample } from "@/lib/series";
 import type { Database } from "../../db";
 import { newId } from "../../db/ids";
 import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
@@ -162,6 +163,35 @@ export const runsRouter = createTRPCRouter({
         .orderBy(asc(metricPoints.seq))
         .limit(input.limit);
       return { points, lastSeq: points.at(-1)?.seq ?? input.afterSeq };
+    }),
+
+  /**
+   * One series between two steps (inclusive), at full resolution when the range holds at most `maxPoints` points,
+   * else as a min/max downsample of them: what a chart zoomed into a range draws, where the stream's summary has
+   * only a few buckets. `count` is how many points the range really holds.
+   */
+  metricRange: protectedProcedure
+    .input(
+      z
+        .object({
+          runId: z.string().min(1),
+          name: z.string().min(1).max(200),
+          fromStep: z.number().int().min(0),
+          toStep: z.number().int().min(0),
+          maxPoints: z.number().int().min(2).max(20_000).default(4_000),
+        })
+        .refine((r) => r.fromStep <= r.toStep, { message: "fromStep must not be after toStep", path: ["toStep"] }),
+    )
+    .query(async ({ ctx, input }) => {
+      const [run] = await ctx.db.select({ id: runs.id }).from(runs).where(eq(runs.id, input.runId));
+      if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `no run '${input.runId}'` });
+      const rows = await ctx.db
+        .select({ step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
+        .from(metricPoints)
+        .where(and(eq(metricPoints.runId, input.runId), eq(metricPoints.name, input.name), gte(metricPoints.step, input.fromStep), lte(metricPoints.step, input.toStep)))
+        .orderBy(asc(metricPoints.step));
+      const points = rows.map((r) => ({ step: r.step, value: r.value, wallTime: r.wallTime.getTime() }));
+      return { points: downsample(points, input.maxPoints), count: points.length };
     }),
 
   /**

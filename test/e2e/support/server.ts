@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
+import { saveTinyBase } from "../../support/tiny-run";
 
 export const ROOT = path.resolve(__dirname, "../../..");
 const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
@@ -120,4 +121,51 @@ export async function callProcedure<T>(server: { url: string }, procedure: strin
   const body = await response.json();
   if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
   return body.result.data.json as T;
+}
+
+/** A call as a worker process makes it, with the worker token. */
+export async function callAsWorker<T>(server: { url: string }, token: string, procedure: string, input: unknown): Promise<T> {
+  const response = await fetch(`${server.url}/api/trpc/${procedure}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-tinkerlab-worker-token": token },
+    body: JSON.stringify({ json: input }),
+  });
+  const body = await response.json();
+  if (body.error) throw new Error(`${procedure}: ${body.error.json.message}`);
+  return body.result.data.json as T;
+}
+
+/**
+ * Registers this test as a worker (through the real worker API) and claims the job the scheduler places on it:
+ * the test then reports metrics and rollouts as a worker would.
+ */
+export async function claimJobAsWorker(server: { url: string }, token: string): Promise<{ workerId: string; jobId: string }> {
+  const { workerId } = await callAsWorker<{ workerId: string }>(server, token, "worker.register", {
+    hostname: "e2e",
+    pid: process.pid,
+    backend: "e2e",
+    devices: [{ kind: "cpu", name: "e2e", memoryMb: 4096, computeSlots: 1 }],
+  });
+  let jobId: string | undefined;
+  for (let i = 0; i < 200 && !jobId; i++) {
+    jobId = (await callAsWorker<{ assignments: string[] }>(server, token, "worker.heartbeat", { workerId, running: [] })).assignments[0];
+    if (!jobId) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  if (!jobId) throw new Error("the scheduler never placed the run's job");
+  await callAsWorker(server, token, "worker.claim", { workerId, jobId });
+  return { workerId, jobId };
+}
+
+/**
+ * A server with no local workers and a tiny built-in base, and a run of `algorithm` on arithmetic launched on it,
+ * for a test that then plays the worker (claimJobAsWorker) and reports exactly what it wants the pages to show.
+ */
+export async function startServerWithRunForTestWorker(token: string, name: string, algorithm: Record<string, unknown>): Promise<{ server: TestServer; runId: string }> {
+  const basesDir = tempDir("bases");
+  await saveTinyBase(basesDir);
+  const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts"), TINKERLAB_LOCAL_WORKERS: "0", TINKERLAB_WORKER_TOKEN: token });
+  const config = { name, environment: "arithmetic", agent: { base: "tiny-base", sampling: { maxTokens: 3 } }, algorithm, evaluation: { every: 0, episodes: 8 }, checkpointEvery: 0 };
+  const { id } = await callProcedure<{ id: string }>(server, "experiments.create", { name, config });
+  const { runId } = await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: id });
+  return { server, runId };
 }
