@@ -542,13 +542,14 @@ function numberRecord(value: unknown, what: string): Record<string, number> {
 function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
   const [turns, totalReward, truncated, invalidActions, score, breakdown] = tuple(value, 6, `${label}: the episode's end`);
   if (typeof truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
+  const total = finite(totalReward, `${label}: the total reward`);
   return {
     turns: whole(turns, `${label}: turns`),
-    totalReward: finite(totalReward, `${label}: the total reward`),
+    totalReward: total,
     truncated,
     invalidActions: whole(invalidActions, `${label}: invalidActions`),
     score: finite(score, `${label}: the score`),
-    breakdown: numberRecord(breakdown, `${label}: the reward breakdown`),
+    breakdown: breakdown === null ? { env: total } : numberRecord(breakdown, `${label}: the reward breakdown`),
   };
 }
 

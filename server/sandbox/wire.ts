@@ -68,7 +68,8 @@ export type GuestEpisodeEndWire = [
   truncated: boolean,
   invalidActions: number,
   score: number,
-  breakdown: Record<string, number>,
+  /** null when the definition has no reward functions: the breakdown is then `{ env: totalReward }`. */
+  breakdown: Record<string, number> | null,
 ];
 
 export type GuestStepValue = {

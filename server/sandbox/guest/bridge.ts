@@ -60,6 +60,8 @@ let description: EnvironmentDescription | null = null;
 const sessions: EnvironmentSession<unknown, unknown, DatasetRow>[] = [];
 /** A tool's broken answer, raised after the step (the SDK turns a throwing tool into an observation). */
 let pendingViolation: ContractViolation | null = null;
+/** No reward functions: an episode's breakdown is its total as "env", which the host writes itself. */
+let breakdownIsTotal = true;
 /** The batch being answered, and the index of its next op. */
 let batch: GuestOp[] = [];
 let cursor = 0;
@@ -69,6 +71,7 @@ export function install(userModule: Record<string, unknown>): void {
   const { exportName, value } = findDefinition(userModule);
   defineEnvironment(value as AnyDefinition); // the SDK's own checks, with its messages, for undecorated exports too
   definition = guardDefinition(value as AnyDefinition);
+  breakdownIsTotal = objectKeys(definition.rewardFunctions ?? {}).length === 0;
   description = {
     name: definition.name,
     description: typeof definition.description === "string" ? definition.description : null,
@@ -160,10 +163,14 @@ function sessionAt(slot: number) {
   return session;
 }
 
-/** The final state is left out (see GuestEpisodeEnd): the host asks for it only when it is read. */
+/**
+ * The final state is left out (see GuestEpisodeEnd): the host asks for it only when it is read. So is the reward
+ * breakdown when there are no reward functions (it is then `{ env: totalReward }`, the same sums in the same order).
+ */
 function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEndWire {
   const summary = session.summary();
-  return [summary.turns, summary.totalReward, summary.truncated, summary.invalidActions, session.score(), session.rewardBreakdown()];
+  const breakdown = breakdownIsTotal ? null : session.rewardBreakdown();
+  return [summary.turns, summary.totalReward, summary.truncated, summary.invalidActions, session.score(), breakdown];
 }
 
 /**

@@ -73,6 +73,20 @@ describe("sandboxed environments", () => {
     pool.dispose();
   });
 
+  it("reports each reward function's share of the return, as the native session does", async () => {
+    const source = envSource({ extra: `  rewardFunctions: { brevity: (summary) => -0.25 * summary.turns, steady: () => 0.1 },` });
+    const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": source } });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    let step = pool.stepMany([{ slot: 0, action: "go" }])[0]!;
+    while (!step.done) step = pool.stepMany([{ slot: 0, action: "go" }])[0]!;
+    // three steps of reward 1; the last also gets -0.75 + 0.1 from the reward functions
+    expect(step.reward).toBeCloseTo(1 - 0.75 + 0.1, 12);
+    expect(step.end).toMatchObject({ turns: 3, breakdown: { env: 3, brevity: -0.75, steady: 0.1 } });
+    expect(step.end!.totalReward).toBeCloseTo(2.35, 12);
+    expect(pool.session(0).rewardBreakdown()).toEqual({ env: 3, brevity: -0.75, steady: 0.1 });
+    pool.dispose();
+  });
+
   it("sends a render that is the observation itself once, and the host restores both", async () => {
     const pool = await createPool({
       reset: `return { state: { n: 0 }, observation: "n=0" };`,
