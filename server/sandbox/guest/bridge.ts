@@ -293,7 +293,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
     score:
       typeof user.score === "function"
         ? (summary) => {
-            const value = apply(user.score!, user, [summary]);
+            const value = user.score!(summary);
             if (typeof value !== "number" || !isFiniteNumber(value)) {
               throw new ContractViolation("score", `score() returned ${describeValue(value)}; a score must be a finite number`);
             }
@@ -311,7 +311,7 @@ function guardTools(tools: NonNullable<AnyDefinition["tools"]>): NonNullable<Any
     guarded[name] = {
       description: StringOf(tool.description),
       run(args, state) {
-        const answer = apply(tool.run, tool, [args, state]);
+        const answer = tool.run(args, state);
         if (typeof answer === "string") return answer;
         pendingViolation ??= new ContractViolation(
           `tools.${name}.run`,
