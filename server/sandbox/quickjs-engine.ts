@@ -229,36 +229,36 @@ function publicNextCall(context: QuickJSContext, next: QuickJSHandle): NextCall 
  * and the public path is taken, when this build of quickjs-emscripten does not have them.
  */
 function lowLevelNextCall(module: QuickJSWASMModule, context: QuickJSContext, next: QuickJSHandle, memory: WebAssembly.Memory): NextCall | null {
-  const ffi = module.getFFI() as Partial<ReturnType<QuickJSWASMModule["getFFI"]>> | undefined;
+  const ffi = typeof module.getFFI === "function" ? (module.getFFI() as Partial<ReturnType<QuickJSWASMModule["getFFI"]>>) : undefined;
   const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
   const { QTS_Call: call, QTS_ResolveException: resolveException, QTS_GetString: getString, QTS_Dump: dump } = ffi ?? {};
   const { QTS_FreeCString: freeCString, QTS_FreeValuePointer: freeValue } = ffi ?? {};
   if (typeof ctx !== "number" || !call || !resolveException || !getString || !dump || !freeCString || !freeValue) return null;
-  const context_ = ctx as Parameters<typeof call>[0];
+  const ctxPointer = ctx as Parameters<typeof call>[0];
   const fn = next.value;
   const thisValue = context.undefined.value;
   const decoder = new TextDecoder();
   const takeCString = (pointer: ReturnType<typeof getString>): string => {
     const bytes = new Uint8Array(memory.buffer);
     const text = decoder.decode(bytes.subarray(pointer, bytes.indexOf(0, pointer)));
-    freeCString(context_, pointer);
+    freeCString(ctxPointer, pointer);
     return text;
   };
   return () => {
-    const result = call(context_, fn, thisValue, 0, 0 as Parameters<typeof call>[4]);
-    const error = resolveException(context_, result);
+    const result = call(ctxPointer, fn, thisValue, 0, 0 as Parameters<typeof call>[4]);
+    const error = resolveException(ctxPointer, result);
     if (error) {
-      freeValue(context_, result);
-      const text = takeCString(dump(context_, error));
-      freeValue(context_, error);
+      freeValue(ctxPointer, result);
+      const text = takeCString(dump(ctxPointer, error));
+      freeValue(ctxPointer, error);
       try {
         return { thrown: JSON.parse(text) as unknown };
       } catch {
         return { thrown: text };
       }
     }
-    const answer = takeCString(getString(context_, result));
-    freeValue(context_, result);
+    const answer = takeCString(getString(ctxPointer, result));
+    freeValue(ctxPointer, result);
     return answer;
   };
 }
