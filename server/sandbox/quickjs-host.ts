@@ -37,12 +37,19 @@ const FRAME = /^(\s*at )(.*?) \((?:[^()]*?)?sandbox\.js:(\d+):(\d+)\)$/;
 
 const epochNow = () => performance.timeOrigin + performance.now();
 
+/** `Atomics.waitAsync` (ES2024, in Node since 16; this project's TypeScript lib is ES2023). */
+const waitAsync = (Atomics as unknown as {
+  waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}).waitAsync;
+
 /** Terminates the thread of a sandbox that was dropped without dispose(). */
 const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
 
 export class QuickJSSandbox {
   private failure: SandboxError | null = null;
   private disposed = false;
+  /** A batch has been posted and its answer not yet taken. */
+  private inFlight = false;
   private lastMemoryMb = 0;
   private readonly control: Int32Array;
   private readonly clock: Float64Array;
@@ -132,14 +139,51 @@ export class QuickJSSandbox {
    * overrun, memory or stack exhaustion, a malformed answer. A failure of one op is in its result instead.
    */
   call(ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
+    const postedAt = this.post(ops, budgets);
+    try {
+      do Atomics.wait(this.control, ANSWERED, 0, this.watchdogWait(budgets, postedAt));
+      while (Atomics.load(this.control, ANSWERED) !== 1);
+    } finally {
+      this.inFlight = false;
+    }
+    return this.receive(ops, budgets, label);
+  }
+
+  /**
+   * `call` without blocking this thread: the watchdog waits with `Atomics.waitAsync`, so this thread can work
+   * (sample the next group of episodes) while the sandbox's thread runs the batch. One batch at a time. The
+   * watchdog then looks only when this thread returns to its event loop: the interrupt handler still stops a
+   * running loop on time, but a single long native call may outlive its budget by this thread's longest task.
+   */
+  async callAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<GuestResponse> {
+    const postedAt = this.post(ops, budgets);
+    try {
+      do {
+        const waiting = waitAsync(this.control, ANSWERED, 0, this.watchdogWait(budgets, postedAt));
+        if (waiting.async) await waiting.value;
+      } while (Atomics.load(this.control, ANSWERED) !== 1);
+    } finally {
+      this.inFlight = false;
+    }
+    return this.receive(ops, budgets, label);
+  }
+
+  /** Posts a batch to the thread; returns when (epoch milliseconds). */
+  private post(ops: GuestOp[], budgets: OpBudget[]): number {
     if (this.failure) throw this.failure;
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
+    if (this.inFlight) throw new SandboxError("runtime", "the sandbox is already running a batch; wait for its answer before sending another");
     // One string and a typed array post far cheaper than arrays of strings; the guest parses the batch once.
     const request: ThreadRequest = { ops: JSON.stringify(ops), budgetsMs: Float64Array.from(budgets, (budget) => budget.ms) };
     Atomics.store(this.control, ANSWERED, 0);
+    this.inFlight = true;
     const postedAt = epochNow();
     this.port.postMessage(request);
-    this.watch(budgets, postedAt);
+    return postedAt;
+  }
+
+  /** The batch's answer, once the thread has posted it: parsed, its shape and each op's time checked. */
+  private receive(ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
     const answer = receiveMessageOnPort(this.port)?.message as BatchOutcome | undefined;
     if (!answer) throw this.fail(new SandboxError("runtime", `the sandbox's thread did not answer ${label}`));
     this.lastMemoryMb = answer.memoryMb;
@@ -162,36 +206,32 @@ export class QuickJSSandbox {
   }
 
   /**
-   * Waits for the thread's answer; terminates the thread when the op it is running (as it wrote to the shared
-   * memory) has outlived its budget by `watchdogGraceMs`. A wake-up alone is no answer: the previous batch's
-   * notify can arrive after this batch was posted (when that wait had just timed out), so the flag decides.
+   * The watchdog, between waits for the thread's answer: how long to wait next (milliseconds), or, when the op
+   * the thread is running (as it wrote to the shared memory) has outlived its budget by `watchdogGraceMs`, the
+   * thread terminated and the error thrown. A wake-up alone is no answer: the previous batch's notify can arrive
+   * after this batch was posted (when that wait had just timed out), so the answered flag decides.
    */
-  private watch(budgets: OpBudget[], postedAt: number): void {
-    for (;;) {
-      const op = Atomics.load(this.control, CURRENT_OP);
-      const now = epochNow();
-      if (op < 0) {
-        // No op has started yet: the thread's own time (receiving the batch), not the user's.
-        const left = postedAt + threadStartMs - now;
-        if (left <= 0) {
-          void this.worker.terminate();
-          throw this.fail(new SandboxError("runtime", `the sandbox's thread did not start ${budgets[0]!.label} within ${threadStartMs / 1000} s`));
-        }
-        Atomics.wait(this.control, ANSWERED, 0, Math.min(left, watchdogGraceMs));
-        if (Atomics.load(this.control, ANSWERED) === 1) return;
-        continue;
-      }
-      const budget = budgets[op]!;
-      // As the thread counts (usedMs): the smaller of the wall and the process's CPU clocks since the op started.
-      const used = Math.min(now - this.clock[OP_STARTED_AT]!, processCpuMs() - this.clock[OP_CPU_AT]!);
-      const left = budget.ms + watchdogGraceMs - used;
+  private watchdogWait(budgets: OpBudget[], postedAt: number): number {
+    const op = Atomics.load(this.control, CURRENT_OP);
+    const now = epochNow();
+    if (op < 0) {
+      // No op has started yet: the thread's own time (receiving the batch), not the user's.
+      const left = postedAt + threadStartMs - now;
       if (left <= 0) {
         void this.worker.terminate();
-        throw this.fail(cpuLimitError(budget, this.limits, used, "stopped by the watchdog"));
+        throw this.fail(new SandboxError("runtime", `the sandbox's thread did not start ${budgets[0]!.label} within ${threadStartMs / 1000} s`));
       }
-      Atomics.wait(this.control, ANSWERED, 0, Math.max(left, 1));
-      if (Atomics.load(this.control, ANSWERED) === 1) return;
+      return Math.min(left, watchdogGraceMs);
     }
+    const budget = budgets[op]!;
+    // As the thread counts (usedMs): the smaller of the wall and the process's CPU clocks since the op started.
+    const used = Math.min(now - this.clock[OP_STARTED_AT]!, processCpuMs() - this.clock[OP_CPU_AT]!);
+    const left = budget.ms + watchdogGraceMs - used;
+    if (left <= 0) {
+      void this.worker.terminate();
+      throw this.fail(cpuLimitError(budget, this.limits, used, "stopped by the watchdog"));
+    }
+    return Math.max(left, 1);
   }
 
   /** Marks the sandbox failed (every later call rethrows this error) and returns the error. */

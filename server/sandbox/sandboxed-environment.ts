@@ -16,13 +16,30 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
-import { type EnvironmentDescription, type GuestEpisodeEnd, type GuestFailure, type GuestOp, type GuestResetValue, type GuestResult, type GuestStepValue, slotOf } from "./wire";
+import {
+  type EnvironmentDescription,
+  type GuestEpisodeEnd,
+  type GuestFailure,
+  type GuestOp,
+  type GuestResetValue,
+  type GuestResponse,
+  type GuestResult,
+  type GuestStepValue,
+  slotOf,
+} from "./wire";
 
 export type SandboxSource = CompiledEnvironment | { files: SourceFiles; entry?: string };
 
 export type SandboxedReset = GuestResetValue;
 export type SandboxedStep = GuestStepValue;
 export type SandboxedSummary = EpisodeSummary<Json> & { breakdown: Record<string, number> };
+
+/** One crossing's ops, their budgets, and the check each answer gets. */
+type Batch<T> = { ops: GuestOp[]; budgets: OpBudget[]; kind: string; check: (value: unknown, index: number) => T };
+
+function crossingLabel(batch: Batch<unknown>): string {
+  return batch.ops.length === 1 ? batch.budgets[0]!.label : `a batch of ${batch.ops.length} ${batch.kind} calls`;
+}
 
 /** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
 export const maxSlots = 65_536;
@@ -94,6 +111,28 @@ export class SandboxedEnvironmentPool {
 
   /** Starts (or restarts) an episode in each slot; one crossing for all of them. */
   resetMany(starts: { slot: number; seed: number; sample?: DatasetRow }[]): SandboxedReset[] {
+    return this.afterResets(starts, this.run(this.resetBatch(starts)));
+  }
+
+  /** `resetMany` without blocking this thread while the sandbox works (see `QuickJSSandbox.callAsync`). */
+  async resetManyAsync(starts: { slot: number; seed: number; sample?: DatasetRow }[]): Promise<SandboxedReset[]> {
+    return this.afterResets(starts, await this.runAsync(this.resetBatch(starts)));
+  }
+
+  /** Applies one action in each slot; one crossing for all of them. */
+  stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
+    return this.afterSteps(steps, this.run(this.stepBatch(steps)));
+  }
+
+  /**
+   * `stepMany` without blocking this thread while the sandbox works: a rollout can sample one group of episodes
+   * while the sandbox steps another. One batch at a time per pool.
+   */
+  async stepManyAsync(steps: { slot: number; action: string }[]): Promise<SandboxedStep[]> {
+    return this.afterSteps(steps, await this.runAsync(this.stepBatch(steps)));
+  }
+
+  private resetBatch(starts: { slot: number; seed: number; sample?: DatasetRow }[]): Batch<GuestResetValue> {
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, seed, sample } of starts) {
@@ -102,7 +141,10 @@ export class SandboxedEnvironmentPool {
       ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(this.budget(slot, `reset of episode ${slot} (seed ${seed})`, true));
     }
-    const values = this.run(ops, budgets, "reset", (value, i) => this.checkReset(value, budgets[i]!.label));
+    return { ops, budgets, kind: "reset", check: (value, i) => this.checkReset(value, budgets[i]!.label) };
+  }
+
+  private afterResets(starts: { slot: number; seed: number; sample?: DatasetRow }[], values: GuestResetValue[]): SandboxedReset[] {
     for (const [i, value] of values.entries()) {
       const { slot, seed, sample } = starts[i]!;
       const state = this.slotState(slot);
@@ -113,8 +155,7 @@ export class SandboxedEnvironmentPool {
     return values;
   }
 
-  /** Applies one action in each slot; one crossing for all of them. */
-  stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
+  private stepBatch(steps: { slot: number; action: string }[]): Batch<GuestStepValue> {
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
@@ -145,7 +186,10 @@ export class SandboxedEnvironmentPool {
       ops.push(["step", slot, action]);
       budgets.push(this.budget(slot, label, false));
     }
-    const values = this.run(ops, budgets, "step", (value, i) => this.checkStep(value, budgets[i]!.label));
+    return { ops, budgets, kind: "step", check: (value, i) => this.checkStep(value, budgets[i]!.label) };
+  }
+
+  private afterSteps(steps: { slot: number; action: string }[], values: GuestStepValue[]): SandboxedStep[] {
     for (const [i, value] of values.entries()) {
       const { slot, action } = steps[i]!;
       const state = this.slotState(slot);
@@ -166,7 +210,7 @@ export class SandboxedEnvironmentPool {
   summary(slot: number): SandboxedSummary {
     const state = this.started(slot);
     const label = `summary of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run([["summary", slot]], [this.budget(slot, label, false)], "summary", (raw) => checkSummary(raw, label));
+    const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: (raw) => checkSummary(raw, label) });
     return value!;
   }
 
@@ -189,17 +233,18 @@ export class SandboxedEnvironmentPool {
     const state = this.started(slot);
     if (state.end) return state.end.score;
     const label = `score of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run([["score", slot]], [this.budget(slot, label, false)], "score", (raw) => finite(raw, `${label}: the score`));
+    const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: (raw) => finite(raw, `${label}: the score`) });
     return value!;
   }
 
   /** What the user's code wrote with console.* since the last call (at most 200 lines). */
   drainLogs(): string[] {
     const budget: OpBudget = { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "reading the logs" };
-    const [lines] = this.run([["logs"]], [budget], "logs", (raw) => {
+    const check = (raw: unknown) => {
       if (!Array.isArray(raw) || !raw.every((line) => typeof line === "string")) throw new SandboxError("runtime", "the sandbox's logs are malformed");
       return raw as string[];
-    });
+    };
+    const [lines] = this.run({ ops: [["logs"]], budgets: [budget], kind: "logs", check });
     return lines!;
   }
 
@@ -270,12 +315,22 @@ export class SandboxedEnvironmentPool {
   }
 
   /** One crossing: sends the ops, charges each slot its CPU, turns a failed op into the pool's error. */
-  private run<T>(ops: GuestOp[], budgets: OpBudget[], kind: string, check: (value: unknown, index: number) => T): T[] {
-    if (ops.length === 0) {
+  private run<T>(batch: Batch<T>): T[] {
+    if (batch.ops.length === 0) return this.settle(batch, null);
+    return this.settle(batch, this.sandbox.call(batch.ops, batch.budgets, crossingLabel(batch)));
+  }
+
+  private async runAsync<T>(batch: Batch<T>): Promise<T[]> {
+    if (batch.ops.length === 0) return this.settle(batch, null);
+    return this.settle(batch, await this.sandbox.callAsync(batch.ops, batch.budgets, crossingLabel(batch)));
+  }
+
+  /** A crossing's answers, checked, with each slot charged its CPU (none: no crossing was needed). */
+  private settle<T>({ ops, budgets, check }: Batch<T>, response: GuestResponse | null): T[] {
+    if (!response) {
       if (this.sandbox.failed) throw this.sandbox.failed;
       return [];
     }
-    const response = this.sandbox.call(ops, budgets, ops.length === 1 ? budgets[0]!.label : `a batch of ${ops.length} ${kind} calls`);
     const values: T[] = [];
     for (const [i, result] of response.results.entries()) {
       const op = ops[i]!;

@@ -321,6 +321,21 @@ describe("hostile environments", () => {
       expectBystanderUnaffected();
     });
 
+    it("stops one while this thread does not wait for it (stepManyAsync), as the blocking call does", async () => {
+      const pool = await createPool(
+        { top: cases[0]![1], step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` },
+        limits,
+      );
+      pool.resetMany([{ slot: 0, seed: 0 }, { slot: 1, seed: 1 }]);
+      const error = await firstError(() => pool.stepManyAsync([{ slot: 0, action: "go" }, { slot: 1, action: "heavy" }]));
+      expect(error).toBeInstanceOf(SandboxLimitError);
+      expect(error.message).toMatch(/^step 1 of episode 1 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms; stopped by the watchdog\)$/);
+      expect(error.reached).toBeLessThanOrEqual(bound);
+      await expect(pool.stepManyAsync([{ slot: 0, action: "go" }])).rejects.toThrow(error.message);
+      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe("stopped");
+      expectBystanderUnaffected();
+    });
+
     it("stops one at load time under cpuMsPerEpisode", async () => {
       const error = await firstError(() =>
         createPool({ top: `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");` }, { ...limits, cpuMsPerEpisode: 200 }),

@@ -102,6 +102,34 @@ describe("sandboxed environments", () => {
     pool.dispose();
   });
 
+  it("resets and steps without blocking this thread (resetManyAsync, stepManyAsync), with the same answers", async () => {
+    const [sync, overlapped] = await Promise.all([0, 1].map(() => SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } })));
+    const slots = [0, 1, 2, 3];
+    expect(await overlapped!.resetManyAsync(slots.map((slot) => ({ slot, seed: 40 + slot })))).toEqual(sync!.resetMany(slots.map((slot) => ({ slot, seed: 40 + slot }))));
+    for (const action of ["3", "seven", "@remaining()", "5"]) {
+      const live = slots.filter((slot) => !sync!.slotView(slot)!.done);
+      const steps = live.map((slot) => ({ slot, action }));
+      expect(await overlapped!.stepManyAsync(steps)).toEqual(sync!.stepMany(steps));
+    }
+    expect(overlapped!.session(0).summary()).toEqual(sync!.session(0).summary());
+    sync!.dispose();
+    overlapped!.dispose();
+
+    // ~30 ms of work a step in the sandbox: this thread's timers run meanwhile; a second batch must wait its turn.
+    const slow = await createPool({ step: `const until = Date.now() + 30; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` });
+    slow.resetMany([{ slot: 0, seed: 1 }]);
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 1);
+    const pending = slow.stepManyAsync([{ slot: 0, action: "go" }]);
+    expect(() => slow.stepMany([{ slot: 0, action: "go" }])).toThrow("the sandbox is already running a batch; wait for its answer before sending another");
+    const [step] = await pending;
+    clearInterval(ticker);
+    expect(step).toMatchObject({ observation: "x", done: false });
+    expect(ticks).toBeGreaterThan(0);
+    expect(slow.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "x" });
+    slow.dispose();
+  });
+
   it("maps a syntax error to the user's file, line and column", async () => {
     const source = envSource().replace(`observation: "start"`, `observation: "start" +`);
     const result = await compileEnvironment({ "environment.ts": "// header\n" + source, "helper.ts": "export const x = 1;\n" });
