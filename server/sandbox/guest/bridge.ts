@@ -236,15 +236,16 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
         ? (sample) => expectString("systemPrompt", "its return value", apply(systemPrompt, user, [sample]))
         : expectString("systemPrompt", "systemPrompt", systemPrompt),
     reset(context) {
-      const result = settled("reset", user.reset(context));
+      const result = user.reset(context);
       if (result === null || typeof result !== "object") {
         throw new ContractViolation("reset", `reset() must return { state, observation }; got ${describeValue(result)}`);
       }
       const { state, observation } = result as { state: unknown; observation: unknown };
+      if (typeof observation !== "string") rejectPromise("reset", result);
       return { state, observation: expectString("reset", "observation", observation) };
     },
     parseAction(text, state) {
-      const result = settled("parseAction", user.parseAction(text, state));
+      const result = user.parseAction(text, state);
       if (result === null || typeof result !== "object") {
         throw new ContractViolation(
           "parseAction",
@@ -254,16 +255,18 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       const { ok, action, error } = result as { ok: unknown; action: unknown; error: unknown };
       if (ok === true) return { ok: true, action };
       if (ok === false) return { ok: false, error: expectString("parseAction", "error", error) };
+      rejectPromise("parseAction", result);
       throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
     },
     step(state, action, context) {
-      const result = settled("step", user.step(state, action, context));
+      const result = user.step(state, action, context);
       if (result === null || typeof result !== "object") {
         throw new ContractViolation("step", `step() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
       }
       const outcome = result as Record<string, unknown>;
       const { state: next, observation, reward, done, info, metrics } = outcome;
       if (typeof reward !== "number" || !isFiniteNumber(reward)) {
+        rejectPromise("step", result);
         throw new ContractViolation("step", `step() returned reward ${describeValue(reward)}; reward must be a finite number`);
       }
       if (typeof done !== "boolean") {
@@ -342,11 +345,14 @@ function guardRewardFunctions(functions: NonNullable<AnyDefinition["rewardFuncti
   return guarded;
 }
 
-function settled(fn: string, value: unknown): unknown {
-  if (value !== null && typeof value === "object" && typeof (value as { then?: unknown }).then === "function") {
+/**
+ * Called on the way to a contract error, so that an async function's Promise (which has none of the fields
+ * expected) is named as such; a well-formed answer is not searched for a `then`.
+ */
+function rejectPromise(fn: string, value: object): void {
+  if (typeof (value as { then?: unknown }).then === "function") {
     throw new ContractViolation(fn, `${fn}() returned a Promise; environment functions must be synchronous (no async/await)`);
   }
-  return value;
 }
 
 function expectString(fn: string, field: string, value: unknown): string {

@@ -257,10 +257,12 @@ describe("hostile environments", () => {
       { step: `return { state, observation: "o", get reward(): number { throw new Error("getter says no"); }, done: false };`, expected: /threw Error: getter says no \(at environment\.ts:15:/ },
       { step: `return new Proxy({}, { get() { while (true) {} } }) as any;`, expected: /exceeded cpuMsPerCall=100 ms/ },
       { step: `return Promise.resolve({ state, reward: 1, done: true }) as any;`, expected: /step\(\) returned a Promise; environment functions must be synchronous/ },
+      { reset: `return Promise.resolve({ state: { n: 0 }, observation: "start" }) as any;`, expected: /reset\(\) returned a Promise; environment functions must be synchronous/ },
+      { parseAction: `return Promise.resolve({ ok: true, action: text }) as any;`, expected: /parseAction\(\) returned a Promise; environment functions must be synchronous/ },
       { step: `const o: any = { state, observation: "o", reward: 1, done: false, info: {} }; o.info.self = o.info; return o;`, expected: /info/ },
     ];
-    for (const { step, expected } of cases) {
-      const pool = await createPool({ step });
+    for (const { expected, ...parts } of cases) {
+      const pool = await createPool(parts);
       const error = await stepUntilError(pool);
       expect(error).toBeInstanceOf(SandboxError);
       expect(error.message).toMatch(expected);
