@@ -18,6 +18,7 @@ export {
   SandboxedSession,
   runSandboxedEpisodes,
   type SandboxSource,
+  type SandboxedPlayOptions,
   type SandboxedReset,
   type SandboxedStep,
   type SandboxedSummary,

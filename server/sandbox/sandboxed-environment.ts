@@ -15,6 +15,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateFunction } from "./compile";
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
+import { LaneSchedule, laneStarts } from "./lanes";
 import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
@@ -514,36 +515,77 @@ export class SandboxedSession {
   }
 }
 
+export type SandboxedPlayOptions = {
+  fitsContext?: (messages: ChatMessage[]) => boolean;
+  /**
+   * Parts of the batch that take turns (see ./lanes.ts): while the policy samples one lane's actions, the
+   * sandbox's thread steps another's. 1: the whole batch in one part. Default 2.
+   */
+  lanes?: number;
+  /** false: a lane's steps are answered before the next lane samples (the same calls in the same order, no overlap). */
+  overlap?: boolean;
+};
+
 /**
- * `runEpisodes` over sandboxed sessions, with one crossing per round instead of one per episode: all resets go
- * in one batch, and after `act` answers a round, all of that round's steps go in one batch.
+ * `runEpisodes` over sandboxed sessions, with one crossing per round of a lane instead of one per episode: all
+ * resets go in one batch, and after `act` answers a lane's round, all of that round's steps go in one batch,
+ * stepped by the sandbox's thread while the next lane samples.
+ *
+ * `act` is called for lane 0's round, lane 1's, …, then lane 0's next round, and so on, whether the steps
+ * overlap or not: the same calls in the same order, so the same results. With one lane, the calls of
+ * `runEpisodes`. With more, each round's requests come in parts, in episode order: a policy that answers each
+ * request on its own answers as with one lane, but the runtime's sampler does not (its random draws interleave a
+ * batch's rows token by token, and its arithmetic depends on the batch's rows in the last bits).
  */
 export async function runSandboxedEpisodes(
   protocol: Protocol,
   pool: SandboxedEnvironmentPool,
   starts: { seed: number; sample?: DatasetRow }[],
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
-  options: { fitsContext?: (messages: ChatMessage[]) => boolean } = {},
+  options: SandboxedPlayOptions = {},
 ): Promise<Trajectory[]> {
+  const { lanes = 2, overlap = true, fitsContext } = options;
+  const cuts = laneStarts(starts, lanes);
   pool.resetMany(starts.map(({ seed, sample }, slot) => ({ slot, seed, sample })));
-  // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
-  const episodes: EpisodeStart[] = starts.map(({ seed, sample }, slot) => ({
-    session: pool.session(slot) as unknown as EnvironmentSession,
-    seed,
-    sample,
-  }));
-  return runEpisodes(
-    protocol,
-    episodes,
-    async (requests) => {
+  const schedule = new LaneSchedule(cuts.length);
+  const playLane = async (lane: number): Promise<Trajectory[]> => {
+    const from = cuts[lane]!;
+    // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
+    const episodes: EpisodeStart[] = starts.slice(from, cuts[lane + 1] ?? starts.length).map(({ seed, sample }, i) => ({
+      session: pool.session(from + i) as unknown as EnvironmentSession,
+      seed,
+      sample,
+    }));
+    const laneAct = async (laneRequests: ActRequest[]): Promise<ActResponse[]> => {
+      const requests = laneRequests.map((request) => ({ ...request, episode: request.episode + from }));
+      await schedule.sampleTurn(lane);
       const responses = await act(requests);
-      if (responses.length === requests.length) {
-        pool.stepMany(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text })));
+      // A wrong count fails runEpisodes; nothing is stepped.
+      if (responses.length !== requests.length) return responses;
+      await schedule.crossing(lane);
+      try {
+        const stepping = pool.stepManyAsync(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text })));
+        if (overlap) schedule.passTurn(lane);
+        await stepping;
+      } finally {
+        schedule.crossed(lane);
       }
+      schedule.passTurn(lane);
       return responses;
-    },
-    options,
-  );
+    };
+    try {
+      return await runEpisodes(protocol, episodes, laneAct, { fitsContext });
+    } catch (error) {
+      schedule.abort(error);
+      throw error;
+    } finally {
+      schedule.finish(lane);
+    }
+  };
+  // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.
+  const played = await Promise.allSettled(cuts.map((_, lane) => playLane(lane)));
+  if (schedule.error) throw schedule.error.error;
+  return played.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
 }
 
 // ---- checks of what the guest answers ----

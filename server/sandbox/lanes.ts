@@ -1,0 +1,115 @@
+/**
+ * Lanes: a batch of episodes split into a few parts that take turns, so that the policy samples one lane's
+ * actions while the sandbox's thread steps another's (`runSandboxedEpisodes`).
+ *
+ * The order of everything that draws random numbers is fixed by the data, never by timing: lanes sample in turn
+ * (0, 1, …, 0, 1, …, skipping lanes whose episodes have all ended), whether or not the steps overlap. The
+ * sandbox runs one batch at a time, and a batch is posted only while no other lane is running the protocol's own
+ * code (which may cross into the sandbox synchronously: the summary of an episode cut short).
+ */
+import type { DatasetRow } from "@/lib/sdk/environment";
+
+/**
+ * Where each lane begins in `starts`: `lanes` parts of about equal size, cut only where one group of identical
+ * starts (a GRPO group: same seed and sample) ends, so a group's first prompts are still forked in one call.
+ * Fewer parts when there are fewer groups.
+ */
+export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow }[], lanes: number): number[] {
+  if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes must be a whole number of at least 1; got ${String(lanes)}`);
+  const boundaries: number[] = [];
+  for (let i = 1; i < starts.length; i++) {
+    if (starts[i]!.seed !== starts[i - 1]!.seed || starts[i]!.sample !== starts[i - 1]!.sample) boundaries.push(i);
+  }
+  const cuts = [0];
+  for (let lane = 1; lane < lanes; lane++) {
+    const target = (lane * starts.length) / lanes;
+    let best: number | null = null;
+    for (const boundary of boundaries) {
+      if (boundary <= cuts.at(-1)!) continue;
+      if (best === null || Math.abs(boundary - target) < Math.abs(best - target)) best = boundary;
+    }
+    if (best !== null) cuts.push(best);
+  }
+  return cuts;
+}
+
+/** Who samples next and when a lane may post its steps. One instance per batch of episodes. */
+export class LaneSchedule {
+  private turn = 0;
+  /** Running the protocol's code (between a step's answer and the next request): may cross synchronously. */
+  private readonly busy: boolean[];
+  private readonly finished: boolean[];
+  private stepping = false;
+  private failure: { error: unknown } | null = null;
+  private wakeups: (() => void)[] = [];
+
+  constructor(readonly lanes: number) {
+    this.busy = new Array<boolean>(lanes).fill(true);
+    this.finished = new Array<boolean>(lanes).fill(false);
+  }
+
+  /** The first error of any lane: every lane still waiting rethrows it. */
+  get error(): { error: unknown } | null {
+    return this.failure;
+  }
+
+  /** Waits until `lane` may sample (it has left the protocol's code). */
+  async sampleTurn(lane: number): Promise<void> {
+    this.busy[lane] = false;
+    this.changed();
+    await this.until(() => this.turn === lane);
+  }
+
+  /** Waits until `lane` may post its steps: the sandbox is idle and no other lane is in the protocol's code. */
+  async crossing(lane: number): Promise<void> {
+    await this.until(() => !this.stepping && this.busy.every((busy, other) => other === lane || !busy));
+    this.stepping = true;
+  }
+
+  /** The next lane may sample now. */
+  passTurn(lane: number): void {
+    if (this.turn !== lane) return;
+    for (let k = 1; k <= this.lanes; k++) {
+      const next = (lane + k) % this.lanes;
+      if (!this.finished[next]) {
+        this.turn = next;
+        break;
+      }
+    }
+    this.changed();
+  }
+
+  /** `lane`'s steps have been answered (or failed): it goes back to the protocol's code. */
+  crossed(lane: number): void {
+    this.stepping = false;
+    this.busy[lane] = true;
+    this.changed();
+  }
+
+  /** Every episode of `lane` has ended. */
+  finish(lane: number): void {
+    this.finished[lane] = true;
+    this.busy[lane] = false;
+    this.passTurn(lane);
+    this.changed();
+  }
+
+  abort(error: unknown): void {
+    this.failure ??= { error };
+    this.changed();
+  }
+
+  private async until(ready: () => boolean): Promise<void> {
+    for (;;) {
+      if (this.failure) throw this.failure.error;
+      if (ready()) return;
+      await new Promise<void>((resolve) => this.wakeups.push(resolve));
+    }
+  }
+
+  private changed(): void {
+    const wakeups = this.wakeups;
+    this.wakeups = [];
+    for (const wake of wakeups) wake();
+  }
+}

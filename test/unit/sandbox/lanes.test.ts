@@ -1,0 +1,123 @@
+/**
+ * Episodes played in lanes (runSandboxedEpisodes): the policy samples one lane while the sandbox steps another,
+ * and the results are those of the same calls made one after another.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { policyActor } from "@/lib/rl/rollouts";
+import { Rng } from "@/lib/model/rng";
+import { EnvironmentSession } from "@/lib/sdk/environment";
+import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { SandboxedEnvironmentPool, runSandboxedEpisodes } from "@/server/sandbox";
+import { laneStarts } from "@/server/sandbox/lanes";
+import dice from "./fixtures/dice-env";
+import { createPool } from "./helpers";
+
+const diceSource = readFileSync(fileURLToPath(new URL("./fixtures/dice-env.ts", import.meta.url)), "utf8");
+const diceFiles = { files: { "dice-env.ts": diceSource } };
+
+/** Six groups of four identical starts, as collectGroups builds them. */
+const grouped = Array.from({ length: 24 }, (_, i) => ({ seed: 500 + Math.floor(i / 4) }));
+
+/** A scripted policy drawing per request, in order, and depending on the observation; it logs its calls. */
+function scripted(seed: number, calls: number[][] = []) {
+  const rng = new Rng(seed);
+  return async (requests: ActRequest[]) => {
+    calls.push(requests.map((request) => request.episode));
+    return requests.map((request) => {
+      const pick = Math.floor(rng.uniform() * 8);
+      return { text: pick === 7 ? "@remaining()" : pick === 6 ? "seven" : String(1 + ((pick + request.messages.at(-1)!.content.length) % 6)) };
+    });
+  };
+}
+
+function tinyPolicy() {
+  const base = BaseModel.create({ vocabSize: 262, contextLength: 160, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 7 });
+  return { primitives: new TrainingClient(base, { seed: 7 }), tokenizer: base.tokenizer, contextLength: 160 };
+}
+
+describe("laneStarts", () => {
+  it("cuts into parts of about equal size, only between groups", () => {
+    expect(laneStarts(grouped, 2)).toEqual([0, 12]);
+    expect(laneStarts(grouped, 3)).toEqual([0, 8, 16]);
+    expect(laneStarts(grouped.slice(0, 12), 2)).toEqual([0, 4]); // three groups: 4 + 8
+    expect(laneStarts(grouped.slice(0, 4), 2)).toEqual([0]); // one group: one lane
+    expect(laneStarts([], 2)).toEqual([0]);
+    expect(laneStarts(grouped, 1)).toEqual([0]);
+    expect(() => laneStarts(grouped, 0)).toThrow("lanes must be a whole number of at least 1; got 0");
+  });
+});
+
+describe("runSandboxedEpisodes in lanes", () => {
+  it("gives the native trajectories for a policy that draws per request, with lanes taking turns in order", async () => {
+    const native = await runEpisodes(
+      multiTurn(),
+      grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })),
+      scripted(3),
+    );
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    for (const options of [{ lanes: 1 }, { lanes: 2 }, { lanes: 2, overlap: false }, { lanes: 3 }]) {
+      const calls: number[][] = [];
+      expect(await runSandboxedEpisodes(multiTurn(), pool, grouped, scripted(3, calls), options)).toEqual(native);
+      // Each call is one lane's live episodes (global indices, ascending); lanes alternate.
+      const laneOf = (episode: number) => laneStarts(grouped, options.lanes).filter((cut) => cut <= episode).length - 1;
+      for (const call of calls) {
+        expect(new Set(call.map(laneOf)).size).toBe(1);
+        expect(call).toEqual([...call].sort((a, b) => a - b));
+      }
+      if (options.lanes === 2) expect(calls.slice(0, 4).map((call) => laneOf(call[0]!))).toEqual([0, 1, 0, 1]);
+    }
+    expect(native.some((t) => t.invalidActions > 0) && native.some((t) => t.turns.length > 2)).toBe(true);
+    pool.dispose();
+  });
+
+  it("samples the same tokens and logprobs overlapped as not, with a real model", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const play = async (overlap: boolean, temperature: number) =>
+      runSandboxedEpisodes(multiTurn("agent", "last"), pool, grouped, policyActor(tinyPolicy(), { maxTokens: 2, temperature, stop: [] }), { lanes: 2, overlap });
+    for (const temperature of [1, 0]) {
+      const overlapped = await play(true, temperature);
+      expect(await play(false, temperature)).toEqual(overlapped);
+      expect(overlapped.flatMap((t) => t.turns.map((turn) => turn.actionTokens.length)).every((n) => n === 2)).toBe(true);
+    }
+    pool.dispose();
+  });
+
+  it("ends episodes that outgrow the context while another lane is being stepped", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    // Full history grows each turn; the cut falls at different turns in different episodes.
+    const fitsContext = (messages: { content: string }[]) => messages.reduce((n, m) => n + m.content.length, 0) < 100 + (messages.length % 3) * 20;
+    const native = await runEpisodes(
+      multiTurn(),
+      grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })),
+      scripted(9),
+      { fitsContext },
+    );
+    expect(native.some((t) => t.truncated && t.turns.length > 0)).toBe(true);
+    expect(await runSandboxedEpisodes(multiTurn(), pool, grouped, scripted(9), { fitsContext })).toEqual(native);
+    pool.dispose();
+  });
+
+  it("fails with the first lane's error once every lane has stopped", async () => {
+    const pool = await createPool({ step: `if (action === "boom") throw new Error("boom at " + state.n); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: state.n >= 3 };` });
+    const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i }));
+    let calls = 0;
+    const act = async (requests: ActRequest[]) => {
+      calls++;
+      return requests.map((request) => ({ text: calls === 3 && request.episode === 0 ? "boom" : "go" }));
+    };
+    await expect(runSandboxedEpisodes(multiTurn(), pool, starts, act)).rejects.toThrow("boom at 1");
+    const callsAtFailure = calls;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(calls).toBe(callsAtFailure);
+    pool.dispose();
+  });
+
+  it("rejects a lane count that is not a whole number", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    await expect(runSandboxedEpisodes(multiTurn(), pool, grouped, scripted(1), { lanes: 1.5 })).rejects.toThrow("lanes must be a whole number of at least 1; got 1.5");
+    pool.dispose();
+  });
+});
