@@ -157,12 +157,16 @@ export class QuickJSSandbox {
    */
   async callAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<GuestResponse> {
     const postedAt = this.post(ops, budgets);
+    // A pending Atomics.waitAsync does not keep Node's event loop alive (the thread and its port are unref'd):
+    // without this timer a script awaiting only this answer would exit with an unsettled promise.
+    const keepAlive = setInterval(() => {}, 2 ** 30);
     try {
       do {
         const waiting = waitAsync(this.control, ANSWERED, 0, this.watchdogWait(budgets, postedAt));
         if (waiting.async) await waiting.value;
       } while (Atomics.load(this.control, ANSWERED) !== 1);
     } finally {
+      clearInterval(keepAlive);
       this.inFlight = false;
     }
     return this.receive(ops, budgets, label);

@@ -2,6 +2,7 @@
  * Episodes played in lanes (runSandboxedEpisodes): the policy samples one lane while the sandbox steps another,
  * and the results are those of the same calls made one after another.
  */
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -113,6 +114,14 @@ describe("runSandboxedEpisodes in lanes", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(calls).toBe(callsAtFailure);
     pool.dispose();
+  });
+
+  it("keeps a script alive while it awaits only the sandbox's answer", () => {
+    const script = fileURLToPath(new URL("./fixtures/await-only-the-sandbox.ts", import.meta.url));
+    const output = execFileSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 30_000 });
+    const native = new EnvironmentSession(dice);
+    const observation = native.reset(3);
+    expect(JSON.parse(output.trim())).toEqual({ observation, reward: native.step("4").reward });
   });
 
   it("rejects a lane count that is not a whole number", async () => {
