@@ -1,40 +1,62 @@
 /**
- * Environment steps per second natively and in the sandbox, side by side, and what the sandbox adds to a
+ * What the sandbox costs: environment steps per second natively and in the sandbox, and what it adds to a real
  * rollout's wall time.
  *
- *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu]
+ *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5]
  *
- * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts.
- * native: EnvironmentSession in this process, one step at a time. sandbox: a SandboxedEnvironmentPool of
- * `batch` slots, all stepped in one crossing per round (as runSandboxedEpisodes does). Actions cycle through a
- * fixed list, so both sides do the same work.
+ * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
+ * (dataset environments with rows of their built-in dataset).
  *
- * rollout_overhead_pct = (sandbox s/step - native s/step) / (sampling s/step + sandbox s/step) * 100, where the
- * sampling time per step is measured with the real runtime: TrainingClient.sample on the tiny model of
- * bench:train (d=64, 2 layers, byte vocabulary), `batch` prompts of 16 tokens, 16 new tokens each, divided by
- * `batch`. Real models are larger, so this overstates the share.
+ * Per step. native: EnvironmentSession in this process, one step at a time. sandbox: a SandboxedEnvironmentPool of
+ * `batch` slots, all stepped in one crossing per round. Both replay the same legal, realistic games: `batch`
+ * episodes played once beforehand by the use case's demonstrator (lib/envs/demonstrations.ts, through the use
+ * case's protocol), or, for an environment without one, a fixed list of actions. step_overhead_model_pct =
+ * (sandbox s/step - native s/step) / (sampling s/step + sandbox s/step) * 100, where sampling s/step is
+ * TrainingClient.sample on the tiny model of bench:train (d=64, 2 layers), `batch` prompts of 16 tokens, 16 new
+ * tokens each, divided by `batch`: a model of a rollout, timed by --clock.
+ *
+ * End to end. One training step's rollout (collectGroups with the use case's template: its groups, group size,
+ * sampling and protocol, the prompts of trainingSpecs), played by the use case's shipped base (BaseModel.load of
+ * builtInBaseDir), natively, through the sandbox in one lane, and through the sandbox in two lanes (the policy
+ * samples one half while the sandbox's thread steps the other: what the RL loop does). An environment without a
+ * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The three run in turn
+ * in this process, `trials` times (the order rotating), each trial with its own sampling seed shared by the three.
+ * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
+ * step - 1) * 100, two lanes; the per-step normalization absorbs the sampled episodes' differing lengths (a split
+ * batch samples differently). rollout_cpu_overhead_pct: the same with the process's CPU clock (all threads).
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5).
- * --clock cpu times every figure (sampling included) by the process's CPU clock (all threads; the sandbox's
- * thread works while this one waits) instead of the wall clock: on a machine shared with other work, the wall
- * clock measures the contention more than the code.
+ * --clock cpu times the per-step figures by the process's CPU clock (all threads; the sandbox's thread works
+ * while this one waits) instead of the wall clock: on a machine shared with other work, the wall clock measures
+ * the contention more than the code. The end-to-end figures are always both.
  * The last line is one JSON object with every figure.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
+import { useCases, type UseCase } from "@/lib/envs";
+import { builtInBaseDir } from "@/lib/envs/bases";
+import { readBuiltInDataset } from "@/lib/envs/datasets";
+import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
+import type { PolicyModel } from "@/lib/rl/primitives";
+import { collectGroups, type EpisodePlayer } from "@/lib/rl/rollouts";
+import { trainingSpecs } from "@/lib/rl/train";
+import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
+import { defineExperiment } from "@/lib/sdk/experiment";
+import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { SandboxedEnvironmentPool, type SourceFiles } from "@/server/sandbox";
+import { SandboxedEnvironmentPool, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall" };
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5 };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
   else if (arg === "--batch") args.batch = Number(process.argv[++i]);
   else if (arg === "--clock") args.clock = process.argv[++i] ?? "";
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock`);
+  else if (arg === "--trials") args.trials = Number(process.argv[++i]);
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials`);
 }
+if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
 const now =
@@ -46,7 +68,8 @@ const now =
     : () => performance.now();
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const actions = ["1", "2", "3", "4", "5", "6", "up", "down", "left", "right", "yes", "no", "a", "42"];
+/** The actions of an environment without a demonstrator (legal in dice-sum and the trivial one). */
+const fixedActions = ["1", "2", "3", "4", "5", "6"];
 
 const trivialSource = `import { defineEnvironment } from "tinkerlab";
 export default defineEnvironment<{ n: number }, string>({
@@ -60,7 +83,14 @@ export default defineEnvironment<{ n: number }, string>({
 });
 `;
 
-type Case = { name: string; files: SourceFiles; entry: string; load: () => Promise<EnvironmentDefinition<unknown, unknown>> };
+type Case = {
+  name: string;
+  files: SourceFiles;
+  entry: string;
+  load: () => Promise<EnvironmentDefinition<unknown, unknown>>;
+  /** The built-in use case playing this environment, if one does. */
+  useCase?: UseCase;
+};
 
 const cases: Case[] = [
   {
@@ -68,18 +98,16 @@ const cases: Case[] = [
     files: { "environment.ts": trivialSource },
     entry: "environment.ts",
     load: async () => {
-      const { defineEnvironment } = await import("@/lib/sdk/environment");
       // The same source, evaluated natively: strip the types with esbuild and import it from a data URL.
       const { transform } = await import("esbuild");
-      const js = (await transform(trivialSource.replace(`from "tinkerlab"`, `from ${JSON.stringify(pathToFileURL(path.join(repoRoot, "lib/sdk/environment.ts")).href)}`), { loader: "ts" })).code;
-      void defineEnvironment;
+      const sdk = JSON.stringify(pathToFileURL(path.join(repoRoot, "lib/sdk/environment.ts")).href);
+      const js = (await transform(trivialSource.replace(`from "tinkerlab"`, `from ${sdk}`), { loader: "ts" })).code;
       return (await import(`data:text/javascript,${encodeURIComponent(js)}`)).default;
     },
   },
   fileCase("dice-sum (test fixture)", path.join(repoRoot, "test/unit/sandbox/fixtures"), "dice-env.ts"),
 ];
 const envDir = path.join(repoRoot, "lib/envs");
-const skipped: string[] = [];
 if (existsSync(envDir)) {
   const files: SourceFiles = {};
   for (const file of readdirSync(envDir).filter((n) => n.endsWith(".ts"))) files[file] = readFileSync(path.join(envDir, file), "utf8");
@@ -89,10 +117,6 @@ if (existsSync(envDir)) {
     for (const [exportName, value] of Object.entries(module)) {
       const definition = value as EnvironmentDefinition<unknown, unknown>;
       if (exportName === "default" || typeof definition?.step !== "function" || typeof definition.reset !== "function") continue;
-      if (definition.data.kind === "dataset") {
-        skipped.push(`${definition.name} (reads dataset rows; not benchmarked here)`);
-        continue;
-      }
       // Each environment is the default export of a one-line entry, as a user's file would be.
       const entry = "__bench_entry.ts";
       cases.push({
@@ -100,6 +124,7 @@ if (existsSync(envDir)) {
         files: { ...files, [entry]: `export { ${exportName} as default } from "./${file.replace(/\.ts$/, "")}";\n` },
         entry,
         load: async () => definition,
+        useCase: Object.values(useCases).find((useCase) => useCase.environment === definition),
       });
     }
   }
@@ -111,6 +136,32 @@ function fileCase(name: string, dir: string, entry: string): Case {
   return { name, files, entry, load: async () => (await import(pathToFileURL(path.join(dir, entry)).href)).default };
 }
 
+function datasetRows(definition: EnvironmentDefinition<unknown, unknown>): DatasetRow[] | undefined {
+  return definition.data.kind === "dataset" ? readBuiltInDataset(definition.data.dataset) : undefined;
+}
+
+/** One episode to replay: its start and the actions played in it, each of which the environment accepted as played. */
+type Script = { seed: number; sample?: DatasetRow; actions: string[] };
+
+/** `batch` episodes played once by the use case's demonstrator, or with the fixed actions in turn (at most 50 steps). */
+async function scripts(c: Case, definition: EnvironmentDefinition<unknown, unknown>): Promise<Script[]> {
+  const demonstrator = c.useCase ? demonstrators[definition.name] : undefined;
+  if (c.useCase && demonstrator) {
+    const played = await demonstrate(c.useCase, demonstrator, args.batch, 1, datasetRows(definition));
+    return played.map((t) => ({ seed: t.seed, sample: t.sample, actions: t.turns.map((turn) => turn.action) }));
+  }
+  return Array.from({ length: args.batch }, (_, b) => {
+    const session = new EnvironmentSession(definition);
+    session.reset(b);
+    const actions: string[] = [];
+    for (let t = 0; t < 50 && !session.summary().done; t++) {
+      actions.push(fixedActions[(b + t) % fixedActions.length]!);
+      session.step(actions.at(-1)!);
+    }
+    return { seed: b, actions };
+  });
+}
+
 function stepsPerSecond(run: () => number): number {
   run(); // warm-up
   let steps = 0;
@@ -119,33 +170,34 @@ function stepsPerSecond(run: () => number): number {
   return steps / ((now() - start) / 1000);
 }
 
-/** One round of `batch` episodes to their end (or 50 steps), natively. Returns the steps taken. */
-function nativeRound(definition: EnvironmentDefinition<unknown, unknown>, seedBase: { value: number }): number {
+/** The scripted episodes, natively, one step at a time. Returns the steps taken. */
+function nativeRound(definition: EnvironmentDefinition<unknown, unknown>, games: Script[]): number {
   let steps = 0;
-  for (let b = 0; b < args.batch; b++) {
+  for (const { seed, sample, actions } of games) {
     const session = new EnvironmentSession(definition);
-    session.reset(seedBase.value++);
+    session.reset(seed, sample);
     session.render();
-    for (let t = 0; t < 50; t++) {
-      const step = session.step(actions[(b + t) % actions.length]!);
+    for (const action of actions) {
+      session.step(action);
       session.render();
       steps++;
-      if (step.done) break;
     }
+    session.score();
   }
   return steps;
 }
 
-/** The same round in the sandbox: one crossing for the resets, then one per step of all live episodes. */
-function sandboxRound(pool: SandboxedEnvironmentPool, seedBase: { value: number }): number {
+/** The same episodes in the sandbox: one crossing for the resets, then one per step of all live episodes. */
+function sandboxRound(pool: SandboxedEnvironmentPool, games: Script[]): number {
   let steps = 0;
-  pool.resetMany(Array.from({ length: args.batch }, (_, slot) => ({ slot, seed: seedBase.value++ })));
-  let live = Array.from({ length: args.batch }, (_, slot) => slot);
-  for (let t = 0; t < 50 && live.length; t++) {
-    const results = pool.stepMany(live.map((slot) => ({ slot, action: actions[(slot + t) % actions.length]! })));
-    steps += results.length;
-    live = live.filter((_, i) => !results[i]!.done);
+  pool.resetMany(games.map(({ seed, sample }, slot) => ({ slot, seed, sample })));
+  for (let t = 0; ; t++) {
+    const live = games.flatMap((game, slot) => (t < game.actions.length ? [{ slot, action: game.actions[t]! }] : []));
+    if (live.length === 0) break;
+    pool.stepMany(live);
+    steps += live.length;
   }
+  for (let slot = 0; slot < games.length; slot++) pool.score(slot);
   return steps;
 }
 
@@ -162,19 +214,113 @@ while (now() - samplingStart < args.seconds * 1000 || samplingCalls < 2) {
 }
 const samplingSecondsPerStep = (now() - samplingStart) / 1000 / samplingCalls / args.batch;
 
+/** How a rollout is played end to end, and by whom. */
+type RolloutSetup = { policy: PolicyModel; protocol: Protocol; specs: { seed: number; sample?: DatasetRow }[]; groupSize: number; temperature: number; maxTokens: number; label: string };
+
+function rolloutSetup(c: Case, definition: EnvironmentDefinition<unknown, unknown>): RolloutSetup {
+  if (c.useCase) {
+    const config = defineExperiment({ ...c.useCase.template, seed: 1 });
+    const model = BaseModel.load(builtInBaseDir(config.agent.base), { engine });
+    const rows = datasetRows(definition);
+    return {
+      policy: { primitives: new TrainingClient(model, { seed: 1 }), tokenizer: model.tokenizer, contextLength: model.config.contextLength },
+      protocol: c.useCase.protocol,
+      specs: trainingSpecs(config, 0, rows ?? null),
+      groupSize: config.algorithm.groupSize,
+      temperature: config.agent.sampling.temperature,
+      maxTokens: config.agent.sampling.maxTokens,
+      label: `${config.agent.base}, ${config.algorithm.groupsPerStep}x${config.algorithm.groupSize}`,
+    };
+  }
+  const model = BaseModel.create({ vocabSize: 262, contextLength: 160, dModel: 32, nLayers: 1, nHeads: 2 }, { engine, seed: 1 });
+  return {
+    policy: { primitives: new TrainingClient(model, { seed: 1 }), tokenizer: model.tokenizer, contextLength: 160 },
+    protocol: multiTurn(),
+    specs: Array.from({ length: 8 }, (_, i) => ({ seed: i })),
+    groupSize: 8,
+    temperature: 1,
+    maxTokens: 4,
+    label: "random tiny model, 8x8",
+  };
+}
+
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+
+/**
+ * One training step's rollout, natively and through the sandbox (one lane, two lanes), `trials` times in turn.
+ * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
+ */
+async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>, pool: SandboxedEnvironmentPool) {
+  const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
+  const variants: { name: "native" | "one_lane" | "two_lanes"; play?: EpisodePlayer }[] = [
+    { name: "native" },
+    { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
+    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 2 }) },
+  ];
+  const run = async (variant: (typeof variants)[number], seed: number) => {
+    const wallStart = performance.now();
+    const cpuStart = cpuMs();
+    const groups = await collectGroups({
+      policy: setup.policy,
+      environment: variant.play ? environment : definition,
+      protocol: setup.protocol,
+      specs: setup.specs,
+      groupSize: setup.groupSize,
+      sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed },
+      playEpisodes: variant.play,
+    });
+    const wall = performance.now() - wallStart;
+    const cpu = cpuMs() - cpuStart;
+    const steps = groups.flat().reduce((a, t) => a + t.turns.length, 0);
+    return { wallPerStep: wall / steps, cpuPerStep: cpu / steps, wall, steps };
+  };
+  await run(variants[0]!, 0); // warm-up: the model's first calls, the sandbox's first crossings
+  await run(variants[2]!, 0);
+  const trials: Record<string, ReturnType<typeof run> extends Promise<infer T> ? T : never>[] = [];
+  for (let trial = 0; trial < args.trials; trial++) {
+    const results: (typeof trials)[number] = {};
+    for (let k = 0; k < variants.length; k++) {
+      const variant = variants[(trial + k) % variants.length]!;
+      results[variant.name] = await run(variant, 1 + trial);
+    }
+    trials.push(results);
+  }
+  const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") =>
+    Number((100 * (median(trials.map((t) => t[variant]![key] / t.native![key])) - 1)).toFixed(2));
+  return {
+    native_rollout_ms: Number(median(trials.map((t) => t.native!.wall)).toFixed(1)),
+    sandbox_rollout_ms: Number(median(trials.map((t) => t.two_lanes!.wall)).toFixed(1)),
+    steps_per_rollout: median(trials.map((t) => t.native!.steps)),
+    rollout_overhead_pct: overhead("two_lanes", "wallPerStep"),
+    rollout_cpu_overhead_pct: overhead("two_lanes", "cpuPerStep"),
+    one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
+    one_lane_cpu_overhead_pct: overhead("one_lane", "cpuPerStep"),
+  };
+}
+
 const results = [];
 for (const c of cases) {
   const definition = await c.load();
+  const games = await scripts(c, definition);
   const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, { limits: { maxStepsPerEpisode: 1_000 } });
-  const native = stepsPerSecond(() => nativeRound(definition, { value: 0 }));
-  const sandboxed = stepsPerSecond(() => sandboxRound(pool, { value: 0 }));
-  pool.dispose();
+  const native = stepsPerSecond(() => nativeRound(definition, games));
+  const sandboxed = stepsPerSecond(() => sandboxRound(pool, games));
   const extra = 1 / sandboxed - 1 / native;
+  const setup = rolloutSetup(c, definition);
+  const rollout = await endToEnd(setup, definition, pool);
+  pool.dispose();
   results.push({
     name: c.name,
     native_steps_per_s: Math.round(native),
     sandbox_steps_per_s: Math.round(sandboxed),
-    rollout_overhead_pct: Number(((100 * Math.max(extra, 0)) / (samplingSecondsPerStep + 1 / sandboxed)).toFixed(3)),
+    steps_per_episode: Number((games.reduce((a, g) => a + g.actions.length, 0) / games.length).toFixed(2)),
+    step_overhead_model_pct: Number(((100 * Math.max(extra, 0)) / (samplingSecondsPerStep + 1 / sandboxed)).toFixed(3)),
+    policy: setup.label,
+    ...rollout,
   });
 }
 
@@ -196,16 +342,23 @@ const crossing: Record<string, number> = {};
   pool.dispose();
 }
 
-for (const line of skipped) console.log(`skipped: ${line}`);
 console.log(
   `crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`,
 );
-console.log(`clock: ${args.clock}`);
+console.log(`clock (per step): ${args.clock}`);
 console.log(`sampling: ${(samplingSecondsPerStep * 1e3).toFixed(3)} ms per episode step (tiny model, batch ${args.batch}, 16 new tokens)`);
+console.log("per step (the same scripted games on both sides):");
 console.log(
   formatTable(
-    ["environment", "native steps/s", "sandbox steps/s", "sandbox/native", "rollout overhead %"],
-    results.map((r) => [r.name, r.native_steps_per_s, r.sandbox_steps_per_s, `${(r.sandbox_steps_per_s / r.native_steps_per_s).toFixed(2)}x`, r.rollout_overhead_pct]),
+    ["environment", "steps/episode", "native steps/s", "sandbox steps/s", "sandbox/native", "modelled overhead %"],
+    results.map((r) => [r.name, r.steps_per_episode, r.native_steps_per_s, r.sandbox_steps_per_s, `${(r.sandbox_steps_per_s / r.native_steps_per_s).toFixed(2)}x`, r.step_overhead_model_pct]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
+console.log(
+  formatTable(
+    ["environment", "policy", "steps", "native ms", "sandbox ms", "overhead % (2 lanes)", "CPU %", "1 lane %", "1 lane CPU %"],
+    results.map((r) => [r.name, r.policy, r.steps_per_rollout, r.native_rollout_ms, r.sandbox_rollout_ms, r.rollout_overhead_pct, r.rollout_cpu_overhead_pct, r.one_lane_overhead_pct, r.one_lane_cpu_overhead_pct]),
+  ),
+);
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
