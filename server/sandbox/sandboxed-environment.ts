@@ -59,6 +59,12 @@ type Slot = {
   /** Answers fetched in a batch, waiting for the session's own call. */
   pendingReset: GuestResetValue | null;
   pendingStep: { action: string; value: GuestStepValue } | null;
+  /**
+   * The summary and score of an unfinished episode as of its last step, once asked for: a rollout reads the
+   * summary twice and the score once for an episode cut short, each a crossing of its own.
+   */
+  summaryCache: SandboxedSummary | null;
+  scoreCache: number | null;
 };
 
 export class SandboxedEnvironmentPool {
@@ -149,7 +155,18 @@ export class SandboxedEnvironmentPool {
     for (const [i, value] of values.entries()) {
       const { slot, seed, sample } = starts[i]!;
       const state = this.slotState(slot);
-      Object.assign(state, { episode: state.episode + 1, seed, sample, turns: 0, done: false, systemPrompt: value.systemPrompt, render: value.render, end: null });
+      Object.assign(state, {
+        episode: state.episode + 1,
+        seed,
+        sample,
+        turns: 0,
+        done: false,
+        systemPrompt: value.systemPrompt,
+        render: value.render,
+        end: null,
+        summaryCache: null,
+        scoreCache: null,
+      });
       state.pendingReset = value;
       state.pendingStep = null;
     }
@@ -198,6 +215,8 @@ export class SandboxedEnvironmentPool {
       state.done = value.done;
       state.render = value.render;
       state.end = value.end;
+      state.summaryCache = null;
+      state.scoreCache = null;
       state.pendingStep = { action, value };
     }
     return values;
@@ -208,11 +227,15 @@ export class SandboxedEnvironmentPool {
     return state.render ?? undefined;
   }
 
+  /** The slot's episode so far (its state is the same object until the episode moves on). */
   summary(slot: number): SandboxedSummary {
     const state = this.started(slot);
-    const label = `summary of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: (raw) => checkSummary(raw, label) });
-    return value!;
+    if (!state.summaryCache) {
+      const label = `summary of episode ${slot} (seed ${state.seed})`;
+      const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: (raw) => checkSummary(raw, label) });
+      state.summaryCache = value!;
+    }
+    return { ...state.summaryCache, breakdown: { ...state.summaryCache.breakdown } };
   }
 
   /**
@@ -233,9 +256,12 @@ export class SandboxedEnvironmentPool {
   score(slot: number): number {
     const state = this.started(slot);
     if (state.end) return state.end.score;
-    const label = `score of episode ${slot} (seed ${state.seed})`;
-    const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: (raw) => finite(raw, `${label}: the score`) });
-    return value!;
+    if (state.scoreCache === null) {
+      const label = `score of episode ${slot} (seed ${state.seed})`;
+      const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: (raw) => finite(raw, `${label}: the score`) });
+      state.scoreCache = value!;
+    }
+    return state.scoreCache;
   }
 
   /** What the user's code wrote with console.* since the last call (at most 200 lines). */
@@ -293,7 +319,21 @@ export class SandboxedEnvironmentPool {
   private slotState(slot: number): Slot {
     let state = this.slots.get(slot);
     if (!state) {
-      state = { episode: 0, seed: 0, sample: undefined, turns: 0, done: true, cpuMs: 0, systemPrompt: "", render: null, end: null, pendingReset: null, pendingStep: null };
+      state = {
+        episode: 0,
+        seed: 0,
+        sample: undefined,
+        turns: 0,
+        done: true,
+        cpuMs: 0,
+        systemPrompt: "",
+        render: null,
+        end: null,
+        pendingReset: null,
+        pendingStep: null,
+        summaryCache: null,
+        scoreCache: null,
+      };
       this.slots.set(slot, state);
     }
     return state;

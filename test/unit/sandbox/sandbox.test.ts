@@ -1,7 +1,7 @@
 /** The sandbox runs a well-behaved environment exactly as the server would natively, and errors point home. */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
@@ -70,6 +70,30 @@ describe("sandboxed environments", () => {
     pool.resetMany([{ slot: 0, seed: 99 }]);
     expect(summary.turns).toBeGreaterThan(0);
     expect(() => summary.state).toThrow("episode 0's final state is no longer in the sandbox: the slot has been reset since");
+    pool.dispose();
+  });
+
+  it("crosses once for an unfinished episode's summary and once for its score until the episode moves on", async () => {
+    const pool = await SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } });
+    const native = new EnvironmentSession(dice);
+    const session = pool.session(0);
+    const sandbox = (pool as unknown as { sandbox: { call: (...args: unknown[]) => unknown } }).sandbox;
+    const crossings = vi.spyOn(sandbox, "call");
+    session.reset(5);
+    native.reset(5);
+    for (const action of ["seven", "1"]) {
+      session.step(action);
+      native.step(action);
+      crossings.mockClear();
+      const first = session.summary();
+      first.breakdown.env = 99; // the caller's copy: the next read is not changed by it
+      expect(session.rewardBreakdown()).toEqual(native.rewardBreakdown());
+      expect({ ...session.summary(), state: null }).toEqual({ ...native.summary(), state: null, breakdown: native.rewardBreakdown() });
+      expect(session.score()).toBe(native.score());
+      expect(session.score()).toBe(native.score());
+      expect(crossings.mock.calls.map((call) => (call[0] as unknown[][]).map((op) => op[0]))).toEqual([["summary"], ["score"]]);
+    }
+    expect(native.summary().done).toBe(false);
     pool.dispose();
   });
 
