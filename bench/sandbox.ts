@@ -20,11 +20,14 @@
  * builtInBaseDir), natively, through the sandbox in one lane, and through the sandbox in two lanes (the policy
  * samples one half while the sandbox's thread steps the other: what the RL loop does). An environment without a
  * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The three run in turn
- * in this process, `trials` times (the order rotating), each trial with its own sampling seed shared by the three.
+ * in this process, `trials` times (the order rotating), each trial with its own sampling seeds shared by the three
+ * (a rollout shorter than 200 ms is repeated within a trial, up to 20 times).
  * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
  * step - 1) * 100, two lanes; the per-step normalization absorbs the sampled episodes' differing lengths (a split
  * batch samples differently). rollout_cpu_overhead_pct: the same with the process's CPU clock (all threads).
- * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5).
+ * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
+ * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
+ * take turns (a loaded machine), where two lanes cannot hide the sandbox.
  * --clock cpu times the per-step figures by the process's CPU clock (all threads; the sandbox's thread works
  * while this one waits) instead of the wall clock: on a machine shared with other work, the wall clock measures
  * the contention more than the code. The end-to-end figures are always both.
@@ -261,31 +264,36 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
     { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 2 }) },
   ];
-  const run = async (variant: (typeof variants)[number], seed: number) => {
+  /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
+  const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
     const wallStart = performance.now();
     const cpuStart = cpuMs();
-    const groups = await collectGroups({
-      policy: setup.policy,
-      environment: variant.play ? environment : definition,
-      protocol: setup.protocol,
-      specs: setup.specs,
-      groupSize: setup.groupSize,
-      sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed },
-      playEpisodes: variant.play,
-    });
-    const wall = performance.now() - wallStart;
-    const cpu = cpuMs() - cpuStart;
-    const steps = groups.flat().reduce((a, t) => a + t.turns.length, 0);
-    return { wallPerStep: wall / steps, cpuPerStep: cpu / steps, wall, steps };
+    let steps = 0;
+    for (let r = 0; r < reps; r++) {
+      const groups = await collectGroups({
+        policy: setup.policy,
+        environment: variant.play ? environment : definition,
+        protocol: setup.protocol,
+        specs: setup.specs,
+        groupSize: setup.groupSize,
+        sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: seed * 100 + r },
+        playEpisodes: variant.play,
+      });
+      steps += groups.flat().reduce((a, t) => a + t.turns.length, 0);
+    }
+    const wall = (performance.now() - wallStart) / reps;
+    const cpu = (cpuMs() - cpuStart) / reps;
+    return { wallPerStep: (wall * reps) / steps, cpuPerStep: (cpu * reps) / steps, wall, steps: steps / reps };
   };
-  await run(variants[0]!, 0); // warm-up: the model's first calls, the sandbox's first crossings
-  await run(variants[2]!, 0);
+  // Warm-up (the model's first calls, the sandbox's first crossings), and how many rollouts make ~200 ms.
+  for (const variant of variants) await run(variant, 0, 1);
+  const reps = Math.min(20, Math.ceil(200 / (await run(variants[0]!, 0, 1)).wall));
   const trials: Record<string, ReturnType<typeof run> extends Promise<infer T> ? T : never>[] = [];
   for (let trial = 0; trial < args.trials; trial++) {
     const results: (typeof trials)[number] = {};
     for (let k = 0; k < variants.length; k++) {
       const variant = variants[(trial + k) % variants.length]!;
-      results[variant.name] = await run(variant, 1 + trial);
+      results[variant.name] = await run(variant, 1 + trial, reps);
     }
     trials.push(results);
   }
@@ -295,6 +303,7 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
     native_rollout_ms: Number(median(trials.map((t) => t.native!.wall)).toFixed(1)),
     sandbox_rollout_ms: Number(median(trials.map((t) => t.two_lanes!.wall)).toFixed(1)),
     steps_per_rollout: median(trials.map((t) => t.native!.steps)),
+    rollouts_per_trial: reps,
     rollout_overhead_pct: overhead("two_lanes", "wallPerStep"),
     rollout_cpu_overhead_pct: overhead("two_lanes", "cpuPerStep"),
     one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
@@ -342,6 +351,30 @@ const crossing: Record<string, number> = {};
   pool.dispose();
 }
 
+// Whether this process can run the sandbox's thread beside this one (the overlap the two lanes rely on): a batch
+// of steps that spin in the guest, alone, then posted with stepManyAsync while this thread spins as long.
+// parallelism = (alone + alone) / together: 2 with a spare core, 1 when the two threads take turns on one.
+const parallelism = await (async () => {
+  const spin = trivialSource.replace("step: (state, action) => ({", "step: (state, action) => ({ ...{ spun: Array.from({ length: 3000 }, (_, i) => i % 7).length },");
+  const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": spin } }, { limits: { maxStepsPerEpisode: 1_000 } });
+  const slots = Array.from({ length: 16 }, (_, slot) => slot);
+  const ratios: number[] = [];
+  for (let rep = 0; rep < 5; rep++) {
+    pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+    let start = performance.now();
+    pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
+    const alone = performance.now() - start;
+    start = performance.now();
+    const stepping = pool.stepManyAsync(slots.map((slot) => ({ slot, action: "go" })));
+    while (performance.now() - start < alone);
+    await stepping;
+    ratios.push((2 * alone) / (performance.now() - start));
+  }
+  pool.dispose();
+  return Number(median(ratios).toFixed(2));
+})();
+
+console.log(`parallelism (sandbox thread beside this one, 2 = a spare core): ${parallelism}`);
 console.log(
   `crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`,
 );
@@ -361,4 +394,4 @@ console.log(
     results.map((r) => [r.name, r.policy, r.steps_per_rollout, r.native_rollout_ms, r.sandbox_rollout_ms, r.rollout_overhead_pct, r.rollout_cpu_overhead_pct, r.one_lane_overhead_pct, r.one_lane_cpu_overhead_pct]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

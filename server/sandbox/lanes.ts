@@ -36,15 +36,20 @@ export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow 
 /** Who samples next and when a lane may post its steps. One instance per batch of episodes. */
 export class LaneSchedule {
   private turn = 0;
-  /** Running the protocol's code (between a step's answer and the next request): may cross synchronously. */
+  /**
+   * Running the protocol's code (from a crossing's answer to the next request): may cross synchronously. A lane
+   * starts with its resets, a crossing, so none is busy before.
+   */
   private readonly busy: boolean[];
   private readonly finished: boolean[];
   private stepping = false;
+  /** Lanes waiting to post a batch. */
+  private readonly waiting = new Set<number>();
   private failure: { error: unknown } | null = null;
   private wakeups: (() => void)[] = [];
 
   constructor(readonly lanes: number) {
-    this.busy = new Array<boolean>(lanes).fill(true);
+    this.busy = new Array<boolean>(lanes).fill(false);
     this.finished = new Array<boolean>(lanes).fill(false);
   }
 
@@ -53,17 +58,46 @@ export class LaneSchedule {
     return this.failure;
   }
 
-  /** Waits until `lane` may sample (it has left the protocol's code). */
+  /**
+   * Waits until `lane` may sample (it has left the protocol's code): its turn, and no other lane able to post a
+   * batch now (so that batch runs while this lane samples, not after).
+   */
   async sampleTurn(lane: number): Promise<void> {
     this.busy[lane] = false;
     this.changed();
-    await this.until(() => this.turn === lane);
+    await this.until(() => this.turn === lane && ![...this.waiting].some((other) => this.mayCross(other)));
   }
 
-  /** Waits until `lane` may post its steps: the sandbox is idle and no other lane is in the protocol's code. */
-  async crossing(lane: number): Promise<void> {
-    await this.until(() => !this.stepping && this.busy.every((busy, other) => other === lane || !busy));
-    this.stepping = true;
+  /**
+   * Waits until `lane` may post a batch (the sandbox is idle and no other lane is in the protocol's code), then
+   * calls `post` at once, in the same check, and returns what it started; `crossed` must follow its answer.
+   */
+  async crossing<T>(lane: number, post: () => Promise<T>): Promise<{ answer: Promise<T> }> {
+    let started: { answer: Promise<T> } | null = null;
+    this.waiting.add(lane);
+    try {
+      await this.until(() => {
+        if (!this.mayCross(lane)) return false;
+        this.stepping = true;
+        this.waiting.delete(lane);
+        let answer: Promise<T>;
+        try {
+          answer = post();
+        } catch (error) {
+          answer = Promise.reject(error);
+        }
+        started = { answer };
+        return true;
+      });
+    } finally {
+      this.waiting.delete(lane);
+    }
+    this.changed();
+    return started!;
+  }
+
+  private mayCross(lane: number): boolean {
+    return !this.stepping && this.busy.every((busy, other) => other === lane || !busy);
   }
 
   /** The next lane may sample now. */

@@ -567,9 +567,9 @@ export type SandboxedPlayOptions = {
 };
 
 /**
- * `runEpisodes` over sandboxed sessions, with one crossing per round of a lane instead of one per episode: all
- * resets go in one batch, and after `act` answers a lane's round, all of that round's steps go in one batch,
- * stepped by the sandbox's thread while the next lane samples.
+ * `runEpisodes` over sandboxed sessions, with one crossing per round of a lane instead of one per episode: a
+ * lane's resets go in one batch, and after `act` answers a lane's round, all of that round's steps go in one
+ * batch; the sandbox's thread runs each batch while the next lane samples.
  *
  * `act` is called for lane 0's round, lane 1's, …, then lane 0's next round, and so on, whether the steps
  * overlap or not: the same calls in the same order, so the same results. With one lane, the calls of
@@ -586,12 +586,12 @@ export async function runSandboxedEpisodes(
 ): Promise<Trajectory[]> {
   const { lanes = 2, overlap = true, fitsContext } = options;
   const cuts = laneStarts(starts, lanes);
-  pool.resetMany(starts.map(({ seed, sample }, slot) => ({ slot, seed, sample })));
   const schedule = new LaneSchedule(cuts.length);
   const playLane = async (lane: number): Promise<Trajectory[]> => {
     const from = cuts[lane]!;
+    const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
     // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
-    const episodes: EpisodeStart[] = starts.slice(from, cuts[lane + 1] ?? starts.length).map(({ seed, sample }, i) => ({
+    const episodes: EpisodeStart[] = laneEpisodes.map(({ seed, sample }, i) => ({
       session: pool.session(from + i) as unknown as EnvironmentSession,
       seed,
       sample,
@@ -602,11 +602,12 @@ export async function runSandboxedEpisodes(
       const responses = await act(requests);
       // A wrong count fails runEpisodes; nothing is stepped.
       if (responses.length !== requests.length) return responses;
-      await schedule.crossing(lane);
+      const stepping = await schedule.crossing(lane, () =>
+        pool.stepManyAsync(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text }))),
+      );
       try {
-        const stepping = pool.stepManyAsync(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text })));
         if (overlap) schedule.passTurn(lane);
-        await stepping;
+        await stepping.answer;
       } finally {
         schedule.crossed(lane);
       }
@@ -614,6 +615,15 @@ export async function runSandboxedEpisodes(
       return responses;
     };
     try {
+      // The lane's resets are its first crossing: the next lane's run while this one samples.
+      const resetting = await schedule.crossing(lane, () =>
+        pool.resetManyAsync(laneEpisodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))),
+      );
+      try {
+        await resetting.answer;
+      } finally {
+        schedule.crossed(lane);
+      }
       return await runEpisodes(protocol, episodes, laneAct, { fitsContext });
     } catch (error) {
       schedule.abort(error);

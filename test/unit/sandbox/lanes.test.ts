@@ -74,6 +74,24 @@ describe("runSandboxedEpisodes in lanes", () => {
     pool.dispose();
   });
 
+  it("posts each lane's resets and steps before the next lane samples, so the sandbox works while it does", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const events: string[] = [];
+    const sandbox = (pool as unknown as { sandbox: { callAsync: (ops: unknown[][]) => Promise<unknown> } }).sandbox;
+    const post = sandbox.callAsync.bind(sandbox);
+    sandbox.callAsync = (ops, ...rest: unknown[]) => {
+      events.push(`${String(ops[0]![0])} ${String(ops[0]![1])}`);
+      return (post as (...args: unknown[]) => Promise<unknown>)(ops, ...rest);
+    };
+    const policy = scripted(4);
+    await runSandboxedEpisodes(multiTurn(), pool, grouped, async (requests) => {
+      events.push(`act ${requests[0]!.episode}`);
+      return policy(requests);
+    });
+    expect(events.slice(0, 8)).toEqual(["reset 0", "reset 12", "act 0", "step 0", "act 12", "step 12", "act 0", "step 0"]);
+    pool.dispose();
+  });
+
   it("samples the same tokens and logprobs overlapped as not, with a real model", async () => {
     const pool = await SandboxedEnvironmentPool.create(diceFiles);
     const play = async (overlap: boolean, temperature: number) =>
