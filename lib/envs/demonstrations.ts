@@ -10,7 +10,7 @@ import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
 import { cellName, emptyCells, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
-import { HOUSE, legalActions, type WorldState } from "./text-world";
+import { HOUSE, legalActions, type Direction, type WorldState } from "./text-world";
 import type { ToolUseState } from "./tool-use";
 
 /** The demonstrator's next action, from the true state (it may peek; the policy never does). */
@@ -55,14 +55,39 @@ function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined):
 }
 
 /**
- * Wanders at random, but mostly picks the object up when it finds it and drops it when it stands in the goal; one
- * move in ten is invalid (a wall, or the object where it is not), so the base sees the error that repeats the state
- * and a move from there: with "last" history that error is all the policy sees on its next turn.
+ * Knows the house but confuses east and west: it walks the shortest way to the object and then to the goal, except
+ * that when that way is east or west it goes the other way three times in five, where a door leads there; it
+ * picks the object up when it finds it and drops it in the goal room four times in five. So the base's most likely
+ * move on a horizontal leg is the wrong one and greedy play shuttles between two rooms (a systematic slip, like
+ * the arithmetic demonstrator's forgotten carry), while the right move is well within what it samples. One move
+ * in ten is invalid (a wall, or the object where it is not), so the base sees the error that repeats the state and
+ * a move from there: with "last" history that error is all the policy sees on its next turn.
  */
 function textWorld(state: WorldState, rng: Rng): string {
   if (rng.uniform() < 0.1) return pick(invalidActions(state), rng);
   const obvious = state.objectAt === state.at ? `take ${state.object}` : state.objectAt === "hand" && state.at === state.goal ? `drop ${state.object}` : null;
-  return obvious && rng.uniform() < 0.8 ? obvious : pick(legalActions(state), rng);
+  if (obvious) return rng.uniform() < 0.8 ? obvious : pick(legalActions(state), rng);
+  const direction = firstStep(state.at, state.objectAt === "hand" ? state.goal : state.objectAt);
+  const mirrored = MIRROR[direction];
+  if (mirrored && HOUSE[state.at]![mirrored] && rng.uniform() < 0.6) return `go ${mirrored}`;
+  return `go ${direction}`;
+}
+
+const MIRROR: Partial<Record<Direction, Direction>> = { east: "west", west: "east" };
+
+/** The first move of a shortest walk between two rooms (breadth-first; the first door in the house's order wins ties). */
+function firstStep(from: string, to: string): Direction {
+  const via = new Map<string, Direction>();
+  const queue = [from];
+  for (let room = queue.shift(); room !== undefined; room = queue.shift()) {
+    for (const [direction, next] of Object.entries(HOUSE[room]!) as [Direction, string][]) {
+      if (next === from || via.has(next)) continue;
+      via.set(next, via.get(room) ?? direction);
+      if (next === to) return via.get(next)!;
+      queue.push(next);
+    }
+  }
+  throw new Error(`no way from ${from} to ${to}`);
 }
 
 /** Actions a careless player tries that the state does not allow: every one is a well-formed command. */

@@ -1,6 +1,11 @@
 /**
  * Use case 5: a text world. One house of six rooms joined by doors; an object lies in one room and must be
- * brought to another. Each step costs 0.02, so short solutions score higher. The house is the same in every
+ * brought to another. Each step costs 0.02, so short solutions score higher. A potential-based progress term pays
+ * 0.1 for every action that shortens the shortest plan still to go (walk to the object, take it, walk to the goal,
+ * drop it) and charges 0.1 for every one that lengthens it: the difference of the potential −0.1·(plan length)
+ * between consecutive states, so every delivery earns the same 0.1·(first plan length) of it in all and the best
+ * policy is unchanged (Ng, Harada & Russell, 1999); what it changes is which step gets the credit, which a
+ * multi-turn estimator otherwise has to infer from a delivery that may come 8 steps later. The house is the same in every
  * episode (a policy can learn its map, as a player learns a game's level); where the agent starts, which object,
  * where it lies and where it must go come from the seed. The observation says where the object is, where the
  * agent is and which exits the room has, so the latest observation is the whole state.
@@ -27,6 +32,36 @@ export const HOUSE: Record<string, Partial<Record<Direction, string>>> = {
   attic: { west: "cellar", north: "study" },
 };
 const ROOMS = Object.keys(HOUSE);
+
+/** Weight of the progress term: this much per action of the shortest remaining plan gained or lost. */
+export const PROGRESS_PER_ACTION = 0.1;
+
+/** Shortest number of moves between two rooms (breadth-first over the doors). */
+export function distance(from: string, to: string): number {
+  let frontier = [from];
+  const seen = new Set(frontier);
+  for (let d = 0; frontier.length; d++) {
+    if (frontier.includes(to)) return d;
+    const next: string[] = [];
+    for (const room of frontier) {
+      for (const neighbour of Object.values(HOUSE[room]!)) {
+        if (!seen.has(neighbour!)) {
+          seen.add(neighbour!);
+          next.push(neighbour!);
+        }
+      }
+    }
+    frontier = next;
+  }
+  throw new Error(`no path from ${from} to ${to}`);
+}
+
+/** The length of the shortest plan that delivers the object from this state: moves, take, moves, drop. */
+export function planLength(state: WorldState): number {
+  if (state.done) return 0;
+  if (state.objectAt === "hand") return distance(state.at, state.goal) + 1;
+  return distance(state.at, state.objectAt) + 1 + distance(state.objectAt, state.goal) + 1;
+}
 
 export type WorldState = {
   object: string;
@@ -96,11 +131,10 @@ export const textWorld = defineEnvironment<WorldState, WorldAction>({
     const next: WorldState = { ...state };
     if (action.verb === "go") next.at = HOUSE[state.at]![action.direction]!;
     else next.objectAt = action.verb === "take" ? "hand" : state.at;
-    if (next.objectAt === next.goal) {
-      next.done = true;
-      return { state: next, reward: 1, done: true, metrics: { success: 1 } };
-    }
-    return { state: next, observation: describe(next), reward: 0, done: false };
+    if (next.objectAt === next.goal) next.done = true;
+    const progress = PROGRESS_PER_ACTION * (planLength(state) - planLength(next));
+    if (next.done) return { state: next, reward: 1 + progress, done: true, metrics: { success: 1 } };
+    return { state: next, observation: describe(next), reward: progress, done: false };
   },
   render: describe,
   score: ({ state }) => (state.done ? 1 : 0),

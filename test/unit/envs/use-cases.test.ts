@@ -6,8 +6,9 @@ import { readBuiltInDataset } from "@/lib/envs/datasets";
 import { demonstrate, demonstrators, toConversations } from "@/lib/envs/demonstrations";
 import { openRange } from "@/lib/envs/guess-number";
 import { useCases } from "@/lib/envs/index";
-import { HOUSE, textWorld, type Direction } from "@/lib/envs/text-world";
+import { distance, HOUSE, planLength, textWorld, type Direction, type WorldState } from "@/lib/envs/text-world";
 import { renderChat } from "@/lib/model/chat";
+import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 import { splitDataset } from "@/lib/rl/train";
 import { EnvironmentSession } from "@/lib/sdk/environment";
@@ -49,6 +50,42 @@ describe("tool-use demonstrator", () => {
       if (call[2] !== operator) slips.set(`${operator}${call[2]}`, (slips.get(`${operator}${call[2]}`) ?? 0) + 1);
     }
     expect(slips.size).toBe(12); // every wrong operator turns up for every operator
+  });
+});
+
+describe("text-world demonstrator", () => {
+  it("walks the shortest way but goes west for east (and east for west) three times in five where it can", async () => {
+    const useCase = useCases["text-world"]!;
+    const starts = Array.from({ length: 400 }, (_, seed) => ({ session: new EnvironmentSession(useCase.environment), seed }));
+    const rng = new Rng(5);
+    let horizontal = 0;
+    let mirrored = 0;
+    let vertical = 0;
+    let verticalRight = 0;
+    await runEpisodes(useCase.protocol, starts, async (requests) =>
+      requests.map(({ episode }) => {
+        const state = starts[episode]!.session.summary().state as WorldState;
+        const move = demonstrators["text-world"]!(state, rng, undefined);
+        const target = state.objectAt === "hand" ? state.goal : state.objectAt;
+        if (state.at !== target && move.startsWith("go ")) {
+          const shortest = (Object.entries(HOUSE[state.at]!) as [Direction, string][]).filter(([, room]) => distance(room, target) < distance(state.at, target)).map(([d]) => d);
+          const onlyHorizontal = shortest.length === 1 && ["east", "west"].includes(shortest[0]!);
+          const other = shortest[0] === "east" ? "west" : "east";
+          if (onlyHorizontal && HOUSE[state.at]![other]) {
+            horizontal++;
+            if (move === `go ${other}`) mirrored++;
+          } else if (shortest.length === 1 && ["north", "south"].includes(shortest[0]!)) {
+            vertical++;
+            if (move === `go ${shortest[0]}`) verticalRight++;
+          }
+        }
+        return { text: move };
+      }),
+    );
+    expect(horizontal).toBeGreaterThan(100);
+    expect(mirrored / horizontal).toBeGreaterThan(0.45); // 0.6 of the 0.9 that are valid moves
+    expect(mirrored / horizontal).toBeLessThan(0.65);
+    expect(verticalRight / vertical).toBeGreaterThan(0.8); // north and south it gets right (but for the one in ten invalid)
   });
 });
 
@@ -104,16 +141,43 @@ describe("environments", () => {
       }
       return seen.get(to)!;
     };
-    const starts = Array.from({ length: 100 }, (_, seed) => ({ session: new EnvironmentSession(textWorld), seed }));
-    const trajectories = await runEpisodes(useCases["text-world"]!.protocol, starts, async (requests) =>
-      requests.map(({ episode }) => {
-        const state = starts[episode]!.session.summary().state as { object: string; objectAt: string; at: string; goal: string };
-        if (state.objectAt === state.at) return { text: `take ${state.object}` };
-        if (state.objectAt === "hand" && state.at === state.goal) return { text: `drop ${state.object}` };
-        return { text: `go ${route(state.at, state.objectAt === "hand" ? state.goal : state.objectAt)}` };
-      }),
-    );
-    expect(trajectories.every((t) => t.score === 1 && t.turns.length <= 8 && t.invalidActions === 0)).toBe(true);
+    const play = async (detour: boolean) => {
+      const starts = Array.from({ length: 100 }, (_, seed) => ({ session: new EnvironmentSession(textWorld), seed }));
+      const firstPlan = new Map<number, number>();
+      const detoured = new Set<number>();
+      const trajectories = await runEpisodes(useCases["text-world"]!.protocol, starts, async (requests) =>
+        requests.map(({ episode }) => {
+          const state = starts[episode]!.session.summary().state as WorldState;
+          if (!firstPlan.has(episode)) {
+            firstPlan.set(episode, planLength(state));
+            // The detour: one step away from the object first, where a door leads away, then back.
+            const away = Object.entries(HOUSE[state.at]!).find(([, room]) => distance(room, state.objectAt) > distance(state.at, state.objectAt));
+            if (detour && away) {
+              detoured.add(episode);
+              return { text: `go ${away[0]}` };
+            }
+          }
+          if (state.objectAt === state.at) return { text: `take ${state.object}` };
+          if (state.objectAt === "hand" && state.at === state.goal) return { text: `drop ${state.object}` };
+          return { text: `go ${route(state.at, state.objectAt === "hand" ? state.goal : state.objectAt)}` };
+        }),
+      );
+      return trajectories.map((t, episode) => ({ ...t, firstPlan: firstPlan.get(episode)!, detoured: detoured.has(episode) }));
+    };
+    const shortest = await play(false);
+    expect(shortest.every((t) => t.score === 1 && t.turns.length <= 8 && t.invalidActions === 0)).toBe(true);
+    // The progress term adds up to 0.1 per action of the first shortest plan; only the step cost tells runs apart.
+    for (const t of shortest) {
+      expect(t.turns.length).toBe(t.firstPlan);
+      expect(t.totalReward).toBeCloseTo(1 + 0.1 * t.firstPlan - 0.02 * t.turns.length, 10);
+    }
+    // A detour is paid back in the progress term (−0.1 there, +0.1 back) and costs two more steps.
+    const detour = await play(true);
+    expect(detour.filter((t) => t.detoured).length).toBeGreaterThan(50);
+    for (const [i, t] of detour.entries()) {
+      expect(t.score).toBe(1);
+      expect(t.totalReward).toBeCloseTo(shortest[i]!.totalReward - (t.detoured ? 0.04 : 0), 10);
+    }
   });
 });
 
