@@ -5,13 +5,14 @@
  *   {"use_cases":[{"name":"arithmetic","metric":"accuracy","before":…,"after":…,"target":…,"steps":…,"seconds":…},…]}
  *
  *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--set algorithm.learningRate=1e-4 ...]
- *                       [--verbose] [--failures]
+ *                       [--verbose] [--failures] [--threads 1|2]
  *
  * "before" and "after" are greedy, as the template's evaluation plays; "sampled" is the first measure with the
  * policy sampling at temperature 1, on the same held-out episodes.
  * --set overrides one field of each template (a dotted path, the value as JSON or a plain string; repeatable);
  * --verbose prints each training step's metrics; --failures prints a few held-out episodes the trained policy
- * still gets wrong.
+ * still gets wrong; --threads 1 leaves the other core to another experiment (default: both, with the native
+ * matrix kernel where it builds, as a worker runs).
  */
 import { parseArgs } from "node:util";
 import { builtInBaseDir } from "../lib/envs/bases";
@@ -21,7 +22,7 @@ import { evaluate } from "../lib/rl/evaluate";
 import { evaluationSpecs, splitDataset, trainRl } from "../lib/rl/train";
 import { defineExperiment } from "../lib/sdk/experiment";
 import type { Trajectory } from "../lib/sdk/protocol";
-import { BaseModel, TrainingClient } from "../server/runtime/index";
+import { BaseModel, TrainingClient, initBackend } from "../server/runtime/index";
 
 /** What each use case is judged by: a figure of the held-out episodes, and the figure it should reach. */
 type Measure = { metric: string; target: number | null; lowerIsBetter?: boolean; of(episodes: Trajectory[]): number };
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
     set: { type: "string", multiple: true, default: [] },
     verbose: { type: "boolean", default: false },
     failures: { type: "boolean", default: false },
+    threads: { type: "string" },
   },
 });
 
@@ -70,6 +72,9 @@ function applySet(template: Record<string, any>, assignment: string): void {
   for (const key of keys.slice(0, -1)) node = node[key] ??= {};
   node[keys.at(-1)!] = value;
 }
+// The engine a worker uses (worker-process.ts): both cores and the native matrix kernel where it builds.
+const { capabilities } = await initBackend({ threads: args.threads ? Number(args.threads) : undefined });
+console.error(`backend ${capabilities.backend}, kernel ${capabilities.kernel ?? "-"}, ${capabilities.threads} thread(s)`);
 const names = args.only ? args.only.split(",") : ["arithmetic", "guess-number", "tic-tac-toe", "tool-use", "text-world", "gomoku"];
 
 const sampled = new Map<string, { before: number; after: number }>();

@@ -270,11 +270,14 @@ napi_value bind(napi_env env, napi_callback_info info) {
 /** Reads call i from the slots, or returns an error message when it is malformed or reaches outside the heap. */
 std::string readCall(const Kernel& k, int i, GemmCall& c) {
   const int32_t* s = k.slots + (size_t)i * slotsPerCall;
-  for (int t = 0; t < 12; t++) {
+  // The three byte addresses are unsigned: a WebAssembly memory reaches 4 GiB, and one past 2 GiB arrives here
+  // with the sign bit set. The sizes and strides that follow must not be negative.
+  const uint32_t address[3] = {(uint32_t)s[0], (uint32_t)s[1], (uint32_t)s[2]};
+  for (int t = 3; t < 12; t++) {
     if (s[t] < 0) return "argument " + std::to_string(t) + " is negative (" + std::to_string(s[t]) + ")";
   }
-  if (s[0] % 4 || s[1] % 4 || s[2] % 4) return "addresses must be multiples of 4 bytes";
-  c.a = s[0] / 4, c.b = s[1] / 4, c.c = s[2] / 4;
+  if (address[0] % 4 || address[1] % 4 || address[2] % 4) return "addresses must be multiples of 4 bytes";
+  c.a = address[0] / 4, c.b = address[1] / 4, c.c = address[2] / 4;
   c.M = s[3], c.K = s[4], c.N = s[5];
   c.ars = s[6], c.acs = s[7], c.brs = s[8], c.bcs = s[9], c.crs = s[10];
   c.accumulate = s[11] != 0;

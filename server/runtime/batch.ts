@@ -29,7 +29,10 @@ export function packBatch(batch: Batch, vocabSize: number, contextLength: number
   const rows = batch.tokens;
   if (!Array.isArray(rows) || rows.length === 0) throw new Error("batch.tokens must hold at least one sequence");
   const lengths = rows.map((r) => r.length);
-  const T = Math.max(...lengths);
+  // The block is padded to a multiple of 4 positions where the context allows: the SIMD attention softmax works
+  // on whole vectors of four. Padding costs at most three positions and changes no result (causal attention).
+  const longest = Math.max(...lengths);
+  const T = Math.ceil(longest / 4) * 4 <= contextLength ? Math.ceil(longest / 4) * 4 : longest;
   rows.forEach((r, b) => {
     if (r.length === 0) throw new Error(`batch.tokens[${b}] is empty; every sequence needs at least one token`);
     if (r.length > contextLength) {

@@ -23,6 +23,9 @@ import { type LossConfigInput, type LossName, computeLoss, parseLossConfig, requ
 import { AdamW, type AdamParamsInput, type TrainableParameter } from "./optimizer";
 import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleWithDecoder } from "./sampler";
 
+/** forward() runs a batch in slices of about this many tokens (padded), so its memory stays bounded. */
+export const FORWARD_CHUNK_TOKENS = 16_384;
+
 export interface TrainingClientOptions {
   /** train a LoRA adapter with these settings on the frozen base; absent: train every parameter */
   lora?: LoraConfigInput;
@@ -110,14 +113,32 @@ export class TrainingClient {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new Error(`temperature must be > 0, got ${temperature}`);
     const { config } = this.base;
-    const packed = packBatch(batch, config.vocabSize, config.contextLength);
-    const { logits, values } = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
-    const result: ForwardResult = { logprobs: tokenLogprobs(logits, packed, config.vocabSize, temperature) };
-    if (values) {
-      result.values = packed.lengths.map((len, b) =>
-        Array.from({ length: len }, (_, i) => (i === 0 ? 0 : values[b * packed.T + i - 1])),
-      );
+    packBatch(batch, config.vocabSize, config.contextLength); // validates every sequence before any work
+    // A pass holds activations for every token of the batch at once, so a large batch (PPO's forward over a
+    // whole step of turns) runs in slices of about FORWARD_CHUNK_TOKENS tokens, shortest sequences together;
+    // each sequence's result is the same whichever slice it is in.
+    const order = batch.tokens.map((_, i) => i).sort((a, b) => batch.tokens[a]!.length - batch.tokens[b]!.length);
+    const logprobs = new Array<number[]>(batch.tokens.length);
+    const values: number[][] = new Array(batch.tokens.length);
+    let hasValues = false;
+    for (let start = 0; start < order.length; ) {
+      let end = start + 1;
+      while (end < order.length && (end + 1 - start) * batch.tokens[order[end]!]!.length <= FORWARD_CHUNK_TOKENS) end++;
+      const rows = order.slice(start, end);
+      const packed = packBatch({ tokens: rows.map((i) => batch.tokens[i]!) }, config.vocabSize, config.contextLength);
+      const out = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
+      const chunkLogprobs = tokenLogprobs(out.logits, packed, config.vocabSize, temperature);
+      rows.forEach((row, b) => {
+        logprobs[row] = chunkLogprobs[b]!;
+        if (out.values) {
+          hasValues = true;
+          values[row] = Array.from({ length: packed.lengths[b]! }, (_, i) => (i === 0 ? 0 : out.values![b * packed.T + i - 1]!));
+        }
+      });
+      start = end;
     }
+    const result: ForwardResult = { logprobs };
+    if (hasValues) result.values = values;
     return result;
   }
 

@@ -119,6 +119,12 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
     // C = A[8, 8] @ B[8, 8] with C (64 floats) starting 50 floats before the end of a 1024-float memory
     calls.set([0, 256, (1024 - 50) * 4, 8, 8, 8, 8, 1, 8, 1, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/call 0: operands reach float 1\d\d\d, past the bound memory of 1024/);
+    // An address past 2 GiB (a WebAssembly memory grows to 4 GiB) arrives with the sign bit set: it is read as
+    // unsigned, so it is judged by the memory's size, not called negative.
+    calls.set([0, 256, 0x80000000 | 0, 8, 8, 8, 8, 1, 8, 1, 8, 0]);
+    expect(() => kernel.run(1)).toThrow(/operands reach float 536870\d\d\d, past the bound memory of 1024/);
+    calls.set([0, 256, 512, -8, 8, 8, 8, 1, 8, 1, 8, 0]);
+    expect(() => kernel.run(1)).toThrow(/argument 3 is negative \(-8\)/);
     calls.set([0, 256, 512, 8, 8, 8, 8, 8, 8, 1, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/A needs a row or column stride of 1/);
     calls.set([0, 256, 512, 8, 8, 8, 8, 1, 8, 8, 8, 0]);

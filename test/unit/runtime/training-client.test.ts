@@ -179,6 +179,23 @@ describe("KL penalty and value head", () => {
   });
 });
 
+describe("forward", () => {
+  it("gives each sequence of a batch too large for one pass the result it gets alone, in the batch's order", async () => {
+    const client = new TrainingClient(BaseModel.create(tiny, { seed: 4 }), { valueHead: true });
+    // 1,200 sequences of 2..16 tokens: over FORWARD_CHUNK_TOKENS padded, so forward runs them in slices.
+    const rows = Array.from({ length: 1200 }, (_, b) => Array.from({ length: 2 + ((b * 7) % 15) }, (_, i) => (b * 3 + i * 5) % 32));
+    const all = await client.forward({ tokens: rows });
+    expect(all.logprobs).toHaveLength(rows.length);
+    for (const b of [0, 1, 17, 599, 1199]) {
+      const alone = await client.forward({ tokens: [rows[b]!] });
+      expect(all.logprobs[b]).toHaveLength(rows[b]!.length);
+      all.logprobs[b]!.forEach((lp, i) => expect(lp).toBeCloseTo(alone.logprobs[0]![i]!, 5));
+      all.values![b]!.forEach((v, i) => expect(v).toBeCloseTo(alone.values![0]![i]!, 5));
+    }
+    await expect(client.forward({ tokens: [...rows, Array(17).fill(1)] })).rejects.toThrow(/batch.tokens\[1200\] has 17 tokens, over the model's contextLength=16/);
+  });
+});
+
 describe("saveState / loadState", () => {
   for (const mode of ["full", "lora"] as const) {
     it(`${mode}: a restored client gives identical logprobs, the identical next step and the same samples`, async () => {
