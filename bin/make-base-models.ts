@@ -4,6 +4,11 @@
  * conversations. Deterministic on one machine: the same recipe gives the same weights.
  *
  *   npx tsx bin/make-base-models.ts [--only arithmetic-base] [--steps N] [--out DIR] [--eval-every N]
+ *                                   [--kernel wasm|native|auto] [--threads 1|2]
+ *
+ * The engine defaults to the WebAssembly kernel on one thread, the one every shipped base was made with, so the
+ * script reproduces them; `--kernel native --threads 2` runs 2-3 times faster on this machine but rounds
+ * differently, so its bases differ from the shipped ones in their last bits (and so in what they sample).
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
@@ -16,11 +21,21 @@ import { Rng } from "../lib/model/rng";
 import { evaluate } from "../lib/rl/evaluate";
 import { sftStep } from "../lib/rl/sft";
 import { splitDataset } from "../lib/rl/train";
-import { BaseModel, TrainingClient } from "../server/runtime/index";
+import { BaseModel, TrainingClient, initBackend } from "../server/runtime/index";
 
 const { values: args } = parseArgs({
-  options: { only: { type: "string" }, steps: { type: "string" }, out: { type: "string" }, "eval-every": { type: "string", default: "0" } },
+  options: {
+    only: { type: "string" },
+    steps: { type: "string" },
+    out: { type: "string" },
+    "eval-every": { type: "string", default: "0" },
+    kernel: { type: "string", default: "wasm" },
+    threads: { type: "string", default: "1" },
+  },
 });
+if (!["wasm", "native", "auto"].includes(args.kernel!)) throw new Error(`--kernel must be wasm, native or auto; got ${JSON.stringify(args.kernel)}`);
+const { capabilities } = await initBackend({ prefer: "js", kernel: args.kernel as "wasm" | "native" | "auto", threads: Number(args.threads) });
+console.error(`engine: kernel ${capabilities.kernel}, ${capabilities.threads} thread(s)`);
 const names = args.only ? args.only.split(",") : Object.keys(builtInBases);
 const evalEvery = Number(args["eval-every"]);
 
