@@ -5,15 +5,17 @@
  *   {"use_cases":[{"name":"arithmetic","metric":"accuracy","before":…,"after":…,"target":…,"steps":…,"seconds":…},…]}
  *
  *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--set algorithm.learningRate=1e-4 ...]
- *                       [--verbose] [--failures] [--threads 1|2]
+ *                       [--verbose] [--failures] [--threads 1|2] [--save DIR]
  *
  * "before" and "after" are greedy, as the template's evaluation plays; "sampled" is the first measure with the
  * policy sampling at temperature 1, on the same held-out episodes.
  * --set overrides one field of each template (a dotted path, the value as JSON or a plain string; repeatable);
  * --verbose prints each training step's metrics; --failures prints a few held-out episodes the trained policy
  * still gets wrong; --threads 1 leaves the other core to another experiment (default: both, with the native
- * matrix kernel where it builds, as a worker runs).
+ * matrix kernel where it builds, as a worker runs); --save DIR writes each trained policy to DIR/NAME as sampler
+ * weights (load with BaseModel.load).
  */
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { builtInBaseDir } from "../lib/envs/bases";
 import { readBuiltInDataset } from "../lib/envs/datasets";
@@ -56,6 +58,7 @@ const { values: args } = parseArgs({
     verbose: { type: "boolean", default: false },
     failures: { type: "boolean", default: false },
     threads: { type: "string" },
+    save: { type: "string" },
   },
 });
 
@@ -132,6 +135,11 @@ for (const name of names) {
     },
   });
   const seconds = (performance.now() - started) / 1000;
+  if (args.save) {
+    const dir = path.join(args.save, name);
+    await client.saveWeightsForSampler(dir, { merge: true });
+    console.error(`${name}: trained weights saved to ${dir}`);
+  }
   sampled.set(name, { before: sampledBefore, after: await sampledScore() });
   if (args.failures) {
     for (const episode of evaluations.at(-1)!.episodes.filter((t) => t.score < 1).slice(0, 5)) {
