@@ -4,15 +4,19 @@
  *  1. Latency: a worker (this process, through the real worker API) reports one point at a time; a subscriber on
  *     the run's server-sent event stream notes when each arrives. p50 and p95 of arrival − report.
  *  2. Step rate with 100 viewers: the same short training run on a real local worker, once with no viewer and
- *     with 100 SSE clients subscribed, in turn, after a warm-up run; the ratio of the median steps per second.
+ *     with 100 SSE clients subscribed, in turn, after a warm-up run; the ratio of the median steps per second, timed
+ *     by when steps 11 and 200 reach a probe subscriber (the worker's reports leave as it trains). Every viewer
+ *     parses every event and checks it got each step once, in order; the bench fails otherwise.
  *  3. The run page with 100,000 points (10 series of 10,000, reported while nobody watched): Chromium opens it and
  *     we time until every headline chart holds all its points and has drawn its curve.
  *
  * The server runs as a child process (`tinkerlab start`) on a fresh embedded database. Options: --viewers N,
- * --trials N (runs without and with viewers, in turn; default 3), --rate-only.
+ * --trials N (runs without and with viewers, in turn; default 3), --rate-only, --cpu-prof DIR (V8 CPU profiles of
+ * the server's processes, and DIR/trials.json with each trial's span on the profiles' clock).
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -24,6 +28,8 @@ import { formatTable } from "./lib/measure";
 const root = path.resolve(import.meta.dirname, "..");
 const viewers = Number(process.argv[process.argv.indexOf("--viewers") + 1] || 100) || 100;
 const TOKEN = "bench-stream-worker-token-0123456789";
+/** --cpu-prof DIR: the server's processes (web server, workers) write V8 CPU profiles there when they exit. */
+const cpuProfDir = process.argv.includes("--cpu-prof") ? path.resolve(process.argv[process.argv.indexOf("--cpu-prof") + 1]!) : null;
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -48,6 +54,7 @@ async function startServer(localWorkers: number, basesDir: string) {
       TINKERLAB_EXAMPLES: "off",
       TINKERLAB_LOCAL_WORKERS: String(localWorkers),
       TINKERLAB_WORKER_TOKEN: TOKEN,
+      ...(cpuProfDir ? { NODE_OPTIONS: `--require ${path.join(root, "bench/lib/cpu-prof-preload.cjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {}),
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -74,35 +81,74 @@ async function trpc<T>(url: string, procedure: string, input: unknown, worker = 
   return body.result.data.json as T;
 }
 
-/** A raw SSE client of runs.metricStream; calls onPoints with each batch. */
-function subscribe(url: string, runId: string, onPoints: (points: { name: string; step: number }[]) => void) {
-  const controller = new AbortController();
-  const input = encodeURIComponent(JSON.stringify({ json: { runId } }));
-  const done = (async () => {
-    const response = await fetch(`${url}/api/trpc/runs.metricStream?input=${input}`, { signal: controller.signal, headers: { accept: "text/event-stream" } });
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let cut: number;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const event = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        const lines = event.split("\n");
-        const data = lines.find((line) => line.startsWith("data: "));
-        if (!data || lines.some((line) => line.startsWith("event: "))) continue; // connected, ping, return
+/** One event of runs.metricStream as a viewer sees it: its id, and per series the steps it carries. */
+type StreamEvent = { id: number; summary: boolean; series: { name: string; steps: number[] }[] };
 
-        const parsed = JSON.parse(data.slice(6));
-        if (Array.isArray(parsed?.json?.series)) {
-          onPoints((parsed.json.series as { name: string; steps: number[] }[]).flatMap((series) => series.steps.map((step) => ({ name: series.name, step }))));
+/**
+ * A raw SSE client of runs.metricStream; calls onEvent with each data event, parsed. It stands for a browser on
+ * another machine, so it does what a client must (read the stream, split events, parse each event's JSON) and no
+ * more: node:http and one string buffer, rather than fetch's web streams and a decoder stream per client, which
+ * took two to three times the CPU for the same bytes on this machine (shared with the server under test).
+ */
+function subscribe(url: string, runId: string, onEvent: (event: StreamEvent) => void) {
+  const input = encodeURIComponent(JSON.stringify({ json: { runId } }));
+  let request: http.ClientRequest | null = null;
+  const done = new Promise<void>((resolve) => {
+    request = http.get(`${url}/api/trpc/runs.metricStream?input=${input}`, { headers: { accept: "text/event-stream" } }, (response) => {
+      response.setEncoding("utf8");
+      let buffer = "";
+      response.on("data", (chunk: string) => {
+        buffer += chunk;
+        let cut: number;
+        while ((cut = buffer.indexOf("\n\n")) >= 0) {
+          const event = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          // Data events are "id: N\ndata: {...}"; connected, ping and return events start with "event: ".
+          if (!event.startsWith("id: ")) continue;
+          const newline = event.indexOf("\n");
+          const data = event.slice(newline + 1);
+          if (!data.startsWith("data: ")) continue;
+          const parsed = JSON.parse(data.slice(6));
+          if (Array.isArray(parsed?.json?.series)) onEvent({ id: Number(event.slice(4, newline)), summary: !!parsed.json.summary, series: parsed.json.series });
         }
-      }
-    }
-  })().catch(() => {});
-  return { close: () => controller.abort(), done };
+      });
+      response.on("end", resolve);
+      response.on("error", resolve);
+      response.on("close", resolve);
+    });
+    request.on("error", () => resolve());
+  });
+  return { close: () => request?.destroy(), done };
 }
+
+/**
+ * A viewer that checks what it gets: event ids only grow, each series' steps only grow (no duplicate), and the
+ * series reported every training step (reward/mean) has no gap. A summary event (history before the viewer came)
+ * is a downsample, so only its order is checked.
+ */
+function checkedViewer(url: string, runId: string, onEvent?: (event: StreamEvent) => void) {
+  const lastStep = new Map<string, number>();
+  let lastId = 0;
+  const problems: string[] = [];
+  const sub = subscribe(url, runId, (event) => {
+    if (event.id <= lastId) problems.push(`event id ${event.id} after ${lastId}`);
+    lastId = event.id;
+    for (const { name, steps } of event.series) {
+      let last = lastStep.get(name) ?? (name === EVERY_STEP ? 0 : -1);
+      for (const step of steps) {
+        if (step <= last) problems.push(`${name}: step ${step} again or out of order after ${last}`);
+        else if (name === EVERY_STEP && !event.summary && step !== last + 1) problems.push(`${name}: steps ${last + 1}-${step - 1} missing`);
+        last = step;
+      }
+      lastStep.set(name, last);
+    }
+    onEvent?.(event);
+  });
+  return { ...sub, problems, lastStep: (name: string) => lastStep.get(name) ?? 0 };
+}
+
+/** The series a training run reports once per step. */
+const EVERY_STEP = "reward/mean";
 
 async function createRun(url: string, steps: number, name: string) {
   const { id } = await trpc<{ id: string }>(url, "experiments.create", {
@@ -129,9 +175,9 @@ async function measureLatency(url: string) {
   const heartbeat = setInterval(() => void trpc(url, "worker.heartbeat", { workerId, running: [{ jobId, step: 0 }] }, true).catch(() => {}), 2000);
   const sentAt = new Map<number, number>();
   const latencies: number[] = [];
-  const sub = subscribe(url, runId, (points) => {
+  const sub = subscribe(url, runId, (event) => {
     const now = performance.now();
-    for (const p of points) if (sentAt.has(p.step)) latencies.push(now - sentAt.get(p.step)!);
+    for (const series of event.series) for (const step of series.steps) if (sentAt.has(step)) latencies.push(now - sentAt.get(step)!);
   });
   await new Promise((resolve) => setTimeout(resolve, 1000));
   for (let step = 1; step <= 200; step++) {
@@ -174,22 +220,32 @@ const RATE_STEPS = 200;
 
 async function stepRate(url: string, watchers: number) {
   const runId = await createRun(url, RATE_STEPS, `rate-${watchers}`);
-  const subs = Array.from({ length: watchers }, () => subscribe(url, runId, () => {}));
+  const viewersOfRun = Array.from({ length: watchers }, () => checkedViewer(url, runId));
   let firstAt = 0;
   let lastAt = 0;
   let steps = 0;
-  const probe = subscribe(url, runId, (points) => {
-    for (const p of points) {
-      if (p.name !== "reward/mean") continue;
-      if (p.step === 11) firstAt = performance.now();
-      if (p.step > steps) (steps = p.step), (lastAt = performance.now());
+  const probe = subscribe(url, runId, (event) => {
+    for (const series of event.series) {
+      if (series.name !== EVERY_STEP) continue;
+      for (const step of series.steps) {
+        if (step === 11) firstAt = performance.now();
+        if (step > steps) (steps = step), (lastAt = performance.now());
+      }
     }
   });
   await probe.done;
-  subs.forEach((s) => s.close());
+  // The run has ended: each viewer's stream ends too, once it has every point.
+  const drained = await Promise.race([Promise.all(viewersOfRun.map((v) => v.done)).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+  viewersOfRun.forEach((v) => v.close());
   if (steps < 12) {
     const run = await (await fetch(`${url}/api/trpc/runs.byId?input=${encodeURIComponent(JSON.stringify({ json: { id: runId } }))}`)).json();
     throw new Error(`the step-rate run did not train: ${JSON.stringify(run.result?.data?.json ?? run).slice(0, 600)}`);
+  }
+  // Every viewer saw every step once, in order.
+  const wrong = viewersOfRun.filter((v) => v.problems.length > 0 || v.lastStep(EVERY_STEP) !== steps);
+  if (!drained || wrong.length) {
+    const example = wrong[0] ? `${wrong[0].problems.slice(0, 3).join("; ") || `last step ${wrong[0].lastStep(EVERY_STEP)} of ${steps}`}` : "streams did not end";
+    throw new Error(`${wrong.length} of ${watchers} viewers did not get every step exactly once (${example})`);
   }
   return (steps - 11) / ((lastAt - firstAt) / 1000); // steps/s after a 10-step warm-up
 }
@@ -253,12 +309,16 @@ const training = await startServer(1, basesDir);
 await stepRate(training.url, 0);
 const trials = Number(process.argv[process.argv.indexOf("--trials") + 1] || 3) || 3;
 const rates: Record<"alone" | "watched", number[]> = { alone: [], watched: [] };
+const trialTimes: { kind: string; startUs: number; endUs: number }[] = [];
 const cpu = { alone: { server: 0, workers: 0, bench: 0 }, watched: { server: 0, workers: 0, bench: 0 } };
 for (let trial = 0; trial < trials; trial++) {
   for (const kind of ["alone", "watched"] as const) {
     const before = cpuSeconds(training.pid);
     const benchBefore = process.cpuUsage();
+    const startUs = Number(process.hrtime.bigint() / 1000n);
     rates[kind].push(await stepRate(training.url, kind === "alone" ? 0 : viewers));
+    // The profiles' timestamps are the same monotonic clock, so a profile can be cut to each trial.
+    if (cpuProfDir) trialTimes.push({ kind, startUs, endUs: Number(process.hrtime.bigint() / 1000n) });
     const benchUsed = process.cpuUsage(benchBefore);
     cpu[kind].bench += (benchUsed.user + benchUsed.system) / 1e6 / trials;
     const after = cpuSeconds(training.pid);
@@ -267,6 +327,7 @@ for (let trial = 0; trial < trials; trial++) {
   }
 }
 await training.stop();
+if (cpuProfDir) fs.writeFileSync(path.join(cpuProfDir, "trials.json"), JSON.stringify(trialTimes));
 const median = (xs: number[]) => percentile(xs, 50);
 const alone = median(rates.alone);
 const watched = median(rates.watched);

@@ -9,6 +9,7 @@ import { ensureExampleExperiments } from "./examples";
 import { startSchedulerLoop } from "./scheduler/loop";
 import { createPackingPolicy } from "./scheduler/policy";
 import { followLiveRuns } from "./metric-feed";
+import { isMetricStreamRequest, serveMetricStream } from "./metric-stream-sse";
 import { announceRunData } from "./run-events";
 import { listenAsServer } from "./worker/channel";
 import { startLocalWorkers } from "./worker/local-workers";
@@ -28,6 +29,11 @@ export async function startWebServer(
   const server = http.createServer((req, res) => {
     if (!handle) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
+      return;
+    }
+    // Live metric streams go from the run's feed straight to the socket, past Next.js (see metric-stream-sse.ts).
+    if (isMetricStreamRequest(req.method, req.url)) {
+      serveMetricStream(req, res).catch((error) => (console.error("metric stream failed:", error), res.destroy()));
       return;
     }
     void handle(req, res);

@@ -17,7 +17,7 @@ import { loadBaseModel } from "./base-models";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import type { WorkerChannel } from "./channel";
 import type { ClaimedJob, ReportInput } from "./job-store";
-import { ReportQueue } from "./report-queue";
+import { mergeReports, ReportQueue } from "./report-queue";
 
 export type JobSpec = ClaimedJob;
 export type StopReason = "cancel" | "pause" | "preempt";
@@ -76,7 +76,7 @@ export async function runJob(options: {
   const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
 
   let stepReached = startStep;
-  const reports = new ReportQueue<ReportInput>((report) => channel.report(report));
+  const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
   /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
   const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
     await reports.flush();
@@ -108,6 +108,11 @@ export async function runJob(options: {
       },
       onRollouts: async (step, split, groups, advantages) => {
         reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
+        // A step's rollouts are its last report. The loop itself never gives the event loop a turn (the matrix
+        // kernel waits on its threads synchronously), so without one here the reports, heartbeats and stop
+        // requests would all wait until the run's next checkpoint: viewers saw nothing live, and the bench's
+        // "step rate" was the rate at which the server stored the backlog after training.
+        await new Promise<void>((resolve) => setImmediate(resolve));
       },
       onCheckpoint: saveCheckpoint,
       shouldStop: () => options.stopRequested() !== null,

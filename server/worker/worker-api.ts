@@ -3,10 +3,16 @@ import superjson from "superjson";
 import type { AppRouter } from "../api/root";
 import { WORKER_TOKEN_HEADER } from "../api/routers/worker";
 
-/** The tRPC client a worker uses to reach its server. */
+/**
+ * The tRPC client a worker uses to reach its server. It asks for answers uncompressed: most are a few bytes (a
+ * report's "stored", sent every training step), and a gzip stream per response cost the server more CPU than it
+ * saved bytes; the largest, a claimed job's config and files, comes once per job.
+ */
 export function createWorkerApi(serverUrl: string, token: string) {
   return createTRPCClient<AppRouter>({
-    links: [httpBatchLink({ url: `${serverUrl.replace(/\/$/, "")}/api/trpc`, transformer: superjson, headers: { [WORKER_TOKEN_HEADER]: token } })],
+    links: [
+      httpBatchLink({ url: `${serverUrl.replace(/\/$/, "")}/api/trpc`, transformer: superjson, headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" } }),
+    ],
   });
 }
 

@@ -8,6 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { announceRunData } from "../../run-events";
+import { REPORT_LIMITS } from "../../worker/report-queue";
 import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, WorkerConflictError } from "../../worker/job-store";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 
@@ -84,9 +85,9 @@ export const workerRouter = createTRPCRouter({
         workerId: z.string(),
         jobId: z.string(),
         step: z.number().int().min(0).optional(),
-        metrics: z.array(metricPointSchema).max(100_000).default([]),
-        rollouts: z.array(rolloutSchema).max(10_000).default([]),
-        logs: z.array(z.object({ level: z.enum(["info", "warn", "error"]), message: z.string().max(10_000) })).max(1000).default([]),
+        metrics: z.array(metricPointSchema).max(REPORT_LIMITS.metrics).default([]),
+        rollouts: z.array(rolloutSchema).max(REPORT_LIMITS.rollouts).default([]),
+        logs: z.array(z.object({ level: z.enum(["info", "warn", "error"]), message: z.string().max(10_000) })).max(REPORT_LIMITS.logs).default([]),
       }),
     )
     .mutation(async ({ ctx, input }) => {
