@@ -29,7 +29,7 @@ export const builtInBases: Record<string, BaseRecipe> = {
   "tic-tac-toe-base": { useCase: "tic-tac-toe", model: model(64, 64, 2), sft: { episodes: 4000, steps: 600, batch: 32, learningRate: 3e-3, seed: 3 } },
   "gomoku-base": { useCase: "gomoku", model: model(152, 64, 2), sft: { episodes: 2000, steps: 300, batch: 32, learningRate: 3e-3, seed: 4 } },
   "tool-use-base": { useCase: "tool-use", model: model(144, 64, 2), sft: { episodes: 4000, steps: 1000, batch: 32, learningRate: 3e-3, seed: 5 } },
-  "text-world-base": { useCase: "text-world", model: model(160, 64, 2), sft: { episodes: 2000, steps: 1000, batch: 32, learningRate: 3e-3, seed: 6 } },
+  "text-world-base": { useCase: "text-world", model: model(160, 64, 2), sft: { episodes: 2000, steps: 3000, batch: 32, learningRate: 3e-3, seed: 6 } },
 };
 
 /** The folder of a built-in base checkpoint (load it with BaseModel.load). */
