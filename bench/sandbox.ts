@@ -2,7 +2,7 @@
  * What the sandbox costs: environment steps per second natively and in the sandbox, and what it adds to a real
  * rollout's wall time.
  *
- *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5]
+ *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5] [--only name,name] [--against DIR]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
  * (dataset environments with rows of their built-in dataset).
@@ -31,6 +31,15 @@
  * --clock cpu times the per-step figures by the process's CPU clock (all threads; the sandbox's thread works
  * while this one waits) instead of the wall clock: on a machine shared with other work, the wall clock measures
  * the contention more than the code. The end-to-end figures are always both.
+ * Per step, each side's figure is the median over its rounds (a round: every scripted episode once), which a
+ * burst of other work on a shared machine moves less than a mean would.
+ * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
+ * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
+ * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
+ * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
+ * per-round ratios (`step_change_pct`); end to end, a fourth variant (its two lanes) in each trial's rotation
+ * (`against_rollout_overhead_pct`). Each trial runs the same code on the same seeds, so the two are compared
+ * under the same load, which on a shared machine matters more than any absolute figure.
  * The last line is one JSON object with every figure.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -50,14 +59,16 @@ import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5 };
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "" };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
   else if (arg === "--batch") args.batch = Number(process.argv[++i]);
   else if (arg === "--clock") args.clock = process.argv[++i] ?? "";
   else if (arg === "--trials") args.trials = Number(process.argv[++i]);
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials`);
+  else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --only, --against`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
@@ -71,6 +82,11 @@ const now =
     : () => performance.now();
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+if (args.against && !existsSync(path.join(args.against, "server/sandbox/index.ts"))) throw new Error(`--against: no server/sandbox/index.ts under ${args.against}`);
+/** The other checkout's sandbox (--against), loaded from its own files. */
+const against = args.against
+  ? ((await import(pathToFileURL(path.join(args.against, "server/sandbox/index.ts")).href)) as typeof import("@/server/sandbox"))
+  : null;
 /** The actions of an environment without a demonstrator (legal in dice-sum and the trivial one). */
 const fixedActions = ["1", "2", "3", "4", "5", "6"];
 
@@ -165,12 +181,42 @@ async function scripts(c: Case, definition: EnvironmentDefinition<unknown, unkno
   });
 }
 
+/** Steps per second: the median over rounds run for `--seconds` (each round returns the steps it took). */
 function stepsPerSecond(run: () => number): number {
   run(); // warm-up
-  let steps = 0;
+  const rates: number[] = [];
   const start = now();
-  while (now() - start < args.seconds * 1000) steps += run();
-  return steps / ((now() - start) / 1000);
+  while (now() - start < args.seconds * 1000 || rates.length < 3) {
+    const roundStart = now();
+    const steps = run();
+    rates.push(steps / Math.max((now() - roundStart) / 1000, 1e-9));
+  }
+  return median(rates);
+}
+
+/**
+ * This sandbox's steps per second and another's (`--against`), rounds in turn for 2 × `--seconds`: each side's
+ * median, and the median of the per-pair ratios of this one's round time to the other's.
+ */
+function stepsPerSecondBeside(run: () => number, runAgainst: () => number) {
+  run();
+  runAgainst();
+  const rates: number[] = [];
+  const againstRates: number[] = [];
+  const ratios: number[] = [];
+  const start = now();
+  for (let pair = 0; now() - start < 2 * args.seconds * 1000 || pair < 3; pair++) {
+    const times: number[] = [];
+    for (const [side, round] of (pair % 2 ? [[1, runAgainst], [0, run]] : [[0, run], [1, runAgainst]]) as [number, () => number][]) {
+      const roundStart = now();
+      const steps = round();
+      const seconds = Math.max((now() - roundStart) / 1000, 1e-9);
+      times[side] = seconds;
+      (side === 0 ? rates : againstRates).push(steps / seconds);
+    }
+    ratios.push(times[0]! / times[1]!);
+  }
+  return { rate: median(rates), againstRate: median(againstRates), timeRatio: median(ratios) };
 }
 
 /** The scripted episodes, natively, one step at a time. Returns the steps taken. */
@@ -257,13 +303,17 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
  * One training step's rollout, natively and through the sandbox (one lane, two lanes), `trials` times in turn.
  * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
  */
-async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>, pool: SandboxedEnvironmentPool) {
+async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>, pool: SandboxedEnvironmentPool, againstPool: SandboxedEnvironmentPool | null) {
   const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
-  const variants: { name: "native" | "one_lane" | "two_lanes"; play?: EpisodePlayer }[] = [
+  const variants: { name: "native" | "one_lane" | "two_lanes" | "against"; play?: EpisodePlayer }[] = [
     { name: "native" },
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
     { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 2 }) },
   ];
+  if (againstPool && against) {
+    const play = against.runSandboxedEpisodes;
+    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: 2 }) });
+  }
   /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
   const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
     const wallStart = performance.now();
@@ -308,24 +358,44 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
     rollout_cpu_overhead_pct: overhead("two_lanes", "cpuPerStep"),
     one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
     one_lane_cpu_overhead_pct: overhead("one_lane", "cpuPerStep"),
+    ...(againstPool
+      ? { against_rollout_overhead_pct: overhead("against", "wallPerStep"), against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep") }
+      : {}),
   };
 }
 
+// --only: the environments named (by the names in the tables; "dice-sum" for the test fixture).
+const unknown = args.only.filter((name) => !cases.some((c) => c.name === name || c.name.startsWith(`${name} `)));
+if (unknown.length) throw new Error(`--only: no environment named ${unknown.join(", ")}; there are ${cases.map((c) => c.name.split(" ")[0]).join(", ")}`);
+const selected = args.only.length ? cases.filter((c) => args.only.some((name) => c.name === name || c.name.startsWith(`${name} `))) : cases;
+
 const results = [];
-for (const c of cases) {
+for (const c of selected) {
   const definition = await c.load();
   const games = await scripts(c, definition);
-  const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, { limits: { maxStepsPerEpisode: 1_000 } });
+  const limits = { limits: { maxStepsPerEpisode: 1_000 } };
+  const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
+  const againstPool = against ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool) : null;
   const native = stepsPerSecond(() => nativeRound(definition, games));
-  const sandboxed = stepsPerSecond(() => sandboxRound(pool, games));
+  const beside = againstPool ? stepsPerSecondBeside(() => sandboxRound(pool, games), () => sandboxRound(againstPool, games)) : null;
+  const sandboxed = beside?.rate ?? stepsPerSecond(() => sandboxRound(pool, games));
   const extra = 1 / sandboxed - 1 / native;
   const setup = rolloutSetup(c, definition);
-  const rollout = await endToEnd(setup, definition, pool);
+  const rollout = await endToEnd(setup, definition, pool, againstPool);
   pool.dispose();
+  againstPool?.dispose();
   results.push({
     name: c.name,
     native_steps_per_s: Math.round(native),
     sandbox_steps_per_s: Math.round(sandboxed),
+    sandbox_extra_us_per_step: Number((extra * 1e6).toFixed(2)),
+    ...(beside
+      ? {
+          against_sandbox_steps_per_s: Math.round(beside.againstRate),
+          against_extra_us_per_step: Number(((1 / beside.againstRate - 1 / native) * 1e6).toFixed(2)),
+          step_change_pct: Number((100 * (beside.timeRatio - 1)).toFixed(1)),
+        }
+      : {}),
     steps_per_episode: Number((games.reduce((a, g) => a + g.actions.length, 0) / games.length).toFixed(2)),
     step_overhead_model_pct: Number(((100 * Math.max(extra, 0)) / (samplingSecondsPerStep + 1 / sandboxed)).toFixed(3)),
     policy: setup.label,
@@ -380,18 +450,38 @@ console.log(
 );
 console.log(`clock (per step): ${args.clock}`);
 console.log(`sampling: ${(samplingSecondsPerStep * 1e3).toFixed(3)} ms per episode step (tiny model, batch ${args.batch}, 16 new tokens)`);
-console.log("per step (the same scripted games on both sides):");
+console.log("per step (the same scripted games on both sides; median over rounds):");
 console.log(
   formatTable(
-    ["environment", "steps/episode", "native steps/s", "sandbox steps/s", "sandbox/native", "modelled overhead %"],
-    results.map((r) => [r.name, r.steps_per_episode, r.native_steps_per_s, r.sandbox_steps_per_s, `${(r.sandbox_steps_per_s / r.native_steps_per_s).toFixed(2)}x`, r.step_overhead_model_pct]),
+    ["environment", "steps/episode", "native steps/s", "sandbox steps/s", "sandbox's µs/step", "modelled overhead %"],
+    results.map((r) => [r.name, r.steps_per_episode, r.native_steps_per_s, r.sandbox_steps_per_s, r.sandbox_extra_us_per_step, r.step_overhead_model_pct]),
   ),
 );
+if (against) {
+  console.log(`per step against ${args.against} (rounds of the two in turn; change: median ratio of round times):`);
+  console.log(
+    formatTable(
+      ["environment", "sandbox's µs/step", "against µs/step", "change %"],
+      results.map((r) => [r.name, r.sandbox_extra_us_per_step, r.against_extra_us_per_step ?? "", r.step_change_pct ?? ""]),
+    ),
+  );
+}
 console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "native ms", "sandbox ms", "overhead % (2 lanes)", "CPU %", "1 lane %", "1 lane CPU %"],
-    results.map((r) => [r.name, r.policy, r.steps_per_rollout, r.native_rollout_ms, r.sandbox_rollout_ms, r.rollout_overhead_pct, r.rollout_cpu_overhead_pct, r.one_lane_overhead_pct, r.one_lane_cpu_overhead_pct]),
+    ["environment", "policy", "steps", "native ms", "sandbox ms", "overhead % (2 lanes)", "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    results.map((r) => [
+      r.name,
+      r.policy,
+      r.steps_per_rollout,
+      r.native_rollout_ms,
+      r.sandbox_rollout_ms,
+      r.rollout_overhead_pct,
+      r.rollout_cpu_overhead_pct,
+      r.one_lane_overhead_pct,
+      r.one_lane_cpu_overhead_pct,
+      ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),
+    ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

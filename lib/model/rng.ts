@@ -9,15 +9,30 @@ export class Rng {
   private spareNormal: number | null = null;
 
   constructor(seed: number) {
+    Rng.reseed(this, seed);
+  }
+
+  /**
+   * Starts `rng` over as `new Rng(seed)` would, without making a new one (the sandbox's interpreter spends as long
+   * allocating a generator as seeding it; an environment session reseeds its own every episode). Static, so a
+   * generator's own methods, which user code is handed, stay those documented in the editor.
+   */
+  static reseed(rng: Rng, seed: number): void {
     // splitmix32 spreads a small integer seed over the four words; an all-zero state would be stuck at zero.
-    let x = seed >>> 0;
+    // In signed 32-bit arithmetic, the same bits as unsigned (the words are stored as unsigned): the sandbox's
+    // interpreter computes on int32 values directly, and on words past 2^31 as doubles (a third slower here).
+    // The constants are 0x9e3779b9, 0x85ebca6b and 0xc2b2ae35 as int32.
+    const imul = Math.imul;
+    const s = rng.s;
+    let x = seed | 0;
     for (let i = 0; i < 4; i++) {
-      x = (x + 0x9e3779b9) >>> 0;
+      x = (x - 0x61c88647) | 0;
       let z = x;
-      z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-      z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-      this.s[i] = (z ^ (z >>> 16)) >>> 0;
+      z = imul(z ^ (z >>> 16), -0x7a143595);
+      z = imul(z ^ (z >>> 13), -0x3d4d51cb);
+      s[i] = z ^ (z >>> 16);
     }
+    rng.spareNormal = null;
   }
 
   static fromState(state: RngState): Rng {

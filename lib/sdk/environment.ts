@@ -127,7 +127,8 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** Starts an episode; the same seed (and sample) always gives the same episode. */
   reset(seed: number, sample?: Sample): string {
-    this.rng = new Rng(seed);
+    // The same draws as a new Rng(seed); reseeding the session's own costs less in the sandbox's interpreter.
+    Rng.reseed(this.rng, seed);
     this.sample = sample;
     const { state, observation } = this.definition.reset({ seed, rng: this.rng, sample });
     this.state = state;
@@ -136,7 +137,9 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     this.invalid = 0;
     this.finished = false;
     this.truncated = false;
-    this.breakdown = { env: 0 };
+    // Never handed out (rewardBreakdown copies it): zeroed in place unless reward functions added their keys.
+    if (this.definition.rewardFunctions) this.breakdown = { env: 0 };
+    else this.breakdown.env = 0;
     this.lastObservation = observation;
     return observation;
   }
@@ -171,7 +174,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
       observation: done ? null : (outcome.observation ?? ""),
       reward,
       done,
-      info: { ...(outcome.info ?? {}), ...(this.truncated ? { truncated: true } : {}) },
+      info: this.truncated ? { ...outcome.info, truncated: true } : { ...outcome.info },
       metrics: outcome.metrics ?? {},
     };
   }
@@ -235,7 +238,11 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** The episode's headline score: the definition's own, else 1 when the return is positive. */
   score(): number {
-    const summary = this.summary();
-    return this.definition.score ? this.definition.score(summary) : summary.totalReward > 0 ? 1 : 0;
+    return scoreEpisode(this.definition, this.summary());
   }
+}
+
+/** An episode's headline score from its summary: the definition's own score, else 1 when the return is positive. */
+export function scoreEpisode<State>(definition: { score?(summary: EpisodeSummary<State>): number }, summary: EpisodeSummary<State>): number {
+  return definition.score ? definition.score(summary) : summary.totalReward > 0 ? 1 : 0;
 }

@@ -37,13 +37,14 @@ export const sandboxModules: Record<string, string> = {
   "@/lib/model/rng": path.join(repoRoot, "lib/model/rng.ts"),
 };
 
-/** Files the sandbox bundles from the repository: the SDK's pure modules and the guest bridge. */
+/** Files the sandbox bundles from the repository: the SDK's pure modules, the guest bridge and the wire's constants. */
 const trustedFiles = new Set([
   path.join(repoRoot, "lib/sdk/environment.ts"),
   path.join(repoRoot, "lib/sdk/protocol.ts"),
   path.join(repoRoot, "lib/model/rng.ts"),
   sdkModule,
   path.join(guestDir, "bridge.ts"),
+  path.join(repoRoot, "server/sandbox/wire.ts"),
 ]);
 
 const USER = "user";

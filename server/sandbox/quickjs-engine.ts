@@ -3,7 +3,7 @@
  * WebAssembly instance with its own linear memory (so a memory bomb or a crash inside one cannot touch another),
  * a stack limit, and an interrupt handler that stops an op running past its CPU budget. The guest has no host
  * functions once loaded; the thread hands it a batch of ops as one JSON string, then enters it once per op (so
- * that each op's start is known to the watchdog) and takes back one string per op.
+ * that each op's start is known to the watchdog) and takes back the batch's answers as one string.
  *
  * Only plain data leaves this file (results as JSON text, failures as name/message/stack), so that it can be
  * posted to the host thread; the host turns failures into SandboxErrors with the user's locations.
@@ -42,16 +42,19 @@ export type LoadOutcome =
   | { ok: false; reason: "threw"; error: ThrownFields; memoryMb: number };
 
 export type BatchOutcome =
-  /** `results`: a JSON array of the ops' results; `ms`: each op's wall time. */
+  /** `results`: the ops' records in one flat JSON array (wire.ts, GuestResponse); `ms`: each op's wall time. */
   | { ok: true; results: string; ms: number[]; memoryMb: number }
   /** The guest as a whole failed in op `op`: it ran past its budget (`overrunMs`) or threw past the bridge. */
   | { ok: false; op: number; overrunMs: number | null; error: ThrownFields | null; ms: number[]; memoryMb: number };
 
-/** The bridge's entry points (guest/bridge.ts): `begin(opsJson)` takes a batch, `next()` runs its next op. */
-type BridgeHandles = { begin: QuickJSHandle; next: QuickJSHandle };
+/**
+ * The bridge's entry points (guest/bridge.ts): `begin(opsJson)` takes a batch, `next()` runs its next op (1 when
+ * the answers so far should be taken at once, else 0), `take()` returns the answers since the last take.
+ */
+type BridgeHandles = { begin: QuickJSHandle; next: QuickJSHandle; take: QuickJSHandle };
 
-/** Calls the bridge's `next`: the op's answer, or what escaped the bridge (an interrupt, memory exhaustion). */
-type NextCall = () => string | { thrown: unknown };
+/** Calls a bridge function with no arguments: its result, or what escaped the bridge (an interrupt, memory exhaustion). */
+type GuestCall<T> = () => T | { thrown: unknown };
 
 export class QuickJSEngine {
   /** The op running now: when it started (wall and CPU clocks), its budget, and when to look again (Infinity between ops). */
@@ -67,7 +70,8 @@ export class QuickJSEngine {
   private constructor(
     private readonly context: QuickJSContext,
     private readonly bridge: BridgeHandles,
-    private readonly callNext: NextCall,
+    private readonly callNext: GuestCall<number>,
+    private readonly callTake: GuestCall<string>,
     private readonly wasmMemory: WebAssembly.Memory,
   ) {}
 
@@ -92,8 +96,8 @@ export class QuickJSEngine {
     const context = runtime.newContext();
 
     let registered: BridgeHandles | null = null;
-    const register = context.newFunction(registerGlobal, (begin, next) => {
-      registered ??= { begin: begin.dup(), next: next.dup() };
+    const register = context.newFunction(registerGlobal, (begin, next, take) => {
+      registered ??= { begin: begin.dup(), next: next.dup(), take: take.dup() };
     });
     context.setProp(context.global, registerGlobal, register);
     register.dispose();
@@ -117,9 +121,10 @@ export class QuickJSEngine {
       disposeQuietly(context, runtime);
       return { engine: null, outcome: { ok: false, reason: "no-bridge", memoryMb } };
     }
-    const callNext =
-      (options.lowLevelCalls !== false && lowLevelNextCall(module, context, bridge.next, wasmMemory)) || publicNextCall(context, bridge.next);
-    const engine = new QuickJSEngine(context, bridge, callNext, wasmMemory);
+    const lowLevel = options.lowLevelCalls !== false ? lowLevelCalls(module, context, wasmMemory) : null;
+    const callNext = lowLevel?.number(bridge.next) ?? publicCall(context, bridge.next, (handle) => context.getNumber(handle));
+    const callTake = lowLevel?.string(bridge.take) ?? publicCall(context, bridge.take, (handle) => context.getString(handle));
+    const engine = new QuickJSEngine(context, bridge, callNext, callTake, wasmMemory);
     runtime.setInterruptHandler(engine.onInterrupt);
     return { engine, outcome: { ok: true } };
   }
@@ -131,7 +136,7 @@ export class QuickJSEngine {
    */
   run(opsJson: string, budgetsMs: ArrayLike<number>, onOp: (index: number, startedAt: number, cpuStartedAt: number) => void): BatchOutcome {
     const { context, bridge } = this;
-    const results: string[] = [];
+    const chunks: string[] = [];
     const ms: number[] = [];
     // Parsing the batch is the bridge's own work on the host's text, before any op (and any user code) runs.
     const request = context.newString(opsJson);
@@ -152,16 +157,26 @@ export class QuickJSEngine {
       this.budgetMs = budgetsMs[i]!;
       this.deadline = started + this.budgetMs;
       this.overrunMs = null;
-      const answer = this.callNext();
+      let answer: number | string | { thrown: unknown } = this.callNext();
+      // The records are taken after the last op, or at once when they hold much text (so that they do not pile
+      // up in the guest), within that op's budget: serializing them is charged to it.
+      if (answer === 1 || (answer === 0 && i === budgetsMs.length - 1)) answer = this.take(chunks);
       this.deadline = Infinity;
       ms.push(this.usedSince(started, cpuStarted));
-      if (typeof answer !== "string") {
+      if (typeof answer === "object") {
         const overrunMs = this.overrunMs;
         return { ok: false, op: i, overrunMs, error: overrunMs === null ? errorFields(answer.thrown) : null, ms, memoryMb: this.memoryUsedMb() };
       }
-      results.push(answer);
     }
-    return { ok: true, results: `[${results.join(",")}]`, ms, memoryMb: this.memoryUsedMb() };
+    return { ok: true, results: `[${chunks.join(",")}]`, ms, memoryMb: this.memoryUsedMb() };
+  }
+
+  /** Takes the records the guest holds (a JSON array's text), adding them unbracketed to `chunks`. */
+  private take(chunks: string[]): string | { thrown: unknown } {
+    const text = this.callTake();
+    if (typeof text !== "string") return text;
+    if (text.length > 2) chunks.push(text.slice(1, -1));
+    return text;
   }
 
   /** A reading of the CPU clock taken at most `cpuClockStaleMs` before `now` (wall clock). */
@@ -208,58 +223,70 @@ export class QuickJSEngine {
   };
 }
 
-function publicNextCall(context: QuickJSContext, next: QuickJSHandle): NextCall {
+function publicCall<T>(context: QuickJSContext, fn: QuickJSHandle, read: (handle: QuickJSHandle) => T): GuestCall<T> {
   return () => {
-    const result = context.callFunction(next, context.undefined);
+    const result = context.callFunction(fn, context.undefined);
     if (result.error) {
       const thrown = context.dump(result.error) as unknown;
       result.error.dispose();
       return { thrown };
     }
-    const answer = context.getString(result.value);
+    const value = read(result.value);
     result.value.dispose();
-    return answer;
+    return value;
   };
 }
 
 /**
- * `next` called through the module's low-level interface (`getFFI`, which quickjs-emscripten marks experimental,
- * and the context's pointer, which it keeps private): ~0.3 µs a call against ~1.1 µs through callFunction and
- * getString, which make handle and lifetime objects each time. The same C functions those methods call; null,
- * and the public path is taken, when this build of quickjs-emscripten does not have them.
+ * Bridge functions called through the module's low-level interface (`getFFI`, which quickjs-emscripten marks
+ * experimental, and the context's pointer, which it keeps private): ~0.3 µs a call against ~1.1 µs through
+ * callFunction and getString/getNumber, which make handle and lifetime objects each time. The same C functions
+ * those methods call; null, and the public path is taken, when this build of quickjs-emscripten does not have them.
  */
-function lowLevelNextCall(module: QuickJSWASMModule, context: QuickJSContext, next: QuickJSHandle, memory: WebAssembly.Memory): NextCall | null {
+function lowLevelCalls(
+  module: QuickJSWASMModule,
+  context: QuickJSContext,
+  memory: WebAssembly.Memory,
+): { number(fn: QuickJSHandle): GuestCall<number>; string(fn: QuickJSHandle): GuestCall<string> } | null {
   const ffi = typeof module.getFFI === "function" ? (module.getFFI() as Partial<ReturnType<QuickJSWASMModule["getFFI"]>>) : undefined;
   const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
-  const { QTS_Call: call, QTS_ResolveException: resolveException, QTS_GetString: getString, QTS_Dump: dump } = ffi ?? {};
+  const { QTS_Call: call, QTS_ResolveException: resolveException, QTS_GetString: getString, QTS_GetFloat64: getFloat64, QTS_Dump: dump } = ffi ?? {};
   const { QTS_FreeCString: freeCString, QTS_FreeValuePointer: freeValue } = ffi ?? {};
-  if (typeof ctx !== "number" || !call || !resolveException || !getString || !dump || !freeCString || !freeValue) return null;
+  if (typeof ctx !== "number" || !call || !resolveException || !getString || !getFloat64 || !dump || !freeCString || !freeValue) return null;
   const ctxPointer = ctx as Parameters<typeof call>[0];
-  const fn = next.value;
   const thisValue = context.undefined.value;
   const decoder = new TextDecoder();
-  const takeCString = (pointer: ReturnType<typeof getString>): string => {
+  const takeCString = (pointer: ReturnType<NonNullable<typeof getString>>): string => {
     const bytes = new Uint8Array(memory.buffer);
     const text = decoder.decode(bytes.subarray(pointer, bytes.indexOf(0, pointer)));
     freeCString(ctxPointer, pointer);
     return text;
   };
-  return () => {
-    const result = call(ctxPointer, fn, thisValue, 0, 0 as Parameters<typeof call>[4]);
-    const error = resolveException(ctxPointer, result);
-    if (error) {
-      freeValue(ctxPointer, result);
-      const text = takeCString(dump(ctxPointer, error));
-      freeValue(ctxPointer, error);
-      try {
-        return { thrown: JSON.parse(text) as unknown };
-      } catch {
-        return { thrown: text };
-      }
-    }
-    const answer = takeCString(getString(ctxPointer, result));
-    freeValue(ctxPointer, result);
-    return answer;
+  const caller =
+    <T>(read: (result: ReturnType<NonNullable<typeof call>>) => T) =>
+    (fn: QuickJSHandle): GuestCall<T> => {
+      const fnValue = fn.value;
+      return () => {
+        const result = call(ctxPointer, fnValue, thisValue, 0, 0 as Parameters<typeof call>[4]);
+        const error = resolveException(ctxPointer, result);
+        if (error) {
+          freeValue(ctxPointer, result);
+          const text = takeCString(dump(ctxPointer, error));
+          freeValue(ctxPointer, error);
+          try {
+            return { thrown: JSON.parse(text) as unknown };
+          } catch {
+            return { thrown: text };
+          }
+        }
+        const value = read(result);
+        freeValue(ctxPointer, result);
+        return value;
+      };
+    };
+  return {
+    number: caller((result) => getFloat64(ctxPointer, result)),
+    string: caller((result) => takeCString(getString(ctxPointer, result))),
   };
 }
 

@@ -16,7 +16,7 @@ import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } fro
 import type { SandboxLimits } from "./limits";
 import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
 import type { ThreadData, ThreadRequest } from "./thread-entry";
-import { ANSWERED, CURRENT_OP, type GuestOp, type GuestResponse, type GuestResult, OP_CPU_AT, OP_STARTED_AT, processCpuMs, sharedBytes } from "./wire";
+import { ANSWERED, CURRENT_OP, FAILED, type GuestOp, type GuestResponse, OP_CPU_AT, OP_STARTED_AT, encodeRequest, processCpuMs, sharedBytes } from "./wire";
 
 /** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
 export type OpBudget = { ms: number; limit: "cpuMsPerCall" | "cpuMsPerEpisode"; spentBeforeMs: number; label: string };
@@ -178,7 +178,7 @@ export class QuickJSSandbox {
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
     if (this.inFlight) throw new SandboxError("runtime", "the sandbox is already running a batch; wait for its answer before sending another");
     // One string and a typed array post far cheaper than arrays of strings; the guest parses the batch once.
-    const request: ThreadRequest = { ops: JSON.stringify(ops), budgetsMs: Float64Array.from(budgets, (budget) => budget.ms) };
+    const request: ThreadRequest = { ops: encodeRequest(ops), budgetsMs: Float64Array.from(budgets, (budget) => budget.ms) };
     Atomics.store(this.control, ANSWERED, 0);
     this.inFlight = true;
     const postedAt = epochNow();
@@ -192,13 +192,23 @@ export class QuickJSSandbox {
     if (!answer) throw this.fail(new SandboxError("runtime", `the sandbox's thread did not answer ${label}`));
     this.lastMemoryMb = answer.memoryMb;
     if (!answer.ok) throw this.fail(this.describeCallFailure(answer, budgets, label));
-    let results: GuestResult[];
+    let results: unknown[];
     try {
-      results = JSON.parse(answer.results) as GuestResult[];
+      results = JSON.parse(answer.results) as unknown[];
     } catch {
       throw this.fail(new SandboxError("runtime", `the sandbox answered ${label} with malformed JSON`));
     }
-    if (!Array.isArray(results) || results.length !== ops.length || answer.ms.length !== ops.length) {
+    // The records (see GuestResponse): each a length and that many values, or FAILED and the failure.
+    const starts = new Int32Array(ops.length);
+    let at = 0;
+    let framed = 0;
+    for (; framed < ops.length && Array.isArray(results); framed++) {
+      const n = results[at];
+      if (typeof n !== "number" || !Number.isInteger(n) || n < FAILED) break;
+      starts[framed] = at;
+      at += 1 + (n === FAILED ? 1 : n);
+    }
+    if (!Array.isArray(results) || framed !== ops.length || at !== results.length || answer.ms.length !== ops.length) {
       throw this.fail(new SandboxError("runtime", `the sandbox answered ${label} with ${ops.length} ops in a malformed shape`));
     }
     // The interrupt handler runs every few thousand instructions, and the watchdog allows a grace period, so
@@ -206,7 +216,7 @@ export class QuickJSSandbox {
     for (const [i, ms] of answer.ms.entries()) {
       if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms));
     }
-    return { ms: answer.ms, results };
+    return { ms: answer.ms, results, starts };
   }
 
   /**

@@ -24,8 +24,10 @@ import {
   type GuestOp,
   type GuestResetValue,
   type GuestResponse,
-  type GuestResult,
   type GuestStepValue,
+  FAILED,
+  LAST_STEP_FIELDS,
+  STEP_FIELDS,
   slotOf,
 } from "./wire";
 
@@ -35,8 +37,19 @@ export type SandboxedReset = GuestResetValue;
 export type SandboxedStep = GuestStepValue;
 export type SandboxedSummary = EpisodeSummary<Json> & { breakdown: Record<string, number> };
 
-/** One crossing's ops, their budgets, and the check each answer gets. */
-type Batch<T> = { ops: GuestOp[]; budgets: OpBudget[]; kind: string; check: (value: unknown, index: number) => T };
+/**
+ * One crossing's ops, their budgets, and the check each answer gets: op `index`'s values are the `n` from `at`
+ * in the crossing's flat array of records (see GuestResponse).
+ */
+type Batch<T> = { ops: GuestOp[]; budgets: OpBudget[]; kind: string; check: (values: unknown[], at: number, n: number, index: number) => T };
+
+/** The check of an op answered with one value. */
+function one<T>(label: string, check: (value: unknown) => T): Batch<T>["check"] {
+  return (values, at, n) => {
+    if (n !== 1) throw new SandboxError("contract", `${label}: the answer is malformed`);
+    return check(values[at]);
+  };
+}
 
 function crossingLabel(batch: Batch<unknown>): string {
   return batch.ops.length === 1 ? batch.budgets[0]!.label : `a batch of ${batch.ops.length} ${batch.kind} calls`;
@@ -70,6 +83,8 @@ type Slot = {
 export class SandboxedEnvironmentPool {
   private readonly slots = new Map<number, Slot>();
   private readonly sessionsBySlot = new Map<number, SandboxedSession>();
+  /** The system prompt of the last reset answered, which a reset with the same one answers as `true`. */
+  private lastSystemPrompt: string | null = null;
 
   private constructor(
     private readonly sandbox: QuickJSSandbox,
@@ -97,8 +112,9 @@ export class SandboxedEnvironmentPool {
     try {
       const budget: OpBudget = { ms: limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "describing the environment" };
       const response = sandbox.call([["configure", limits.maxObservationChars], ["describe"]], [budget, budget], "describing the environment");
-      const [ok, description] = response.results[1]!;
-      if (!ok) throw new SandboxError("runtime", `describing the environment failed: ${String(description?.message)}`);
+      const at = response.starts[1]!;
+      const [n, description] = [response.results[at], response.results[at + 1]];
+      if (n !== 1) throw new SandboxError("runtime", `describing the environment failed: ${String((description as GuestFailure | undefined)?.message)}`);
       return new SandboxedEnvironmentPool(sandbox, checkDescription(description), limits);
     } catch (error) {
       sandbox.dispose();
@@ -148,7 +164,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(this.budget(slot, `reset of episode ${slot} (seed ${seed})`, true));
     }
-    return { ops, budgets, kind: "reset", check: (value, i) => this.checkReset(value, budgets[i]!.label) };
+    return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!.label) };
   }
 
   private afterResets(starts: { slot: number; seed: number; sample?: DatasetRow }[], values: GuestResetValue[]): SandboxedReset[] {
@@ -204,7 +220,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["step", slot, action]);
       budgets.push(this.budget(slot, label, false));
     }
-    return { ops, budgets, kind: "step", check: (value, i) => this.checkStep(value, budgets[i]!.label) };
+    return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!.label) };
   }
 
   private afterSteps(steps: { slot: number; action: string }[], values: GuestStepValue[]): SandboxedStep[] {
@@ -232,7 +248,7 @@ export class SandboxedEnvironmentPool {
     const state = this.started(slot);
     if (!state.summaryCache) {
       const label = `summary of episode ${slot} (seed ${state.seed})`;
-      const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: (raw) => checkSummary(raw, label) });
+      const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: one(label, (raw) => checkSummary(raw, label)) });
       state.summaryCache = value!;
     }
     return { ...state.summaryCache, breakdown: { ...state.summaryCache.breakdown } };
@@ -258,7 +274,7 @@ export class SandboxedEnvironmentPool {
     if (state.end) return state.end.score;
     if (state.scoreCache === null) {
       const label = `score of episode ${slot} (seed ${state.seed})`;
-      const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: (raw) => finite(raw, `${label}: the score`) });
+      const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: one(label, (raw) => finite(raw, `${label}: the score`)) });
       state.scoreCache = value!;
     }
     return state.scoreCache;
@@ -271,7 +287,7 @@ export class SandboxedEnvironmentPool {
       if (!Array.isArray(raw) || !raw.every((line) => typeof line === "string")) throw new SandboxError("runtime", "the sandbox's logs are malformed");
       return raw as string[];
     };
-    const [lines] = this.run({ ops: [["logs"]], budgets: [budget], kind: "logs", check });
+    const [lines] = this.run({ ops: [["logs"]], budgets: [budget], kind: "logs", check: one("reading the logs", check) });
     return lines!;
   }
 
@@ -373,7 +389,8 @@ export class SandboxedEnvironmentPool {
       return [];
     }
     const values: T[] = [];
-    for (const [i, result] of response.results.entries()) {
+    const { results, starts } = response;
+    for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
       const budget = budgets[i]!;
       const slot = slotOf(op);
@@ -391,24 +408,23 @@ export class SandboxedEnvironmentPool {
           );
         }
       }
-      values.push(this.unwrap(result, budget.label, (value) => check(value, i)));
+      const at = starts[i]!;
+      const n = results[at] as number;
+      if (n !== FAILED) {
+        try {
+          values.push(check(results, at + 1, n, i));
+        } catch (error) {
+          throw this.fail(error instanceof SandboxError ? error : new SandboxError("runtime", `${budget.label}: ${(error as Error).message}`));
+        }
+        continue;
+      }
+      const failure = results[at + 1] as GuestFailure | undefined;
+      if (!failure || typeof failure !== "object" || typeof failure.message !== "string") {
+        throw this.fail(new SandboxError("runtime", `${budget.label}: the sandbox's answer is malformed`));
+      }
+      throw this.fail(this.describeFailure(failure, budget.label));
     }
     return values;
-  }
-
-  private unwrap<T>(result: GuestResult, label: string, check: (value: unknown) => T): T {
-    if (Array.isArray(result) && result.length === 2 && result[0] === true) {
-      try {
-        return check(result[1]);
-      } catch (error) {
-        throw this.fail(error instanceof SandboxError ? error : new SandboxError("runtime", `${label}: ${(error as Error).message}`));
-      }
-    }
-    const failure = Array.isArray(result) && result[0] === false ? (result[1] as GuestFailure | undefined) : undefined;
-    if (!failure || typeof failure !== "object" || typeof failure.message !== "string") {
-      throw this.fail(new SandboxError("runtime", `${label}: the sandbox's answer is malformed`));
-    }
-    throw this.fail(this.describeFailure(failure, label));
   }
 
   private describeFailure(failure: GuestFailure, label: string): SandboxError {
@@ -435,28 +451,40 @@ export class SandboxedEnvironmentPool {
     return locateFunction(this.sandbox.compiled, fn);
   }
 
-  private checkReset(value: unknown, label: string): GuestResetValue {
-    const [observation, systemPrompt, render] = tuple(value, 3, label);
+  /** A reset's values (GuestResetWire). */
+  private checkReset(values: unknown[], at: number, n: number, label: string): GuestResetValue {
+    if (n !== 3) throw new SandboxError("contract", `${label}: the answer is malformed`);
+    const observation = values[at];
+    const systemPrompt = values[at + 1];
+    const render = values[at + 2];
     const text = this.text(observation, `${label}: the observation`);
-    return {
-      observation: text,
-      systemPrompt: this.text(systemPrompt, `${label}: the system prompt`),
-      render: this.renderOf(render, text, label),
-    };
+    let prompt: string;
+    if (systemPrompt === true) {
+      if (this.lastSystemPrompt === null) throw new SandboxError("contract", `${label}: the system prompt refers to a previous one that is not there`);
+      prompt = this.lastSystemPrompt;
+    } else prompt = this.lastSystemPrompt = this.text(systemPrompt, `${label}: the system prompt`);
+    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, label) };
   }
 
-  private checkStep(value: unknown, label: string): GuestStepValue {
-    const [observation, reward, done, info, metrics, render, end] = tuple(value, 7, label);
-    if (typeof done !== "boolean") throw new SandboxError("contract", `${label}: done must be true or false`);
-    const text = observation === null ? null : this.text(observation, `${label}: the observation`);
+  /**
+   * A step's values (GuestStepWire): the observation, reward, info and render, the episode's end when the
+   * observation is null, then the metrics as pairs.
+   */
+  private checkStep(values: unknown[], at: number, n: number, label: string): GuestStepValue {
+    const observation = values[at];
+    const done = observation === null;
+    const fields = done ? LAST_STEP_FIELDS : STEP_FIELDS;
+    if (n < fields || (n - fields) % 2 !== 0) throw new SandboxError("contract", `${label}: the answer is malformed`);
+    const text = done ? null : this.text(observation, `${label}: the observation`);
+    const info = values[at + 2];
     return {
       observation: text,
-      reward: finite(reward, `${label}: the reward`),
+      reward: finite(values[at + 1], `${label}: the reward`),
       done,
-      info: jsonRecord(info, `${label}: info`),
-      metrics: numberRecord(metrics, `${label}: metrics`),
-      render: this.renderOf(render, text, label),
-      end: end === null ? null : checkEnd(end, label),
+      info: info === 0 ? {} : jsonRecord(info, `${label}: info`),
+      metrics: metricPairs(values, at + fields, at + n, `${label}: metrics`),
+      render: this.renderOf(values[at + 3], text, label),
+      end: done ? checkEnd(values, at + STEP_FIELDS, label) : null,
     };
   }
 
@@ -540,7 +568,7 @@ export class SandboxedSession {
         done: true,
         truncated: end.truncated,
         invalidActions: end.invalidActions,
-        breakdown: end.breakdown,
+        breakdown: { ...end.breakdown },
       };
     }
     return this.pool.summary(this.slot);
@@ -551,7 +579,9 @@ export class SandboxedSession {
   }
 
   rewardBreakdown(): Record<string, number> {
-    return { ...this.summary().breakdown };
+    // An ended episode's is in its end: no summary (an object with a getter, ~1 µs in V8) is made for it.
+    const end = this.pool.slotView(this.slot)?.end;
+    return { ...(end ? end.breakdown : this.summary().breakdown) };
   }
 }
 
@@ -677,6 +707,19 @@ function copyJson(value: unknown, what: string, depth: number): Json {
   throw new SandboxError("contract", `${what} must be JSON`);
 }
 
+/** Metrics sent as key-value pairs (`values[from]` to `values[to - 1]`), as a fresh record: "__proto__" stays data. */
+function metricPairs(values: unknown[], from: number, to: number, what: string): Record<string, number> {
+  const copy: Record<string, number> = {};
+  for (let i = from; i < to; i += 2) {
+    const key = values[i];
+    if (typeof key !== "string") throw new SandboxError("contract", `${what}: a metric's name must be a string; got ${String(key)}`);
+    const value = finite(values[i + 1], `${what}.${key}`);
+    if (key === "__proto__") Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+    else copy[key] = value;
+  }
+  return copy;
+}
+
 function numberRecord(value: unknown, what: string): Record<string, number> {
   const record = object(value, what);
   const copy: Record<string, number> = {};
@@ -686,16 +729,18 @@ function numberRecord(value: unknown, what: string): Record<string, number> {
   return copy;
 }
 
-function checkEnd(value: unknown, label: string): GuestEpisodeEnd {
-  const [turns, totalReward, truncated, invalidActions, score, breakdown] = tuple(value, 6, `${label}: the episode's end`);
+/** An episode's end (`turns, totalReward, truncated, invalidActions, score, breakdown`) from `at` in a step's values. */
+function checkEnd(values: unknown[], at: number, label: string): GuestEpisodeEnd {
+  const truncated = values[at + 2];
   if (typeof truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
-  const total = finite(totalReward, `${label}: the total reward`);
+  const total = finite(values[at + 1], `${label}: the total reward`);
+  const breakdown = values[at + 5];
   return {
-    turns: whole(turns, `${label}: turns`),
+    turns: whole(values[at], `${label}: turns`),
     totalReward: total,
     truncated,
-    invalidActions: whole(invalidActions, `${label}: invalidActions`),
-    score: finite(score, `${label}: the score`),
+    invalidActions: whole(values[at + 3], `${label}: invalidActions`),
+    score: finite(values[at + 4], `${label}: the score`),
     breakdown: breakdown === null ? { env: total } : numberRecord(breakdown, `${label}: the reward breakdown`),
   };
 }
@@ -706,11 +751,6 @@ function whole(value: unknown, what: string): number {
   return n;
 }
 
-/** An answer sent as a fixed-length array (see the *Wire types). */
-function tuple(value: unknown, length: number, what: string): unknown[] {
-  if (!Array.isArray(value) || value.length !== length) throw new SandboxError("contract", `${what}: the answer is malformed`);
-  return value;
-}
 
 /** The state the guest sent as JSON text (null when it had none that serializes), parsed and copied. */
 function stateFromJson(value: unknown, label: string): Json {

@@ -10,7 +10,7 @@ import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-e
 import { ANSWERED, CURRENT_OP, OP_CPU_AT, OP_STARTED_AT } from "./wire";
 
 export type ThreadData = { code: string; fileName: string; limits: EngineLimits; shared: SharedArrayBuffer; port: MessagePort };
-/** The ops as one JSON array, and each op's CPU budget. */
+/** The ops as one JSON text (wire.ts `encodeRequest`), and each op's CPU budget. */
 export type ThreadRequest = { ops: string; budgetsMs: Float64Array };
 
 async function main() {

@@ -1,5 +1,6 @@
 /**
- * The messages that cross the sandbox boundary, as JSON strings in both directions: one op in, one result out.
+ * The messages that cross the sandbox boundary, as JSON strings in both directions: a crossing's ops in
+ * (GuestRequest), their answers out (GuestResponse).
  * The guest (guest/bridge.ts, inside QuickJS) and the host import these types only; the host re-validates every
  * answer, because user code shares the guest's realm and could tamper with it.
  */
@@ -22,6 +23,27 @@ export function slotOf(op: GuestOp): number | null {
   return op[0] === "configure" || op[0] === "describe" || op[0] === "logs" ? null : op[1];
 }
 
+/**
+ * A crossing's ops as the guest receives them: a batch of steps or of resets by columns (QuickJS parses 64 steps
+ * as `["step", [slots], [actions]]` in a third of the time it takes as 64 tuples), any other batch as its tuples.
+ */
+export type GuestRequest =
+  | [kind: "step", slots: number[], actions: string[]]
+  | [kind: "reset", slots: number[], seeds: number[], samples: (DatasetRow | null)[] | 0]
+  | [kind: "ops", ops: GuestOp[]];
+
+/** The JSON text of a crossing's request (see GuestRequest). */
+export function encodeRequest(ops: GuestOp[]): string {
+  const kind = ops[0]?.[0];
+  if ((kind === "step" || kind === "reset") && ops.every((op) => op[0] === kind)) {
+    if (kind === "step") return JSON.stringify(["step", ops.map((op) => op[1]), ops.map((op) => op[2])]);
+    const resets = ops as Extract<GuestOp, [op: "reset", ...unknown[]]>[];
+    const samples = resets.some((op) => op[3] !== null) ? resets.map((op) => op[3]) : 0;
+    return JSON.stringify(["reset", resets.map((op) => op[1]), resets.map((op) => op[2]), samples]);
+  }
+  return JSON.stringify(["ops", ops]);
+}
+
 export type GuestFailure = {
   kind: "runtime" | "contract" | "limit";
   name: string;
@@ -35,17 +57,25 @@ export type GuestFailure = {
 };
 
 /**
- * One op's answer: `[true, value]` or `[false, failure]`. Values that cross on every step are arrays, not objects
- * (the *Wire types): QuickJS serializes an array in about half the time of an object with the same fields.
+ * A crossing's answers, as the host receives them: one flat JSON array holding each op's record in turn (V8's
+ * JSON.parse spends more on each array it makes than on the values in it, and QuickJS's JSON.stringify more on
+ * each object and array than on anything else). A record is its length and its values, `n, v1, ..., vn`: the
+ * guest answers each op with the JSON text `[n, v1, ..., vn]` (one JSON.stringify call) and the sandbox's thread
+ * joins the answers without their brackets. A failed op's record is `-1, failure` (a GuestFailure).
+ * The values of each op (the *Wire types): configure none; describe, logs, render, summary and score one value.
  */
-export type GuestResult = [true, unknown] | [false, GuestFailure];
+export const FAILED = -1;
 
-/** One answer per op, with the milliseconds each op took (measured around the op by the sandbox's thread). */
-export type GuestResponse = { ms: number[]; results: GuestResult[] };
+/** One answer per op: each op's record in `results` starts at `starts[i]` (its length); `ms`, each op's time. */
+export type GuestResponse = { ms: number[]; results: unknown[]; starts: Int32Array };
 
 export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null };
-/** `render` is `true` when it is the observation itself (a board game's usually is): the text crosses once. */
-export type GuestResetWire = [observation: string, systemPrompt: string, render: string | null | true];
+/**
+ * `render` is `true` when it is the observation itself (a board game's usually is): the text crosses once.
+ * `systemPrompt` is `true` when it is the one the sandbox's previous reset answered (the host keeps it): a
+ * definition's prompt is usually the same string for every episode.
+ */
+export type GuestResetWire = [n: 3, observation: string, systemPrompt: string | true, render: string | null | true];
 
 /**
  * An episode's end, sent with its last step. The final state is not: serializing it cost as much as the rest of
@@ -62,16 +92,6 @@ export type GuestEpisodeEnd = {
   breakdown: Record<string, number>;
 };
 
-export type GuestEpisodeEndWire = [
-  turns: number,
-  totalReward: number,
-  truncated: boolean,
-  invalidActions: number,
-  score: number,
-  /** null when the definition has no reward functions: the breakdown is then `{ env: totalReward }`. */
-  breakdown: Record<string, number> | null,
-];
-
 export type GuestStepValue = {
   observation: string | null;
   reward: number;
@@ -82,15 +102,32 @@ export type GuestStepValue = {
   end: GuestEpisodeEnd | null;
 };
 
-export type GuestStepWire = [
-  observation: string | null,
-  reward: number,
-  done: boolean,
-  info: Record<string, Json>,
-  metrics: Record<string, number>,
-  render: string | null | true,
-  end: GuestEpisodeEndWire | null,
-];
+/**
+ * A step's record: an unfinished episode's step, `4 + 2k, observation, reward, info, render, key1, value1, ...`
+ * (its k metrics as pairs); the last step, `10 + 2k, null, reward, info, render`, the episode's end (`turns,
+ * totalReward, truncated, invalidActions, score, breakdown`), then the metrics. Whether the episode is done is
+ * the observation being null. `info` is 0 when empty; `breakdown` null when the definition has no reward
+ * functions (it is then `{ env: totalReward }`).
+ */
+export type GuestStepWire =
+  | [n: number, observation: string, reward: number, info: Record<string, Json> | 0, render: string | null | true, ...metrics: (string | number)[]]
+  | [
+      n: number,
+      observation: null,
+      reward: number,
+      info: Record<string, Json> | 0,
+      render: string | null,
+      turns: number,
+      totalReward: number,
+      truncated: boolean,
+      invalidActions: number,
+      score: number,
+      breakdown: Record<string, number> | null,
+      ...metrics: (string | number)[],
+    ];
+/** Where the metrics start in a step's values (GuestStepWire, after its length): unfinished, and the last step. */
+export const STEP_FIELDS = 4;
+export const LAST_STEP_FIELDS = 10;
 
 /**
  * The summary op's answer (rare: an episode's end comes with its last step), with the state as JSON text, which

@@ -1,19 +1,20 @@
 /**
  * The guest half of the sandbox: bundled with the user's files and evaluated inside QuickJS before them. It
  * hardens the realm, holds one `EnvironmentSession` per slot, and answers ops (reset, step, render, summary,
- * score): the sandbox's thread hands it a crossing's batch of ops as one JSON string (`begin`), then calls `next`
- * once per op, which answers that op with one JSON string.
+ * score): the sandbox's thread hands it a crossing's batch of ops as one JSON string (`begin`, a GuestRequest),
+ * then calls `next` once per op, which adds that op's answer to the batch's records, and takes the records as one
+ * JSON string (`take`) at the end (see GuestResponse).
  *
  * It also checks what the user's functions return (the contract) where the SDK would silently coerce: a reward
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
  * precise (it knows which function and which field) and keeps oversized values from being serialized at all.
  */
-import { type DatasetRow, type EnvironmentDefinition, type Json, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
+import { type DatasetRow, type EnvironmentDefinition, type Json, type StepOutcome, EnvironmentSession, defineEnvironment, scoreEpisode } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
-import type { EnvironmentDescription, GuestEpisodeEndWire, GuestFailure, GuestOp, GuestResetWire, GuestStepWire, GuestSummaryWire } from "../wire";
+import { type EnvironmentDescription, FAILED, type GuestFailure, type GuestOp, type GuestRequest, type GuestSummaryWire } from "../wire";
 
 type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
-type Register = (begin: (request: string) => void, next: () => string) => void;
+type Register = (begin: (request: string) => void, next: () => number, take: () => string) => void;
 
 // Captured before any user module is evaluated: user code may replace the globals, not these bindings.
 const global = globalThis as unknown as Record<string, unknown>;
@@ -62,9 +63,24 @@ const sessions: EnvironmentSession<unknown, unknown, DatasetRow>[] = [];
 let pendingViolation: ContractViolation | null = null;
 /** No reward functions: an episode's breakdown is its total as "env", which the host writes itself. */
 let breakdownIsTotal = true;
-/** The batch being answered, and the index of its next op. */
-let batch: GuestOp[] = [];
+/** The batch being answered (a GuestRequest's columns), and the index of its next op. */
+let kind: GuestRequest[0] = "ops";
+let ops: GuestOp[] = [];
+let slots: number[] = [];
+let actions: string[] = [];
+let seeds: number[] = [];
+let samples: (DatasetRow | null)[] | 0 = 0;
 let cursor = 0;
+/**
+ * The batch's records so far (see GuestResponse), serialized in one JSON.stringify call when the thread takes
+ * them (`take`): in QuickJS each call costs ~1-2 µs before any work, and each answer's string another crossing.
+ */
+let records: unknown[] = [];
+/** The characters of text the records hold; past `takeChars`, `next` asks the thread to take them at once. */
+let recordChars = 0;
+const takeChars = 250_000;
+/** The system prompt of the last reset answered: a reset with the same one answers `true` in its place. */
+let lastSystemPrompt: string | null = null;
 
 /** Called once by the generated entry, after the user's modules have been evaluated. */
 export function install(userModule: Record<string, unknown>): void {
@@ -82,78 +98,133 @@ export function install(userModule: Record<string, unknown>): void {
     hasRender: typeof definition.render === "function",
     exportName,
   };
-  register(begin, next);
+  register(begin, next, take);
 }
 
 /** Takes a crossing's ops (the host's JSON text, parsed once for the whole batch). */
-function begin(request: string): void {
-  batch = parseJson(request) as GuestOp[];
+function begin(text: string): void {
+  const request = parseJson(text) as GuestRequest;
+  kind = request[0];
+  if (request[0] === "step") {
+    slots = request[1];
+    actions = request[2];
+  } else if (request[0] === "reset") {
+    slots = request[1];
+    seeds = request[2];
+    samples = request[3];
+  } else ops = request[1];
   cursor = 0;
-}
-
-/** Runs the batch's next op; its result (`[true, value]` or `[false, failure]`) as JSON text. */
-function next(): string {
-  const op = batch[cursor++]!;
-  try {
-    pendingViolation = null;
-    const value = answer(op);
-    if (pendingViolation) throw pendingViolation;
-    return "[true," + value + "]";
-  } catch (error) {
-    return stringify([false, describeFailure(error)]);
-  }
+  records = [];
+  recordChars = 0;
 }
 
 /**
- * An op's value as JSON text, from one JSON.stringify call: in QuickJS each call has a high fixed cost (~1-1.5 µs,
- * as much as a small object inside it), so the answer is one array, not fields serialized one by one.
+ * Runs the batch's next op and adds its record (`n, ...values`, or `-1, failure`) to the batch's. Returns 1 when
+ * the records hold so much text that the thread should take them now, else 0.
  */
-function answer(op: GuestOp): string {
+function next(): number {
+  const i = cursor++;
+  const start = records.length;
+  try {
+    pendingViolation = null;
+    if (kind === "step") step(slots[i]!, actions[i]!);
+    else if (kind === "reset") reset(slots[i]!, seeds[i]!, samples === 0 ? null : samples[i]!);
+    else answer(ops[i]!);
+    if (pendingViolation) throw pendingViolation;
+  } catch (error) {
+    records.length = start;
+    records.push(FAILED, describeFailure(error));
+  }
+  return recordChars > takeChars ? 1 : 0;
+}
+
+/** The records added since the last take, as the JSON text of one array. */
+function take(): string {
+  const text = stringify(records);
+  records = [];
+  recordChars = 0;
+  return text;
+}
+
+/** A reset's record (GuestResetWire). */
+function reset(slot: number, seed: number, sample: DatasetRow | null): void {
+  const session = (sessions[slot] ??= new EnvironmentSession(definition!));
+  const observation = checkSize("observation", session.reset(seed, sample ?? undefined));
+  const render = checkSize("render", session.render() ?? null);
+  const systemPrompt = checkSize("systemPrompt", session.systemPrompt);
+  const samePrompt = systemPrompt === lastSystemPrompt;
+  records.push(3, observation, samePrompt ? true : systemPrompt, render !== null && render === observation ? true : render);
+  lastSystemPrompt = systemPrompt;
+  recordChars += observation.length + (samePrompt ? 0 : systemPrompt.length) + (render === null ? 0 : render.length);
+}
+
+/**
+ * A step's record (GuestStepWire). The episode's end is read from one summary (the score is computed from it
+ * too, as `session.score()` would from its own).
+ */
+function step(slot: number, action: string): void {
+  const session = sessionAt(slot);
+  const outcome = session.step(action);
+  const observation = checkSize("observation", outcome.observation);
+  const render = checkSize("render", session.render() ?? null);
+  // info, the one value whose size is not known yet, is measured only when it has something in it
+  const info = objectKeys(outcome.info).length === 0 ? 0 : outcome.info;
+  if (info !== 0) recordChars += checkJsonSize("info", info);
+  const start = records.length;
+  if (outcome.done) {
+    const summary = session.summary();
+    const { turns, totalReward, truncated, invalidActions } = summary;
+    const breakdown = breakdownIsTotal ? null : session.rewardBreakdown();
+    records.push(0, null, outcome.reward, info, render, turns, totalReward, truncated, invalidActions, scoreEpisode(session.definition, summary), breakdown);
+  } else records.push(0, observation, outcome.reward, info, render !== null && render === observation ? true : render);
+  const metrics = outcome.metrics as Record<string, number> | MetricPairs;
+  if (isArray(metrics)) for (let m = 0; m < metrics.length; m++) records.push(metrics[m]);
+  else {
+    // metrics the SDK made itself (an invalid action's, a tool call's): plain objects of numbers
+    const keys = objectKeys(metrics);
+    for (let m = 0; m < keys.length; m++) records.push(keys[m], metrics[keys[m]!]);
+  }
+  records[start] = records.length - start - 1;
+  recordChars += (observation === null ? 0 : observation.length) + (render === null ? 0 : render.length);
+}
+
+/** The record of an op other than a batch's reset or step (one at a time, rare: see GuestRequest). */
+function answer(op: GuestOp): void {
   switch (op[0]) {
     case "configure":
       maxChars = op[1];
-      return "null";
+      records.push(0);
+      return;
     case "describe":
-      return stringify(description);
-    case "logs":
-      return stringify(logs.splice(0, logs.length));
-    case "reset": {
-      const session = (sessions[op[1]] ??= new EnvironmentSession(definition!));
-      const observation = checkSize("observation", session.reset(op[2], op[3] ?? undefined));
-      const render = checkSize("render", session.render() ?? null);
-      const value: GuestResetWire = [observation, checkSize("systemPrompt", session.systemPrompt), render !== null && render === observation ? true : render];
-      return stringify(value);
+      records.push(1, description);
+      return;
+    case "logs": {
+      const lines = logs.splice(0, logs.length);
+      for (let i = 0; i < lines.length; i++) recordChars += lines[i]!.length;
+      records.push(1, lines);
+      return;
     }
-    case "step": {
-      const session = sessionAt(op[1]);
-      const step = session.step(op[2]);
-      const observation = checkSize("observation", step.observation);
-      const render = checkSize("render", session.render() ?? null);
-      const value: GuestStepWire = [
-        observation,
-        step.reward,
-        step.done,
-        step.info,
-        step.metrics,
-        render !== null && render === observation ? true : render,
-        step.done ? episodeEnd(session) : null,
-      ];
-      const text = stringify(value);
-      // A value whose whole answer fits the limit has no field over it; info, the one field not checked yet, is
-      // serialized alone only when the whole is over it.
-      if (text.length > maxChars) checkJsonSize("info", step.info);
-      return text;
+    case "reset":
+      return reset(op[1], op[2], op[3]);
+    case "step":
+      return step(op[1], op[2]);
+    case "render": {
+      const render = checkSize("render", sessionAt(op[1]).render() ?? null);
+      recordChars += render === null ? 0 : render.length;
+      records.push(1, render);
+      return;
     }
-    case "render":
-      return stringify(checkSize("render", sessionAt(op[1]).render() ?? null));
     case "summary": {
       const session = sessionAt(op[1]);
       const { state, turns, totalReward, done, truncated, invalidActions } = session.summary();
       const value: GuestSummaryWire = { turns, totalReward, done, truncated, invalidActions, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
-      return stringify(value);
+      recordChars += value.stateJson === null ? 0 : value.stateJson.length;
+      records.push(1, value);
+      return;
     }
     case "score":
-      return stringify(sessionAt(op[1]).score());
+      records.push(1, sessionAt(op[1]).score());
+      return;
   }
 }
 
@@ -161,16 +232,6 @@ function sessionAt(slot: number) {
   const session = sessions[slot];
   if (!session) throw new Error(`slot ${slot} has no episode; reset it first`);
   return session;
-}
-
-/**
- * The final state is left out (see GuestEpisodeEnd): the host asks for it only when it is read. So is the reward
- * breakdown when there are no reward functions (it is then `{ env: totalReward }`, the same sums in the same order).
- */
-function episodeEnd(session: EnvironmentSession<unknown, unknown, DatasetRow>): GuestEpisodeEndWire {
-  const summary = session.summary();
-  const breakdown = breakdownIsTotal ? null : session.rewardBreakdown();
-  return [summary.turns, summary.totalReward, summary.truncated, summary.invalidActions, session.score(), breakdown];
 }
 
 /**
@@ -191,9 +252,11 @@ function checkSize<T extends string | null>(what: string, text: T): T {
   return text;
 }
 
-function checkJsonSize(what: string, value: unknown): void {
+/** The length of a value's JSON text, which must be within the limit. */
+function checkJsonSize(what: string, value: unknown): number {
   const text = stringify(value);
   if (text.length > maxChars) throw new SizeViolation(`${what} as JSON`, text.length);
+  return text.length;
 }
 
 // ---- finding and guarding the user's definition ----
@@ -224,6 +287,15 @@ function findDefinition(userModule: Record<string, unknown>): { exportName: stri
 }
 
 /**
+ * What the guards below answer the SDK with, one object each, refilled on every call: the SDK reads a guarded
+ * reset's, parseAction's or step's answer at once, copying the values it keeps, and holds on to none of these
+ * objects (nor does any user code see them), while QuickJS takes ~1 µs to make an object of six fields.
+ */
+const resetAnswer: { state: unknown; observation: string } = { state: undefined, observation: "" };
+const parsedAction: { ok: true; action: unknown } = { ok: true, action: undefined };
+const stepOutcome: StepOutcome<unknown> = { state: undefined, observation: undefined, reward: 0, done: false, info: undefined, metrics: undefined };
+
+/**
  * The definition with every user function wrapped so that what it returns is checked and copied into plain
  * values once (a getter runs once; a Proxy is read once), with errors that name the function and the field.
  */
@@ -242,7 +314,9 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       }
       const { state, observation } = result as { state: unknown; observation: unknown };
       if (typeof observation !== "string") rejectPromise("reset", result);
-      return { state, observation: expectString("reset", "observation", observation) };
+      resetAnswer.state = state;
+      resetAnswer.observation = expectString("reset", "observation", observation);
+      return resetAnswer;
     },
     parseAction(text, state) {
       const result = user.parseAction(text, state);
@@ -253,7 +327,10 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
         );
       }
       const { ok, action, error } = result as { ok: unknown; action: unknown; error: unknown };
-      if (ok === true) return { ok: true, action };
+      if (ok === true) {
+        parsedAction.action = action;
+        return parsedAction;
+      }
       if (ok === false) return { ok: false, error: expectString("parseAction", "error", error) };
       rejectPromise("parseAction", result);
       throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
@@ -265,7 +342,8 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       }
       const outcome = result as Record<string, unknown>;
       const { state: next, observation, reward, done, info, metrics } = outcome;
-      if (typeof reward !== "number" || !isFiniteNumber(reward)) {
+      // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
+      if (typeof reward !== "number" || reward - reward !== 0) {
         rejectPromise("step", result);
         throw new ContractViolation("step", `step() returned reward ${describeValue(reward)}; reward must be a finite number`);
       }
@@ -278,14 +356,13 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
           `step() returned observation ${describeValue(observation)}; observation must be a string or left out`,
         );
       }
-      return {
-        state: next,
-        observation: (observation ?? undefined) as string | undefined,
-        reward,
-        done,
-        info: info === undefined ? undefined : checkInfo(info),
-        metrics: metrics === undefined ? undefined : checkMetrics(metrics),
-      };
+      stepOutcome.state = next;
+      stepOutcome.observation = (observation ?? undefined) as string | undefined;
+      stepOutcome.reward = reward;
+      stepOutcome.done = done;
+      stepOutcome.info = info === undefined ? undefined : checkInfo(info);
+      stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
+      return stepOutcome;
     },
     render:
       typeof user.render === "function"
@@ -297,7 +374,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       typeof user.score === "function"
         ? (summary) => {
             const value = user.score!(summary);
-            if (typeof value !== "number" || !isFiniteNumber(value)) {
+            if (typeof value !== "number" || value - value !== 0) {
               throw new ContractViolation("score", `score() returned ${describeValue(value)}; a score must be a finite number`);
             }
             return value;
@@ -361,21 +438,30 @@ function expectString(fn: string, field: string, value: unknown): string {
   throw new ContractViolation(fn, `${where}; ${field === "its return value" ? "it" : field} must be a string`);
 }
 
-function checkMetrics(metrics: unknown): Record<string, number> {
+/**
+ * A step's metrics, read once and checked, as key-value pairs: the form they cross in (GuestStepWire), made
+ * here instead of a copied object (QuickJS adds properties to a new object slowly, and serializes an object's
+ * keys more slowly than an array's strings). The SDK passes a step's metrics through untouched, so the bridge
+ * receives these pairs back in `SessionStep.metrics` (and objects for the metrics the SDK makes itself).
+ */
+type MetricPairs = (string | number)[];
+
+function checkMetrics(metrics: unknown): MetricPairs {
   if (metrics === null || typeof metrics !== "object" || isArray(metrics)) {
     throw new ContractViolation("step", `step() returned metrics ${describeValue(metrics)}; metrics must be an object of numbers`);
   }
-  const copy: Record<string, number> = {};
+  const pairs: MetricPairs = [];
   const keys = objectKeys(metrics);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
     const value = (metrics as Record<string, unknown>)[key];
-    if (typeof value !== "number" || !isFiniteNumber(value)) {
+    // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
+    if (typeof value !== "number" || value - value !== 0) {
       throw new ContractViolation("step", `step() returned metrics.${key} ${describeValue(value)}; metrics must be finite numbers`);
     }
-    setData(copy, key, value);
+    pairs.push(key, value);
   }
-  return copy;
+  return pairs;
 }
 
 /** Sets a copy's property as plain data: a key "__proto__" stays a key (assigning it would set the prototype). */

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { compileEnvironment } from "@/server/sandbox";
 import { QuickJSEngine } from "@/server/sandbox/quickjs-engine";
-import type { GuestOp } from "@/server/sandbox/wire";
+import { type GuestOp, encodeRequest } from "@/server/sandbox/wire";
 import { envSource } from "./helpers";
 
 async function load(lowLevelCalls: boolean) {
@@ -20,14 +20,18 @@ describe("QuickJSEngine", () => {
   it("answers the same through the low-level calls as through the public API, failures and interrupts included", async () => {
     const [fast, plain] = await Promise.all([load(true), load(false)]);
     const run = (engine: QuickJSEngine, batch: GuestOp[], budgetMs = 100) =>
-      engine.run(JSON.stringify(batch), new Float64Array(batch.length).fill(budgetMs), () => {});
+      engine.run(encodeRequest(batch), new Float64Array(batch.length).fill(budgetMs), () => {});
     const answer = run(fast, ops);
     expect(answer.ok).toBe(true);
     if (!answer.ok) return;
     expect(answer.results).toBe((run(plain, ops) as typeof answer).results);
+    // one flat array of records: configure (no values), the reset (3), two steps (4 each: no metrics), a failure
     const results = JSON.parse(answer.results) as unknown[];
-    expect(results[3]).toEqual([true, ["n=2 é", 0.5, false, { action: "ünïcode ✓" }, {}, null, null]]);
-    expect(results[4]).toMatchObject([false, { kind: "runtime", message: "slot 9 has no episode; reset it first" }]);
+    expect(results.slice(0, 9)).toEqual([0, 3, "start", "play", null, 4, "n=1 é", 0.5, { action: "go" }]);
+    expect(results.slice(10, 15)).toEqual([4, "n=2 é", 0.5, { action: "ünïcode ✓" }, null]);
+    expect(results[15]).toBe(-1);
+    expect(results[16]).toMatchObject({ kind: "runtime", message: "slot 9 has no episode; reset it first" });
+    expect(results).toHaveLength(17);
     // An op stopped by the interrupt handler escapes the bridge; both ways report it alike.
     for (const engine of [fast, plain]) {
       const stopped = run(engine, [["step", 0, "spin"]], 20);
