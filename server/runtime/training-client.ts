@@ -118,9 +118,7 @@ export class TrainingClient {
     // whole step of turns) runs in slices of about FORWARD_CHUNK_TOKENS tokens, shortest sequences together;
     // each sequence's result is the same whichever slice it is in.
     const order = batch.tokens.map((_, i) => i).sort((a, b) => batch.tokens[a]!.length - batch.tokens[b]!.length);
-    const logprobs = new Array<number[]>(batch.tokens.length);
-    const values: number[][] = new Array(batch.tokens.length);
-    let hasValues = false;
+    const result: ForwardResult = { logprobs: new Array<number[]>(batch.tokens.length) };
     for (let start = 0; start < order.length; ) {
       let end = start + 1;
       while (end < order.length && (end + 1 - start) * batch.tokens[order[end]!]!.length <= FORWARD_CHUNK_TOKENS) end++;
@@ -128,17 +126,13 @@ export class TrainingClient {
       const packed = packBatch({ tokens: rows.map((i) => batch.tokens[i]!) }, config.vocabSize, config.contextLength);
       const out = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
       const chunkLogprobs = tokenLogprobs(out.logits, packed, config.vocabSize, temperature);
+      if (out.values) result.values ??= new Array<number[]>(batch.tokens.length);
       rows.forEach((row, b) => {
-        logprobs[row] = chunkLogprobs[b]!;
-        if (out.values) {
-          hasValues = true;
-          values[row] = Array.from({ length: packed.lengths[b]! }, (_, i) => (i === 0 ? 0 : out.values![b * packed.T + i - 1]!));
-        }
+        result.logprobs[row] = chunkLogprobs[b]!;
+        if (out.values) result.values![row] = Array.from({ length: packed.lengths[b]! }, (_, i) => (i === 0 ? 0 : out.values![b * packed.T + i - 1]!));
       });
       start = end;
     }
-    const result: ForwardResult = { logprobs };
-    if (hasValues) result.values = values;
     return result;
   }
 

@@ -713,19 +713,21 @@ function metricPairs(values: unknown[], from: number, to: number, what: string):
   for (let i = from; i < to; i += 2) {
     const key = values[i];
     if (typeof key !== "string") throw new SandboxError("contract", `${what}: a metric's name must be a string; got ${String(key)}`);
-    const value = finite(values[i + 1], `${what}.${key}`);
-    if (key === "__proto__") Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
-    else copy[key] = value;
+    setOwn(copy, key, finite(values[i + 1], `${what}.${key}`));
   }
   return copy;
+}
+
+/** copy[key] = value as an own data property, also for "__proto__" (which plain assignment would take as the prototype). */
+function setOwn(copy: Record<string, number>, key: string, value: number): void {
+  if (key === "__proto__") Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
+  else copy[key] = value;
 }
 
 function numberRecord(value: unknown, what: string): Record<string, number> {
   const record = object(value, what);
   const copy: Record<string, number> = {};
-  for (const [key, item] of Object.entries(record)) {
-    Object.defineProperty(copy, key, { value: finite(item, `${what}.${key}`), enumerable: true, writable: true, configurable: true });
-  }
+  for (const [key, item] of Object.entries(record)) setOwn(copy, key, finite(item, `${what}.${key}`));
   return copy;
 }
 
@@ -750,7 +752,6 @@ function whole(value: unknown, what: string): number {
   if (!Number.isInteger(n) || n < 0) throw new SandboxError("contract", `${what} must be a whole number`);
   return n;
 }
-
 
 /** The state the guest sent as JSON text (null when it had none that serializes), parsed and copied. */
 function stateFromJson(value: unknown, label: string): Json {

@@ -146,7 +146,6 @@ export async function storeReport(db: Database, input: ReportInput): Promise<str
     return { ...clean, totalReward: float(clean.totalReward), advantage: clean.advantage === null ? null : float(clean.advantage) };
   });
   const logs = (input.logs ?? []).map((l) => storable(l));
-  const json = (rows: unknown[]) => (rows.length ? JSON.stringify(rows) : "[]");
   // Data-modifying parts of a WITH run once, to completion, whether or not the final select reads them.
   const result = await db.execute(sql`
     with job as (
@@ -154,19 +153,19 @@ export async function storeReport(db: Database, input: ReportInput): Promise<str
     ), points as (
       insert into ${metricPoints} (run_id, step, name, value, wall_time)
       select job.run_id, r.step, r.name, r.value, r."wallTime"
-      from job, jsonb_to_recordset(${json(metrics)}::jsonb) as r(step integer, name text, value double precision, "wallTime" timestamptz)
+      from job, jsonb_to_recordset(${JSON.stringify(metrics)}::jsonb) as r(step integer, name text, value double precision, "wallTime" timestamptz)
       on conflict do nothing
     ), samples as (
       insert into ${rollouts} (run_id, step, split, group_index, sample_index, prompt, turns, rewards, total_reward, advantage, tokens, token_logprobs)
       select job.run_id, r.step, r.split, r."groupIndex", r."sampleIndex", r.prompt, r.turns, r.rewards, r."totalReward", r.advantage,
              nullif(r.tokens, 'null'), nullif(r."tokenLogprobs", 'null')
-      from job, jsonb_to_recordset(${json(rolloutRows)}::jsonb)
+      from job, jsonb_to_recordset(${JSON.stringify(rolloutRows)}::jsonb)
         as r(step integer, split text, "groupIndex" integer, "sampleIndex" integer, prompt text, turns jsonb, rewards jsonb,
              "totalReward" double precision, advantage double precision, tokens jsonb, "tokenLogprobs" jsonb)
       on conflict do nothing
     ), lines as (
       insert into ${runLogs} (run_id, level, message)
-      select job.run_id, r.level, r.message from job, jsonb_to_recordset(${json(logs)}::jsonb) as r(level text, message text)
+      select job.run_id, r.level, r.message from job, jsonb_to_recordset(${JSON.stringify(logs)}::jsonb) as r(level text, message text)
     ), progress as (
       update ${runs} set step = ${input.step ?? null}::integer from job where ${runs.id} = job.run_id and ${input.step ?? null}::integer is not null
     )
