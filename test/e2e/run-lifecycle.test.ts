@@ -135,9 +135,29 @@ describe("a run's life", () => {
       ARTIFACTS_DIR: tempDir("artifacts"),
     });
     servers.push(server);
-    const runs = [await launch(server, 20, "a"), await launch(server, 20, "b")];
+    // Both workers registered first: otherwise a fast machine lets the first one finish run a and take run b too
+    // before the second has started up.
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const { workers } = (await (await fetch(`${server.url}/api/health`)).json()).training as { workers: unknown[] };
+      if (workers.length === 2) break;
+      if (Date.now() > deadline) throw new Error(`${workers.length} of 2 workers registered after 120 s:\n${server.output().slice(-3000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const steps = 150;
+    const runs = [await launch(server, steps, "a"), await launch(server, steps, "b")];
+    // At once: both running mid-way at the same moment.
+    const both = async () => Promise.all(runs.map((id) => call<Run>(server, "runs.byId", { id }, "GET")));
+    let overlap = false;
+    while (!overlap) {
+      const states = await both();
+      overlap = states.every((r) => r.status === "running" && r.step > 0 && r.step < steps);
+      if (!overlap && states.some((r) => r.status === "completed" || r.status === "failed")) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(overlap).toBe(true);
     for (const runId of runs) {
-      expect(await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 180)).toMatchObject({ status: "completed", step: 20 });
+      expect(await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 180)).toMatchObject({ status: "completed", step: steps });
     }
     const workerOfJob = [...server.output().matchAll(/\[worker (\d+)\] job job_\w+ \(run (run_\w+)\) started/g)].map((m) => m[1]);
     expect(new Set(workerOfJob).size).toBe(2);
