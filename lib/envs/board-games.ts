@@ -95,6 +95,13 @@ function completesLine(cells: Cell[], size: number, line: number, index: number,
   return false;
 }
 
+/** The free cells where `mark` would complete a line: its wins, or the other side's blocks. */
+export function completingCells(state: BoardState, mark: "X" | "O"): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < state.cells.length; i++) if (state.cells[i] === "." && completesLine(state.cells, state.size, state.line, i, mark)) out.push(i);
+  return out;
+}
+
 function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
   const cells = state.cells.slice();
   cells[index] = mark;

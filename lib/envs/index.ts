@@ -54,8 +54,9 @@ export const useCases: Record<string, UseCase> = {
       environment: "tic-tac-toe",
       agent: { base: "tic-tac-toe-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 5e-4 },
-      evaluation: { every: 20, episodes: 200 },
+      // Per-turn credit: a missed block is usually the move right before the loss, not the opening.
+      algorithm: { name: "grpo-per-turn", steps: 300, groupSize: 8, groupsPerStep: 32, learningRate: 5e-4, lrSchedule: "cosine" },
+      evaluation: { every: 50, episodes: 200 },
     },
   },
   gomoku: {

@@ -3,7 +3,8 @@ import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { builtInBaseDir, builtInBases } from "@/lib/envs/bases";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
-import { demonstrate, demonstrators, toConversations } from "@/lib/envs/demonstrations";
+import { cellName, completingCells, type BoardState } from "@/lib/envs/board-games";
+import { demonstrate, demonstrators, perfectMove, toConversations } from "@/lib/envs/demonstrations";
 import { openRange } from "@/lib/envs/guess-number";
 import { useCases } from "@/lib/envs/index";
 import { distance, HOUSE, planLength, textWorld, type Direction, type WorldState } from "@/lib/envs/text-world";
@@ -50,6 +51,42 @@ describe("tool-use demonstrator", () => {
       if (call[2] !== operator) slips.set(`${operator}${call[2]}`, (slips.get(`${operator}${call[2]}`) ?? 0) + 1);
     }
     expect(slips.size).toBe(12); // every wrong operator turns up for every operator
+  });
+});
+
+describe("tic-tac-toe demonstrator", () => {
+  const useCase = useCases["tic-tac-toe"]!;
+
+  it("plays perfectly underneath: minimax never loses to the random opponent", async () => {
+    const trajectories = await demonstrate(useCase, (state: BoardState) => cellName(perfectMove(state), 3), 300, 11);
+    expect(trajectories.filter((t) => t.metrics.lost).length).toBe(0);
+    expect(trajectories.filter((t) => t.metrics.won).length / 300).toBeGreaterThan(0.8);
+  });
+
+  it("wins or blocks only two times in five where it can, and plays its perfect move everywhere else", async () => {
+    const starts = Array.from({ length: 600 }, (_, seed) => ({ session: new EnvironmentSession(useCase.environment), seed }));
+    const rng = new Rng(5);
+    const counts = { lines: 0, took: 0, elsewhere: 0, perfect: 0 };
+    await runEpisodes(useCase.protocol, starts, async (requests) =>
+      requests.map(({ episode }) => {
+        const state = starts[episode]!.session.summary().state as BoardState;
+        const move = demonstrators["tic-tac-toe"]!(state, rng, undefined);
+        const index = "abc".indexOf(move[0]!) + 3 * (Number(move[1]) - 1);
+        const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
+        if (lines.length > 0) {
+          counts.lines++;
+          if (lines.includes(index)) counts.took++;
+        } else {
+          counts.elsewhere++;
+          if (index === perfectMove(state)) counts.perfect++;
+        }
+        return { text: move };
+      }),
+    );
+    expect(counts.lines).toBeGreaterThan(300);
+    expect(counts.took / counts.lines).toBeGreaterThan(0.4); // 0.4 for the win, then 0.4 of the rest to block
+    expect(counts.took / counts.lines).toBeLessThan(0.7);
+    expect(counts.perfect).toBe(counts.elsewhere);
   });
 });
 
