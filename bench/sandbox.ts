@@ -3,6 +3,7 @@
  * rollout's wall time.
  *
  *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5] [--only name,name] [--against DIR]
+ *                            [--lanes 2]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
  * (dataset environments with rows of their built-in dataset).
@@ -34,6 +35,8 @@
  * Per step, each side's figure is the median over its rounds (a round: every scripted episode once), which a
  * burst of other work on a shared machine moves less than a mean would.
  * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
+ * --lanes N: the lanes of the overlapped variant (default 2, what the worker plays with; the JSON keys keep the
+ * name two_lanes, and the line says `lanes`).
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
  * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
@@ -59,18 +62,20 @@ import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "" };
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: 2 };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
   else if (arg === "--batch") args.batch = Number(process.argv[++i]);
   else if (arg === "--clock") args.clock = process.argv[++i] ?? "";
   else if (arg === "--trials") args.trials = Number(process.argv[++i]);
+  else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
   else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --only, --against`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
+if (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
 const now =
@@ -308,11 +313,11 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
   const variants: { name: "native" | "one_lane" | "two_lanes" | "against"; play?: EpisodePlayer }[] = [
     { name: "native" },
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
-    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 2 }) },
+    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes }) },
   ];
   if (againstPool && against) {
     const play = against.runSandboxedEpisodes;
-    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: 2 }) });
+    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes }) });
   }
   /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
   const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
@@ -469,7 +474,7 @@ if (against) {
 console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "native ms", "sandbox ms", "overhead % (2 lanes)", "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    ["environment", "policy", "steps", "native ms", "sandbox ms", `overhead % (${args.lanes} lanes)`, "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
     results.map((r) => [
       r.name,
       r.policy,
@@ -484,4 +489,4 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, lanes: args.lanes, against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
