@@ -50,12 +50,13 @@ export const useCases: Record<string, UseCase> = {
     protocol: multiTurn("agent", "last"),
     title: "Tic-tac-toe against a random opponent",
     template: {
-      name: "tic-tac-toe-grpo",
+      name: "tic-tac-toe-ppo",
       environment: "tic-tac-toe",
       agent: { base: "tic-tac-toe-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
-      // Per-turn credit: a missed block is usually the move right before the loss, not the opening.
-      algorithm: { name: "grpo-per-turn", steps: 300, groupSize: 8, groupsPerStep: 32, learningRate: 5e-4, lrSchedule: "cosine" },
+      // PPO's value head credits each move by what the next position is worth (GAE λ 0.5): a missed block costs a
+      // loss one time in five against this opponent, too little to see through the rest of a game's noise.
+      algorithm: { name: "ppo", steps: 300, groupSize: 8, groupsPerStep: 32, learningRate: 5e-4, lrSchedule: "cosine", gaeLambda: 0.5 },
       evaluation: { every: 50, episodes: 200 },
     },
   },
