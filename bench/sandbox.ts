@@ -72,7 +72,7 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --only, --against`);
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);

@@ -81,7 +81,7 @@ function wins(state: BoardState, index: number): boolean {
  * without placing anything). Plain loops, no arrays per call: the greedy opponent runs this for every free
  * cell, and the sandbox's interpreter pays for each allocation.
  */
-function completesLine(cells: Cell[], size: number, line: number, index: number, mark: Cell): boolean {
+export function completesLine(cells: Cell[], size: number, line: number, index: number, mark: Cell): boolean {
   const r0 = Math.floor(index / size);
   const c0 = index % size;
   for (let d = 0; d < DIRECTIONS.length; d += 2) {

@@ -7,7 +7,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
 import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
-import { cellName, completingCells, emptyCells, type BoardState } from "./board-games";
+import { cellName, completesLine, completingCells, emptyCells, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
 import { HOUSE, legalActions, type Direction, type WorldState } from "./text-world";
@@ -52,7 +52,6 @@ function ticTacToe(state: BoardState, rng: Rng): string {
 }
 
 const FAVOURITE_CELLS = [4, 0, 2, 6, 8, 1, 3, 5, 7];
-const LINES_3X3 = [0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 3, 6, 1, 4, 7, 2, 5, 8, 0, 4, 8, 2, 4, 6];
 
 /** X's best move on a 3×3 board by minimax, sooner wins and later losses preferred; the first such cell wins ties. */
 export function perfectMove(state: BoardState): number {
@@ -62,37 +61,37 @@ export function perfectMove(state: BoardState): number {
   let bestValue = -Infinity;
   for (let i = 0; i < 9; i++) {
     if (cells[i] !== ".") continue;
-    cells[i] = "X";
-    const value = minimax(cells, "O");
-    cells[i] = ".";
+    const value = moveValue(cells, i, "X");
     if (value > bestValue) [best, bestValue] = [i, value];
   }
   return best;
 }
 
+/**
+ * The value for X of `mark` playing the free cell `index` (placed and taken back): 10 for a win by X (−10 by O),
+ * 0 for a draw, else what the rest of the game is worth with perfect play.
+ */
+function moveValue(cells: BoardState["cells"], index: number, mark: "X" | "O"): number {
+  if (completesLine(cells, 3, 3, index, mark)) return mark === "X" ? 10 : -10;
+  cells[index] = mark;
+  const value = cells.includes(".") ? minimax(cells, mark === "X" ? "O" : "X") : 0;
+  cells[index] = ".";
+  return value;
+}
+
 const minimaxValues = new Map<string, number>();
 
-/** The value for X with `toMove` to play: 10 for a win now, one less per move until it, 0 for a draw. */
+/** The value for X of an unfinished board with `toMove` to play: a win one move later is worth one less. */
 function minimax(cells: BoardState["cells"], toMove: "X" | "O"): number {
   const key = cells.join("") + toMove;
   const known = minimaxValues.get(key);
   if (known !== undefined) return known;
-  let value: number | null = null;
-  for (let l = 0; l < LINES_3X3.length && value === null; l += 3) {
-    const a = cells[LINES_3X3[l]!]!;
-    if (a !== "." && a === cells[LINES_3X3[l + 1]!] && a === cells[LINES_3X3[l + 2]!]) value = a === "X" ? 10 : -10;
-  }
-  if (value === null && !cells.includes(".")) value = 0;
-  if (value === null) {
-    value = toMove === "X" ? -Infinity : Infinity;
-    for (let i = 0; i < 9; i++) {
-      if (cells[i] !== ".") continue;
-      cells[i] = toMove;
-      const child = minimax(cells, toMove === "X" ? "O" : "X");
-      cells[i] = ".";
-      const later = child > 0 ? child - 1 : child < 0 ? child + 1 : 0;
-      value = toMove === "X" ? Math.max(value, later) : Math.min(value, later);
-    }
+  let value = toMove === "X" ? -Infinity : Infinity;
+  for (let i = 0; i < 9; i++) {
+    if (cells[i] !== ".") continue;
+    const child = moveValue(cells, i, toMove);
+    const later = child > 0 ? child - 1 : child < 0 ? child + 1 : 0;
+    value = toMove === "X" ? Math.max(value, later) : Math.min(value, later);
   }
   minimaxValues.set(key, value);
   return value;

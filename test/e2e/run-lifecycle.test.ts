@@ -147,10 +147,9 @@ describe("a run's life", () => {
     const steps = 150;
     const runs = [await launch(server, steps, "a"), await launch(server, steps, "b")];
     // At once: both running mid-way at the same moment.
-    const both = async () => Promise.all(runs.map((id) => call<Run>(server, "runs.byId", { id }, "GET")));
     let overlap = false;
     while (!overlap) {
-      const states = await both();
+      const states = await Promise.all(runs.map((id) => call<Run>(server, "runs.byId", { id }, "GET")));
       overlap = states.every((r) => r.status === "running" && r.step > 0 && r.step < steps);
       if (!overlap && states.some((r) => r.status === "completed" || r.status === "failed")) break;
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -71,7 +71,8 @@ describe("tic-tac-toe demonstrator", () => {
       requests.map(({ episode }) => {
         const state = starts[episode]!.session.summary().state as BoardState;
         const move = demonstrators["tic-tac-toe"]!(state, rng, undefined);
-        const index = "abc".indexOf(move[0]!) + 3 * (Number(move[1]) - 1);
+        const parsed = useCase.environment.parseAction(move, state);
+        const index = parsed.ok ? (parsed.action as number) : -1;
         const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
         if (lines.length > 0) {
           counts.lines++;
