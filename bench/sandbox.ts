@@ -18,29 +18,30 @@
  *
  * End to end. One training step's rollout (collectGroups with the use case's template: its groups, group size,
  * sampling and protocol, the prompts of trainingSpecs), played by the use case's shipped base (BaseModel.load of
- * builtInBaseDir), natively, through the sandbox in one lane, and through the sandbox in two lanes (the policy
- * samples one half while the sandbox's thread steps the other: what the RL loop does). An environment without a
+ * builtInBaseDir), natively, through the sandbox in one lane, and through the sandbox in lanes (the policy
+ * samples one part while the sandbox's thread steps another: what the RL loop does, with its number of lanes). An environment without a
  * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The three run in turn
  * in this process, `trials` times (the order rotating), each trial with its own sampling seeds shared by the three
  * (a rollout shorter than 200 ms is repeated within a trial, up to 20 times).
  * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
- * step - 1) * 100, two lanes; the per-step normalization absorbs the sampled episodes' differing lengths (a split
+ * step - 1) * 100, in lanes; the per-step normalization absorbs the sampled episodes' differing lengths (a split
  * batch samples differently). rollout_cpu_overhead_pct: the same with the process's CPU clock (all threads).
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
- * take turns (a loaded machine), where two lanes cannot hide the sandbox.
+ * take turns (a loaded machine), where lanes cannot hide the sandbox.
  * --clock cpu times the per-step figures by the process's CPU clock (all threads; the sandbox's thread works
  * while this one waits) instead of the wall clock: on a machine shared with other work, the wall clock measures
  * the contention more than the code. The end-to-end figures are always both.
  * Per step, each side's figure is the median over its rounds (a round: every scripted episode once), which a
  * burst of other work on a shared machine moves less than a mean would.
  * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
- * --lanes N: the lanes of the overlapped variant (default 2, what the worker plays with; the JSON keys keep the
- * name two_lanes, and the line says `lanes`).
+ * --lanes N: the lanes of the overlapped variant (default: what the worker plays with, `defaultLanes` of the
+ * protocol: 4 single-turn, 2 multi-turn; each environment's row and JSON say `lanes`; the JSON keys keep the
+ * name two_lanes).
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
  * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
- * per-round ratios (`step_change_pct`); end to end, a fourth variant (its two lanes) in each trial's rotation
+ * per-round ratios (`step_change_pct`); end to end, a fourth variant (its lanes) in each trial's rotation
  * (`against_rollout_overhead_pct`). Each trial runs the same code on the same seeds, so the two are compared
  * under the same load, which on a shared machine matters more than any absolute figure.
  * The last line is one JSON object with every figure.
@@ -59,10 +60,10 @@ import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from 
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { SandboxedEnvironmentPool, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { SandboxedEnvironmentPool, defaultLanes, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: 2 };
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -75,7 +76,9 @@ for (let i = 2; i < process.argv.length; i++) {
   else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
-if (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
+if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
+/** The lanes of the overlapped variant: --lanes, or the worker's own choice for the protocol. */
+const lanesOf = (protocol: Protocol) => args.lanes ?? defaultLanes(protocol);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
 const now =
@@ -305,7 +308,7 @@ const cpuMs = () => {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
 /**
- * One training step's rollout, natively and through the sandbox (one lane, two lanes), `trials` times in turn.
+ * One training step's rollout, natively and through the sandbox (one lane, lanes), `trials` times in turn.
  * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
  */
 async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>, pool: SandboxedEnvironmentPool, againstPool: SandboxedEnvironmentPool | null) {
@@ -313,11 +316,11 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
   const variants: { name: "native" | "one_lane" | "two_lanes" | "against"; play?: EpisodePlayer }[] = [
     { name: "native" },
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
-    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes }) },
+    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: lanesOf(protocol) }) },
   ];
   if (againstPool && against) {
     const play = against.runSandboxedEpisodes;
-    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes }) });
+    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: lanesOf(protocol) }) });
   }
   /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
   const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
@@ -357,6 +360,7 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
   return {
     native_rollout_ms: Number(median(trials.map((t) => t.native!.wall)).toFixed(1)),
     sandbox_rollout_ms: Number(median(trials.map((t) => t.two_lanes!.wall)).toFixed(1)),
+    lanes: lanesOf(setup.protocol),
     steps_per_rollout: median(trials.map((t) => t.native!.steps)),
     rollouts_per_trial: reps,
     rollout_overhead_pct: overhead("two_lanes", "wallPerStep"),
@@ -426,7 +430,7 @@ const crossing: Record<string, number> = {};
   pool.dispose();
 }
 
-// Whether this process can run the sandbox's thread beside this one (the overlap the two lanes rely on): a batch
+// Whether this process can run the sandbox's thread beside this one (the overlap the lanes rely on): a batch
 // of steps that spin in the guest, alone, then posted with stepManyAsync while this thread spins as long.
 // parallelism = (alone + alone) / together: 2 with a spare core, 1 when the two threads take turns on one.
 const parallelism = await (async () => {
@@ -474,13 +478,14 @@ if (against) {
 console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "native ms", "sandbox ms", `overhead % (${args.lanes} lanes)`, "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    ["environment", "policy", "steps", "native ms", "sandbox ms", "lanes", "overhead %", "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
     results.map((r) => [
       r.name,
       r.policy,
       r.steps_per_rollout,
       r.native_rollout_ms,
       r.sandbox_rollout_ms,
+      String(r.lanes),
       r.rollout_overhead_pct,
       r.rollout_cpu_overhead_pct,
       r.one_lane_overhead_pct,
@@ -489,4 +494,4 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, lanes: args.lanes, against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

@@ -23,4 +23,5 @@ export {
   type SandboxedStep,
   type SandboxedSummary,
 } from "./sandboxed-environment";
+export { defaultLanes } from "./lanes";
 export type { EnvironmentDescription } from "./wire";

@@ -15,7 +15,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateFunction } from "./compile";
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
-import { LaneSchedule, laneStarts } from "./lanes";
+import { LaneSchedule, defaultLanes, laneStarts } from "./lanes";
 import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
@@ -589,7 +589,8 @@ export type SandboxedPlayOptions = {
   fitsContext?: (messages: ChatMessage[]) => boolean;
   /**
    * Parts of the batch that take turns (see ./lanes.ts): while the policy samples one lane's actions, the
-   * sandbox's thread steps another's. 1: the whole batch in one part. Default 2.
+   * sandbox's thread steps another's. 1: the whole batch in one part. Default: 4 for a single-turn protocol, else
+   * 2 (`defaultLanes`).
    */
   lanes?: number;
   /** false: a lane's steps are answered before the next lane samples (the same calls in the same order, no overlap). */
@@ -597,9 +598,10 @@ export type SandboxedPlayOptions = {
 };
 
 /**
- * `runEpisodes` over sandboxed sessions, with one crossing per round of a lane instead of one per episode: a
- * lane's resets go in one batch, and after `act` answers a lane's round, all of that round's steps go in one
- * batch; the sandbox's thread runs each batch while the next lane samples.
+ * `runEpisodes` over sandboxed sessions, with one crossing per round of a lane instead of one per episode: lane
+ * 0's resets go in one batch and every other lane's in a second (which runs while lane 0 samples), and after
+ * `act` answers a lane's round, all of that round's steps go in one batch; the sandbox's thread runs each batch
+ * while the next lane samples.
  *
  * `act` is called for lane 0's round, lane 1's, …, then lane 0's next round, and so on, whether the steps
  * overlap or not: the same calls in the same order, so the same results. With one lane, the calls of
@@ -614,9 +616,24 @@ export async function runSandboxedEpisodes(
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
   options: SandboxedPlayOptions = {},
 ): Promise<Trajectory[]> {
-  const { lanes = 2, overlap = true, fitsContext } = options;
+  const { lanes = defaultLanes(protocol), overlap = true, fitsContext } = options;
   const cuts = laneStarts(starts, lanes);
   const schedule = new LaneSchedule(cuts.length);
+  // Resets: lane 0's in a crossing of its own (the policy waits for it), every later lane's in one more, which
+  // runs while lane 0 samples: one crossing in each sampling window, as the steps that follow need.
+  let laterResets: Promise<unknown> | null = null;
+  const resetLater = (): Promise<unknown> =>
+    (laterResets ??= (async () => {
+      const episodes = starts.slice(cuts[1]!);
+      const resetting = await schedule.crossing(1, () =>
+        pool.resetManyAsync(episodes.map(({ seed, sample }, i) => ({ slot: cuts[1]! + i, seed, sample }))),
+      );
+      try {
+        await resetting.answer;
+      } finally {
+        for (let lane = 1; lane < cuts.length; lane++) schedule.crossed(lane);
+      }
+    })());
   const playLane = async (lane: number): Promise<Trajectory[]> => {
     const from = cuts[lane]!;
     const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
@@ -645,15 +662,16 @@ export async function runSandboxedEpisodes(
       return responses;
     };
     try {
-      // The lane's resets are its first crossing: the next lane's run while this one samples.
-      const resetting = await schedule.crossing(lane, () =>
-        pool.resetManyAsync(laneEpisodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))),
-      );
-      try {
-        await resetting.answer;
-      } finally {
-        schedule.crossed(lane);
-      }
+      if (lane === 0) {
+        const resetting = await schedule.crossing(lane, () =>
+          pool.resetManyAsync(laneEpisodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))),
+        );
+        try {
+          await resetting.answer;
+        } finally {
+          schedule.crossed(lane);
+        }
+      } else await resetLater();
       return await runEpisodes(protocol, episodes, laneAct, { fitsContext });
     } catch (error) {
       schedule.abort(error);

@@ -67,8 +67,8 @@ export async function runJob(options: {
     pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
     const { name, data, scoreName } = pool.environment;
     environment = { name, data, scoreName: scoreName ?? undefined };
-    // One crossing into the sandbox per round of a lane (all resets, then each lane's steps), not per step; the
-    // sandbox's thread steps one half of the batch while the policy samples the other (two lanes).
+    // One crossing into the sandbox per round of a lane, not per step; the sandbox's thread steps one part of the
+    // batch while the policy samples another (two lanes, four for a single-turn protocol: defaultLanes).
     playEpisodes = (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool!, starts, act, options);
   } else {
     environment = useCase!.environment;

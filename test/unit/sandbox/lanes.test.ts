@@ -9,9 +9,9 @@ import { describe, expect, it } from "vitest";
 import { policyActor } from "@/lib/rl/rollouts";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession } from "@/lib/sdk/environment";
-import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
+import { type ActRequest, multiTurn, runEpisodes, singleTurn } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { SandboxedEnvironmentPool, runSandboxedEpisodes } from "@/server/sandbox";
+import { SandboxedEnvironmentPool, defaultLanes, runSandboxedEpisodes } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import dice from "./fixtures/dice-env";
 import { createPool } from "./helpers";
@@ -37,6 +37,18 @@ function scripted(seed: number, calls: number[][] = []) {
 function tinyPolicy() {
   const base = BaseModel.create({ vocabSize: 262, contextLength: 160, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 7 });
   return { primitives: new TrainingClient(base, { seed: 7 }), tokenizer: base.tokenizer, contextLength: 160 };
+}
+
+/** Each async crossing of `pool`, as `label` writes its ops, in an array that act calls may add to. */
+function logCrossings(pool: SandboxedEnvironmentPool, label: (ops: unknown[][]) => string): string[] {
+  const events: string[] = [];
+  const sandbox = (pool as unknown as { sandbox: { callAsync: (ops: unknown[][]) => Promise<unknown> } }).sandbox;
+  const post = sandbox.callAsync.bind(sandbox);
+  sandbox.callAsync = (ops, ...rest: unknown[]) => {
+    events.push(label(ops));
+    return (post as (...args: unknown[]) => Promise<unknown>)(ops, ...rest);
+  };
+  return events;
 }
 
 describe("laneStarts", () => {
@@ -76,19 +88,45 @@ describe("runSandboxedEpisodes in lanes", () => {
 
   it("posts each lane's resets and steps before the next lane samples, so the sandbox works while it does", async () => {
     const pool = await SandboxedEnvironmentPool.create(diceFiles);
-    const events: string[] = [];
-    const sandbox = (pool as unknown as { sandbox: { callAsync: (ops: unknown[][]) => Promise<unknown> } }).sandbox;
-    const post = sandbox.callAsync.bind(sandbox);
-    sandbox.callAsync = (ops, ...rest: unknown[]) => {
-      events.push(`${String(ops[0]![0])} ${String(ops[0]![1])}`);
-      return (post as (...args: unknown[]) => Promise<unknown>)(ops, ...rest);
-    };
+    const events = logCrossings(pool, (ops) => `${String(ops[0]![0])} ${String(ops[0]![1])}`);
     const policy = scripted(4);
     await runSandboxedEpisodes(multiTurn(), pool, grouped, async (requests) => {
       events.push(`act ${requests[0]!.episode}`);
       return policy(requests);
     });
     expect(events.slice(0, 8)).toEqual(["reset 0", "reset 12", "act 0", "step 0", "act 12", "step 12", "act 0", "step 0"]);
+    pool.dispose();
+  });
+
+  it("resets every lane after the first in one crossing, which runs while the first lane samples", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const events = logCrossings(pool, (ops) => `${String(ops[0]![0])} ${String(ops[0]![1])} ×${ops.length}`);
+    const policy = scripted(4);
+    const played = await runSandboxedEpisodes(
+      multiTurn(),
+      pool,
+      grouped,
+      async (requests) => {
+        events.push(`act ${requests[0]!.episode}`);
+        return policy(requests);
+      },
+      { lanes: 3 },
+    );
+    // Three lanes of 8: lane 0's resets, then lanes 1 and 2's together; each lane's steps go while the next samples.
+    expect(events.slice(0, 9)).toEqual(["reset 0 ×8", "reset 8 ×16", "act 0", "step 0 ×8", "act 8", "step 8 ×8", "act 16", "step 16 ×8", "act 0"]);
+    const native = await runEpisodes(multiTurn(), grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })), scripted(4));
+    expect(played).toEqual(native);
+    pool.dispose();
+  });
+
+  it("plays a single-turn protocol in four lanes and a multi-turn one in two unless told", async () => {
+    expect(defaultLanes(singleTurn())).toBe(4);
+    expect(defaultLanes(multiTurn())).toBe(2);
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const calls: number[][] = [];
+    const played = await runSandboxedEpisodes(singleTurn(), pool, grouped, scripted(5, calls));
+    expect(calls.map((call) => call[0])).toEqual(laneStarts(grouped, 4));
+    expect(played).toEqual(await runEpisodes(singleTurn(), grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })), scripted(5)));
     pool.dispose();
   });
 
