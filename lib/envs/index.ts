@@ -55,8 +55,9 @@ export const useCases: Record<string, UseCase> = {
       agent: { base: "tic-tac-toe-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
       // PPO's value head credits each move by what the next position is worth (GAE λ 0.5): a missed block costs a
-      // loss one time in five against this opponent, too little to see through the rest of a game's noise.
-      algorithm: { name: "ppo", steps: 300, groupSize: 8, groupsPerStep: 32, learningRate: 5e-4, lrSchedule: "cosine", gaeLambda: 0.5 },
+      // loss one time in five against this opponent, too little to see through the rest of a game's noise. 48
+      // groups a step for the same reason: at 32 the same rate ended at 0.055, at 48 at 0.040 (docs/LEARNING.md).
+      algorithm: { name: "ppo", steps: 300, groupSize: 8, groupsPerStep: 48, learningRate: 1e-3, lrSchedule: "cosine", gaeLambda: 0.5 },
       evaluation: { every: 50, episodes: 200 },
     },
   },
