@@ -27,7 +27,7 @@ export const builtInBases: Record<string, BaseRecipe> = {
   "arithmetic-base": { useCase: "arithmetic", model: model(24, 64, 2), sft: { episodes: 20_000, steps: 1500, batch: 64, learningRate: 3e-3, seed: 1 } },
   "guess-number-base": { useCase: "guess-number", model: model(64, 64, 2), sft: { episodes: 4000, steps: 1500, batch: 64, learningRate: 3e-3, seed: 2 } },
   "tic-tac-toe-base": { useCase: "tic-tac-toe", model: model(64, 64, 2), sft: { episodes: 20_000, steps: 4000, batch: 32, learningRate: 3e-3, seed: 3 } },
-  "gomoku-base": { useCase: "gomoku", model: model(152, 64, 2), sft: { episodes: 2000, steps: 300, batch: 32, learningRate: 3e-3, seed: 4 } },
+  "gomoku-base": { useCase: "gomoku", model: model(152, 64, 2), sft: { episodes: 20_000, steps: 3000, batch: 32, learningRate: 3e-3, seed: 4 } },
   "tool-use-base": { useCase: "tool-use", model: model(144, 64, 2), sft: { episodes: 4000, steps: 1000, batch: 32, learningRate: 3e-3, seed: 5 } },
   "text-world-base": { useCase: "text-world", model: model(160, 64, 2), sft: { episodes: 2000, steps: 3000, batch: 32, learningRate: 3e-3, seed: 6 } },
 };

@@ -7,7 +7,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
 import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
-import { cellName, completesLine, completingCells, emptyCells, type BoardState } from "./board-games";
+import { cellName, completesLine, completingCells, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
 import { HOUSE, legalActions, type Direction, type WorldState } from "./text-world";
@@ -98,8 +98,57 @@ function minimax(cells: BoardState["cells"], toMove: "X" | "O"): number {
 }
 
 /** A random free cell. */
-function boardGame(state: BoardState, rng: Rng): string {
-  return cellName(pick(emptyCells(state), rng), state.size);
+/**
+ * Gomoku (four in a row on 6×6, against an opponent that wins or blocks when it can) by a builder: it extends its
+ * own lines (`builderMove`) and sees a line of three only two times in five, as the tic-tac-toe demonstrator sees
+ * a line of two: where it could win, or must block, it does so with probability 0.4 and otherwise plays its
+ * builder move that does neither. A deterministic player underneath, so the model can learn to read the board;
+ * the blind spot is what RL has to fix.
+ */
+function gomoku(state: BoardState, rng: Rng): string {
+  const wins = completingCells(state, "X");
+  const blocks = completingCells(state, "O");
+  if (wins.length > 0 && rng.uniform() < 0.4) return cellName(wins[0]!, state.size);
+  if (blocks.length > 0 && rng.uniform() < 0.4) return cellName(blocks[0]!, state.size);
+  return cellName(builderMove(state, new Set([...wins, ...blocks])) ?? wins[0] ?? blocks[0]!, state.size);
+}
+
+/**
+ * The free cell, outside `avoid`, that most extends X's open lines: the sum over every window of `line` cells
+ * through it (in the four directions) that holds no O of (X stones in the window + 1)², ties to the cell nearest
+ * the centre, then the first. Null when every free cell is in `avoid`.
+ */
+export function builderMove(state: BoardState, avoid: ReadonlySet<number> = new Set()): number | null {
+  const { size, line, cells } = state;
+  const centre = (size - 1) / 2;
+  let best: number | null = null;
+  let bestScore = -Infinity;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells[i] !== "." || avoid.has(i)) continue;
+    const row = Math.floor(i / size);
+    const col = i % size;
+    let score = 0;
+    for (const [dr, dc] of [[0, 1], [1, 0], [1, 1], [1, -1]] as const) {
+      // Windows through (row, col): starting `back` cells behind it along the direction.
+      for (let back = 0; back < line; back++) {
+        const r0 = row - back * dr;
+        const c0 = col - back * dc;
+        let stones = 0;
+        let open = true;
+        for (let k = 0; k < line && open; k++) {
+          const r = r0 + k * dr;
+          const c = c0 + k * dc;
+          if (r < 0 || r >= size || c < 0 || c >= size) open = false;
+          else if (cells[r * size + c] === "O") open = false;
+          else if (cells[r * size + c] === "X") stones++;
+        }
+        if (open) score += (stones + 1) ** 2;
+      }
+    }
+    score -= 0.01 * (Math.abs(row - centre) + Math.abs(col - centre));
+    if (score > bestScore) [best, bestScore] = [i, score];
+  }
+  return best;
 }
 
 /**
@@ -168,7 +217,7 @@ export const demonstrators: Record<string, Demonstrator> = {
   arithmetic,
   "guess-number": guessNumber,
   "tic-tac-toe": ticTacToe,
-  gomoku: boardGame,
+  gomoku,
   "tool-use": toolUse,
   "text-world": textWorld,
 };

@@ -66,12 +66,12 @@ export const useCases: Record<string, UseCase> = {
     protocol: multiTurn("agent", "last"),
     title: "Gomoku, four in a row on 6×6",
     template: {
-      name: "gomoku-grpo",
+      name: "gomoku-ppo",
       environment: "gomoku",
       agent: { base: "gomoku-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "multi-turn", history: "last" },
-      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 8, learningRate: 5e-4 },
-      evaluation: { every: 20, episodes: 100 },
+      algorithm: { name: "ppo", steps: 150, groupSize: 8, groupsPerStep: 16, learningRate: 1e-3, lrSchedule: "cosine", gaeLambda: 0.5 },
+      evaluation: { every: 25, episodes: 200 },
     },
   },
   "tool-use": {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { builtInBaseDir, builtInBases } from "@/lib/envs/bases";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import { cellName, completingCells, type BoardState } from "@/lib/envs/board-games";
-import { demonstrate, demonstrators, perfectMove, toConversations } from "@/lib/envs/demonstrations";
+import { builderMove, demonstrate, demonstrators, perfectMove, toConversations } from "@/lib/envs/demonstrations";
 import { openRange } from "@/lib/envs/guess-number";
 import { useCases } from "@/lib/envs/index";
 import { distance, HOUSE, planLength, textWorld, type Direction, type WorldState } from "@/lib/envs/text-world";
@@ -54,6 +54,35 @@ describe("tool-use demonstrator", () => {
   });
 });
 
+/**
+ * A board game's demonstrator over `episodes` games: the moves where a line could be completed (a win or a
+ * block), how many of them took it, the moves elsewhere, and how many of those were `underneath`'s move.
+ */
+async function lineMoves(name: "tic-tac-toe" | "gomoku", episodes: number, underneath: (state: BoardState) => number | null) {
+  const useCase = useCases[name]!;
+  const starts = Array.from({ length: episodes }, (_, seed) => ({ session: new EnvironmentSession(useCase.environment), seed }));
+  const rng = new Rng(5);
+  const counts = { lines: 0, took: 0, elsewhere: 0, underneath: 0 };
+  await runEpisodes(useCase.protocol, starts, async (requests) =>
+    requests.map(({ episode }) => {
+      const state = starts[episode]!.session.summary().state as BoardState;
+      const move = demonstrators[name]!(state, rng, undefined);
+      const parsed = useCase.environment.parseAction(move, state);
+      const index = parsed.ok ? (parsed.action as number) : -1;
+      const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
+      if (lines.length > 0) {
+        counts.lines++;
+        if (lines.includes(index)) counts.took++;
+      } else {
+        counts.elsewhere++;
+        if (index === underneath(state)) counts.underneath++;
+      }
+      return { text: move };
+    }),
+  );
+  return counts;
+}
+
 describe("tic-tac-toe demonstrator", () => {
   const useCase = useCases["tic-tac-toe"]!;
 
@@ -64,30 +93,39 @@ describe("tic-tac-toe demonstrator", () => {
   });
 
   it("wins or blocks only two times in five where it can, and plays its perfect move everywhere else", async () => {
-    const starts = Array.from({ length: 600 }, (_, seed) => ({ session: new EnvironmentSession(useCase.environment), seed }));
-    const rng = new Rng(5);
-    const counts = { lines: 0, took: 0, elsewhere: 0, perfect: 0 };
-    await runEpisodes(useCase.protocol, starts, async (requests) =>
-      requests.map(({ episode }) => {
-        const state = starts[episode]!.session.summary().state as BoardState;
-        const move = demonstrators["tic-tac-toe"]!(state, rng, undefined);
-        const parsed = useCase.environment.parseAction(move, state);
-        const index = parsed.ok ? (parsed.action as number) : -1;
-        const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
-        if (lines.length > 0) {
-          counts.lines++;
-          if (lines.includes(index)) counts.took++;
-        } else {
-          counts.elsewhere++;
-          if (index === perfectMove(state)) counts.perfect++;
-        }
-        return { text: move };
-      }),
-    );
+    const counts = await lineMoves("tic-tac-toe", 600, perfectMove);
     expect(counts.lines).toBeGreaterThan(300);
     expect(counts.took / counts.lines).toBeGreaterThan(0.4); // 0.4 for the win, then 0.4 of the rest to block
     expect(counts.took / counts.lines).toBeLessThan(0.7);
-    expect(counts.perfect).toBe(counts.elsewhere);
+    expect(counts.underneath).toBe(counts.elsewhere);
+  });
+});
+
+describe("gomoku demonstrator", () => {
+  const useCase = useCases.gomoku!;
+  const seesEveryLine = (state: BoardState) => {
+    const line = completingCells(state, "X")[0] ?? completingCells(state, "O")[0];
+    return cellName(line ?? builderMove(state)!, state.size);
+  };
+
+  it("builds lines well enough to beat the blocking opponent when it sees every line, and loses every game when it sees none", async () => {
+    const sighted = await demonstrate(useCase, seesEveryLine, 300, 11);
+    expect(sighted.filter((t) => t.metrics.won).length / 300).toBeGreaterThan(0.95);
+    const blind = await demonstrate(
+      useCase,
+      (state: BoardState) => cellName(builderMove(state, new Set([...completingCells(state, "X"), ...completingCells(state, "O")]))!, state.size),
+      300,
+      11,
+    );
+    expect(blind.filter((t) => t.metrics.won).length).toBe(0);
+  });
+
+  it("wins or blocks only two times in five where it can, and plays its builder move everywhere else", async () => {
+    const counts = await lineMoves("gomoku", 300, (state) => builderMove(state));
+    expect(counts.lines).toBeGreaterThan(200);
+    expect(counts.took / counts.lines).toBeGreaterThan(0.4);
+    expect(counts.took / counts.lines).toBeLessThan(0.7);
+    expect(counts.underneath).toBe(counts.elsewhere);
   });
 });
 
