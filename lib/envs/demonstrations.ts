@@ -40,15 +40,22 @@ function guessNumber(state: GuessState, rng: Rng): string {
  * learned to read the board's lines at all (docs/LEARNING.md).
  */
 function ticTacToe(state: BoardState, rng: Rng): string {
+  return seesLinesTwoInFive(state, rng, (lines) =>
+    lines.size > 0 ? (FAVOURITE_CELLS.find((i) => state.cells[i] === "." && !lines.has(i)) ?? null) : perfectMove(state),
+  );
+}
+
+/**
+ * The board games' blind spot: where X could complete a line (win) it does so with probability 0.4, else where O
+ * could (block) with probability 0.4; otherwise it plays `elsewhere(lines)`, a move outside those cells (the first
+ * win or block when there is none).
+ */
+function seesLinesTwoInFive(state: BoardState, rng: Rng, elsewhere: (lines: ReadonlySet<number>) => number | null): string {
   const wins = completingCells(state, "X");
   const blocks = completingCells(state, "O");
   if (wins.length > 0 && rng.uniform() < 0.4) return cellName(wins[0]!, state.size);
   if (blocks.length > 0 && rng.uniform() < 0.4) return cellName(blocks[0]!, state.size);
-  if (wins.length > 0 || blocks.length > 0) {
-    const other = FAVOURITE_CELLS.find((i) => state.cells[i] === "." && !wins.includes(i) && !blocks.includes(i));
-    return cellName(other ?? wins[0] ?? blocks[0]!, state.size);
-  }
-  return cellName(perfectMove(state), state.size);
+  return cellName(elsewhere(new Set([...wins, ...blocks])) ?? wins[0] ?? blocks[0]!, state.size);
 }
 
 const FAVOURITE_CELLS = [4, 0, 2, 6, 8, 1, 3, 5, 7];
@@ -106,11 +113,7 @@ function minimax(cells: BoardState["cells"], toMove: "X" | "O"): number {
  * the blind spot is what RL has to fix.
  */
 function gomoku(state: BoardState, rng: Rng): string {
-  const wins = completingCells(state, "X");
-  const blocks = completingCells(state, "O");
-  if (wins.length > 0 && rng.uniform() < 0.4) return cellName(wins[0]!, state.size);
-  if (blocks.length > 0 && rng.uniform() < 0.4) return cellName(blocks[0]!, state.size);
-  return cellName(builderMove(state, new Set([...wins, ...blocks])) ?? wins[0] ?? blocks[0]!, state.size);
+  return seesLinesTwoInFive(state, rng, (lines) => builderMove(state, lines));
 }
 
 /**

@@ -132,6 +132,9 @@ export async function trainRl(options: {
     const evaluateNow = step === steps || (config.evaluation.every > 0 && step % config.evaluation.every === 0);
     if (evaluateNow) await runEvaluation();
     if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);
+    // A turn of the event loop after every step: the engine's awaits resolve as microtasks, so without it a run
+    // whose hooks do no I/O holds the loop for its whole length (timers, messages, a test runner's calls wait).
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
   }
   return { steps: step, evaluations, stopped: false, memory };
 }

@@ -619,21 +619,20 @@ export async function runSandboxedEpisodes(
   const { lanes = defaultLanes(protocol), overlap = true, fitsContext } = options;
   const cuts = laneStarts(starts, lanes);
   const schedule = new LaneSchedule(cuts.length);
+  /** One crossing that resets the episodes of lanes `first` to `last - 1`; each of them then runs the protocol. */
+  const resetLanes = async (first: number, last: number): Promise<void> => {
+    const from = cuts[first]!;
+    const episodes = starts.slice(from, cuts[last] ?? starts.length);
+    const resetting = await schedule.crossing(first, () => pool.resetManyAsync(episodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))));
+    try {
+      await resetting.answer;
+    } finally {
+      for (let lane = first; lane < last; lane++) schedule.crossed(lane);
+    }
+  };
   // Resets: lane 0's in a crossing of its own (the policy waits for it), every later lane's in one more, which
   // runs while lane 0 samples: one crossing in each sampling window, as the steps that follow need.
-  let laterResets: Promise<unknown> | null = null;
-  const resetLater = (): Promise<unknown> =>
-    (laterResets ??= (async () => {
-      const episodes = starts.slice(cuts[1]!);
-      const resetting = await schedule.crossing(1, () =>
-        pool.resetManyAsync(episodes.map(({ seed, sample }, i) => ({ slot: cuts[1]! + i, seed, sample }))),
-      );
-      try {
-        await resetting.answer;
-      } finally {
-        for (let lane = 1; lane < cuts.length; lane++) schedule.crossed(lane);
-      }
-    })());
+  let laterResets: Promise<void> | null = null;
   const playLane = async (lane: number): Promise<Trajectory[]> => {
     const from = cuts[lane]!;
     const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
@@ -662,16 +661,7 @@ export async function runSandboxedEpisodes(
       return responses;
     };
     try {
-      if (lane === 0) {
-        const resetting = await schedule.crossing(lane, () =>
-          pool.resetManyAsync(laneEpisodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))),
-        );
-        try {
-          await resetting.answer;
-        } finally {
-          schedule.crossed(lane);
-        }
-      } else await resetLater();
+      await (lane === 0 ? resetLanes(0, 1) : (laterResets ??= resetLanes(1, cuts.length)));
       return await runEpisodes(protocol, episodes, laneAct, { fitsContext });
     } catch (error) {
       schedule.abort(error);

@@ -129,6 +129,26 @@ describe("RL algorithms on a tiny model", () => {
     const resumed = await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn(), startStep: 2 });
     expect(resumed).toMatchObject({ steps: 5, stopped: false });
   });
+
+  it("gives the event loop a turn after every step, even with no hooks that wait on anything", async () => {
+    const config = defineExperiment({
+      name: "smoke-yield",
+      environment: "say-a-digit",
+      agent: { base: "random", training: { mode: "full" }, sampling: { maxTokens: 1 } },
+      algorithm: { name: "grpo", steps: 4, groupSize: 2, groupsPerStep: 2 },
+      evaluation: { every: 0, episodes: 2 },
+    });
+    // A timer queued before the run fires only when the loop turns: once per step, not once at the end.
+    let turns = 0;
+    const tick = () => {
+      turns++;
+      timer = setTimeout(tick, 0);
+    };
+    let timer = setTimeout(tick, 0);
+    await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn() });
+    clearTimeout(timer);
+    expect(turns).toBeGreaterThanOrEqual(4);
+  });
 });
 
 describe("SFT and evaluation on a tiny model", () => {

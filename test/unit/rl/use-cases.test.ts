@@ -49,10 +49,7 @@ describe("use cases learn from their shipped bases", () => {
       return trajectories.reduce((a, t) => a + t.totalReward, 0) / trajectories.length;
     };
     const before = await meanReward();
-    // Back to the event loop after every step: vitest's worker answers its runner's calls there, and a minute
-    // of training without a turn of the loop times them out (trainRl's awaits alone resolve as microtasks).
-    const hooks = { onMetrics: () => new Promise<void>((resolve) => setImmediate(resolve)) };
-    await trainRl({ config, policy, environment, protocol, dataset, hooks });
+    await trainRl({ config, policy, environment, protocol, dataset });
     const after = await meanReward();
     console.log(`${name}: ${settings.greedy ? "greedy" : "sampled"} reward ${before.toFixed(3)} -> ${after.toFixed(3)}`);
     expect(after).toBeGreaterThan(before);
