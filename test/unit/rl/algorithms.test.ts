@@ -109,14 +109,18 @@ describe("RL algorithms on a tiny model", () => {
     expect(values.at(-1)!).toBeGreaterThan(0.2);
   });
 
-  it("stops between steps when asked, and resumes with the same prompts", async () => {
-    const config = defineExperiment({
-      name: "smoke-stop",
+  /** GRPO on say-a-digit, two groups of two a step, no evaluation: the smallest run trainRl takes. */
+  const tinyGrpo = (name: string, steps: number) =>
+    defineExperiment({
+      name,
       environment: "say-a-digit",
       agent: { base: "random", training: { mode: "full" }, sampling: { maxTokens: 1 } },
-      algorithm: { name: "grpo", steps: 5, groupSize: 2, groupsPerStep: 2 },
+      algorithm: { name: "grpo", steps, groupSize: 2, groupsPerStep: 2 },
       evaluation: { every: 0, episodes: 2 },
     });
+
+  it("stops between steps when asked, and resumes with the same prompts", async () => {
+    const config = tinyGrpo("smoke-stop", 5);
     let steps = 0;
     const stopped = await trainRl({
       config,
@@ -131,13 +135,7 @@ describe("RL algorithms on a tiny model", () => {
   });
 
   it("gives the event loop a turn after every step, even with no hooks that wait on anything", async () => {
-    const config = defineExperiment({
-      name: "smoke-yield",
-      environment: "say-a-digit",
-      agent: { base: "random", training: { mode: "full" }, sampling: { maxTokens: 1 } },
-      algorithm: { name: "grpo", steps: 4, groupSize: 2, groupsPerStep: 2 },
-      evaluation: { every: 0, episodes: 2 },
-    });
+    const config = tinyGrpo("smoke-yield", 4);
     // A timer queued before the run fires only when the loop turns: once per step, not once at the end.
     let turns = 0;
     const tick = () => {
