@@ -18,14 +18,17 @@
  *
  * End to end. One training step's rollout (collectGroups with the use case's template: its groups, group size,
  * sampling and protocol, the prompts of trainingSpecs), played by the use case's shipped base (BaseModel.load of
- * builtInBaseDir), natively, through the sandbox in one lane, and through the sandbox in lanes (the policy
- * samples one part while the sandbox's thread steps another: what the RL loop does, with its number of lanes). An environment without a
- * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The three run in turn
- * in this process, `trials` times (the order rotating), each trial with its own sampling seeds shared by the three
+ * builtInBaseDir), natively; through the sandbox in one lane; in lanes, cold (every episode reset in the
+ * rollout: a run's first step, an evaluation); and in lanes as the RL loop plays every later step (its episodes
+ * were reset during the rollout before, which was told them as `next`, and it tells the next one's in turn; the
+ * policy samples one part while the sandbox's thread steps another). An environment without a
+ * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The four run in turn
+ * in this process, `trials` times (the order rotating), each trial with its own sampling seeds shared by them
  * (a rollout shorter than 200 ms is repeated within a trial, up to 20 times).
  * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
- * step - 1) * 100, in lanes; the per-step normalization absorbs the sampled episodes' differing lengths (a split
- * batch samples differently). rollout_cpu_overhead_pct: the same with the process's CPU clock (all threads).
+ * step - 1) * 100, as the loop plays; cold_rollout_overhead_pct the same, cold; the per-step normalization
+ * absorbs the sampled episodes' differing lengths (a split batch samples differently). *_cpu_overhead_pct: the
+ * same with the process's CPU clock (all threads).
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
  * take turns (a loaded machine), where lanes cannot hide the sandbox.
@@ -35,9 +38,9 @@
  * Per step, each side's figure is the median over its rounds (a round: every scripted episode once), which a
  * burst of other work on a shared machine moves less than a mean would.
  * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
- * --lanes N: the lanes of the overlapped variant (default: what the worker plays with, `defaultLanes` of the
- * protocol: 4 single-turn, 2 multi-turn; each environment's row and JSON say `lanes`; the JSON keys keep the
- * name two_lanes).
+ * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
+ * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 12 : 3 : 1; each environment's row and JSON
+ * say `lanes` and `cold_lanes`).
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
  * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
@@ -60,7 +63,8 @@ import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from 
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { SandboxedEnvironmentPool, defaultLanes, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { laneStarts } from "@/server/sandbox/lanes";
 import { formatTable } from "./lib/measure";
 
 const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null };
@@ -77,8 +81,6 @@ for (let i = 2; i < process.argv.length; i++) {
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
-/** The lanes of the overlapped variant: --lanes, or the worker's own choice for the protocol. */
-const lanesOf = (protocol: Protocol) => args.lanes ?? defaultLanes(protocol);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
 const now =
@@ -311,16 +313,26 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
  * One training step's rollout, natively and through the sandbox (one lane, lanes), `trials` times in turn.
  * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
  */
-async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>, pool: SandboxedEnvironmentPool, againstPool: SandboxedEnvironmentPool | null) {
+async function endToEnd(
+  setup: RolloutSetup,
+  definition: EnvironmentDefinition<unknown, unknown>,
+  pool: SandboxedEnvironmentPool,
+  loopPool: SandboxedEnvironmentPool,
+  againstPool: SandboxedEnvironmentPool | null,
+) {
   const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
-  const variants: { name: "native" | "one_lane" | "two_lanes" | "against"; play?: EpisodePlayer }[] = [
+  // "loop" plays each rollout as the RL loop plays a step after the first: its episodes were reset during the
+  // rollout before (told them as `next`), in a pool of its own, so that no other variant claims them.
+  const variants: { name: "native" | "one_lane" | "cold" | "loop" | "against"; play?: EpisodePlayer; next?: boolean }[] = [
     { name: "native" },
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
-    { name: "two_lanes", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: lanesOf(protocol) }) },
+    { name: "cold", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
+    { name: "loop", next: true, play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, loopPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
   ];
   if (againstPool && against) {
     const play = against.runSandboxedEpisodes;
-    variants.push({ name: "against", play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: lanesOf(protocol) }) });
+    // Told `next` as well, which an older sandbox ignores.
+    variants.push({ name: "against", next: true, play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) });
   }
   /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
   const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
@@ -336,6 +348,8 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
         groupSize: setup.groupSize,
         sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: seed * 100 + r },
         playEpisodes: variant.play,
+        // The loop's next step plays other prompts; the bench plays the same ones again, which costs the same.
+        nextSpecs: variant.next ? setup.specs : undefined,
       });
       steps += groups.flat().reduce((a, t) => a + t.turns.length, 0);
     }
@@ -357,14 +371,18 @@ async function endToEnd(setup: RolloutSetup, definition: EnvironmentDefinition<u
   }
   const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") =>
     Number((100 * (median(trials.map((t) => t[variant]![key] / t.native![key])) - 1)).toFixed(2));
+  const starts = setup.specs.flatMap((spec) => new Array<typeof spec>(setup.groupSize).fill(spec));
   return {
     native_rollout_ms: Number(median(trials.map((t) => t.native!.wall)).toFixed(1)),
-    sandbox_rollout_ms: Number(median(trials.map((t) => t.two_lanes!.wall)).toFixed(1)),
-    lanes: lanesOf(setup.protocol),
+    sandbox_rollout_ms: Number(median(trials.map((t) => t.loop!.wall)).toFixed(1)),
+    lanes: laneStarts(starts, args.lanes ?? laneShape(setup.protocol, true)).length,
+    cold_lanes: laneStarts(starts, args.lanes ?? laneShape(setup.protocol, false)).length,
     steps_per_rollout: median(trials.map((t) => t.native!.steps)),
     rollouts_per_trial: reps,
-    rollout_overhead_pct: overhead("two_lanes", "wallPerStep"),
-    rollout_cpu_overhead_pct: overhead("two_lanes", "cpuPerStep"),
+    rollout_overhead_pct: overhead("loop", "wallPerStep"),
+    rollout_cpu_overhead_pct: overhead("loop", "cpuPerStep"),
+    cold_rollout_overhead_pct: overhead("cold", "wallPerStep"),
+    cold_rollout_cpu_overhead_pct: overhead("cold", "cpuPerStep"),
     one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
     one_lane_cpu_overhead_pct: overhead("one_lane", "cpuPerStep"),
     ...(againstPool
@@ -384,14 +402,16 @@ for (const c of selected) {
   const games = await scripts(c, definition);
   const limits = { limits: { maxStepsPerEpisode: 1_000 } };
   const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
+  const loopPool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
   const againstPool = against ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool) : null;
   const native = stepsPerSecond(() => nativeRound(definition, games));
   const beside = againstPool ? stepsPerSecondBeside(() => sandboxRound(pool, games), () => sandboxRound(againstPool, games)) : null;
   const sandboxed = beside?.rate ?? stepsPerSecond(() => sandboxRound(pool, games));
   const extra = 1 / sandboxed - 1 / native;
   const setup = rolloutSetup(c, definition);
-  const rollout = await endToEnd(setup, definition, pool, againstPool);
+  const rollout = await endToEnd(setup, definition, pool, loopPool, againstPool);
   pool.dispose();
+  loopPool.dispose();
   againstPool?.dispose();
   results.push({
     name: c.name,
@@ -478,7 +498,7 @@ if (against) {
 console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "native ms", "sandbox ms", "lanes", "overhead %", "CPU %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    ["environment", "policy", "steps", "native ms", "sandbox ms", "lanes", "overhead %", "CPU %", "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
     results.map((r) => [
       r.name,
       r.policy,
@@ -488,6 +508,8 @@ console.log(
       String(r.lanes),
       r.rollout_overhead_pct,
       r.rollout_cpu_overhead_pct,
+      String(r.cold_lanes),
+      r.cold_rollout_overhead_pct,
       r.one_lane_overhead_pct,
       r.one_lane_cpu_overhead_pct,
       ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),

@@ -13,6 +13,8 @@ export type StepContext = {
   protocol: Protocol;
   /** The prompts (seeds, dataset rows) of this step, one per group. */
   specs: EpisodeSpec[];
+  /** The next step's, when there is one: a sandboxed player resets those episodes while this step samples. */
+  nextSpecs?: EpisodeSpec[];
   config: AlgorithmConfig;
   sampling: SampleOptions & { maxTokens: number; temperature: number };
   /** State an algorithm keeps across steps (REINFORCE's running baseline); saved with checkpoints. */

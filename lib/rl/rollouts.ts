@@ -24,7 +24,11 @@ export type EpisodePlayer = (
   protocol: Protocol,
   starts: { seed: number; sample?: DatasetRow }[],
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
-  options: { fitsContext?: (messages: ChatMessage[]) => boolean },
+  options: {
+    fitsContext?: (messages: ChatMessage[]) => boolean;
+    /** The starts of the batch this player will be asked for next, when known: it may prepare them meanwhile. */
+    next?: { seed: number; sample?: DatasetRow }[];
+  },
 ) => Promise<Trajectory[]>;
 
 function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
@@ -80,13 +84,17 @@ export async function collectGroups(options: {
   sampling: SampleOptions & { maxTokens: number };
   /** Plays the episodes; the default runs the environment's definition in this process. */
   playEpisodes?: EpisodePlayer;
+  /** The specs of the batch that will be collected next with the same group size (the RL loop's next step), if known. */
+  nextSpecs?: EpisodeSpec[];
 }): Promise<Trajectory[][]> {
   const { policy, specs, groupSize, sampling } = options;
   const play = options.playEpisodes ?? defaultPlayer(options.environment);
-  const starts = specs.flatMap((spec) => Array.from({ length: groupSize }, () => ({ seed: spec.seed, sample: spec.sample })));
+  const startsOf = (of: EpisodeSpec[]) => of.flatMap((spec) => Array.from({ length: groupSize }, () => ({ seed: spec.seed, sample: spec.sample })));
+  const starts = startsOf(specs);
   const fitsContext = (messages: ChatMessage[]) =>
     renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
-  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext });
+  const next = options.nextSpecs ? startsOf(options.nextSpecs) : undefined;
+  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), next ? { fitsContext, next } : { fitsContext });
   const groups: Trajectory[][] = [];
   for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));
   return groups;

@@ -113,6 +113,7 @@ export async function trainRl(options: {
       environment,
       protocol,
       specs: trainingSpecs(config, step, split?.train ?? null),
+      nextSpecs: step + 1 < steps ? trainingSpecs(config, step + 1, split?.train ?? null) : undefined,
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,

@@ -23,5 +23,5 @@ export {
   type SandboxedStep,
   type SandboxedSummary,
 } from "./sandboxed-environment";
-export { defaultLanes } from "./lanes";
+export { defaultLanes, laneShape } from "./lanes";
 export type { EnvironmentDescription } from "./wire";

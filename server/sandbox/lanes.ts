@@ -11,31 +11,50 @@ import type { DatasetRow } from "@/lib/sdk/environment";
 import type { Protocol } from "@/lib/sdk/protocol";
 
 /**
- * How many lanes a protocol's episodes are played in unless the caller says. The policy waits for two crossings
- * only: the first lane's resets and the last lane's final steps; every other crossing runs while a lane samples.
- * A single-turn episode is a reset and one step, so those two are a large part of the sandbox's work: four lanes
- * cut them to a quarter of the batch each (arithmetic, 32 × 8: 21-24% added to a rollout's wall time against
- * 35-36% with two, measured side by side; eight: 29-33%). A multi-turn episode crosses once a round, and each
- * lane adds its own switch every round: two lanes (guess-number, 16 × 8: 7-10% with two, 18-21% with four).
+ * How many lanes a protocol's episodes are played in when they are reset in the batch (no `next` prepared
+ * them). The policy waits for two crossings only: the first lane's resets and the last lane's final steps; every
+ * other crossing runs while a lane samples. A single-turn episode is a reset and one step, so those two are a
+ * large part of the sandbox's work: four lanes cut them to a quarter of the batch each (arithmetic, 32 × 8:
+ * 21-24% added to a rollout's wall time against 35-36% with two, measured side by side; eight: 29-33%). A
+ * multi-turn episode crosses once a round, and each lane adds its own switch every round: two lanes
+ * (guess-number, 16 × 8: 7-10% with two, 18-21% with four).
  */
 export function defaultLanes(protocol: Pick<Protocol, "name">): number {
   return protocol.name === "single-turn" ? 4 : 2;
 }
 
 /**
- * Where each lane begins in `starts`: `lanes` parts of about equal size, cut only where one group of identical
- * starts (a GRPO group: same seed and sample) ends, so a group's first prompts are still forked in one call.
- * Fewer parts when there are fewer groups.
+ * The lanes' relative sizes. Reset ahead, a single-turn batch has only its steps to cross, and only the last
+ * lane's wait: the lanes shrink toward the end, each about a quarter of the one before (12 : 3 : 1), so each
+ * lane's steps still fit in the next lane's sampling (a step costs the sandbox about a quarter of what sampling
+ * its reply costs the smallest built-in policy) while the last crossing is a sixteenth of the batch. Otherwise
+ * `defaultLanes` parts of equal size.
  */
-export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow }[], lanes: number): number[] {
-  if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`lanes must be a whole number of at least 1; got ${String(lanes)}`);
+export function laneShape(protocol: Pick<Protocol, "name">, prepared: boolean): number | number[] {
+  return prepared && protocol.name === "single-turn" ? [12, 3, 1] : defaultLanes(protocol);
+}
+
+/**
+ * Where each lane begins in `starts`: `lanes` parts of about equal size, or of the relative sizes given, cut only
+ * where one group of identical starts (a GRPO group: same seed and sample) ends, so a group's first prompts are
+ * still forked in one call. Fewer parts when there are fewer groups.
+ */
+export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow }[], lanes: number | readonly number[]): number[] {
+  if (typeof lanes === "number" && (!Number.isInteger(lanes) || lanes < 1)) throw new Error(`lanes must be a whole number of at least 1; got ${String(lanes)}`);
+  const weights = typeof lanes === "number" ? new Array<number>(lanes).fill(1) : lanes;
+  if (weights.length === 0 || !weights.every((weight) => Number.isFinite(weight) && weight > 0)) {
+    throw new Error(`lane sizes must be a list of positive numbers; got [${weights.join(", ")}]`);
+  }
+  const total = weights.reduce((sum, weight) => sum + weight, 0);
   const boundaries: number[] = [];
   for (let i = 1; i < starts.length; i++) {
     if (starts[i]!.seed !== starts[i - 1]!.seed || starts[i]!.sample !== starts[i - 1]!.sample) boundaries.push(i);
   }
   const cuts = [0];
-  for (let lane = 1; lane < lanes; lane++) {
-    const target = (lane * starts.length) / lanes;
+  let before = 0;
+  for (let lane = 1; lane < weights.length; lane++) {
+    before += weights[lane - 1]!;
+    const target = (before * starts.length) / total;
     let best: number | null = null;
     for (const boundary of boundaries) {
       if (boundary <= cuts.at(-1)!) continue;

@@ -15,7 +15,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateFunction } from "./compile";
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
-import { LaneSchedule, defaultLanes, laneStarts } from "./lanes";
+import { LaneSchedule, laneShape, laneStarts } from "./lanes";
 import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
@@ -58,9 +58,23 @@ function crossingLabel(batch: Batch<unknown>): string {
 /** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
 export const maxSlots = 65_536;
 
+/**
+ * Slots per bank. `runSandboxedEpisodes` plays a batch in one bank and resets the next batch's episodes (when it
+ * is told them) in the other, so a batch of at most this many episodes can be prepared while another plays.
+ */
+export const bankSlots = maxSlots / 2;
+
+/** One episode's start: its slot, seed and dataset row, and its number in its batch for messages (default: the slot). */
+export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; index?: number };
+
+/** Episodes reset ahead of the batch they belong to (see `runSandboxedEpisodes`' `next`): where, and for which starts. */
+type Prepared = { base: number; starts: readonly { seed: number; sample?: DatasetRow }[] };
+
 type Slot = {
   /** Counts the slot's resets, so that a summary's final state is fetched only from its own episode. */
   episode: number;
+  /** The episode's number in its batch, as messages name it (the slot itself unless the reset said otherwise). */
+  index: number;
   seed: number;
   sample: DatasetRow | undefined;
   turns: number;
@@ -85,6 +99,8 @@ export class SandboxedEnvironmentPool {
   private readonly sessionsBySlot = new Map<number, SandboxedSession>();
   /** The system prompt of the last reset answered, which a reset with the same one answers as `true`. */
   private lastSystemPrompt: string | null = null;
+  /** The bank whose episodes were reset ahead for a batch that has not played yet. */
+  private prepared: Prepared | null = null;
 
   private constructor(
     private readonly sandbox: QuickJSSandbox,
@@ -133,12 +149,12 @@ export class SandboxedEnvironmentPool {
   }
 
   /** Starts (or restarts) an episode in each slot; one crossing for all of them. */
-  resetMany(starts: { slot: number; seed: number; sample?: DatasetRow }[]): SandboxedReset[] {
+  resetMany(starts: SlotStart[]): SandboxedReset[] {
     return this.afterResets(starts, this.run(this.resetBatch(starts)));
   }
 
   /** `resetMany` without blocking this thread while the sandbox works (see `QuickJSSandbox.callAsync`). */
-  async resetManyAsync(starts: { slot: number; seed: number; sample?: DatasetRow }[]): Promise<SandboxedReset[]> {
+  async resetManyAsync(starts: SlotStart[]): Promise<SandboxedReset[]> {
     return this.afterResets(starts, await this.runAsync(this.resetBatch(starts)));
   }
 
@@ -155,24 +171,25 @@ export class SandboxedEnvironmentPool {
     return this.afterSteps(steps, await this.runAsync(this.stepBatch(steps)));
   }
 
-  private resetBatch(starts: { slot: number; seed: number; sample?: DatasetRow }[]): Batch<GuestResetValue> {
+  private resetBatch(starts: SlotStart[]): Batch<GuestResetValue> {
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
-    for (const { slot, seed, sample } of starts) {
+    for (const { slot, seed, sample, index = slot } of starts) {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
       ops.push(["reset", slot, seed, sample ?? null]);
-      budgets.push(this.budget(slot, `reset of episode ${slot} (seed ${seed})`, true));
+      budgets.push(this.budget(slot, `reset of episode ${index} (seed ${seed})`, true));
     }
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!.label) };
   }
 
-  private afterResets(starts: { slot: number; seed: number; sample?: DatasetRow }[], values: GuestResetValue[]): SandboxedReset[] {
+  private afterResets(starts: SlotStart[], values: GuestResetValue[]): SandboxedReset[] {
     for (const [i, value] of values.entries()) {
-      const { slot, seed, sample } = starts[i]!;
+      const { slot, seed, sample, index = slot } = starts[i]!;
       const state = this.slotState(slot);
       Object.assign(state, {
         episode: state.episode + 1,
+        index,
         seed,
         sample,
         turns: 0,
@@ -194,7 +211,7 @@ export class SandboxedEnvironmentPool {
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
       const state = this.started(slot);
-      const label = `step ${state.turns + 1} of episode ${slot} (seed ${state.seed})`;
+      const label = `step ${state.turns + 1} of episode ${state.index} (seed ${state.seed})`;
       if (state.done) throw this.fail(new SandboxError("runtime", `${label}: the episode has ended; reset it first`));
       if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${label}: the action must be a string`));
       if (action.length > this.limits.maxActionChars) {
@@ -213,7 +230,7 @@ export class SandboxedEnvironmentPool {
             "maxStepsPerEpisode",
             this.limits.maxStepsPerEpisode,
             state.turns + 1,
-            `episode ${slot} (seed ${state.seed}) did not end within maxStepsPerEpisode=${formatCount(this.limits.maxStepsPerEpisode)} steps`,
+            `episode ${state.index} (seed ${state.seed}) did not end within maxStepsPerEpisode=${formatCount(this.limits.maxStepsPerEpisode)} steps`,
           ),
         );
       }
@@ -247,7 +264,7 @@ export class SandboxedEnvironmentPool {
   summary(slot: number): SandboxedSummary {
     const state = this.started(slot);
     if (!state.summaryCache) {
-      const label = `summary of episode ${slot} (seed ${state.seed})`;
+      const label = `summary of episode ${state.index} (seed ${state.seed})`;
       const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: one(label, (raw) => checkSummary(raw, label)) });
       state.summaryCache = value!;
     }
@@ -263,7 +280,7 @@ export class SandboxedEnvironmentPool {
     if (state.episode !== episode) {
       throw new SandboxError(
         "runtime",
-        `episode ${slot}'s final state is no longer in the sandbox: the slot has been reset since; read summary().state before resetting it`,
+        `episode ${state.index}'s final state is no longer in the sandbox: the slot has been reset since; read summary().state before resetting it`,
       );
     }
     return this.summary(slot).state;
@@ -273,7 +290,7 @@ export class SandboxedEnvironmentPool {
     const state = this.started(slot);
     if (state.end) return state.end.score;
     if (state.scoreCache === null) {
-      const label = `score of episode ${slot} (seed ${state.seed})`;
+      const label = `score of episode ${state.index} (seed ${state.seed})`;
       const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: one(label, (raw) => finite(raw, `${label}: the score`)) });
       state.scoreCache = value!;
     }
@@ -301,6 +318,31 @@ export class SandboxedEnvironmentPool {
 
   dispose(): void {
     this.sandbox.dispose();
+  }
+
+  // ---- used by runSandboxedEpisodes ----
+
+  /**
+   * @internal Where a batch of these starts plays: the bank whose episodes were reset ahead for exactly these
+   * starts (the same seeds and the same dataset rows, in order), claimed once (`prepared: true`); else a bank that
+   * leaves another batch's prepared episodes alone, or slot 0 for a batch too big for a bank.
+   */
+  claimBank(starts: readonly { seed: number; sample?: DatasetRow }[]): { base: number; prepared: boolean } {
+    const prepared = this.prepared;
+    if (prepared && prepared.starts.length === starts.length && starts.every((start, i) => start.seed === prepared.starts[i]!.seed && start.sample === prepared.starts[i]!.sample)) {
+      this.prepared = null;
+      return { base: prepared.base, prepared: true };
+    }
+    if (starts.length > bankSlots) {
+      this.prepared = null;
+      return { base: 0, prepared: false };
+    }
+    return { base: prepared?.base === 0 ? bankSlots : 0, prepared: false };
+  }
+
+  /** @internal The episodes from `base` on were reset for these starts (or, with null, are about to be overwritten). */
+  setPrepared(prepared: Prepared | null): void {
+    this.prepared = prepared;
   }
 
   // ---- used by SandboxedSession ----
@@ -337,6 +379,7 @@ export class SandboxedEnvironmentPool {
     if (!state) {
       state = {
         episode: 0,
+        index: slot,
         seed: 0,
         sample: undefined,
         turns: 0,
@@ -589,12 +632,17 @@ export type SandboxedPlayOptions = {
   fitsContext?: (messages: ChatMessage[]) => boolean;
   /**
    * Parts of the batch that take turns (see ./lanes.ts): while the policy samples one lane's actions, the
-   * sandbox's thread steps another's. 1: the whole batch in one part. Default: 4 for a single-turn protocol, else
-   * 2 (`defaultLanes`).
+   * sandbox's thread steps another's. 1: the whole batch in one part. Default: `laneShape` of the protocol.
    */
   lanes?: number;
   /** false: a lane's steps are answered before the next lane samples (the same calls in the same order, no overlap). */
   overlap?: boolean;
+  /**
+   * The starts of the batch that will be played next in this pool (the RL loop's next step): their resets run
+   * during this batch, in the crossing that runs while its first lane samples, and that batch then starts
+   * sampling at once. Played with other starts, it resets its own as usual.
+   */
+  next?: { seed: number; sample?: DatasetRow }[];
 };
 
 /**
@@ -602,6 +650,10 @@ export type SandboxedPlayOptions = {
  * 0's resets go in one batch and every other lane's in a second (which runs while lane 0 samples), and after
  * `act` answers a lane's round, all of that round's steps go in one batch; the sandbox's thread runs each batch
  * while the next lane samples.
+ *
+ * A batch whose episodes were reset ahead (a previous batch's `next`) skips its resets: its first lane samples
+ * at once, and the second crossing holds only the next batch's resets, if it was told them. The two alternate
+ * between the pool's two banks of slots (`bankSlots`).
  *
  * `act` is called for lane 0's round, lane 1's, …, then lane 0's next round, and so on, whether the steps
  * overlap or not: the same calls in the same order, so the same results. With one lane, the calls of
@@ -616,16 +668,33 @@ export async function runSandboxedEpisodes(
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
   options: SandboxedPlayOptions = {},
 ): Promise<Trajectory[]> {
-  const { lanes = defaultLanes(protocol), overlap = true, fitsContext } = options;
-  const cuts = laneStarts(starts, lanes);
+  const { overlap = true, fitsContext } = options;
+  const { base, prepared } = pool.claimBank(starts);
+  const cuts = laneStarts(starts, options.lanes ?? laneShape(protocol, prepared));
+  // The next batch's episodes go to the other bank, and only where a crossing runs while a lane samples.
+  const next = options.next && cuts.length > 1 && starts.length <= bankSlots && options.next.length <= bankSlots ? options.next : null;
+  const nextBase = base === 0 ? bankSlots : 0;
   const schedule = new LaneSchedule(cuts.length);
-  /** One crossing that resets the episodes of lanes `first` to `last - 1`; each of them then runs the protocol. */
+  /**
+   * One crossing that resets the episodes of lanes `first` to `last - 1` (none when they were reset ahead), and
+   * with the later lanes', the next batch's; each of those lanes then runs the protocol.
+   */
   const resetLanes = async (first: number, last: number): Promise<void> => {
     const from = cuts[first]!;
-    const episodes = starts.slice(from, cuts[last] ?? starts.length);
-    const resetting = await schedule.crossing(first, () => pool.resetManyAsync(episodes.map(({ seed, sample }, i) => ({ slot: from + i, seed, sample }))));
+    const resets: SlotStart[] = prepared ? [] : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
+    const ahead = first > 0 && next ? next : null;
+    if (ahead) {
+      pool.setPrepared(null); // the other bank is overwritten from here on
+      resets.push(...ahead.map(({ seed, sample }, i) => ({ slot: nextBase + i, seed, sample, index: i })));
+    }
+    if (resets.length === 0) {
+      for (let lane = first; lane < last; lane++) schedule.crossed(lane);
+      return;
+    }
+    const resetting = await schedule.crossing(first, () => pool.resetManyAsync(resets));
     try {
       await resetting.answer;
+      if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
     } finally {
       for (let lane = first; lane < last; lane++) schedule.crossed(lane);
     }
@@ -638,7 +707,7 @@ export async function runSandboxedEpisodes(
     const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
     // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
     const episodes: EpisodeStart[] = laneEpisodes.map(({ seed, sample }, i) => ({
-      session: pool.session(from + i) as unknown as EnvironmentSession,
+      session: pool.session(base + from + i) as unknown as EnvironmentSession,
       seed,
       sample,
     }));
@@ -649,7 +718,7 @@ export async function runSandboxedEpisodes(
       // A wrong count fails runEpisodes; nothing is stepped.
       if (responses.length !== requests.length) return responses;
       const stepping = await schedule.crossing(lane, () =>
-        pool.stepManyAsync(requests.map((request, i) => ({ slot: request.episode, action: responses[i]!.text }))),
+        pool.stepManyAsync(requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }))),
       );
       try {
         if (overlap) schedule.passTurn(lane);

@@ -6,10 +6,11 @@ import { describe, expect, it } from "vitest";
 import { evaluate } from "@/lib/rl/evaluate";
 import type { PolicyModel } from "@/lib/rl/primitives";
 import { sftStep } from "@/lib/rl/sft";
-import { trainRl } from "@/lib/rl/train";
-import { defineEnvironment } from "@/lib/sdk/environment";
+import type { EpisodePlayer } from "@/lib/rl/rollouts";
+import { trainRl, trainingSpecs } from "@/lib/rl/train";
+import { EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
 import { defineExperiment, type AlgorithmName } from "@/lib/sdk/experiment";
-import { multiTurn, singleTurn, type Protocol } from "@/lib/sdk/protocol";
+import { multiTurn, runEpisodes, singleTurn, type Protocol } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 
 /** Reward 1 for a reply that starts with a digit: about 1 in 26 replies of a random byte model. */
@@ -132,6 +133,23 @@ describe("RL algorithms on a tiny model", () => {
     expect(stopped).toMatchObject({ steps: 2, stopped: true });
     const resumed = await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn(), startStep: 2 });
     expect(resumed).toMatchObject({ steps: 5, stopped: false });
+  });
+
+  it("tells the episode player each step's successor, so a sandbox can reset those episodes ahead", async () => {
+    const config = defineExperiment({ ...tinyGrpo("smoke-next", 3), evaluation: { every: 2, episodes: 2 } });
+    const calls: { starts: number[]; next: number[] | null }[] = [];
+    const playEpisodes: EpisodePlayer = (protocol, starts, act, options) => {
+      calls.push({ starts: starts.map((start) => start.seed), next: options.next?.map((start) => start.seed) ?? null });
+      return runEpisodes(protocol, starts.map((start) => ({ ...start, session: new EnvironmentSession(digitOnce) })), act, options);
+    };
+    await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn(), playEpisodes });
+    // Evaluations (held-out seeds) at steps 0, 2 and 3 are told nothing; each training step is told the next one's.
+    const training = calls.filter((call) => call.starts[0]! < config.evaluation.seedOffset);
+    expect(calls).toHaveLength(6);
+    expect(training).toHaveLength(3);
+    expect(training.map((call) => call.starts)).toEqual([0, 1, 2].map((step) => trainingSpecs(config, step, null).flatMap((spec) => [spec.seed, spec.seed])));
+    expect(training.map((call) => call.next)).toEqual([training[1]!.starts, training[2]!.starts, null]);
+    expect(calls.filter((call) => !training.includes(call)).every((call) => call.next === null)).toBe(true);
   });
 
   it("gives the event loop a turn after every step, even with no hooks that wait on anything", async () => {

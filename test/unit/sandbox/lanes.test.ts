@@ -12,7 +12,8 @@ import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes, singleTurn } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { SandboxedEnvironmentPool, defaultLanes, runSandboxedEpisodes } from "@/server/sandbox";
-import { laneStarts } from "@/server/sandbox/lanes";
+import { laneShape, laneStarts } from "@/server/sandbox/lanes";
+import { bankSlots } from "@/server/sandbox/sandboxed-environment";
 import dice from "./fixtures/dice-env";
 import { createPool } from "./helpers";
 
@@ -60,6 +61,17 @@ describe("laneStarts", () => {
     expect(laneStarts([], 2)).toEqual([0]);
     expect(laneStarts(grouped, 1)).toEqual([0]);
     expect(() => laneStarts(grouped, 0)).toThrow("lanes must be a whole number of at least 1; got 0");
+  });
+
+  it("cuts into parts of the relative sizes given, still only between groups", () => {
+    // 24 episodes as 12 : 3 : 1 aims at cuts 18 and 22.5; the nearest group ends are 16 (first of a tie) and 20.
+    expect(laneStarts(grouped, [12, 3, 1])).toEqual([0, 16, 20]);
+    const thirtyTwoGroups = Array.from({ length: 256 }, (_, i) => ({ seed: i >> 3 }));
+    expect(laneStarts(thirtyTwoGroups, [12, 3, 1])).toEqual([0, 192, 240]);
+    expect(laneShape(singleTurn(), true)).toEqual([12, 3, 1]);
+    expect(laneShape(singleTurn(), false)).toBe(4);
+    expect(laneShape(multiTurn(), true)).toBe(2);
+    expect(() => laneStarts(grouped, [2, 0])).toThrow("lane sizes must be a list of positive numbers; got [2, 0]");
   });
 });
 
@@ -178,6 +190,72 @@ describe("runSandboxedEpisodes in lanes", () => {
     const native = new EnvironmentSession(dice);
     const observation = native.reset(3);
     expect(JSON.parse(output.trim())).toEqual({ observation, reward: native.step("4").reward });
+  });
+
+  it("resets the next batch's episodes while this one's first lane samples; that batch then crosses only to step", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const events = logCrossings(pool, (ops) => `${String(ops[0]![0])} ${String(ops[0]![1])} ×${ops.length}`);
+    const logged = (policy: ReturnType<typeof scripted>) => async (requests: ActRequest[]) => {
+      events.push(`act ${requests[0]!.episode}`);
+      return policy(requests);
+    };
+    const next = grouped.map(({ seed }) => ({ seed: seed + 100 }));
+    const native = async (starts: { seed: number }[], seed: number) =>
+      runEpisodes(multiTurn(), starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })), scripted(seed));
+    // The first batch: its own resets in two crossings, the second with the next batch's (in the other bank).
+    expect(await runSandboxedEpisodes(multiTurn(), pool, grouped, logged(scripted(3)), { next })).toEqual(await native(grouped, 3));
+    expect(events.slice(0, 3)).toEqual(["reset 0 ×12", `reset 12 ×${12 + 24}`, "act 0"]);
+    // The next batch: no resets of its own; the policy is asked at once.
+    events.length = 0;
+    expect(await runSandboxedEpisodes(multiTurn(), pool, next, logged(scripted(4)))).toEqual(await native(next, 4));
+    expect(events.slice(0, 3)).toEqual(["act 0", `step ${bankSlots} ×12`, "act 12"]);
+    expect(events.some((event) => event.startsWith("reset"))).toBe(false);
+    pool.dispose();
+  });
+
+  it("keeps prepared episodes through a batch of other starts, and prepares a single-turn batch in tapering lanes", async () => {
+    const pool = await SandboxedEnvironmentPool.create(diceFiles);
+    const events = logCrossings(pool, (ops) => `${String(ops[0]![0])} ${String(ops[0]![1])} ×${ops.length}`);
+    const next = grouped.map(({ seed }) => ({ seed: seed + 100 }));
+    const other = grouped.map(({ seed }) => ({ seed: seed + 200 }));
+    const native = async (starts: { seed: number }[], seed: number) =>
+      runEpisodes(singleTurn(), starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })), scripted(seed));
+    await runSandboxedEpisodes(singleTurn(), pool, grouped, scripted(3), { next });
+    // An evaluation in between plays other starts: it resets its own, in the bank the prepared ones are not in.
+    events.length = 0;
+    expect(await runSandboxedEpisodes(singleTurn(), pool, other, scripted(5))).toEqual(await native(other, 5));
+    expect(events[0]).toBe("reset 0 ×4");
+    // The prepared batch still finds its episodes, and plays them in lanes of 16, 4 and 4 (12 : 3 : 1).
+    events.length = 0;
+    const calls: number[][] = [];
+    expect(await runSandboxedEpisodes(singleTurn(), pool, next, scripted(4, calls))).toEqual(await native(next, 4));
+    expect(events).toEqual([`step ${bankSlots} ×16`, `step ${bankSlots + 16} ×4`, `step ${bankSlots + 20} ×4`]);
+    expect(calls.map((call) => call[0])).toEqual([0, 16, 20]);
+    // Played again, those starts are no longer prepared: their resets cross as usual.
+    events.length = 0;
+    await runSandboxedEpisodes(singleTurn(), pool, next, scripted(4));
+    expect(events[0]).toMatch(/^reset /);
+    pool.dispose();
+  });
+
+  it("names episodes by their place in the batch in errors, whichever bank they play in", async () => {
+    const pool = await createPool({ step: `if (action === "boom") throw new Error("boom"); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: true };` });
+    const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i }));
+    const next = Array.from({ length: 8 }, (_, i) => ({ seed: 10 + i }));
+    await runSandboxedEpisodes(singleTurn(), pool, starts, async (requests) => requests.map(() => ({ text: "go" })), { next });
+    const act = async (requests: ActRequest[]) => requests.map((request) => ({ text: request.episode === 5 ? "boom" : "go" }));
+    await expect(runSandboxedEpisodes(singleTurn(), pool, next, act)).rejects.toThrow("step 1 of episode 5 (seed 15) threw Error: boom");
+    pool.dispose();
+  });
+
+  it("fails the batch whose crossing resets the next one's episodes when one of those resets fails", async () => {
+    const pool = await createPool({ reset: `if (context.seed === 13) throw new Error("no episode 13"); return { state: { n: 0 }, observation: "start" };` });
+    const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i >> 1 }));
+    const next = Array.from({ length: 8 }, (_, i) => ({ seed: 10 + (i >> 1) }));
+    await expect(runSandboxedEpisodes(multiTurn(), pool, starts, async (requests) => requests.map(() => ({ text: "go" })), { next })).rejects.toThrow(
+      "reset of episode 6 (seed 13) threw Error: no episode 13",
+    );
+    pool.dispose();
   });
 
   it("rejects a lane count that is not a whole number", async () => {
