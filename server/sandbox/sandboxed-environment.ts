@@ -632,9 +632,10 @@ export type SandboxedPlayOptions = {
   fitsContext?: (messages: ChatMessage[]) => boolean;
   /**
    * Parts of the batch that take turns (see ./lanes.ts): while the policy samples one lane's actions, the
-   * sandbox's thread steps another's. 1: the whole batch in one part. Default: `laneShape` of the protocol.
+   * sandbox's thread steps another's. A number of parts of equal size (1: the whole batch in one part), or their
+   * relative sizes. Default: `laneShape` of the protocol.
    */
-  lanes?: number;
+  lanes?: number | number[];
   /** false: a lane's steps are answered before the next lane samples (the same calls in the same order, no overlap). */
   overlap?: boolean;
   /**

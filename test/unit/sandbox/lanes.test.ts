@@ -68,7 +68,8 @@ describe("laneStarts", () => {
     expect(laneStarts(grouped, [12, 3, 1])).toEqual([0, 16, 20]);
     const thirtyTwoGroups = Array.from({ length: 256 }, (_, i) => ({ seed: i >> 3 }));
     expect(laneStarts(thirtyTwoGroups, [12, 3, 1])).toEqual([0, 192, 240]);
-    expect(laneShape(singleTurn(), true)).toEqual([12, 3, 1]);
+    expect(laneShape(singleTurn(), true)).toEqual([4, 2, 1]);
+    expect(laneStarts(thirtyTwoGroups, [4, 2, 1])).toEqual([0, 144, 216]);
     expect(laneShape(singleTurn(), false)).toBe(4);
     expect(laneShape(multiTurn(), true)).toBe(2);
     expect(() => laneStarts(grouped, [2, 0])).toThrow("lane sizes must be a list of positive numbers; got [2, 0]");
@@ -225,12 +226,12 @@ describe("runSandboxedEpisodes in lanes", () => {
     events.length = 0;
     expect(await runSandboxedEpisodes(singleTurn(), pool, other, scripted(5))).toEqual(await native(other, 5));
     expect(events[0]).toBe("reset 0 ×4");
-    // The prepared batch still finds its episodes, and plays them in lanes of 16, 4 and 4 (12 : 3 : 1).
+    // The prepared batch still finds its episodes, and plays them in lanes of 12, 8 and 4 (4 : 2 : 1).
     events.length = 0;
     const calls: number[][] = [];
     expect(await runSandboxedEpisodes(singleTurn(), pool, next, scripted(4, calls))).toEqual(await native(next, 4));
-    expect(events).toEqual([`step ${bankSlots} ×16`, `step ${bankSlots + 16} ×4`, `step ${bankSlots + 20} ×4`]);
-    expect(calls.map((call) => call[0])).toEqual([0, 16, 20]);
+    expect(events).toEqual([`step ${bankSlots} ×12`, `step ${bankSlots + 12} ×8`, `step ${bankSlots + 20} ×4`]);
+    expect(calls.map((call) => call[0])).toEqual([0, 12, 20]);
     // Played again, those starts are no longer prepared: their resets cross as usual.
     events.length = 0;
     await runSandboxedEpisodes(singleTurn(), pool, next, scripted(4));
