@@ -44,8 +44,8 @@
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
  * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
- * per-round ratios (`step_change_pct`); end to end, a fourth variant (its lanes) in each trial's rotation
- * (`against_rollout_overhead_pct`). Each trial runs the same code on the same seeds, so the two are compared
+ * per-round ratios (`step_change_pct`); end to end, a fifth variant (in its lanes, told `next` as the loop's
+ * variant is, which an older sandbox ignores) in each trial's rotation (`against_rollout_overhead_pct`). Each trial runs the same code on the same seeds, so the two are compared
  * under the same load, which on a shared machine matters more than any absolute figure.
  * The last line is one JSON object with every figure.
  */

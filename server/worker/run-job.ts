@@ -68,7 +68,8 @@ export async function runJob(options: {
     const { name, data, scoreName } = pool.environment;
     environment = { name, data, scoreName: scoreName ?? undefined };
     // One crossing into the sandbox per round of a lane, not per step; the sandbox's thread steps one part of the
-    // batch while the policy samples another (two lanes, four for a single-turn protocol: defaultLanes).
+    // batch while the policy samples another (laneShape), and resets the next step's episodes (trainRl passes
+    // them as `next`) while this step's first lane samples.
     playEpisodes = (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool!, starts, act, options);
   } else {
     environment = useCase!.environment;
