@@ -39,7 +39,7 @@
  * burst of other work on a shared machine moves less than a mean would.
  * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
- * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 12 : 3 : 1; each environment's row and JSON
+ * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 4 : 2 : 1; each environment's row and JSON
  * say `lanes` and `cold_lanes`).
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is

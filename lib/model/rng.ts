@@ -8,8 +8,9 @@ export class Rng {
   /**
    * The four words, as int32 (the same bits as xoshiro's unsigned words): the sandbox's interpreter computes on
    * int32 values directly and on values past 2^31, which a Uint32Array hands back, as doubles. Reseeding and two
-   * uniform draws took 3.1 µs there against 4.0 µs with a Uint32Array (the same draws); a whole sandboxed
-   * arithmetic episode, ~40 µs on a loaded machine, changed by -1.1% (within the bench's noise).
+   * uniform draws took 2.6-2.8 µs there against 3.2-3.4 µs with a Uint32Array (the same draws, both classes
+   * bundled into one QuickJS context); a whole sandboxed arithmetic episode, ~40 µs on a loaded machine, changed
+   * by -1.1% (within the bench's noise).
    */
   private s = new Int32Array(4);
   private spareNormal: number | null = null;

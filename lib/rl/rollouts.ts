@@ -93,8 +93,8 @@ export async function collectGroups(options: {
   const starts = startsOf(specs);
   const fitsContext = (messages: ChatMessage[]) =>
     renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
-  const next = options.nextSpecs ? startsOf(options.nextSpecs) : undefined;
-  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), next ? { fitsContext, next } : { fitsContext });
+  const next = options.nextSpecs && startsOf(options.nextSpecs);
+  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext, next });
   const groups: Trajectory[][] = [];
   for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));
   return groups;

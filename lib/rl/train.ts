@@ -104,22 +104,28 @@ export async function trainRl(options: {
   };
 
   if (step === 0) await runEvaluation();
+  const rows = split?.train ?? null;
+  // Each step's specs are made once: as the step before's `nextSpecs` (the same rows, so a sandboxed player
+  // recognizes the episodes it reset ahead), then as its own.
+  let specs = trainingSpecs(config, step, rows);
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
     const started = performance.now();
     const learningRate = learningRateAt(config.algorithm, step);
+    const nextSpecs = step + 1 < steps ? trainingSpecs(config, step + 1, rows) : undefined;
     const output = await algorithm({
       policy,
       environment,
       protocol,
-      specs: trainingSpecs(config, step, split?.train ?? null),
-      nextSpecs: step + 1 < steps ? trainingSpecs(config, step + 1, split?.train ?? null) : undefined,
+      specs,
+      nextSpecs,
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,
       playEpisodes: options.playEpisodes,
     });
     step += 1;
+    if (nextSpecs) specs = nextSpecs;
     const seconds = (performance.now() - started) / 1000;
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
     await hooks.onMetrics?.(step, {
