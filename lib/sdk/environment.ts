@@ -224,6 +224,11 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     return { ...this.breakdown };
   }
 
+  /** Invalid actions in this episode so far (what `summary().invalidActions` says, without making a summary). */
+  get invalidActions(): number {
+    return this.invalid;
+  }
+
   summary(): EpisodeSummary<State> {
     if (this.state === undefined) throw new Error("summary() before reset()");
     return {

@@ -166,9 +166,8 @@ export async function runEpisodes(
 
   function finish(episode: Live, truncated: boolean) {
     episode.done = true;
-    const summary = episode.start.session.summary();
     episode.trajectory.truncated = truncated;
-    episode.trajectory.invalidActions = summary.invalidActions;
+    episode.trajectory.invalidActions = episode.start.session.invalidActions;
     episode.trajectory.rewards = episode.start.session.rewardBreakdown();
     episode.trajectory.score = episode.trajectory.turns.length > 0 ? episode.start.session.score() : 0;
   }

@@ -147,6 +147,11 @@ export class LaneSchedule {
     this.changed();
   }
 
+  /** Every lane but `lane` has ended all its episodes. */
+  othersFinished(lane: number): boolean {
+    return this.finished.every((finished, other) => finished || other === lane);
+  }
+
   /** `lane`'s steps have been answered (or failed): it goes back to the protocol's code. */
   crossed(lane: number): void {
     this.stepping = false;

@@ -158,6 +158,29 @@ export class SandboxedEnvironmentPool {
     return this.afterResets(starts, await this.runAsync(this.resetBatch(starts)));
   }
 
+  /**
+   * @internal `resetManyAsync` in two parts: resolves once the sandbox has answered (it can take another batch)
+   * with a function that checks the answer and applies it (once; later calls return the same values or throw the
+   * same error). Until then the slots hold their previous episodes.
+   */
+  async resetManyLater(starts: SlotStart[]): Promise<() => SandboxedReset[]> {
+    const batch = this.resetBatch(starts);
+    const label = crossingLabel(batch);
+    const answer = batch.ops.length === 0 ? null : await this.sandbox.answerAsync(batch.ops, batch.budgets, label);
+    let outcome: { values: SandboxedReset[] } | { error: unknown } | null = null;
+    return () => {
+      if (!outcome) {
+        try {
+          outcome = { values: this.afterResets(starts, this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label))) };
+        } catch (error) {
+          outcome = { error };
+        }
+      }
+      if ("error" in outcome) throw outcome.error;
+      return outcome.values;
+    };
+  }
+
   /** Applies one action in each slot; one crossing for all of them. */
   stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
     return this.afterSteps(steps, this.run(this.stepBatch(steps)));
@@ -187,19 +210,17 @@ export class SandboxedEnvironmentPool {
     for (const [i, value] of values.entries()) {
       const { slot, seed, sample, index = slot } = starts[i]!;
       const state = this.slotState(slot);
-      Object.assign(state, {
-        episode: state.episode + 1,
-        index,
-        seed,
-        sample,
-        turns: 0,
-        done: false,
-        systemPrompt: value.systemPrompt,
-        render: value.render,
-        end: null,
-        summaryCache: null,
-        scoreCache: null,
-      });
+      state.episode += 1;
+      state.index = index;
+      state.seed = seed;
+      state.sample = sample;
+      state.turns = 0;
+      state.done = false;
+      state.systemPrompt = value.systemPrompt;
+      state.render = value.render;
+      state.end = null;
+      state.summaryCache = null;
+      state.scoreCache = null;
       state.pendingReset = value;
       state.pendingStep = null;
     }
@@ -617,6 +638,11 @@ export class SandboxedSession {
     return this.pool.summary(this.slot);
   }
 
+  /** Invalid actions in this episode so far: from its end once it has ended, else from a summary. */
+  get invalidActions(): number {
+    return this.pool.slotView(this.slot)?.end?.invalidActions ?? this.summary().invalidActions;
+  }
+
   score(): number {
     return this.pool.score(this.slot);
   }
@@ -677,25 +703,43 @@ export async function runSandboxedEpisodes(
   const nextBase = base === 0 ? bankSlots : 0;
   const schedule = new LaneSchedule(cuts.length);
   /**
+   * Work that only has to be done before this returns, kept for when this thread would otherwise wait: checking
+   * and applying the answer to the next batch's resets, run once the last lane still playing has posted its
+   * crossing.
+   */
+  const deferred: (() => void)[] = [];
+  const runDeferred = () => {
+    for (let work = deferred.shift(); work; work = deferred.shift()) {
+      try {
+        work();
+      } catch (error) {
+        schedule.abort(error);
+      }
+    }
+  };
+  /**
    * One crossing that resets the episodes of lanes `first` to `last - 1` (none when they were reset ahead), and
    * with the later lanes', the next batch's; each of those lanes then runs the protocol.
    */
   const resetLanes = async (first: number, last: number): Promise<void> => {
     const from = cuts[first]!;
-    const resets: SlotStart[] = prepared ? [] : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
     const ahead = first > 0 && next ? next : null;
-    if (ahead) {
-      pool.setPrepared(null); // the other bank is overwritten from here on
-      resets.push(...ahead.map(({ seed, sample }, i) => ({ slot: nextBase + i, seed, sample, index: i })));
-    }
-    if (resets.length === 0) {
-      for (let lane = first; lane < last; lane++) schedule.crossed(lane);
-      return;
-    }
-    const resetting = await schedule.crossing(first, () => pool.resetManyAsync(resets));
+    const aheadResets: SlotStart[] = ahead ? ahead.map(({ seed, sample }, i) => ({ slot: nextBase + i, seed, sample, index: i })) : [];
+    const resets: SlotStart[] = prepared ? [] : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
     try {
-      await resetting.answer;
-      if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
+      if (ahead) pool.setPrepared(null); // the other bank is overwritten from here on
+      if (resets.length === 0 && ahead) {
+        // Only the next batch's: these lanes go on once the sandbox has answered, and the answer is read when
+        // this thread would otherwise wait (runDeferred).
+        const settle = await (await schedule.crossing(first, () => pool.resetManyLater(aheadResets))).answer;
+        deferred.push(() => {
+          settle();
+          pool.setPrepared({ base: nextBase, starts: ahead });
+        });
+      } else if (resets.length > 0) {
+        await (await schedule.crossing(first, () => pool.resetManyAsync([...resets, ...aheadResets]))).answer;
+        if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
+      }
     } finally {
       for (let lane = first; lane < last; lane++) schedule.crossed(lane);
     }
@@ -723,6 +767,8 @@ export async function runSandboxedEpisodes(
       );
       try {
         if (overlap) schedule.passTurn(lane);
+        // The last lane still playing waits for this answer with nothing to sample: the deferred work runs now.
+        if (schedule.othersFinished(lane)) runDeferred();
         await stepping.answer;
       } finally {
         schedule.crossed(lane);
@@ -742,6 +788,7 @@ export async function runSandboxedEpisodes(
   };
   // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.
   const played = await Promise.allSettled(cuts.map((_, lane) => playLane(lane)));
+  if (!schedule.error) runDeferred();
   if (schedule.error) throw schedule.error.error;
   return played.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
 }

@@ -1,22 +1,25 @@
 /**
  * The sandbox's worker thread (started by sandbox-thread.ts, bundled by esbuild at first use): it loads one
- * QuickJS engine and answers batches of ops posted on its port. Before each op it writes the op's index and start
- * time to memory shared with the host thread, whose watchdog terminates this thread when an op outlives its
- * budget even inside one long native call (a huge sort, a big JSON.parse), which QuickJS's interrupt handler
- * cannot reach.
+ * QuickJS engine and answers batches of ops. A batch arrives in the mailbox of the memory it shares with the host
+ * thread (mailbox.ts) and the thread waits for one in `Atomics.wait`, which the host's `Atomics.notify` ends at once;
+ * a batch too long for the mailbox, or a failed answer, goes as a message on its port instead. Before each op it
+ * writes the op's index and start time to the shared memory, whose watchdog (host side) terminates this thread
+ * when an op outlives its budget even inside one long native call (a huge sort, a big JSON.parse), which
+ * QuickJS's interrupt handler cannot reach.
  */
-import { type MessagePort, parentPort, workerData } from "node:worker_threads";
+import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-engine";
-import { ANSWERED, CURRENT_OP, OP_CPU_AT, OP_STARTED_AT } from "./wire";
+import { ANSWERED, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED } from "./mailbox";
 
 export type ThreadData = { code: string; fileName: string; limits: EngineLimits; shared: SharedArrayBuffer; port: MessagePort };
-/** The ops as one JSON text (wire.ts `encodeRequest`), and each op's CPU budget. */
-export type ThreadRequest = { ops: string; budgetsMs: Float64Array };
+
+/** How long the thread waits for a batch before it lets its event loop run once (V8's own tasks), then waits again. */
+const idleTurnMs = 50;
 
 async function main() {
   const { code, fileName, limits, shared, port } = workerData as ThreadData;
-  const control = new Int32Array(shared, 0, 2);
-  const clock = new Float64Array(shared, 0, 3);
+  const mailbox = new Mailbox(shared);
+  const { control, clock } = mailbox;
   const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"));
   parentPort!.postMessage(outcome);
   if (!engine) return;
@@ -29,20 +32,34 @@ async function main() {
     clock[OP_CPU_AT] = cpuStartedAt;
     Atomics.store(control, CURRENT_OP, index);
   };
-  port.on("message", ({ ops, budgetsMs }: ThreadRequest) => {
+  const answerBatch = (): void => {
     let answer: BatchOutcome;
     try {
-      answer = engine.run(ops, budgetsMs, onOp);
+      const request = mailbox.receive() ?? (receiveMessageOnPort(port)?.message as MailboxRequest | undefined);
+      if (!request) throw new Error("the batch posted on the port is missing");
+      answer = engine.run(request.ops, request.budgetsMs, onOp);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       answer = { ok: false, op: -1, overrunMs: null, error: { name: "InternalError", message, stack: undefined }, ms: [], memoryMb: engine.memoryUsedMb() };
     }
     Atomics.store(control, CURRENT_OP, -1);
-    port.postMessage(answer);
+    if (!mailbox.answer(answer.ok ? answer : null)) port.postMessage(answer);
     Atomics.store(control, ANSWERED, 1);
     Atomics.notify(control, ANSWERED);
-  });
+  };
+  // Read before "ready": the host posts the first batch as soon as it hears it.
+  let seen = Atomics.load(control, REQUESTED);
   parentPort!.postMessage("ready");
+  for (;;) {
+    if (Atomics.wait(control, REQUESTED, seen, idleTurnMs) === "timed-out") {
+      await new Promise((resolve) => setImmediate(resolve));
+      continue;
+    }
+    const requested = Atomics.load(control, REQUESTED);
+    if (requested === seen) continue;
+    seen = requested;
+    answerBatch();
+  }
 }
 
 if (parentPort && workerData?.shared) void main();

@@ -151,17 +151,6 @@ export type EnvironmentDescription = {
 export const registerGlobal = "__tinkerlab_register";
 
 /**
- * The memory the host thread shares with the sandbox's thread (24 bytes): as Int32, [ANSWERED] is 1 once the
- * batch's answer is posted, [CURRENT_OP] the index of the op running (-1 for none); as Float64, [OP_STARTED_AT]
- * when that op started (epoch milliseconds) and [OP_CPU_AT] the process's CPU clock then (`processCpuMs`).
- */
-export const sharedBytes = 24;
-export const ANSWERED = 0;
-export const CURRENT_OP = 1;
-export const OP_STARTED_AT = 1;
-export const OP_CPU_AT = 2;
-
-/**
  * The process's CPU time in milliseconds, all threads together. While the host thread waits on a call, the
  * sandbox's thread is what runs, so the CPU an op used is at most the smaller of this clock's advance and the
  * wall clock's: a thread descheduled on a busy machine is not charged for the wait.

@@ -35,6 +35,9 @@ describe("environment sessions", () => {
     expect(step.reward).toBeCloseTo(-0.2 - 0.02);
     expect(step.observation).toMatch(/^Invalid action: expected a whole number from 1 to 100/);
     expect(goesOn.summary().invalidActions).toBe(1);
+    expect(goesOn.invalidActions).toBe(1);
+    goesOn.reset(2);
+    expect(goesOn.invalidActions).toBe(0);
   });
 
   it("cut an episode off at maxTurns, marked truncated", () => {
