@@ -94,9 +94,30 @@ type Slot = {
   scoreCache: number | null;
 };
 
+/**
+ * The budget of a reset or step, labelled only when a message needs it: a rollout makes hundreds each crossing
+ * and reads none of their labels.
+ */
+class EpisodeOpBudget implements OpBudget {
+  constructor(
+    readonly ms: number,
+    readonly limit: OpBudget["limit"],
+    readonly spentBeforeMs: number,
+    /** The step's number in its episode; 0 for the reset. */
+    private readonly turn: number,
+    private readonly index: number,
+    private readonly seed: number,
+  ) {}
+
+  get label(): string {
+    return this.turn === 0 ? `reset of episode ${this.index} (seed ${this.seed})` : `step ${this.turn} of episode ${this.index} (seed ${this.seed})`;
+  }
+}
+
 export class SandboxedEnvironmentPool {
-  private readonly slots = new Map<number, Slot>();
-  private readonly sessionsBySlot = new Map<number, SandboxedSession>();
+  /** By slot (arrays of the pool's size from the start: V8 keeps them fast however the slots are filled). */
+  private readonly slots: (Slot | undefined)[] = new Array<Slot | undefined>(maxSlots);
+  private readonly sessionsBySlot: (SandboxedSession | undefined)[] = new Array<SandboxedSession | undefined>(maxSlots);
   /** The system prompt of the last reset answered, which a reset with the same one answers as `true`. */
   private lastSystemPrompt: string | null = null;
   /** The bank whose episodes were reset ahead for a batch that has not played yet. */
@@ -201,7 +222,7 @@ export class SandboxedEnvironmentPool {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
       ops.push(["reset", slot, seed, sample ?? null]);
-      budgets.push(this.budget(slot, `reset of episode ${index} (seed ${seed})`, true));
+      budgets.push(this.episodeBudget(0, 0, index, seed));
     }
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!.label) };
   }
@@ -232,16 +253,16 @@ export class SandboxedEnvironmentPool {
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
       const state = this.started(slot);
-      const label = `step ${state.turns + 1} of episode ${state.index} (seed ${state.seed})`;
-      if (state.done) throw this.fail(new SandboxError("runtime", `${label}: the episode has ended; reset it first`));
-      if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${label}: the action must be a string`));
+      const budget = this.episodeBudget(state.cpuMs, state.turns + 1, state.index, state.seed);
+      if (state.done) throw this.fail(new SandboxError("runtime", `${budget.label}: the episode has ended; reset it first`));
+      if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${budget.label}: the action must be a string`));
       if (action.length > this.limits.maxActionChars) {
         throw this.fail(
           new SandboxLimitError(
             "maxActionChars",
             this.limits.maxActionChars,
             action.length,
-            `${label}: the action is ${formatCount(action.length)} characters; limit maxActionChars=${formatCount(this.limits.maxActionChars)}`,
+            `${budget.label}: the action is ${formatCount(action.length)} characters; limit maxActionChars=${formatCount(this.limits.maxActionChars)}`,
           ),
         );
       }
@@ -256,7 +277,7 @@ export class SandboxedEnvironmentPool {
         );
       }
       ops.push(["step", slot, action]);
-      budgets.push(this.budget(slot, label, false));
+      budgets.push(budget);
     }
     return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!.label) };
   }
@@ -332,8 +353,8 @@ export class SandboxedEnvironmentPool {
   /** The `EnvironmentSession`-shaped view of one slot. */
   session(slot: number): SandboxedSession {
     checkSlot(slot);
-    let session = this.sessionsBySlot.get(slot);
-    if (!session) this.sessionsBySlot.set(slot, (session = new SandboxedSession(this, slot)));
+    let session = this.sessionsBySlot[slot];
+    if (!session) this.sessionsBySlot[slot] = session = new SandboxedSession(this, slot);
     return session;
   }
 
@@ -370,7 +391,7 @@ export class SandboxedEnvironmentPool {
 
   /** @internal The batch answer waiting for this slot's session, consumed once. */
   takePendingReset(slot: number): GuestResetValue | null {
-    const state = this.slots.get(slot);
+    const state = this.slots[slot];
     const value = state?.pendingReset ?? null;
     if (state) state.pendingReset = null;
     return value;
@@ -378,7 +399,7 @@ export class SandboxedEnvironmentPool {
 
   /** @internal */
   takePendingStep(slot: number): { action: string; value: GuestStepValue } | null {
-    const state = this.slots.get(slot);
+    const state = this.slots[slot];
     const value = state?.pendingStep ?? null;
     if (state) state.pendingStep = null;
     return value;
@@ -386,7 +407,7 @@ export class SandboxedEnvironmentPool {
 
   /** @internal */
   slotView(slot: number): Readonly<Slot> | undefined {
-    return this.slots.get(slot);
+    return this.slots[slot];
   }
 
   // ---- plumbing ----
@@ -396,7 +417,7 @@ export class SandboxedEnvironmentPool {
   }
 
   private slotState(slot: number): Slot {
-    let state = this.slots.get(slot);
+    let state = this.slots[slot];
     if (!state) {
       state = {
         episode: 0,
@@ -414,21 +435,29 @@ export class SandboxedEnvironmentPool {
         summaryCache: null,
         scoreCache: null,
       };
-      this.slots.set(slot, state);
+      this.slots[slot] = state;
     }
     return state;
   }
 
   private started(slot: number): Slot {
     checkSlot(slot);
-    const state = this.slots.get(slot);
+    const state = this.slots[slot];
     if (!state) throw new SandboxError("runtime", `episode ${slot} has not been reset`);
     return state;
   }
 
   /** The CPU an op may use: the per-call limit, or what is left of the episode's budget if that is less. */
+  /** `budget` for a reset (turn 0, nothing spent) or a step of the episode, labelled when read. */
+  private episodeBudget(spent: number, turn: number, index: number, seed: number): OpBudget {
+    const remaining = this.limits.cpuMsPerEpisode - spent;
+    return remaining < this.limits.cpuMsPerCall
+      ? new EpisodeOpBudget(Math.max(remaining, 0), "cpuMsPerEpisode", spent, turn, index, seed)
+      : new EpisodeOpBudget(this.limits.cpuMsPerCall, "cpuMsPerCall", spent, turn, index, seed);
+  }
+
   private budget(slot: number, label: string, resetting: boolean): OpBudget {
-    const spent = resetting ? 0 : (this.slots.get(slot)?.cpuMs ?? 0);
+    const spent = resetting ? 0 : (this.slots[slot]?.cpuMs ?? 0);
     const remaining = this.limits.cpuMsPerEpisode - spent;
     return remaining < this.limits.cpuMsPerCall
       ? { ms: Math.max(remaining, 0), limit: "cpuMsPerEpisode", spentBeforeMs: spent, label }
