@@ -3,7 +3,7 @@
  * rollout's wall time.
  *
  *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5] [--only name,name] [--against DIR]
- *                            [--lanes 2]
+ *                            [--lanes 2] [--synthetic]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
  * (dataset environments with rows of their built-in dataset).
@@ -38,6 +38,12 @@
  * Per step, each side's figure is the median over its rounds (a round: every scripted episode once), which a
  * burst of other work on a shared machine moves less than a mean would.
  * --only: the environments named (as in the tables; "dice-sum" for the test fixture).
+ * --synthetic: end to end, the policy is a stand-in that busy-waits what the base's sampler costs (a fixed part
+ * per call and a part per request, fitted to the real sampler on the use case's own first prompts, 1 and all of
+ * them) and answers every request with the reply the base gave the first prompt. The sampler's own noise and its
+ * speed's dependence on the batch drop out, so the ratios show the sandbox's costs alone, with far less spread
+ * (how docs/SANDBOX.md compared changes of a few points); the episodes are not the base's (a multi-turn game
+ * answered the same every turn ends differently), so this is for comparing, not the target.
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
  * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 4 : 2 : 1; each environment's row and JSON
  * say `lanes` and `cold_lanes`).
@@ -62,12 +68,15 @@ import { trainingSpecs } from "@/lib/rl/train";
 import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
+import { type ChatMessage, renderChat } from "@/lib/model/chat";
+import type { ByteTokenizer } from "@/lib/model/tokenizer";
+import type { SampledSequence } from "@/server/runtime/sampler";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null };
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null, synthetic: false };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -77,7 +86,8 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against`);
+  else if (arg === "--synthetic") args.synthetic = true;
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against, --synthetic`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
@@ -303,6 +313,41 @@ function rolloutSetup(c: Case, definition: EnvironmentDefinition<unknown, unknow
   };
 }
 
+/** --synthetic: the setup with its policy replaced by a busy-waiting stand-in fitted to it (see the header). */
+async function synthetic(setup: RolloutSetup, definition: EnvironmentDefinition<unknown, unknown>): Promise<RolloutSetup> {
+  const { policy } = setup;
+  const prompts = setup.specs.map(({ seed, sample }) => {
+    const session = new EnvironmentSession(definition);
+    const observation = session.reset(seed, sample);
+    const messages: ChatMessage[] = [{ role: "system", content: session.systemPrompt }, { role: "user", content: observation }];
+    return renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens;
+  });
+  const options = { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: 1 };
+  const timed = async (batch: number[][]) => {
+    const times: number[] = [];
+    let reply: SampledSequence | null = null;
+    for (let r = 0; r < 15; r++) {
+      const start = performance.now();
+      const { samples } = await policy.primitives.sample(batch, setup.groupSize, options);
+      times.push(performance.now() - start);
+      reply ??= samples[0]![0]!;
+    }
+    return { ms: median(times), reply: reply! };
+  };
+  const one = await timed(prompts.slice(0, 1));
+  const all = await timed(prompts);
+  const perRequest = Math.max((all.ms - one.ms) / ((prompts.length - 1) * setup.groupSize), 0);
+  const perCall = Math.max(one.ms - perRequest * setup.groupSize, 0);
+  const reply = one.reply;
+  const primitives = Object.create(policy.primitives) as PolicyModel["primitives"];
+  primitives.sample = async (batch: number[][], n: number) => {
+    const until = performance.now() + perCall + perRequest * batch.length * n;
+    while (performance.now() < until);
+    return { samples: batch.map(() => Array.from({ length: n }, () => ({ ...reply, tokens: [...reply.tokens], logprobs: [...reply.logprobs] }))) };
+  };
+  return { ...setup, policy: { ...policy, primitives }, label: `${setup.label}, synthetic ${perCall.toFixed(2)} ms + ${(perRequest * 1000).toFixed(0)} µs/request` };
+}
+
 const cpuMs = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
@@ -408,7 +453,7 @@ for (const c of selected) {
   const beside = againstPool ? stepsPerSecondBeside(() => sandboxRound(pool, games), () => sandboxRound(againstPool, games)) : null;
   const sandboxed = beside?.rate ?? stepsPerSecond(() => sandboxRound(pool, games));
   const extra = 1 / sandboxed - 1 / native;
-  const setup = rolloutSetup(c, definition);
+  const setup = args.synthetic ? await synthetic(rolloutSetup(c, definition), definition) : rolloutSetup(c, definition);
   const rollout = await endToEnd(setup, definition, pool, loopPool, againstPool);
   pool.dispose();
   loopPool.dispose();
