@@ -6,14 +6,16 @@
  *
  * The rest is the mailbox a batch and its answer cross in (`Mailbox`), so that neither thread posts a message:
  * the thread sleeps in `Atomics.wait` and the host wakes it with `Atomics.notify`. After a few milliseconds
- * asleep, a batch's round trip took 113 µs this way against 245 µs through a port's message and the thread's
- * event loop (docs/SANDBOX.md); the host thread pays about the same either way to wake the other (~100 µs on
- * this project's 2-core VMs, where it is the hypervisor's to wake an idle core). As Int32: [REQUESTED] counts the batches posted (the sandbox's thread
- * waits on it); [REQUEST_BYTES] the length of the batch's text in the text area, or `ON_PORT` when it was posted
- * as a message instead (too long for the mailbox); [REQUEST_COUNT] its ops; [UNIFORM_BUDGET] 1 when every op has
- * the budget at Float64 [BUDGET_MS], else 0 and the budgets are in the number area; [ANSWER_BYTES] and
- * [ANSWER_COUNT] the same for the answer, whose ops' times are in the number area and the heap's size at Float64
- * [ANSWER_MEMORY_MB]. A failed batch's answer always comes as a message.
+ * asleep, a batch's round trip took 113-162 µs this way against 245-323 µs through a port's message and the
+ * thread's event loop (docs/SANDBOX.md); the host thread pays about the same either way to wake the other
+ * (~100 µs inside a rollout on this project's 2-core VMs, where it is the hypervisor's to wake an idle core).
+ *
+ * As Int32: [REQUESTED] counts the batches posted (the sandbox's thread waits on it); [REQUEST_BYTES] the length
+ * of the batch's text in the text area, or `ON_PORT` when it was posted as a message instead (too long for the
+ * mailbox); [REQUEST_COUNT] its ops; [UNIFORM_BUDGET] 1 when every op has the budget at Float64 [BUDGET_MS], else
+ * 0 and the budgets are in the number area; [ANSWER_BYTES] and [ANSWER_COUNT] the same for the answer, whose
+ * ops' times are in the number area and the heap's size at Float64 [ANSWER_MEMORY_MB]. A failed batch's answer
+ * always comes as a message.
  */
 export const ANSWERED = 0;
 export const CURRENT_OP = 1;

@@ -95,22 +95,31 @@ type Slot = {
 };
 
 /**
- * The budget of a reset or step, labelled only when a message needs it: a rollout makes hundreds each crossing
- * and reads none of their labels.
+ * What an op on one episode may spend: the per-call limit, or what is left of the episode's budget if that is
+ * less. Labelled only when a message reads it: a rollout makes hundreds each crossing and reads none of them.
  */
 class EpisodeOpBudget implements OpBudget {
+  readonly ms: number;
+  readonly limit: OpBudget["limit"];
+
   constructor(
-    readonly ms: number,
-    readonly limit: OpBudget["limit"],
+    limits: SandboxLimits,
+    /** What the episode has spent before this op (nothing, for its reset). */
     readonly spentBeforeMs: number,
-    /** The step's number in its episode; 0 for the reset. */
+    private readonly op: "reset" | "step" | "summary" | "score",
+    /** A step's number in its episode. */
     private readonly turn: number,
     private readonly index: number,
     private readonly seed: number,
-  ) {}
+  ) {
+    const remaining = limits.cpuMsPerEpisode - spentBeforeMs;
+    this.limit = remaining < limits.cpuMsPerCall ? "cpuMsPerEpisode" : "cpuMsPerCall";
+    this.ms = this.limit === "cpuMsPerEpisode" ? Math.max(remaining, 0) : limits.cpuMsPerCall;
+  }
 
   get label(): string {
-    return this.turn === 0 ? `reset of episode ${this.index} (seed ${this.seed})` : `step ${this.turn} of episode ${this.index} (seed ${this.seed})`;
+    const episode = `episode ${this.index} (seed ${this.seed})`;
+    return this.op === "step" ? `step ${this.turn} of ${episode}` : `${this.op} of ${episode}`;
   }
 }
 
@@ -181,25 +190,14 @@ export class SandboxedEnvironmentPool {
 
   /**
    * @internal `resetManyAsync` in two parts: resolves once the sandbox has answered (it can take another batch)
-   * with a function that checks the answer and applies it (once; later calls return the same values or throw the
-   * same error). Until then the slots hold their previous episodes.
+   * with a function that checks the answer and applies it, to be called once. Until then the slots hold their
+   * previous episodes.
    */
   async resetManyLater(starts: SlotStart[]): Promise<() => SandboxedReset[]> {
     const batch = this.resetBatch(starts);
     const label = crossingLabel(batch);
     const answer = batch.ops.length === 0 ? null : await this.sandbox.answerAsync(batch.ops, batch.budgets, label);
-    let outcome: { values: SandboxedReset[] } | { error: unknown } | null = null;
-    return () => {
-      if (!outcome) {
-        try {
-          outcome = { values: this.afterResets(starts, this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label))) };
-        } catch (error) {
-          outcome = { error };
-        }
-      }
-      if ("error" in outcome) throw outcome.error;
-      return outcome.values;
-    };
+    return () => this.afterResets(starts, this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label)));
   }
 
   /** Applies one action in each slot; one crossing for all of them. */
@@ -222,7 +220,7 @@ export class SandboxedEnvironmentPool {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
       ops.push(["reset", slot, seed, sample ?? null]);
-      budgets.push(this.episodeBudget(0, 0, index, seed));
+      budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed));
     }
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!.label) };
   }
@@ -253,7 +251,7 @@ export class SandboxedEnvironmentPool {
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
       const state = this.started(slot);
-      const budget = this.episodeBudget(state.cpuMs, state.turns + 1, state.index, state.seed);
+      const budget = this.opBudget(state, "step");
       if (state.done) throw this.fail(new SandboxError("runtime", `${budget.label}: the episode has ended; reset it first`));
       if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${budget.label}: the action must be a string`));
       if (action.length > this.limits.maxActionChars) {
@@ -306,8 +304,9 @@ export class SandboxedEnvironmentPool {
   summary(slot: number): SandboxedSummary {
     const state = this.started(slot);
     if (!state.summaryCache) {
-      const label = `summary of episode ${state.index} (seed ${state.seed})`;
-      const [value] = this.run({ ops: [["summary", slot]], budgets: [this.budget(slot, label, false)], kind: "summary", check: one(label, (raw) => checkSummary(raw, label)) });
+      const budget = this.opBudget(state, "summary");
+      const { label } = budget;
+      const [value] = this.run({ ops: [["summary", slot]], budgets: [budget], kind: "summary", check: one(label, (raw) => checkSummary(raw, label)) });
       state.summaryCache = value!;
     }
     return { ...state.summaryCache, breakdown: { ...state.summaryCache.breakdown } };
@@ -332,8 +331,9 @@ export class SandboxedEnvironmentPool {
     const state = this.started(slot);
     if (state.end) return state.end.score;
     if (state.scoreCache === null) {
-      const label = `score of episode ${state.index} (seed ${state.seed})`;
-      const [value] = this.run({ ops: [["score", slot]], budgets: [this.budget(slot, label, false)], kind: "score", check: one(label, (raw) => finite(raw, `${label}: the score`)) });
+      const budget = this.opBudget(state, "score");
+      const { label } = budget;
+      const [value] = this.run({ ops: [["score", slot]], budgets: [budget], kind: "score", check: one(label, (raw) => finite(raw, `${label}: the score`)) });
       state.scoreCache = value!;
     }
     return state.scoreCache;
@@ -447,21 +447,9 @@ export class SandboxedEnvironmentPool {
     return state;
   }
 
-  /** The CPU an op may use: the per-call limit, or what is left of the episode's budget if that is less. */
-  /** `budget` for a reset (turn 0, nothing spent) or a step of the episode, labelled when read. */
-  private episodeBudget(spent: number, turn: number, index: number, seed: number): OpBudget {
-    const remaining = this.limits.cpuMsPerEpisode - spent;
-    return remaining < this.limits.cpuMsPerCall
-      ? new EpisodeOpBudget(Math.max(remaining, 0), "cpuMsPerEpisode", spent, turn, index, seed)
-      : new EpisodeOpBudget(this.limits.cpuMsPerCall, "cpuMsPerCall", spent, turn, index, seed);
-  }
-
-  private budget(slot: number, label: string, resetting: boolean): OpBudget {
-    const spent = resetting ? 0 : (this.slots[slot]?.cpuMs ?? 0);
-    const remaining = this.limits.cpuMsPerEpisode - spent;
-    return remaining < this.limits.cpuMsPerCall
-      ? { ms: Math.max(remaining, 0), limit: "cpuMsPerEpisode", spentBeforeMs: spent, label }
-      : { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: spent, label };
+  /** The budget of a step (the next), summary or score of the slot's episode. */
+  private opBudget(state: Slot, op: "step" | "summary" | "score"): EpisodeOpBudget {
+    return new EpisodeOpBudget(this.limits, state.cpuMs, op, state.turns + 1, state.index, state.seed);
   }
 
   /** One crossing: sends the ops, charges each slot its CPU, turns a failed op into the pool's error. */
@@ -732,18 +720,17 @@ export async function runSandboxedEpisodes(
   const nextBase = base === 0 ? bankSlots : 0;
   const schedule = new LaneSchedule(cuts.length);
   /**
-   * Work that only has to be done before this returns, kept for when this thread would otherwise wait: checking
-   * and applying the answer to the next batch's resets, run once the last lane still playing has posted its
-   * crossing.
+   * Checking and applying the answer to the next batch's resets, which only has to be done before this returns:
+   * kept for when this thread would otherwise wait, once the last lane still playing has posted its crossing.
    */
-  const deferred: (() => void)[] = [];
-  const runDeferred = () => {
-    for (let work = deferred.shift(); work; work = deferred.shift()) {
-      try {
-        work();
-      } catch (error) {
-        schedule.abort(error);
-      }
+  let readAhead: (() => void) | null = null;
+  const runReadAhead = () => {
+    const read = readAhead;
+    readAhead = null;
+    try {
+      read?.();
+    } catch (error) {
+      schedule.abort(error);
     }
   };
   /**
@@ -759,12 +746,12 @@ export async function runSandboxedEpisodes(
       if (ahead) pool.setPrepared(null); // the other bank is overwritten from here on
       if (resets.length === 0 && ahead) {
         // Only the next batch's: these lanes go on once the sandbox has answered, and the answer is read when
-        // this thread would otherwise wait (runDeferred).
+        // this thread would otherwise wait (runReadAhead).
         const settle = await (await schedule.crossing(first, () => pool.resetManyLater(aheadResets))).answer;
-        deferred.push(() => {
+        readAhead = () => {
           settle();
           pool.setPrepared({ base: nextBase, starts: ahead });
-        });
+        };
       } else if (resets.length > 0) {
         await (await schedule.crossing(first, () => pool.resetManyAsync([...resets, ...aheadResets]))).answer;
         if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
@@ -796,8 +783,8 @@ export async function runSandboxedEpisodes(
       );
       try {
         if (overlap) schedule.passTurn(lane);
-        // The last lane still playing waits for this answer with nothing to sample: the deferred work runs now.
-        if (schedule.othersFinished(lane)) runDeferred();
+        // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read now.
+        if (schedule.othersFinished(lane)) runReadAhead();
         await stepping.answer;
       } finally {
         schedule.crossed(lane);
@@ -817,7 +804,7 @@ export async function runSandboxedEpisodes(
   };
   // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.
   const played = await Promise.allSettled(cuts.map((_, lane) => playLane(lane)));
-  if (!schedule.error) runDeferred();
+  if (!schedule.error) runReadAhead();
   if (schedule.error) throw schedule.error.error;
   return played.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
 }

@@ -1,5 +1,5 @@
 /**
- * The sandbox's worker thread (started by sandbox-thread.ts, bundled by esbuild at first use): it loads one
+ * The sandbox's worker thread (started by quickjs-host.ts, bundled by esbuild at first use): it loads one
  * QuickJS engine and answers batches of ops. A batch arrives in the mailbox of the memory it shares with the host
  * thread (mailbox.ts) and the thread waits for one in `Atomics.wait`, which the host's `Atomics.notify` ends at once;
  * a batch too long for the mailbox, or a failed answer, goes as a message on its port instead. Before each op it
