@@ -45,7 +45,7 @@
  * (how docs/SANDBOX.md compared changes of a few points); the episodes are not the base's (a multi-turn game
  * answered the same every turn ends differently), so this is for comparing, not the target.
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
- * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 4 : 2 : 1; each environment's row and JSON
+ * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 9 : 5 : 2; each environment's row and JSON
  * say `lanes` and `cold_lanes`).
  * --against DIR: another checkout of this repository (e.g. `git worktree add /tmp/base HEAD~1`, or a copy of the
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is

@@ -25,15 +25,17 @@ export function defaultLanes(protocol: Pick<Protocol, "name">): number {
 
 /**
  * The lanes' relative sizes. Reset ahead, a single-turn batch has only its steps to cross, and the policy waits
- * only for the last lane's: the lanes halve toward the end (4 : 2 : 1), so each lane's steps still fit in the
+ * only for the last lane's: the lanes taper toward the end (9 : 5 : 2), so each lane's steps still fit in the
  * next lane's sampling (a step costs the sandbox a quarter to a third of what sampling its reply costs the
- * smallest built-in policy) while the last crossing is a seventh of the batch. Quartering (12 : 3 : 1) left a
- * sixteenth, but the middle lane's steps outran the last lane's sampling whenever the sandbox was slower than
- * that: 28.6-30.0% added against 25.5-25.7% (a synthetic policy with the arithmetic base's sampling cost,
- * both in one process, twice), four equal lanes 33.5-35.1%. Otherwise `defaultLanes` parts of equal size.
+ * smallest built-in policy) while the last crossing is an eighth of the batch. The host thread reads the first
+ * two lanes' answers while that crossing runs (`LaneSchedule.readTurn`), and this shape makes the two take about
+ * as long: arithmetic, 32 × 8, 10.6% added against 14.3% for 4 : 2 : 1 and 13.9% for 19 : 10 : 3 (the base's
+ * sampler, the three side by side in one process; with a synthetic policy 9.4-11.0% against 12.3-12.7% and
+ * 10.3-10.5%). Quartering (12 : 3 : 1) left a sixteenth, but the middle lane's steps outran the last lane's
+ * sampling. Otherwise `defaultLanes` parts of equal size.
  */
 export function laneShape(protocol: Pick<Protocol, "name">, prepared: boolean): number | number[] {
-  return prepared && protocol.name === "single-turn" ? [4, 2, 1] : defaultLanes(protocol);
+  return prepared && protocol.name === "single-turn" ? [9, 5, 2] : defaultLanes(protocol);
 }
 
 /**
@@ -77,6 +79,11 @@ export class LaneSchedule {
   private readonly busy: boolean[];
   private readonly finished: boolean[];
   private stepping = false;
+  /** The lane whose batch is in flight (while `stepping`). */
+  private steppingLane = -1;
+  /** Batches posted so far, and the number of each lane's last (-1: none yet). */
+  private posts = 0;
+  private readonly postedAs: number[];
   /** Lanes waiting to post a batch. */
   private readonly waiting = new Set<number>();
   private failure: { error: unknown } | null = null;
@@ -85,6 +92,7 @@ export class LaneSchedule {
   constructor(readonly lanes: number) {
     this.busy = new Array<boolean>(lanes).fill(false);
     this.finished = new Array<boolean>(lanes).fill(false);
+    this.postedAs = new Array<number>(lanes).fill(-1);
   }
 
   /** The first error of any lane: every lane still waiting rethrows it. */
@@ -113,6 +121,8 @@ export class LaneSchedule {
       await this.until(() => {
         if (!this.mayCross(lane)) return false;
         this.stepping = true;
+        this.steppingLane = lane;
+        this.postedAs[lane] = this.posts++;
         this.waiting.delete(lane);
         let answer: Promise<T>;
         try {
@@ -152,9 +162,30 @@ export class LaneSchedule {
     return this.finished.every((finished, other) => finished || other === lane);
   }
 
-  /** `lane`'s steps have been answered (or failed): it goes back to the protocol's code. */
-  crossed(lane: number): void {
+  /** The sandbox has answered the batch in flight: another lane may post one, before that answer is read. */
+  answered(): void {
     this.stepping = false;
+    this.changed();
+  }
+
+  /**
+   * Waits until `lane` may read its crossing's answer: once every other lane still playing has posted a batch
+   * after it. A lane's answer arrives while the next lane samples, but reading it (checking the answers, the
+   * protocol's code for each episode) is this thread's work, which would delay that lane's post and the next
+   * lane's sampling; read after them, it fills the time this thread waits for the last lane's steps. The order
+   * is the batches' order, never the timing: any crossing a lane makes while it reads comes after the same posts.
+   */
+  async readTurn(lane: number): Promise<void> {
+    await this.until(() => this.finished.every((finished, other) => finished || other === lane || this.postedAs[other]! > this.postedAs[lane]!));
+  }
+
+  /** The batch in flight is the only thing left to wait for: its lane is the last one still playing. */
+  get lastInFlight(): boolean {
+    return this.stepping && this.othersFinished(this.steppingLane);
+  }
+
+  /** `lane`'s crossing has been answered (or failed; see `answered`) and is read now: it goes back to the protocol's code. */
+  crossed(lane: number): void {
     this.busy[lane] = true;
     this.changed();
   }

@@ -194,10 +194,22 @@ export class SandboxedEnvironmentPool {
    * previous episodes.
    */
   async resetManyLater(starts: SlotStart[]): Promise<() => SandboxedReset[]> {
-    const batch = this.resetBatch(starts);
-    const label = crossingLabel(batch);
-    const answer = batch.ops.length === 0 ? null : await this.sandbox.answerAsync(batch.ops, batch.budgets, label);
-    return () => this.afterResets(starts, this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label)));
+    const settle = await this.runLater(this.resetBatch(starts));
+    return () => this.afterResets(starts, settle());
+  }
+
+  /** @internal `stepManyAsync` in two parts, as `resetManyLater`: until the function is called, the slots are as before the steps. */
+  async stepManyLater(steps: { slot: number; action: string }[]): Promise<() => SandboxedStep[]> {
+    const settle = await this.runLater(this.stepBatch(steps));
+    return () => this.afterSteps(steps, settle());
+  }
+
+  /**
+   * @internal Settles the pending async batch now if the sandbox has answered it (see
+   * `QuickJSSandbox.takeIfAnswered`): its promise's callbacks then run before this thread's next task.
+   */
+  takeIfAnswered(): void {
+    this.sandbox.takeIfAnswered();
   }
 
   /** Applies one action in each slot; one crossing for all of them. */
@@ -222,7 +234,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed));
     }
-    return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!.label) };
+    return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!) };
   }
 
   private afterResets(starts: SlotStart[], values: GuestResetValue[]): SandboxedReset[] {
@@ -277,7 +289,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["step", slot, action]);
       budgets.push(budget);
     }
-    return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!.label) };
+    return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!) };
   }
 
   private afterSteps(steps: { slot: number; action: string }[], values: GuestStepValue[]): SandboxedStep[] {
@@ -458,6 +470,13 @@ export class SandboxedEnvironmentPool {
     return this.settle(batch, this.sandbox.call(batch.ops, batch.budgets, crossingLabel(batch)));
   }
 
+  /** One crossing without blocking this thread: resolves once the sandbox has answered, with the function that checks the answer. */
+  private async runLater<T>(batch: Batch<T>): Promise<() => T[]> {
+    const label = crossingLabel(batch);
+    const answer = batch.ops.length === 0 ? null : await this.sandbox.answerAsync(batch.ops, batch.budgets, label);
+    return () => this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label));
+  }
+
   private async runAsync<T>(batch: Batch<T>): Promise<T[]> {
     if (batch.ops.length === 0) return this.settle(batch, null);
     return this.settle(batch, await this.sandbox.callAsync(batch.ops, batch.budgets, crossingLabel(batch)));
@@ -533,62 +552,62 @@ export class SandboxedEnvironmentPool {
   }
 
   /** A reset's values (GuestResetWire). */
-  private checkReset(values: unknown[], at: number, n: number, label: string): GuestResetValue {
-    if (n !== 3) throw new SandboxError("contract", `${label}: the answer is malformed`);
+  private checkReset(values: unknown[], at: number, n: number, where: Where): GuestResetValue {
+    if (n !== 3) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
     const observation = values[at];
     const systemPrompt = values[at + 1];
     const render = values[at + 2];
-    const text = this.text(observation, `${label}: the observation`);
+    const text = this.text(observation, where, "the observation");
     let prompt: string;
     if (systemPrompt === true) {
-      if (this.lastSystemPrompt === null) throw new SandboxError("contract", `${label}: the system prompt refers to a previous one that is not there`);
+      if (this.lastSystemPrompt === null) throw new SandboxError("contract", `${where.label}: the system prompt refers to a previous one that is not there`);
       prompt = this.lastSystemPrompt;
-    } else prompt = this.lastSystemPrompt = this.text(systemPrompt, `${label}: the system prompt`);
-    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, label) };
+    } else prompt = this.lastSystemPrompt = this.text(systemPrompt, where, "the system prompt");
+    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, where) };
   }
 
   /**
    * A step's values (GuestStepWire): the observation, reward, info and render, the episode's end when the
    * observation is null, then the metrics as pairs.
    */
-  private checkStep(values: unknown[], at: number, n: number, label: string): GuestStepValue {
+  private checkStep(values: unknown[], at: number, n: number, where: Where): GuestStepValue {
     const observation = values[at];
     const done = observation === null;
     const fields = done ? LAST_STEP_FIELDS : STEP_FIELDS;
-    if (n < fields || (n - fields) % 2 !== 0) throw new SandboxError("contract", `${label}: the answer is malformed`);
-    const text = done ? null : this.text(observation, `${label}: the observation`);
+    if (n < fields || (n - fields) % 2 !== 0) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
+    const text = done ? null : this.text(observation, where, "the observation");
     const info = values[at + 2];
     return {
       observation: text,
-      reward: finite(values[at + 1], `${label}: the reward`),
+      reward: finiteIn(values[at + 1], where, "the reward"),
       done,
-      info: info === 0 ? {} : jsonRecord(info, `${label}: info`),
-      metrics: metricPairs(values, at + fields, at + n, `${label}: metrics`),
-      render: this.renderOf(values[at + 3], text, label),
-      end: done ? checkEnd(values, at + STEP_FIELDS, label) : null,
+      info: info === 0 ? {} : jsonRecord(info, `${where.label}: info`),
+      metrics: metricPairs(values, at + fields, at + n, where),
+      render: this.renderOf(values[at + 3], text, where),
+      end: done ? checkEnd(values, at + STEP_FIELDS, where) : null,
     };
   }
 
   /** A render as sent: text, null, or `true` for "the observation itself". */
-  private renderOf(value: unknown, observation: string | null, label: string): string | null {
+  private renderOf(value: unknown, observation: string | null, where: Where): string | null {
     if (value === true) {
-      if (observation === null) throw new SandboxError("contract", `${label}: the render refers to an observation that is not there`);
+      if (observation === null) throw new SandboxError("contract", `${where.label}: the render refers to an observation that is not there`);
       return observation;
     }
-    return value === null ? null : this.text(value, `${label}: the render`);
+    return value === null ? null : this.text(value, where, "the render");
   }
 
-  private text(value: unknown, what: string): string {
+  /** Text within maxObservationChars: `field` of the answer to `where`. */
+  private text(value: unknown, where: Where, field: string): string {
+    if (typeof value === "string" && value.length <= this.limits.maxObservationChars) return value;
+    const what = `${where.label}: ${field}`;
     if (typeof value !== "string") throw new SandboxError("contract", `${what} must be a string`);
-    if (value.length > this.limits.maxObservationChars) {
-      throw new SandboxLimitError(
-        "maxObservationChars",
-        this.limits.maxObservationChars,
-        value.length,
-        `${what} is ${formatCount(value.length)} characters; limit maxObservationChars=${formatCount(this.limits.maxObservationChars)}`,
-      );
-    }
-    return value;
+    throw new SandboxLimitError(
+      "maxObservationChars",
+      this.limits.maxObservationChars,
+      value.length,
+      `${what} is ${formatCount(value.length)} characters; limit maxObservationChars=${formatCount(this.limits.maxObservationChars)}`,
+    );
   }
 }
 
@@ -757,6 +776,7 @@ export async function runSandboxedEpisodes(
         if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
       }
     } finally {
+      schedule.answered();
       for (let lane = first; lane < last; lane++) schedule.crossed(lane);
     }
   };
@@ -776,20 +796,30 @@ export async function runSandboxedEpisodes(
       const requests = laneRequests.map((request) => ({ ...request, episode: request.episode + from }));
       await schedule.sampleTurn(lane);
       const responses = await act(requests);
+      // The previous crossing's answer came while the policy sampled: taken now, this lane posts at once.
+      pool.takeIfAnswered();
       // A wrong count fails runEpisodes; nothing is stepped.
       if (responses.length !== requests.length) return responses;
       const stepping = await schedule.crossing(lane, () =>
-        pool.stepManyAsync(requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }))),
+        pool.stepManyLater(requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }))),
       );
+      let read: () => unknown;
       try {
         if (overlap) schedule.passTurn(lane);
         // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read now.
         if (schedule.othersFinished(lane)) runReadAhead();
-        await stepping.answer;
-      } finally {
+        read = await stepping.answer;
+      } catch (error) {
+        schedule.answered();
         schedule.crossed(lane);
+        throw error;
       }
-      schedule.passTurn(lane);
+      schedule.answered();
+      // Read once the other lanes have posted theirs (see LaneSchedule.readTurn); at once when they take no turns.
+      if (overlap) await schedule.readTurn(lane);
+      schedule.crossed(lane);
+      read();
+      if (!overlap) schedule.passTurn(lane);
       return responses;
     };
     try {
@@ -800,6 +830,8 @@ export async function runSandboxedEpisodes(
       throw error;
     } finally {
       schedule.finish(lane);
+      // Lanes read their answers late, so the last lane may be waiting for its own already.
+      if (schedule.lastInFlight) runReadAhead();
     }
   };
   // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.
@@ -827,6 +859,22 @@ function finite(value: unknown, what: string): number {
   return value;
 }
 
+/**
+ * Whose answer a check reads, for its message: an op's budget, whose label is made only when a message reads it
+ * (a rollout checks hundreds of answers each crossing, and a message's text cost more than the check).
+ */
+type Where = { readonly label: string };
+
+/** `finite` of `field` of the answer to `where`. */
+function finiteIn(value: unknown, where: Where, field: string): number {
+  // x - x is 0 for every finite number, NaN for NaN and the infinities
+  return typeof value === "number" && value - value === 0 ? value : finite(value, `${where.label}: ${field}`);
+}
+
+function wholeIn(value: unknown, where: Where, field: string): number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : whole(value, `${where.label}: ${field}`);
+}
+
 /** A fresh copy: keys such as "__proto__" become plain data, never prototypes. */
 function jsonRecord(value: unknown, what: string): Record<string, Json> {
   object(value, what);
@@ -849,12 +897,12 @@ function copyJson(value: unknown, what: string, depth: number): Json {
 }
 
 /** Metrics sent as key-value pairs (`values[from]` to `values[to - 1]`), as a fresh record: "__proto__" stays data. */
-function metricPairs(values: unknown[], from: number, to: number, what: string): Record<string, number> {
+function metricPairs(values: unknown[], from: number, to: number, where: Where): Record<string, number> {
   const copy: Record<string, number> = {};
   for (let i = from; i < to; i += 2) {
     const key = values[i];
-    if (typeof key !== "string") throw new SandboxError("contract", `${what}: a metric's name must be a string; got ${String(key)}`);
-    setOwn(copy, key, finite(values[i + 1], `${what}.${key}`));
+    if (typeof key !== "string") throw new SandboxError("contract", `${where.label}: metrics: a metric's name must be a string; got ${String(key)}`);
+    setOwn(copy, key, finiteIn(values[i + 1], where, `metrics.${key}`));
   }
   return copy;
 }
@@ -873,18 +921,18 @@ function numberRecord(value: unknown, what: string): Record<string, number> {
 }
 
 /** An episode's end (`turns, totalReward, truncated, invalidActions, score, breakdown`) from `at` in a step's values. */
-function checkEnd(values: unknown[], at: number, label: string): GuestEpisodeEnd {
+function checkEnd(values: unknown[], at: number, where: Where): GuestEpisodeEnd {
   const truncated = values[at + 2];
-  if (typeof truncated !== "boolean") throw new SandboxError("contract", `${label}: truncated must be true or false`);
-  const total = finite(values[at + 1], `${label}: the total reward`);
+  if (typeof truncated !== "boolean") throw new SandboxError("contract", `${where.label}: truncated must be true or false`);
+  const total = finiteIn(values[at + 1], where, "the total reward");
   const breakdown = values[at + 5];
   return {
-    turns: whole(values[at], `${label}: turns`),
+    turns: wholeIn(values[at], where, "turns"),
     totalReward: total,
     truncated,
-    invalidActions: whole(values[at + 3], `${label}: invalidActions`),
-    score: finite(values[at + 4], `${label}: the score`),
-    breakdown: breakdown === null ? { env: total } : numberRecord(breakdown, `${label}: the reward breakdown`),
+    invalidActions: wholeIn(values[at + 3], where, "invalidActions"),
+    score: finiteIn(values[at + 4], where, "the score"),
+    breakdown: breakdown === null ? { env: total } : numberRecord(breakdown, `${where.label}: the reward breakdown`),
   };
 }
 

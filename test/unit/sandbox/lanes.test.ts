@@ -12,7 +12,7 @@ import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes, singleTurn } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { SandboxedEnvironmentPool, defaultLanes, runSandboxedEpisodes } from "@/server/sandbox";
-import { laneShape, laneStarts } from "@/server/sandbox/lanes";
+import { LaneSchedule, laneShape, laneStarts } from "@/server/sandbox/lanes";
 import { bankSlots } from "@/server/sandbox/sandboxed-environment";
 import dice from "./fixtures/dice-env";
 import { createPool } from "./helpers";
@@ -43,9 +43,9 @@ function tinyPolicy() {
 /** Each async crossing of `pool`, as `label` writes its ops, in an array that act calls may add to. */
 function logCrossings(pool: SandboxedEnvironmentPool, label: (ops: unknown[][]) => string): string[] {
   const events: string[] = [];
-  const sandbox = (pool as unknown as { sandbox: { callAsync: (ops: unknown[][]) => Promise<unknown> } }).sandbox;
-  const post = sandbox.callAsync.bind(sandbox);
-  sandbox.callAsync = (ops, ...rest: unknown[]) => {
+  const sandbox = (pool as unknown as { sandbox: { answerAsync: (ops: unknown[][]) => Promise<unknown> } }).sandbox;
+  const post = sandbox.answerAsync.bind(sandbox);
+  sandbox.answerAsync = (ops, ...rest: unknown[]) => {
     events.push(label(ops));
     return (post as (...args: unknown[]) => Promise<unknown>)(ops, ...rest);
   };
@@ -68,11 +68,37 @@ describe("laneStarts", () => {
     expect(laneStarts(grouped, [12, 3, 1])).toEqual([0, 16, 20]);
     const thirtyTwoGroups = Array.from({ length: 256 }, (_, i) => ({ seed: i >> 3 }));
     expect(laneStarts(thirtyTwoGroups, [12, 3, 1])).toEqual([0, 192, 240]);
-    expect(laneShape(singleTurn(), true)).toEqual([4, 2, 1]);
-    expect(laneStarts(thirtyTwoGroups, [4, 2, 1])).toEqual([0, 144, 216]);
+    expect(laneShape(singleTurn(), true)).toEqual([9, 5, 2]);
+    expect(laneStarts(thirtyTwoGroups, [9, 5, 2])).toEqual([0, 144, 224]);
     expect(laneShape(singleTurn(), false)).toBe(4);
     expect(laneShape(multiTurn(), true)).toBe(2);
     expect(() => laneStarts(grouped, [2, 0])).toThrow("lane sizes must be a list of positive numbers; got [2, 0]");
+  });
+});
+
+describe("LaneSchedule", () => {
+  it("lets a lane read its answer only once every other lane still playing has posted after it, whatever answers first", async () => {
+    const schedule = new LaneSchedule(3);
+    const read: number[] = [];
+    const post = async (lane: number) => (await schedule.crossing(lane, async () => lane)).answer;
+    const readLater = (lane: number) => schedule.readTurn(lane).then(() => read.push(lane));
+    await post(0);
+    schedule.answered(); // lane 0's answer is in: lane 1 may post, but lane 0 reads after lanes 1 and 2 have
+    const reading0 = readLater(0);
+    await post(1);
+    schedule.answered();
+    const reading1 = readLater(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(read).toEqual([]);
+    await post(2);
+    await reading0;
+    expect(read).toEqual([0]); // lane 1 waits for lane 0 to post again or finish
+    expect(schedule.lastInFlight).toBe(false);
+    schedule.finish(0);
+    await reading1;
+    expect(read).toEqual([0, 1]);
+    schedule.finish(1);
+    expect(schedule.lastInFlight).toBe(true); // only lane 2's batch is left to wait for
   });
 });
 
@@ -226,7 +252,7 @@ describe("runSandboxedEpisodes in lanes", () => {
     events.length = 0;
     expect(await runSandboxedEpisodes(singleTurn(), pool, other, scripted(5))).toEqual(await native(other, 5));
     expect(events[0]).toBe("reset 0 ×4");
-    // The prepared batch still finds its episodes, and plays them in lanes of 12, 8 and 4 (4 : 2 : 1).
+    // The prepared batch still finds its episodes, and plays them in lanes of 12, 8 and 4 (9 : 5 : 2).
     events.length = 0;
     const calls: number[][] = [];
     expect(await runSandboxedEpisodes(singleTurn(), pool, next, scripted(4, calls))).toEqual(await native(next, 4));

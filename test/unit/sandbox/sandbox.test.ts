@@ -140,18 +140,42 @@ describe("sandboxed environments", () => {
     overlapped!.dispose();
 
     // ~30 ms of work a step in the sandbox: this thread's timers run meanwhile; a second batch must wait its turn.
-    const slow = await createPool({ step: `const until = Date.now() + 30; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` });
-    slow.resetMany([{ slot: 0, seed: 1 }]);
+    const slow = await createPool({ step: `const until = Date.now() + 30; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    slow.resetMany([{ slot: 0, seed: 1 }, { slot: 1, seed: 2 }]);
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 1);
-    const pending = slow.stepManyAsync([{ slot: 0, action: "go" }]);
-    expect(() => slow.stepMany([{ slot: 0, action: "go" }])).toThrow("the sandbox is already running a batch; wait for its answer before sending another");
-    const [step] = await pending;
+    const [first] = await slow.stepManyAsync([{ slot: 0, action: "go" }]);
     clearInterval(ticker);
-    expect(step).toMatchObject({ observation: "x", done: false });
+    expect(first).toMatchObject({ observation: "n=1", done: false });
     expect(ticks).toBeGreaterThan(0);
-    expect(slow.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "x" });
+    // Another async batch while one is in flight is refused; a synchronous call waits for it, in order.
+    const pending = slow.stepManyAsync([{ slot: 0, action: "go" }]);
+    await expect(slow.stepManyAsync([{ slot: 1, action: "go" }])).rejects.toThrow("the sandbox is already running a batch; wait for its answer before sending another");
+    expect(slow.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "n=3" });
+    expect((await pending)[0]).toMatchObject({ observation: "n=2" });
+    expect(slow.stepMany([{ slot: 1, action: "go" }])[0]).toMatchObject({ observation: "n=1" });
     slow.dispose();
+  });
+
+  it("settles an async batch at once when this thread asks after the sandbox has answered (takeIfAnswered)", async () => {
+    const pool = await createPool();
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const sandbox = (pool as unknown as { sandbox: { takeIfAnswered(): boolean } }).sandbox;
+    const events: string[] = [];
+    const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]).then(([step]) => events.push(`answer ${step!.observation}`));
+    expect(sandbox.takeIfAnswered()).toBe(false); // not answered yet: nothing taken
+    // This thread busy (as while the policy samples): the answer arrives meanwhile, and the wait's own task has not run.
+    const until = performance.now() + 5_000;
+    let taken = false;
+    while (!taken && performance.now() < until) taken = sandbox.takeIfAnswered();
+    expect(taken).toBe(true);
+    setImmediate(() => events.push("next task"));
+    for (let i = 0; i < 20; i++) await Promise.resolve(); // microtasks only: no turn of the event loop
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatch(/^answer /);
+    await stepping;
+    expect(pool.takeIfAnswered()).toBeUndefined();
+    pool.dispose();
   });
 
   it("maps a syntax error to the user's file, line and column", async () => {
