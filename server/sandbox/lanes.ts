@@ -112,7 +112,8 @@ export class LaneSchedule {
 
   /**
    * Waits until `lane` may post a batch (the sandbox is idle and no other lane is in the protocol's code), then
-   * calls `post` at once, in the same check, and returns what it started; `crossed` must follow its answer.
+   * calls `post` at once, in the same check, and returns what it started; `answered` must follow its answer,
+   * and `crossed` when the lane reads it.
    */
   async crossing<T>(lane: number, post: () => Promise<T>): Promise<{ answer: Promise<T> }> {
     let started: { answer: Promise<T> } | null = null;
