@@ -85,7 +85,9 @@ type Slot = {
   end: GuestEpisodeEnd | null;
   /** Answers fetched in a batch, waiting for the session's own call. */
   pendingReset: GuestResetValue | null;
-  pendingStep: { action: string; value: GuestStepValue } | null;
+  pendingStep: GuestStepValue | null;
+  /** The action `pendingStep` answered. */
+  pendingAction: string;
   /**
    * The summary and score of an unfinished episode as of its last step, once asked for: a rollout reads the
    * summary twice and the score once for an episode cut short, each a crossing of its own.
@@ -238,7 +240,8 @@ export class SandboxedEnvironmentPool {
   }
 
   private afterResets(starts: SlotStart[], values: GuestResetValue[]): SandboxedReset[] {
-    for (const [i, value] of values.entries()) {
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i]!;
       const { slot, seed, sample, index = slot } = starts[i]!;
       const state = this.slotState(slot);
       state.episode += 1;
@@ -293,7 +296,8 @@ export class SandboxedEnvironmentPool {
   }
 
   private afterSteps(steps: { slot: number; action: string }[], values: GuestStepValue[]): SandboxedStep[] {
-    for (const [i, value] of values.entries()) {
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i]!;
       const { slot, action } = steps[i]!;
       const state = this.slotState(slot);
       state.turns += 1;
@@ -302,7 +306,8 @@ export class SandboxedEnvironmentPool {
       state.end = value.end;
       state.summaryCache = null;
       state.scoreCache = null;
-      state.pendingStep = { action, value };
+      state.pendingStep = value;
+      state.pendingAction = action;
     }
     return values;
   }
@@ -409,11 +414,15 @@ export class SandboxedEnvironmentPool {
     return value;
   }
 
-  /** @internal */
-  takePendingStep(slot: number): { action: string; value: GuestStepValue } | null {
+  /** @internal The batch answer waiting for this slot's step with `action`, consumed once. */
+  takePendingStep(slot: number, action: string): GuestStepValue | null {
     const state = this.slots[slot];
     const value = state?.pendingStep ?? null;
-    if (state) state.pendingStep = null;
+    if (!value) return null;
+    state!.pendingStep = null;
+    if (state!.pendingAction !== action) {
+      throw new SandboxError("runtime", `episode ${slot}: step was batched with a different action than the one now applied`);
+    }
     return value;
   }
 
@@ -444,6 +453,7 @@ export class SandboxedEnvironmentPool {
         end: null,
         pendingReset: null,
         pendingStep: null,
+        pendingAction: "",
         summaryCache: null,
         scoreCache: null,
       };
@@ -637,12 +647,9 @@ export class SandboxedSession {
   }
 
   step(actionText: string): SessionStep {
-    const pending = this.pool.takePendingStep(this.slot);
-    if (pending && pending.action !== actionText) {
-      throw new SandboxError("runtime", `episode ${this.slot}: step was batched with a different action than the one now applied`);
-    }
-    const value = pending?.value ?? this.pool.stepMany([{ slot: this.slot, action: actionText }])[0]!;
-    if (!pending) this.pool.takePendingStep(this.slot);
+    const pending = this.pool.takePendingStep(this.slot, actionText);
+    const value = pending ?? this.pool.stepMany([{ slot: this.slot, action: actionText }])[0]!;
+    if (!pending) this.pool.takePendingStep(this.slot, actionText);
     return { observation: value.observation, reward: value.reward, done: value.done, info: value.info, metrics: value.metrics };
   }
 

@@ -164,10 +164,15 @@ describe("sandboxed environments", () => {
     const events: string[] = [];
     const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]).then(([step]) => events.push(`answer ${step!.observation}`));
     expect(sandbox.takeIfAnswered()).toBe(false); // not answered yet: nothing taken
-    // This thread busy (as while the policy samples): the answer arrives meanwhile, and the wait's own task has not run.
-    const until = performance.now() + 5_000;
+    // This thread blocked (as while the policy samples; asleep here, to leave the sandbox's thread a core): the
+    // answer arrives meanwhile, and the wait's own task has not run.
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    const until = performance.now() + 30_000;
     let taken = false;
-    while (!taken && performance.now() < until) taken = sandbox.takeIfAnswered();
+    while (!taken && performance.now() < until) {
+      Atomics.wait(nap, 0, 0, 1);
+      taken = sandbox.takeIfAnswered();
+    }
     expect(taken).toBe(true);
     setImmediate(() => events.push("next task"));
     for (let i = 0; i < 20; i++) await Promise.resolve(); // microtasks only: no turn of the event loop
