@@ -84,12 +84,12 @@ export class QuickJSEngine {
     fileName: string,
     limits: EngineLimits,
     onEvaluate: () => void,
-    options: { lowLevelCalls?: boolean } = {},
+    options: { lowLevelCalls?: boolean; wasmModule?: WebAssembly.Module } = {},
   ): Promise<{ engine: QuickJSEngine | null; outcome: LoadOutcome }> {
     // QuickJS's own limit (setMemoryLimit) counts allocations, not their sizes, in this build (malloc_usable_size
     // is unavailable), so the hard cap is the instance's linear memory: its baseline plus memoryMb, never more.
     const wasmMemory = new WebAssembly.Memory({ initial: baselinePages, maximum: baselinePages + limits.memoryMb * 16 });
-    const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmMemory }));
+    const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule } : { wasmMemory }));
     const runtime = module.newRuntime();
     runtime.setMemoryLimit(limits.memoryMb * 1024 * 1024);
     runtime.setMaxStackSize(limits.maxStackKb * 1024);

@@ -7,6 +7,7 @@
  * native call (a huge sort or JSON.parse) that the interrupt handler never sees. The guest can reach nothing on
  * the host but the answer strings.
  */
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
@@ -93,6 +94,7 @@ export class QuickJSSandbox {
       limits: { memoryMb: limits.memoryMb, maxStackKb: limits.maxStackKb, cpuMsPerEpisode: limits.cpuMsPerEpisode },
       shared,
       port: port2,
+      wasmModule: await quickjsModule(),
     };
     // The bundle is plain JavaScript: the thread takes none of this process's flags (a TypeScript loader's
     // hooks, inherited, would cost each thread a few hundred milliseconds to start).
@@ -376,6 +378,27 @@ export class QuickJSSandbox {
     const mapped = this.mapStack(stack);
     return classifyFatal(name, message, this.limits, budget?.label ?? label, () => answer.memoryMb, mapped.location, mapped.userStack);
   }
+}
+
+let compiledQuickJS: Promise<WebAssembly.Module | null> | null = null;
+
+/**
+ * QuickJS's WebAssembly (the release-sync build quickjs-engine.ts loads), compiled once per process and shared
+ * with every sandbox's thread, which then only instantiates it (each with its own memory). Compiled in each
+ * thread, the first sandbox of a process ran its ops 5-37% slower than later ones, on baseline code; and each
+ * thread spent its start compiling. Null, and each thread compiles its own, where the file is not found.
+ */
+function quickjsModule(): Promise<WebAssembly.Module | null> {
+  compiledQuickJS ??= (async () => {
+    try {
+      const fromQuickjs = createRequire(createRequire(import.meta.url).resolve("quickjs-emscripten"));
+      const file = fromQuickjs.resolve("@jitl/quickjs-wasmfile-release-sync/wasm");
+      return await WebAssembly.compile(await readFile(file));
+    } catch {
+      return null;
+    }
+  })();
+  return compiledQuickJS;
 }
 
 let bundle: Promise<string> | null = null;

@@ -11,16 +11,24 @@ import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "
 import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-engine";
 import { ANSWERED, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED } from "./mailbox";
 
-export type ThreadData = { code: string; fileName: string; limits: EngineLimits; shared: SharedArrayBuffer; port: MessagePort };
+export type ThreadData = {
+  code: string;
+  fileName: string;
+  limits: EngineLimits;
+  shared: SharedArrayBuffer;
+  port: MessagePort;
+  /** QuickJS's WebAssembly, compiled once in the process (quickjs-host.ts); null: the thread compiles its own. */
+  wasmModule: WebAssembly.Module | null;
+};
 
 /** How long the thread waits for a batch before it lets its event loop run once (V8's own tasks), then waits again. */
 const idleTurnMs = 50;
 
 async function main() {
-  const { code, fileName, limits, shared, port } = workerData as ThreadData;
+  const { code, fileName, limits, shared, port, wasmModule } = workerData as ThreadData;
   const mailbox = new Mailbox(shared);
   const { control, clock } = mailbox;
-  const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"));
+  const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"), { wasmModule: wasmModule ?? undefined });
   parentPort!.postMessage(outcome);
   if (!engine) return;
   // The first turn of this thread's event loop after loading can stall for a few hundred milliseconds (V8

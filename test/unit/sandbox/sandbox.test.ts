@@ -158,7 +158,8 @@ describe("sandboxed environments", () => {
   });
 
   it("settles an async batch at once when this thread asks after the sandbox has answered (takeIfAnswered)", async () => {
-    const pool = await createPool();
+    // A step of ~20 ms: not answered when first asked.
+    const pool = await createPool({ step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
     pool.resetMany([{ slot: 0, seed: 1 }]);
     const sandbox = (pool as unknown as { sandbox: { takeIfAnswered(): boolean } }).sandbox;
     const events: string[] = [];
