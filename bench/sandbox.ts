@@ -43,7 +43,10 @@
  * them) and answers every request with the reply the base gave the first prompt. The sampler's own noise and its
  * speed's dependence on the batch drop out, so the ratios show the sandbox's costs alone, with far less spread
  * (how docs/SANDBOX.md compared changes of a few points); the episodes are not the base's (a multi-turn game
- * answered the same every turn ends differently), so this is for comparing, not the target.
+ * answered the same every turn ends differently), so this is for comparing, not the target. It charges each of
+ * a batch's lanes the fixed part, where the real sampler's smaller batches make up for it, and runs on one
+ * thread, where the sampler runs a helper on the other core: it cannot judge a change to how the sandbox's
+ * thread uses its core (naps looked 1.5-1.9 points better with it and were no better with the base).
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
  * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 9 : 5 : 2; each environment's row and JSON
  * say `lanes` and `cold_lanes`).
@@ -446,8 +449,9 @@ for (const c of selected) {
   const definition = await c.load();
   const games = await scripts(c, definition);
   const limits = { limits: { maxStepsPerEpisode: 1_000 } };
-  // The loop's pool first: the first sandbox a process starts answered each op 5-37% slower than later ones in a
-  // side-by-side test (not seen end to end), so the headline figure is measured on the one that might be slower.
+  // The loop's pool first: the first sandbox a process starts answered each op 5-37% slower than later ones in
+  // side-by-side tests (and added 0.9-1.6 points more end to end in two of three), so the headline figure is
+  // measured on the one that may be slower (docs/SANDBOX.md, Known gaps).
   const loopPool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
   const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
   const againstPool = against ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool) : null;

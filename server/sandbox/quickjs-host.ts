@@ -169,23 +169,17 @@ export class QuickJSSandbox {
    * (sample the next group of episodes) while the sandbox's thread runs the batch. One batch at a time. The
    * watchdog then looks only when this thread returns to its event loop: the interrupt handler still stops a
    * running loop on time, but a single long native call may outlive its budget by this thread's longest task.
-   */
-  async callAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<GuestResponse> {
-    return this.parse(await this.answerAsync(ops, budgets, label), ops, budgets, label);
-  }
-
-  /**
-   * `callAsync` in two parts: resolves once the thread has answered (the sandbox can take another batch), with
-   * the answer as the thread sent it, which `parse` turns into the GuestResponse later: a rollout reads the
-   * answer to the next batch's resets only when its host thread would otherwise wait. A failure of the guest as
-   * a whole fails the sandbox here; one found in the answer's shape or its ops' times, when it is parsed.
+   * Resolves once the thread has answered (the sandbox can take another batch), with the answer as the thread
+   * sent it, which `parse` turns into the GuestResponse when the caller reads it: a rollout reads a lane's answer
+   * only when its host thread would otherwise wait. A failure of the guest as a whole fails the sandbox here; one
+   * found in the answer's shape or its ops' times, when it is parsed.
    */
   answerAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<BatchAnswer> {
     const postedAt = this.post(ops, budgets);
     return new Promise<BatchAnswer>((resolve, reject) => {
       const pending: PendingAnswer = { budgets, label, postedAt, resolve, reject };
       this.pending = pending;
-      void this.watchAnswer(pending, postedAt);
+      void this.watchAnswer(pending);
     });
   }
 
@@ -203,7 +197,7 @@ export class QuickJSSandbox {
   }
 
   /** `answerAsync`'s wait for its answer, with the watchdog: settles its promise, unless `takeIfAnswered` did. */
-  private async watchAnswer(pending: PendingAnswer, postedAt: number): Promise<void> {
+  private async watchAnswer(pending: PendingAnswer): Promise<void> {
     // A pending Atomics.waitAsync does not keep Node's event loop alive (the thread and its port are unref'd):
     // without a reference a script awaiting only this answer would exit with an unsettled promise. The port's
     // costs a flag; a timer, as this used, cost the host thread ~30 µs a crossing in a rollout.
@@ -215,13 +209,12 @@ export class QuickJSSandbox {
           this.settlePending(pending);
           break;
         }
-        const waiting = waitAsync(this.control, ANSWERED, 0, this.watchdogWait(pending.budgets, postedAt));
+        const waiting = waitAsync(this.control, ANSWERED, 0, this.watchdogWait(pending.budgets, pending.postedAt));
         if (waiting.async) await waiting.value;
       }
     } catch (error) {
       if (this.pending === pending) {
-        this.pending = null;
-        this.inFlight = false;
+        this.endPending();
         pending.reject(error);
       }
     } finally {
@@ -234,22 +227,27 @@ export class QuickJSSandbox {
     try {
       while (Atomics.load(this.control, ANSWERED) !== 1) Atomics.wait(this.control, ANSWERED, 0, this.watchdogWait(pending.budgets, pending.postedAt));
     } catch (error) {
-      this.pending = null;
-      this.inFlight = false;
+      this.endPending();
       pending.reject(error);
       throw error;
     }
     this.settlePending(pending);
   }
 
+  /** Takes `answerAsync`'s answer and settles its promise with it (or with the failure the answer is). */
   private settlePending(pending: PendingAnswer): void {
-    this.pending = null;
-    this.inFlight = false;
+    this.endPending();
     try {
       pending.resolve(this.take(pending.budgets, pending.label));
     } catch (error) {
       pending.reject(error);
     }
+  }
+
+  /** `answerAsync`'s batch is no longer in flight (answered, or its wait failed). */
+  private endPending(): void {
+    this.pending = null;
+    this.inFlight = false;
   }
 
   /** Posts a batch to the thread (in the mailbox, or as a message when it does not fit); returns when (epoch milliseconds). */
@@ -380,18 +378,21 @@ export class QuickJSSandbox {
   }
 }
 
+/** quickjs-emscripten's entry file, as this directory resolves it. */
+const quickjsEntry = () => createRequire(import.meta.url).resolve("quickjs-emscripten");
+
 let compiledQuickJS: Promise<WebAssembly.Module | null> | null = null;
 
 /**
  * QuickJS's WebAssembly (the release-sync build quickjs-engine.ts loads), compiled once per process and shared
- * with every sandbox's thread, which then only instantiates it (each with its own memory). Compiled in each
- * thread, the first sandbox of a process ran its ops 5-37% slower than later ones, on baseline code; and each
- * thread spent its start compiling. Null, and each thread compiles its own, where the file is not found.
+ * with every sandbox's thread, which then only instantiates it (each with its own memory): a sandbox started in
+ * 301 ms instead of 456 (the first in a process) and 119 instead of 344 (later ones), when each thread compiled
+ * its own. Null, and each thread compiles its own, where the file is not found.
  */
 function quickjsModule(): Promise<WebAssembly.Module | null> {
   compiledQuickJS ??= (async () => {
     try {
-      const fromQuickjs = createRequire(createRequire(import.meta.url).resolve("quickjs-emscripten"));
+      const fromQuickjs = createRequire(quickjsEntry());
       const file = fromQuickjs.resolve("@jitl/quickjs-wasmfile-release-sync/wasm");
       return await WebAssembly.compile(await readFile(file));
     } catch {
@@ -410,7 +411,7 @@ let bundle: Promise<string> | null = null;
 function threadBundle(): Promise<string> {
   bundle ??= (async () => {
     const entry = fileURLToPath(new URL("./thread-entry.ts", import.meta.url));
-    const quickjs = createRequire(entry).resolve("quickjs-emscripten");
+    const quickjs = quickjsEntry();
     const result = await esbuild.build({
       entryPoints: [entry],
       bundle: true,

@@ -185,9 +185,9 @@ export class SandboxedEnvironmentPool {
     return this.afterResets(starts, this.run(this.resetBatch(starts)));
   }
 
-  /** `resetMany` without blocking this thread while the sandbox works (see `QuickJSSandbox.callAsync`). */
+  /** `resetMany` without blocking this thread while the sandbox works (see `QuickJSSandbox.answerAsync`). */
   async resetManyAsync(starts: SlotStart[]): Promise<SandboxedReset[]> {
-    return this.afterResets(starts, await this.runAsync(this.resetBatch(starts)));
+    return (await this.resetManyLater(starts))();
   }
 
   /**
@@ -224,7 +224,7 @@ export class SandboxedEnvironmentPool {
    * while the sandbox steps another. One batch at a time per pool.
    */
   async stepManyAsync(steps: { slot: number; action: string }[]): Promise<SandboxedStep[]> {
-    return this.afterSteps(steps, await this.runAsync(this.stepBatch(steps)));
+    return (await this.stepManyLater(steps))();
   }
 
   private resetBatch(starts: SlotStart[]): Batch<GuestResetValue> {
@@ -485,11 +485,6 @@ export class SandboxedEnvironmentPool {
     const label = crossingLabel(batch);
     const answer = batch.ops.length === 0 ? null : await this.sandbox.answerAsync(batch.ops, batch.budgets, label);
     return () => this.settle(batch, answer && this.sandbox.parse(answer, batch.ops, batch.budgets, label));
-  }
-
-  private async runAsync<T>(batch: Batch<T>): Promise<T[]> {
-    if (batch.ops.length === 0) return this.settle(batch, null);
-    return this.settle(batch, await this.sandbox.callAsync(batch.ops, batch.budgets, crossingLabel(batch)));
   }
 
   /** A crossing's answers, checked, with each slot charged its CPU (none: no crossing was needed). */
@@ -814,7 +809,7 @@ export async function runSandboxedEpisodes(
       try {
         if (overlap) schedule.passTurn(lane);
         // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read now.
-        if (schedule.othersFinished(lane)) runReadAhead();
+        if (schedule.lastInFlight) runReadAhead();
         read = await stepping.answer;
       } catch (error) {
         schedule.answered();
