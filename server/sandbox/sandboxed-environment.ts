@@ -214,6 +214,14 @@ export class SandboxedEnvironmentPool {
     this.sandbox.takeIfAnswered();
   }
 
+  /**
+   * @internal Blocks until the pending async batch is answered and settles it (see `QuickJSSandbox.waitForAnswer`):
+   * for when this thread has nothing else to do but wait for it.
+   */
+  waitForAnswer(): void {
+    this.sandbox.waitForAnswer();
+  }
+
   /** Applies one action in each slot; one crossing for all of them. */
   stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
     return this.afterSteps(steps, this.run(this.stepBatch(steps)));
@@ -755,6 +763,16 @@ export async function runSandboxedEpisodes(
     }
   };
   /**
+   * The batch in flight is all that is left (`lastInFlight`): reads the next batch's resets, then blocks until
+   * the sandbox answers, which settles the lane's promise at once (an `await` would notice the answer only when
+   * the event loop ran the wait's task: ~0.5 ms later on average in a rollout's last crossing, 2 ms at the 90th
+   * percentile).
+   */
+  const waitForLast = () => {
+    runReadAhead();
+    pool.waitForAnswer();
+  };
+  /**
    * One crossing that resets the episodes of lanes `first` to `last - 1` (none when they were reset ahead), and
    * with the later lanes', the next batch's; each of those lanes then runs the protocol.
    */
@@ -808,8 +826,9 @@ export async function runSandboxedEpisodes(
       let read: () => unknown;
       try {
         if (overlap) schedule.passTurn(lane);
-        // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read now.
-        if (schedule.lastInFlight) runReadAhead();
+        // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read
+        // now, and then this thread has nothing left to do but wait.
+        if (schedule.lastInFlight) waitForLast();
         read = await stepping.answer;
       } catch (error) {
         schedule.answered();
@@ -833,7 +852,7 @@ export async function runSandboxedEpisodes(
     } finally {
       schedule.finish(lane);
       // Lanes read their answers late, so the last lane may be waiting for its own already.
-      if (schedule.lastInFlight) runReadAhead();
+      if (schedule.lastInFlight) waitForLast();
     }
   };
   // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.

@@ -5,10 +5,10 @@ import { describe, expect, it, vi } from "vitest";
 import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
-import { SandboxError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
+import { SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 import dice from "./fixtures/dice-env";
-import { createPool, envSource, firstError } from "./helpers";
+import { createPool, envSource, fastLimits, firstError } from "./helpers";
 
 const diceSource = readFileSync(fileURLToPath(new URL("./fixtures/dice-env.ts", import.meta.url)), "utf8");
 
@@ -180,6 +180,39 @@ describe("sandboxed environments", () => {
     expect(events).toEqual(["answer n=1"]);
     await stepping;
     expect(sandbox.takeIfAnswered()).toBe(false); // taken once: nothing left to take
+    pool.dispose();
+  });
+
+  it("blocks for an async batch's answer when asked (waitForAnswer), and settles it before the next task", async () => {
+    // A step of ~20 ms: the wait must outlast it.
+    const pool = await createPool({ step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const events: string[] = [];
+    const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]).then(([step]) => events.push(`answer ${step!.observation}`));
+    const started = performance.now();
+    pool.waitForAnswer();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(15);
+    setImmediate(() => events.push("next task"));
+    for (let i = 0; i < 20; i++) await Promise.resolve(); // microtasks only: no turn of the event loop
+    expect(events).toEqual(["answer n=1"]);
+    await stepping;
+    pool.waitForAnswer(); // nothing in flight: returns at once
+    expect(pool.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "n=2" });
+    pool.dispose();
+  });
+
+  it("hands a failure found while blocking for an answer (waitForAnswer) to the batch's caller, with the limit named", async () => {
+    const pool = await createPool({ step: `while (true) {}` }, { ...fastLimits, cpuMsPerCall: 50 });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]);
+    expect(() => pool.waitForAnswer()).not.toThrow();
+    const error = await stepping.then(
+      () => null,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(SandboxLimitError);
+    expect((error as SandboxLimitError).limit).toBe("cpuMsPerCall");
+    expect(() => pool.stepMany([{ slot: 0, action: "go" }])).toThrow(/cpuMsPerCall/); // the pool stays failed
     pool.dispose();
   });
 
