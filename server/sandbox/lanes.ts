@@ -89,7 +89,15 @@ export class LaneSchedule {
   private failure: { error: unknown } | null = null;
   private wakeups: (() => void)[] = [];
 
-  constructor(readonly lanes: number) {
+  /**
+   * `stall`: called when a lane must wait to post only because a batch is in flight, and no other lane is in the
+   * protocol's code: nothing can go on before that answer (the lane posting holds the turn, so none samples),
+   * and the caller may block for it (`runSandboxedEpisodes` does) rather than let the event loop notice it.
+   */
+  constructor(
+    readonly lanes: number,
+    private readonly stall?: () => void,
+  ) {
     this.busy = new Array<boolean>(lanes).fill(false);
     this.finished = new Array<boolean>(lanes).fill(false);
     this.postedAs = new Array<number>(lanes).fill(-1);
@@ -120,7 +128,10 @@ export class LaneSchedule {
     this.waiting.add(lane);
     try {
       await this.until(() => {
-        if (!this.mayCross(lane)) return false;
+        if (!this.mayCross(lane)) {
+          if (this.stepping && this.stall && this.busy.every((busy, other) => other === lane || !busy)) this.stall();
+          return false;
+        }
         this.stepping = true;
         this.steppingLane = lane;
         this.postedAs[lane] = this.posts++;

@@ -100,6 +100,24 @@ describe("LaneSchedule", () => {
     schedule.finish(1);
     expect(schedule.lastInFlight).toBe(true); // only lane 2's batch is left to wait for
   });
+
+  it("asks for the answer in flight (stall) when a lane waits to post only for it, never while another lane runs the protocol's code", async () => {
+    let stalls = 0;
+    const schedule: LaneSchedule = new LaneSchedule(3, () => {
+      stalls++;
+      // as the sandbox's answer settles the posting lane's promise: that lane reads it in a microtask
+      queueMicrotask(() => schedule.answered());
+    });
+    await schedule.crossing(0, async () => 0); // lane 0's batch is in flight
+    schedule.crossed(1); // lane 1 is in the protocol's code, which may still do something before that answer
+    let posted = false;
+    const posting = schedule.crossing(2, async () => (posted = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([stalls, posted]).toEqual([0, false]);
+    void schedule.sampleTurn(1); // lane 1 is done with it: nothing goes on before the answer
+    await posting;
+    expect([stalls, posted]).toEqual([1, true]);
+  });
 });
 
 describe("runSandboxedEpisodes in lanes", () => {
