@@ -44,9 +44,9 @@
  * speed's dependence on the batch drop out, so the ratios show the sandbox's costs alone, with far less spread
  * (how docs/SANDBOX.md compared changes of a few points); the episodes are not the base's (a multi-turn game
  * answered the same every turn ends differently), so this is for comparing, not the target. It charges each of
- * a batch's lanes the fixed part, where the real sampler's smaller batches make up for it, and runs on one
- * thread, where the sampler runs a helper on the other core: it cannot judge a change to how the sandbox's
- * thread uses its core (naps looked 1.5-1.9 points better with it and were no better with the base).
+ * a batch's lanes the fixed part, where the real sampler's smaller batches make up for it, and it cannot judge a
+ * change to how the sandbox's thread uses its core: naps after each answer looked 1.5-1.9 points better with it
+ * and were no better with the base (docs/SANDBOX.md, sixth and seventh sessions).
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
  * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 9 : 5 : 2; each environment's row and JSON
  * say `lanes` and `cold_lanes`).
