@@ -13,8 +13,13 @@ export type StepContext = {
   protocol: Protocol;
   /** The prompts (seeds, dataset rows) of this step, one per group. */
   specs: EpisodeSpec[];
-  /** The next step's, when there is one: a sandboxed player resets those episodes while this step samples. */
+  /**
+   * What is played next, when known: the next step's specs, or the evaluation's that follows this step (group
+   * size 1). A sandboxed player resets those episodes while this step samples.
+   */
   nextSpecs?: EpisodeSpec[];
+  /** The group size of what is played next, when it is not this step's. */
+  nextGroupSize?: number;
   config: AlgorithmConfig;
   sampling: SampleOptions & { maxTokens: number; temperature: number };
   /** State an algorithm keeps across steps (REINFORCE's running baseline); saved with checkpoints. */

@@ -14,9 +14,14 @@ export async function evaluate(options: {
   temperature?: number;
   /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
   playEpisodes?: EpisodePlayer;
+  /** What is played next (the RL loop's next step: its specs and group size), for a player that resets ahead. */
+  next?: { specs: EpisodeSpec[]; groupSize: number };
 }): Promise<{ score: number; metrics: Record<string, number>; trajectories: Trajectory[] }> {
+  const { next, ...rest } = options;
   const groups = await collectGroups({
-    ...options,
+    ...rest,
+    nextSpecs: next?.specs,
+    nextGroupSize: next?.groupSize,
     groupSize: 1,
     sampling: { maxTokens: options.maxTokens, temperature: options.temperature ?? 0, seed: 0 },
   });

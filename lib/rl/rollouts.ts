@@ -84,16 +84,18 @@ export async function collectGroups(options: {
   sampling: SampleOptions & { maxTokens: number };
   /** Plays the episodes; the default runs the environment's definition in this process. */
   playEpisodes?: EpisodePlayer;
-  /** The specs of the batch that will be collected next with the same group size (the RL loop's next step), if known. */
+  /** The specs of the batch that will be collected next (the RL loop's next step, or its next evaluation), if known. */
   nextSpecs?: EpisodeSpec[];
+  /** That batch's group size, when it is not this one's (an evaluation plays each spec once). */
+  nextGroupSize?: number;
 }): Promise<Trajectory[][]> {
   const { policy, specs, groupSize, sampling } = options;
   const play = options.playEpisodes ?? defaultPlayer(options.environment);
-  const startsOf = (of: EpisodeSpec[]) => of.flatMap((spec) => Array.from({ length: groupSize }, () => ({ seed: spec.seed, sample: spec.sample })));
-  const starts = startsOf(specs);
+  const startsOf = (of: EpisodeSpec[], size: number) => of.flatMap((spec) => Array.from({ length: size }, () => ({ seed: spec.seed, sample: spec.sample })));
+  const starts = startsOf(specs, groupSize);
   const fitsContext = (messages: ChatMessage[]) =>
     renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
-  const next = options.nextSpecs && startsOf(options.nextSpecs);
+  const next = options.nextSpecs && startsOf(options.nextSpecs, options.nextGroupSize ?? groupSize);
   const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext, next });
   const groups: Trajectory[][] = [];
   for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));

@@ -84,18 +84,30 @@ export async function trainRl(options: {
   const memory = { ...(options.memory ?? {}) };
   const evaluations: { step: number; score: number }[] = [];
   const sampling = { ...config.agent.sampling };
-  const { steps } = config.algorithm;
   let step = options.startStep ?? 0;
 
-  const runEvaluation = async () => {
+  const { steps } = config.algorithm;
+  const { groupSize } = config.algorithm;
+  const evaluation = evaluationSpecs(config, split?.test ?? null);
+  /** Whether an evaluation follows training step `done` (counted from 1). */
+  const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
+  const rows = split?.train ?? null;
+
+  /**
+   * Every rollout is told what is played after it (`nextSpecs`, or an evaluation's `next`), so that a sandboxed
+   * player resets those episodes while it samples: the next training step's, or the evaluation's that follows
+   * this step. Only a run's first rollout (a resumed run's too) resets its own.
+   */
+  const runEvaluation = async (next: EpisodeSpec[] | undefined) => {
     const result = await evaluate({
       policy,
       environment,
       protocol,
-      specs: evaluationSpecs(config, split?.test ?? null),
+      specs: evaluation,
       maxTokens: sampling.maxTokens,
       temperature: config.evaluation.temperature,
       playEpisodes: options.playEpisodes,
+      next: next && { specs: next, groupSize },
     });
     evaluations.push({ step, score: result.score });
     const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
@@ -103,22 +115,23 @@ export async function trainRl(options: {
     await hooks.onRollouts?.(step, "eval", result.trajectories.map((t) => [t]), null);
   };
 
-  if (step === 0) await runEvaluation();
-  const rows = split?.train ?? null;
-  // Each step's specs are made once: as the step before's `nextSpecs` (the same rows, so a sandboxed player
-  // recognizes the episodes it reset ahead), then as its own.
+  // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a
+  // sandboxed player recognizes the episodes it reset ahead), then as its own.
   let specs = trainingSpecs(config, step, rows);
+  if (step === 0) await runEvaluation(step < steps ? specs : undefined);
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
     const started = performance.now();
     const learningRate = learningRateAt(config.algorithm, step);
     const nextSpecs = step + 1 < steps ? trainingSpecs(config, step + 1, rows) : undefined;
+    const evaluationNext = evaluation.length > 0 && evaluatesAfter(step + 1);
     const output = await algorithm({
       policy,
       environment,
       protocol,
       specs,
-      nextSpecs,
+      nextSpecs: evaluationNext ? evaluation : nextSpecs,
+      nextGroupSize: evaluationNext ? 1 : undefined,
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,
@@ -136,8 +149,7 @@ export async function trainRl(options: {
       "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,
     });
     await hooks.onRollouts?.(step, "train", output.groups, output.advantages);
-    const evaluateNow = step === steps || (config.evaluation.every > 0 && step % config.evaluation.every === 0);
-    if (evaluateNow) await runEvaluation();
+    if (evaluatesAfter(step)) await runEvaluation(nextSpecs);
     if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);
     // A turn of the event loop after every step: the engine's awaits resolve as microtasks, so without it a run
     // whose hooks do no I/O holds the loop for its whole length (timers, messages, a test runner's calls wait).

@@ -745,7 +745,7 @@ export async function runSandboxedEpisodes(
   const { base, prepared } = pool.claimBank(starts);
   const cuts = laneStarts(starts, options.lanes ?? laneShape(protocol, prepared));
   // The next batch's episodes go to the other bank, and only where a crossing runs while a lane samples.
-  const next = options.next && cuts.length > 1 && starts.length <= bankSlots && options.next.length <= bankSlots ? options.next : null;
+  const next = options.next?.length && cuts.length > 1 && starts.length <= bankSlots && options.next.length <= bankSlots ? options.next : null;
   const nextBase = base === 0 ? bankSlots : 0;
   // A lane that has sampled and waits only for the batch in flight blocks for it (see `waitForLast`).
   const schedule = new LaneSchedule(cuts.length, () => pool.waitForAnswer());

@@ -135,7 +135,7 @@ describe("RL algorithms on a tiny model", () => {
     expect(resumed).toMatchObject({ steps: 5, stopped: false });
   });
 
-  it("tells the episode player each step's successor, so a sandbox can reset those episodes ahead", async () => {
+  it("tells the episode player what it plays next, training step or evaluation, so a sandbox can reset those episodes ahead", async () => {
     const config = defineExperiment({ ...tinyGrpo("smoke-next", 3), evaluation: { every: 2, episodes: 2 } });
     const calls: { starts: number[]; next: number[] | null }[] = [];
     const playEpisodes: EpisodePlayer = (protocol, starts, act, options) => {
@@ -143,13 +143,12 @@ describe("RL algorithms on a tiny model", () => {
       return runEpisodes(protocol, starts.map((start) => ({ ...start, session: new EnvironmentSession(digitOnce) })), act, options);
     };
     await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn(), playEpisodes });
-    // Evaluations (held-out seeds) at steps 0, 2 and 3 are told nothing; each training step is told the next one's.
-    const training = calls.filter((call) => call.starts[0]! < config.evaluation.seedOffset);
-    expect(calls).toHaveLength(6);
-    expect(training).toHaveLength(3);
-    expect(training.map((call) => call.starts)).toEqual([0, 1, 2].map((step) => trainingSpecs(config, step, null).flatMap((spec) => [spec.seed, spec.seed])));
-    expect(training.map((call) => call.next)).toEqual([training[1]!.starts, training[2]!.starts, null]);
-    expect(calls.filter((call) => !training.includes(call)).every((call) => call.next === null)).toBe(true);
+    // Evaluation (held-out seeds, each played once), step 1, step 2, evaluation, step 3, evaluation: each is told
+    // the one after it (with its own group size), and only the last is told nothing.
+    const held = [config.evaluation.seedOffset, config.evaluation.seedOffset + 1];
+    const step = (index: number) => trainingSpecs(config, index, null).flatMap((spec) => [spec.seed, spec.seed]);
+    expect(calls.map((call) => call.starts)).toEqual([held, step(0), step(1), held, step(2), held]);
+    expect(calls.map((call) => call.next)).toEqual([...calls.slice(1).map((call) => call.starts), null]);
   });
 
   it("gives the event loop a turn after every step, even with no hooks that wait on anything", async () => {
