@@ -19,7 +19,7 @@
  * End to end. One training step's rollout (collectGroups with the use case's template: its groups, group size,
  * sampling and protocol, the prompts of trainingSpecs), played by the use case's shipped base (BaseModel.load of
  * builtInBaseDir), natively; through the sandbox in one lane; in lanes, cold (every episode reset in the
- * rollout: a run's first step, an evaluation); and in lanes as the RL loop plays every later step (its episodes
+ * rollout: a run's first step); and in lanes as the RL loop plays every later rollout (its episodes
  * were reset during the rollout before, which was told them as `next`, and it tells the next one's in turn; the
  * policy samples one part while the sandbox's thread steps another). An environment without a
  * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The four run in turn
