@@ -280,7 +280,6 @@ export class QuickJSSandbox {
     Atomics.store(control, ANSWERED, 0);
     this.inFlight = true;
     const postedAt = epochNow();
-    (globalThis as any).__tl?.push(["post " + batch.length, performance.now()]);
     Atomics.add(control, REQUESTED, 1);
     Atomics.notify(control, REQUESTED);
     return postedAt;
@@ -290,8 +289,6 @@ export class QuickJSSandbox {
   private take(budgets: OpBudget[], label: string): BatchAnswer {
     const taken = this.mailbox.take();
     if (taken) {
-      { const c = new Float64Array(this.control.buffer, 0, 16); const o = performance.timeOrigin; (globalThis as any).__tl?.push(["thread start " + taken.ms.length, c[12]! - o], ["thread end " + taken.ms.length, c[13]! - o]); }
-      (globalThis as any).__tl?.push(["took " + taken.ms.length + " run " + taken.ms.reduce((a: number, b: number) => a + b, 0).toFixed(2), performance.now()]);
       this.lastMemoryMb = taken.memoryMb;
       return { ok: true, ...taken };
     }

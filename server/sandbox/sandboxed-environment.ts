@@ -757,10 +757,8 @@ export async function runSandboxedEpisodes(
   const runReadAhead = () => {
     const read = readAhead;
     readAhead = null;
-    if (read) (globalThis as any).__tl?.push(["readAhead start", performance.now()]);
     try {
       read?.();
-      if (read) (globalThis as any).__tl?.push(["readAhead end", performance.now()]);
     } catch (error) {
       schedule.abort(error);
     }
@@ -819,7 +817,6 @@ export async function runSandboxedEpisodes(
       const requests = laneRequests.map((request) => ({ ...request, episode: request.episode + from }));
       await schedule.sampleTurn(lane);
       const responses = await act(requests);
-      (globalThis as any).__tl?.push(["L"+lane+" sampled", performance.now()]);
       // The previous crossing's answer came while the policy sampled: taken now, this lane posts at once.
       pool.takeIfAnswered();
       // A wrong count fails runEpisodes; nothing is stepped.
@@ -827,7 +824,6 @@ export async function runSandboxedEpisodes(
       const stepping = await schedule.crossing(lane, () =>
         pool.stepManyLater(requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }))),
       );
-      (globalThis as any).__tl?.push(["L"+lane+" posted", performance.now()]);
       let read: () => unknown;
       try {
         if (overlap) schedule.passTurn(lane);
@@ -835,7 +831,6 @@ export async function runSandboxedEpisodes(
         // now, and then this thread has nothing left to do but wait.
         if (schedule.lastInFlight) waitForLast();
         read = await stepping.answer;
-        (globalThis as any).__tl?.push(["L"+lane+" answer", performance.now()]);
       } catch (error) {
         schedule.answered();
         schedule.crossed(lane);
@@ -845,18 +840,13 @@ export async function runSandboxedEpisodes(
       // Read once the other lanes have posted theirs (see LaneSchedule.readTurn); at once when they take no turns.
       if (overlap) await schedule.readTurn(lane);
       schedule.crossed(lane);
-      (globalThis as any).__tl?.push(["L"+lane+" readTurn", performance.now()]);
       read();
-      (globalThis as any).__tl?.push(["L"+lane+" read", performance.now()]);
       if (!overlap) schedule.passTurn(lane);
       return responses;
     };
     try {
       await (lane === 0 ? resetLanes(0, 1) : (laterResets ??= resetLanes(1, cuts.length)));
-      (globalThis as any).__tl?.push(["L"+lane+" start", performance.now()]);
-      const tr = await runEpisodes(protocol, episodes, laneAct, { fitsContext });
-      (globalThis as any).__tl?.push(["L"+lane+" done", performance.now()]);
-      return tr;
+      return await runEpisodes(protocol, episodes, laneAct, { fitsContext });
     } catch (error) {
       schedule.abort(error);
       throw error;

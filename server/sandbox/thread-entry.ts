@@ -41,7 +41,6 @@ async function main() {
     Atomics.store(control, CURRENT_OP, index);
   };
   const answerBatch = (): void => {
-    clock[12] = performance.timeOrigin + performance.now();
     let answer: BatchOutcome;
     try {
       const request = mailbox.receive() ?? (receiveMessageOnPort(port)?.message as MailboxRequest | undefined);
@@ -53,7 +52,6 @@ async function main() {
     }
     Atomics.store(control, CURRENT_OP, -1);
     if (!mailbox.answer(answer.ok ? answer : null)) port.postMessage(answer);
-    clock[13] = performance.timeOrigin + performance.now();
     Atomics.store(control, ANSWERED, 1);
     Atomics.notify(control, ANSWERED);
   };
