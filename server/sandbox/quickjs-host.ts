@@ -197,18 +197,20 @@ export class QuickJSSandbox {
   }
 
   /**
-   * Blocks this thread until the thread answers the batch `answerAsync` posted (the watchdog watching), and
-   * settles that call's promise (with the failure, if the wait fails): for when this thread has nothing else to
-   * do. The wait in the event loop (`watchAnswer`) noticed a rollout's last answer 0.08 ms after the thread gave
-   * it at the median and 2 ms at the 90th percentile; this one, as soon as the thread notifies.
+   * Blocks this thread for up to `maxMs` until the thread answers the batch `answerAsync` posted (the watchdog
+   * watching), and settles that call's promise (with the failure, if the wait fails): for when this thread has
+   * nothing else to do. The wait in the event loop (`watchAnswer`) noticed a rollout's last answer 0.08 ms after
+   * the thread gave it at the median and 2 ms at the 90th percentile; this one, as soon as the thread notifies.
+   * A batch still running after `maxMs` is left to the event loop's wait, so that this thread's other tasks
+   * (a worker's heartbeats, a stop request) wait no longer than that. True when the batch was settled.
    */
-  waitForAnswer(): void {
+  waitForAnswer(maxMs: number): boolean {
     const pending = this.pending;
-    if (!pending) return;
+    if (!pending) return false;
     try {
-      this.waitForPending(pending);
+      return this.waitForPending(pending, performance.now() + maxMs);
     } catch {
-      // waitForPending rejected the call's promise with the failure, which its caller reads
+      return true; // waitForPending rejected the call's promise with the failure, which its caller reads
     }
   }
 
@@ -238,16 +240,24 @@ export class QuickJSSandbox {
     }
   }
 
-  /** Blocks this thread until the thread answers `answerAsync`'s batch (the watchdog watching), and settles it. */
-  private waitForPending(pending: PendingAnswer): void {
+  /**
+   * Blocks this thread until the thread answers `answerAsync`'s batch (the watchdog watching), and settles it;
+   * or, at `until` (`performance.now()` milliseconds), returns false and leaves the batch to `watchAnswer`.
+   */
+  private waitForPending(pending: PendingAnswer, until = Infinity): boolean {
     try {
-      while (Atomics.load(this.control, ANSWERED) !== 1) Atomics.wait(this.control, ANSWERED, 0, this.watchdogWait(pending.budgets, pending.postedAt));
+      while (Atomics.load(this.control, ANSWERED) !== 1) {
+        const left = until - performance.now();
+        if (left <= 0) return false;
+        Atomics.wait(this.control, ANSWERED, 0, Math.min(left, this.watchdogWait(pending.budgets, pending.postedAt)));
+      }
     } catch (error) {
       this.endPending();
       pending.reject(error);
       throw error;
     }
     this.settlePending(pending);
+    return true;
   }
 
   /** Takes `answerAsync`'s answer and settles its promise with it (or with the failure the answer is). */

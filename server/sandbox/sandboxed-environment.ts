@@ -55,6 +55,13 @@ function crossingLabel(batch: Batch<unknown>): string {
   return batch.ops.length === 1 ? batch.budgets[0]!.label : `a batch of ${batch.ops.length} ${batch.kind} calls`;
 }
 
+/**
+ * The longest this thread blocks for a batch's answer when it has nothing else to do (`waitForAnswer`): a rollout's
+ * last crossing takes ~0.5 ms; a slower environment's batch is then waited for in the event loop, so that a worker's
+ * heartbeats and a stop request are not held up by it.
+ */
+export const syncWaitMs = 20;
+
 /** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
 export const maxSlots = 65_536;
 
@@ -215,11 +222,12 @@ export class SandboxedEnvironmentPool {
   }
 
   /**
-   * @internal Blocks until the pending async batch is answered and settles it (see `QuickJSSandbox.waitForAnswer`):
-   * for when this thread has nothing else to do but wait for it.
+   * @internal Blocks until the pending async batch is answered, for up to `maxMs` (default `syncWaitMs`), and
+   * settles it (see `QuickJSSandbox.waitForAnswer`): for when this thread has nothing else to do but wait for it.
+   * True when the batch was settled; false when it is still running (its promise settles later, as usual).
    */
-  waitForAnswer(): void {
-    this.sandbox.waitForAnswer();
+  waitForAnswer(maxMs = syncWaitMs): boolean {
+    return this.sandbox.waitForAnswer(maxMs);
   }
 
   /** Applies one action in each slot; one crossing for all of them. */

@@ -190,14 +190,28 @@ describe("sandboxed environments", () => {
     const events: string[] = [];
     const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]).then(([step]) => events.push(`answer ${step!.observation}`));
     const started = performance.now();
-    pool.waitForAnswer();
+    expect(pool.waitForAnswer(10_000)).toBe(true);
     expect(performance.now() - started).toBeGreaterThanOrEqual(15);
     setImmediate(() => events.push("next task"));
     for (let i = 0; i < 20; i++) await Promise.resolve(); // microtasks only: no turn of the event loop
     expect(events).toEqual(["answer n=1"]);
     await stepping;
-    pool.waitForAnswer(); // nothing in flight: returns at once
+    expect(pool.waitForAnswer()).toBe(false); // nothing in flight: returns at once
     expect(pool.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "n=2" });
+    pool.dispose();
+  });
+
+  it("blocks for an answer no longer than asked (waitForAnswer), leaving a longer batch to the event loop", async () => {
+    // A step of ~150 ms: longer than the wait.
+    const pool = await createPool({ step: `const until = Date.now() + 150; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` }, { ...fastLimits, cpuMsPerCall: 1_000 });
+    pool.resetMany([{ slot: 0, seed: 1 }]);
+    const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]);
+    const started = performance.now();
+    expect(pool.waitForAnswer(20)).toBe(false);
+    const blocked = performance.now() - started;
+    expect(blocked).toBeGreaterThanOrEqual(19);
+    expect(blocked).toBeLessThan(120);
+    expect((await stepping)[0]).toMatchObject({ observation: "n=1" }); // answered later, in the event loop
     pool.dispose();
   });
 
@@ -205,7 +219,7 @@ describe("sandboxed environments", () => {
     const pool = await createPool({ step: `while (true) {}` }, { ...fastLimits, cpuMsPerCall: 50 });
     pool.resetMany([{ slot: 0, seed: 1 }]);
     const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]);
-    expect(() => pool.waitForAnswer()).not.toThrow();
+    expect(pool.waitForAnswer(10_000)).toBe(true); // settled: with the failure
     const error = await stepping.then(
       () => null,
       (failure: unknown) => failure,
