@@ -85,9 +85,7 @@ export async function trainRl(options: {
   const evaluations: { step: number; score: number }[] = [];
   const sampling = { ...config.agent.sampling };
   let step = options.startStep ?? 0;
-
-  const { steps } = config.algorithm;
-  const { groupSize } = config.algorithm;
+  const { steps, groupSize } = config.algorithm;
   const evaluation = evaluationSpecs(config, split?.test ?? null);
   /** Whether an evaluation follows training step `done` (counted from 1). */
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);

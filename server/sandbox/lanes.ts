@@ -90,9 +90,12 @@ export class LaneSchedule {
   private wakeups: (() => void)[] = [];
 
   /**
-   * `stall`: called when a lane must wait to post only because a batch is in flight, and no other lane is in the
-   * protocol's code: nothing can go on before that answer (the lane posting holds the turn, so none samples),
-   * and the caller may block for it (`runSandboxedEpisodes` does) rather than let the event loop notice it.
+   * `stall`: called whenever nothing can go on before the batch in flight is answered, so that the caller may
+   * block for it (`runSandboxedEpisodes` does) rather than let the event loop notice it:
+   *  - a lane must wait to post only because of that batch, and no other lane is in the protocol's code (the
+   *    lane posting holds the turn, so none samples);
+   *  - that batch's lane is the last one still playing (`lastInFlight`): once it has posted, or once the other
+   *    lanes have finished.
    */
   constructor(
     readonly lanes: number,
@@ -149,6 +152,7 @@ export class LaneSchedule {
       this.waiting.delete(lane);
     }
     this.changed();
+    if (this.lastInFlight) this.stall?.();
     return started!;
   }
 
@@ -208,6 +212,8 @@ export class LaneSchedule {
     this.busy[lane] = false;
     this.passTurn(lane);
     this.changed();
+    // Lanes read their answers late, so the last lane may be waiting for its own already.
+    if (this.lastInFlight) this.stall?.();
   }
 
   abort(error: unknown): void {

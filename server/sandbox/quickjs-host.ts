@@ -156,8 +156,7 @@ export class QuickJSSandbox {
     if (this.pending) this.waitForPending(this.pending);
     const postedAt = this.post(ops, budgets);
     try {
-      do Atomics.wait(this.control, ANSWERED, 0, this.watchdogWait(budgets, postedAt));
-      while (Atomics.load(this.control, ANSWERED) !== 1);
+      this.blockForAnswer(budgets, postedAt);
     } finally {
       this.inFlight = false;
     }
@@ -246,17 +245,26 @@ export class QuickJSSandbox {
    */
   private waitForPending(pending: PendingAnswer, until = Infinity): boolean {
     try {
-      while (Atomics.load(this.control, ANSWERED) !== 1) {
-        const left = until - performance.now();
-        if (left <= 0) return false;
-        Atomics.wait(this.control, ANSWERED, 0, Math.min(left, this.watchdogWait(pending.budgets, pending.postedAt)));
-      }
+      if (!this.blockForAnswer(pending.budgets, pending.postedAt, until)) return false;
     } catch (error) {
       this.endPending();
       pending.reject(error);
       throw error;
     }
     this.settlePending(pending);
+    return true;
+  }
+
+  /**
+   * Blocks this thread until the thread has answered the batch posted at `postedAt` (true), with the watchdog
+   * watching (it throws when an op outlives its budget), or until `until` (`performance.now()` ms: false).
+   */
+  private blockForAnswer(budgets: OpBudget[], postedAt: number, until = Infinity): boolean {
+    while (Atomics.load(this.control, ANSWERED) !== 1) {
+      const left = until - performance.now();
+      if (left <= 0) return false;
+      Atomics.wait(this.control, ANSWERED, 0, Math.min(left, this.watchdogWait(budgets, postedAt)));
+    }
     return true;
   }
 

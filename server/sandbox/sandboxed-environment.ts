@@ -60,7 +60,7 @@ function crossingLabel(batch: Batch<unknown>): string {
  * last crossing takes ~0.5 ms; a slower environment's batch is then waited for in the event loop, so that a worker's
  * heartbeats and a stop request are not held up by it.
  */
-export const syncWaitMs = 20;
+const syncWaitMs = 20;
 
 /** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
 export const maxSlots = 65_536;
@@ -755,11 +755,9 @@ export async function runSandboxedEpisodes(
   // The next batch's episodes go to the other bank, and only where a crossing runs while a lane samples.
   const next = options.next?.length && cuts.length > 1 && starts.length <= bankSlots && options.next.length <= bankSlots ? options.next : null;
   const nextBase = base === 0 ? bankSlots : 0;
-  // A lane that has sampled and waits only for the batch in flight blocks for it (see `waitForLast`).
-  const schedule = new LaneSchedule(cuts.length, () => pool.waitForAnswer());
   /**
    * Checking and applying the answer to the next batch's resets, which only has to be done before this returns:
-   * kept for when this thread would otherwise wait, once the last lane still playing has posted its crossing.
+   * kept for when this thread would otherwise wait (the schedule's stall).
    */
   let readAhead: (() => void) | null = null;
   const runReadAhead = () => {
@@ -772,15 +770,15 @@ export async function runSandboxedEpisodes(
     }
   };
   /**
-   * The batch in flight is all that is left (`lastInFlight`): reads the next batch's resets, then blocks until
-   * the sandbox answers, which settles the lane's promise at once (an `await` would notice the answer only when
-   * the event loop ran the wait's task: ~0.5 ms later on average in a rollout's last crossing, 2 ms at the 90th
-   * percentile).
+   * When nothing can go on before the batch in flight is answered (see `LaneSchedule`'s stall): reads the next
+   * batch's resets, then blocks until the sandbox answers, which settles that lane's promise at once (an `await`
+   * would notice the answer only when the event loop ran the wait's task: in a rollout's last crossing ~0.5 ms
+   * later on average, 2 ms at the 90th percentile).
    */
-  const waitForLast = () => {
+  const schedule = new LaneSchedule(cuts.length, () => {
     runReadAhead();
     pool.waitForAnswer();
-  };
+  });
   /**
    * One crossing that resets the episodes of lanes `first` to `last - 1` (none when they were reset ahead), and
    * with the later lanes', the next batch's; each of those lanes then runs the protocol.
@@ -835,9 +833,6 @@ export async function runSandboxedEpisodes(
       let read: () => unknown;
       try {
         if (overlap) schedule.passTurn(lane);
-        // The last lane still playing waits for this answer with nothing to sample: the resets' answer is read
-        // now, and then this thread has nothing left to do but wait.
-        if (schedule.lastInFlight) waitForLast();
         read = await stepping.answer;
       } catch (error) {
         schedule.answered();
@@ -860,8 +855,6 @@ export async function runSandboxedEpisodes(
       throw error;
     } finally {
       schedule.finish(lane);
-      // Lanes read their answers late, so the last lane may be waiting for its own already.
-      if (schedule.lastInFlight) waitForLast();
     }
   };
   // Every lane settles before this returns, so no sampling or crossing outlives a failed batch.

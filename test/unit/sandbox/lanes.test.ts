@@ -101,7 +101,7 @@ describe("LaneSchedule", () => {
     expect(schedule.lastInFlight).toBe(true); // only lane 2's batch is left to wait for
   });
 
-  it("asks for the answer in flight (stall) when a lane waits to post only for it, never while another lane runs the protocol's code", async () => {
+  it("asks for the answer in flight (stall) whenever nothing else can go on, never while another lane runs the protocol's code", async () => {
     let stalls = 0;
     const schedule: LaneSchedule = new LaneSchedule(3, () => {
       stalls++;
@@ -117,6 +117,14 @@ describe("LaneSchedule", () => {
     void schedule.sampleTurn(1); // lane 1 is done with it: nothing goes on before the answer
     await posting;
     expect([stalls, posted]).toEqual([1, true]);
+    schedule.finish(0);
+    expect(stalls).toBe(1); // lane 1 still plays
+    schedule.finish(1);
+    expect(stalls).toBe(2); // only lane 2's batch is left to wait for
+    let alone = 0;
+    const single = new LaneSchedule(1, () => alone++);
+    await single.crossing(0, async () => 0);
+    expect(alone).toBe(1); // the only lane has posted: nothing else can go on
   });
 });
 
