@@ -195,6 +195,11 @@ export class QuickJSSandbox {
     return true;
   }
 
+  /** A batch `answerAsync` posted is still unanswered, or answered but not yet taken (`takeIfAnswered` takes it). */
+  get awaitingAnswer(): boolean {
+    return this.pending !== null;
+  }
+
   /**
    * Blocks this thread for up to `maxMs` until the thread answers the batch `answerAsync` posted (the watchdog
    * watching), and settles that call's promise (with the failure, if the wait fails): for when this thread has
