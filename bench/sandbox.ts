@@ -3,7 +3,7 @@
  * rollout's wall time.
  *
  *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5] [--only name,name] [--against DIR]
- *                            [--lanes 2] [--synthetic]
+ *                            [--lanes 2] [--synthetic] [--no-update] [--concurrent-marking]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
  * (dataset environments with rows of their built-in dataset).
@@ -22,9 +22,14 @@
  * rollout: a run's first step); and in lanes as the RL loop plays every later rollout (its episodes
  * were reset during the rollout before, which was told them as `next`, and it tells the next one's in turn; the
  * policy samples one part while the sandbox's thread steps another). An environment without a
- * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. The four run in turn
- * in this process, `trials` times (the order rotating), each trial with its own sampling seeds shared by them
- * (a rollout shorter than 200 ms is repeated within a trial, up to 20 times).
+ * use case is played by a random tiny model (d=32, 1 layer), 8 groups of 8, multi-turn. Each rollout is followed,
+ * untimed, by the policy update the RL loop makes of it (policyUpdate with the template's algorithm, GRPO's
+ * group-normalized advantages, learning rate 0 so that the policy stays put; --no-update: rollouts back to back,
+ * as an evaluation plays them): what the loop allocates there sets what V8's collector does during the next
+ * rollout, which decided whether the sandbox's thread had a core (server/runtime/gc.ts; the process turns off
+ * concurrent marking on fewer than three cores as a worker does, unless --concurrent-marking). A trial is
+ * rounds of one rollout of each variant in turn (the order rotating), as many rounds as make ~1 s, all on the
+ * round's sampling seed; `trials` trials.
  * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
  * step - 1) * 100, as the loop plays; cold_rollout_overhead_pct the same, cold; the per-step normalization
  * absorbs the sampled episodes' differing lengths (a split batch samples differently). *_cpu_overhead_pct: the
@@ -66,10 +71,12 @@ import { builtInBaseDir } from "@/lib/envs/bases";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
 import type { PolicyModel } from "@/lib/rl/primitives";
-import { collectGroups, type EpisodePlayer } from "@/lib/rl/rollouts";
+import { groupNormalized } from "@/lib/rl/advantages";
+import { collectGroups, toTrainingBatch, type EpisodePlayer } from "@/lib/rl/rollouts";
+import { policyUpdate } from "@/lib/rl/update";
 import { trainingSpecs } from "@/lib/rl/train";
 import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { type AlgorithmConfig, algorithmSchema, defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { type ChatMessage, renderChat } from "@/lib/model/chat";
 import type { ByteTokenizer } from "@/lib/model/tokenizer";
@@ -77,9 +84,14 @@ import type { SampledSequence } from "@/server/runtime/sampler";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
+import { limitBackgroundGc } from "@/server/runtime/gc";
 import { formatTable } from "./lib/measure";
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null, synthetic: false };
+// As a worker does (server/runtime/gc.ts): on fewer than three cores, no concurrent marking (unless
+// --concurrent-marking, V8's default, to compare).
+const mainThreadGc = process.argv.includes("--concurrent-marking") ? false : limitBackgroundGc();
+
+const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -90,7 +102,9 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
   else if (arg === "--synthetic") args.synthetic = true;
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against, --synthetic`);
+  else if (arg === "--no-update") args.update = false;
+  else if (arg === "--concurrent-marking") continue; // read above, before anything else ran
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against, --synthetic, --no-update, --concurrent-marking`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
@@ -287,7 +301,17 @@ while (now() - samplingStart < args.seconds * 1000 || samplingCalls < 2) {
 const samplingSecondsPerStep = (now() - samplingStart) / 1000 / samplingCalls / args.batch;
 
 /** How a rollout is played end to end, and by whom. */
-type RolloutSetup = { policy: PolicyModel; protocol: Protocol; specs: { seed: number; sample?: DatasetRow }[]; groupSize: number; temperature: number; maxTokens: number; label: string };
+type RolloutSetup = {
+  policy: PolicyModel;
+  protocol: Protocol;
+  specs: { seed: number; sample?: DatasetRow }[];
+  groupSize: number;
+  temperature: number;
+  maxTokens: number;
+  label: string;
+  /** The update each rollout is followed by, as in the RL loop (its learning rate set to 0: the policy stays put). */
+  algorithm: AlgorithmConfig;
+};
 
 function rolloutSetup(c: Case, definition: EnvironmentDefinition<unknown, unknown>): RolloutSetup {
   if (c.useCase) {
@@ -302,6 +326,7 @@ function rolloutSetup(c: Case, definition: EnvironmentDefinition<unknown, unknow
       temperature: config.agent.sampling.temperature,
       maxTokens: config.agent.sampling.maxTokens,
       label: `${config.agent.base}, ${config.algorithm.groupsPerStep}x${config.algorithm.groupSize}`,
+      algorithm: config.algorithm,
     };
   }
   const model = BaseModel.create({ vocabSize: 262, contextLength: 160, dModel: 32, nLayers: 1, nHeads: 2 }, { engine, seed: 1 });
@@ -313,6 +338,7 @@ function rolloutSetup(c: Case, definition: EnvironmentDefinition<unknown, unknow
     temperature: 1,
     maxTokens: 4,
     label: "random tiny model, 8x8",
+    algorithm: algorithmSchema.parse({}),
   };
 }
 
@@ -382,40 +408,53 @@ async function endToEnd(
     // Told `next` as well, which an older sandbox ignores.
     variants.push({ name: "against", next: true, play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) });
   }
-  /** `reps` rollouts in a row (a short rollout is timed over several), seeds `seed * 100 + r`. */
-  const run = async (variant: (typeof variants)[number], seed: number, reps: number) => {
+  /**
+   * One rollout with the sampling seed `seed` (its wall and CPU milliseconds and the episode steps it took), then,
+   * untimed, the policy update the RL loop makes of it (see the header).
+   */
+  const once = async (variant: (typeof variants)[number], seed: number) => {
     const wallStart = performance.now();
     const cpuStart = cpuMs();
-    let steps = 0;
-    for (let r = 0; r < reps; r++) {
-      const groups = await collectGroups({
-        policy: setup.policy,
-        environment: variant.play ? environment : definition,
-        protocol: setup.protocol,
-        specs: setup.specs,
-        groupSize: setup.groupSize,
-        sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: seed * 100 + r },
-        playEpisodes: variant.play,
-        // The loop's next step plays other prompts; the bench plays the same ones again, which costs the same.
-        nextSpecs: variant.next ? setup.specs : undefined,
-      });
-      steps += groups.flat().reduce((a, t) => a + t.turns.length, 0);
+    const groups = await collectGroups({
+      policy: setup.policy,
+      environment: variant.play ? environment : definition,
+      protocol: setup.protocol,
+      specs: setup.specs,
+      groupSize: setup.groupSize,
+      sampling: { temperature: setup.temperature, maxTokens: setup.maxTokens, seed },
+      playEpisodes: variant.play,
+      // The loop's next step plays other prompts; the bench plays the same ones again, which costs the same.
+      nextSpecs: variant.next ? setup.specs : undefined,
+    });
+    const rollout = { wall: performance.now() - wallStart, cpu: cpuMs() - cpuStart, steps: groups.flat().reduce((a, t) => a + t.turns.length, 0) };
+    if (args.update) {
+      const batch = toTrainingBatch(groups, groupNormalized(groups, true));
+      await policyUpdate(setup.policy.primitives, batch, { ...setup.algorithm, learningRate: 0 }, setup.temperature);
     }
-    const wall = (performance.now() - wallStart) / reps;
-    const cpu = (cpuMs() - cpuStart) / reps;
-    return { wallPerStep: (wall * reps) / steps, cpuPerStep: (cpu * reps) / steps, wall, steps: steps / reps };
+    return { ...rollout, cycle: performance.now() - wallStart };
   };
-  // Warm-up (the model's first calls, the sandbox's first crossings), and how many rollouts make ~200 ms.
-  for (const variant of variants) await run(variant, 0, 1);
-  const reps = Math.min(20, Math.ceil(200 / (await run(variants[0]!, 0, 1)).wall));
-  const trials: Record<string, ReturnType<typeof run> extends Promise<infer T> ? T : never>[] = [];
+  type Totals = { wallPerStep: number; cpuPerStep: number; wall: number; steps: number };
+  // Warm-up (the model's first calls, the sandbox's first crossings), and how many rounds make ~1 s.
+  for (const variant of variants) await once(variant, 0);
+  const reps = Math.max(1, Math.min(20, Math.ceil(1000 / variants.length / (await once(variants[0]!, 0)).cycle)));
+  // A trial plays `reps` rounds, each one rollout of every variant in turn (the order rotating), all on the
+  // round's seed: a burst of other work on a shared machine lands on the variants alike, where rollouts of one
+  // variant in a row left it to whichever ran then. Each variant's own rollouts still follow one another: the
+  // loop's pool prepares its next rollout's episodes during each, as in the RL loop.
+  const trials: Record<string, Totals>[] = [];
   for (let trial = 0; trial < args.trials; trial++) {
-    const results: (typeof trials)[number] = {};
-    for (let k = 0; k < variants.length; k++) {
-      const variant = variants[(trial + k) % variants.length]!;
-      results[variant.name] = await run(variant, 1 + trial, reps);
+    const sums = new Map(variants.map((variant) => [variant.name, { wall: 0, cpu: 0, steps: 0 }]));
+    for (let r = 0; r < reps; r++) {
+      for (let k = 0; k < variants.length; k++) {
+        const variant = variants[(trial + r + k) % variants.length]!;
+        const result = await once(variant, (1 + trial) * 100 + r);
+        const sum = sums.get(variant.name)!;
+        sum.wall += result.wall;
+        sum.cpu += result.cpu;
+        sum.steps += result.steps;
+      }
     }
-    trials.push(results);
+    trials.push(Object.fromEntries([...sums].map(([name, sum]) => [name, { wallPerStep: sum.wall / sum.steps, cpuPerStep: sum.cpu / sum.steps, wall: sum.wall / reps, steps: sum.steps / reps }])));
   }
   const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") =>
     Number((100 * (median(trials.map((t) => t[variant]![key] / t.native![key])) - 1)).toFixed(2));
@@ -526,6 +565,10 @@ const parallelism = await (async () => {
 
 console.log(`parallelism (sandbox thread beside this one, 2 = a spare core): ${parallelism}`);
 console.log(
+  `end to end: ${args.update ? "each rollout followed by its policy update (learning rate 0), as in the RL loop" : "rollouts back to back (--no-update)"}; ` +
+    `garbage collection ${mainThreadGc ? "marked on the main thread (fewer than 3 cores, as a worker)" : "V8's default (concurrent marking)"}`,
+);
+console.log(
   `crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`,
 );
 console.log(`clock (per step): ${args.clock}`);
@@ -567,4 +610,4 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, trials: args.trials, update: args.update, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

@@ -7,6 +7,7 @@
  */
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
+import { limitBackgroundGc } from "../runtime/gc";
 import { cpuDevice } from "../scheduler/resources";
 import type { WorkerChannel } from "./channel";
 import { runJob, type StopReason } from "./run-job";
@@ -25,6 +26,9 @@ export type WorkerOptions = {
 
 export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
+  // Before the heap grows: on a machine with fewer than three cores, V8 marks on this thread only, leaving the
+  // other core to a custom environment's sandbox (see ../runtime/gc.ts).
+  const mainThreadGc = limitBackgroundGc();
   const { channel } = options;
   const backend = await initBackend({ prefer: options.backend });
   // One Node process computes on one thread: it offers one compute slot.
@@ -35,7 +39,7 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     backend: backend.capabilities.backend,
     devices: [{ kind: "cpu", name: device.id, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
   });
-  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB)`);
+  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread: fewer than 3 cores" : ""})`);
 
   const running = new Map<string, { step: number; stop: StopReason | null }>();
   const leave = async () => {
