@@ -84,12 +84,18 @@ import type { SampledSequence } from "@/server/runtime/sampler";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
-import { limitBackgroundGc } from "@/server/runtime/gc";
+import { rolloutProcessFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
 import { formatTable } from "./lib/measure";
 
-// As a worker does (server/runtime/gc.ts): on fewer than three cores, no concurrent marking (unless
-// --concurrent-marking, V8's default, to compare).
-const mainThreadGc = process.argv.includes("--concurrent-marking") ? false : limitBackgroundGc();
+// The process a worker is (server/runtime/gc.ts): on fewer than three cores, started with no concurrent marking
+// (unless --concurrent-marking, V8's default, to compare); this one restarts itself so when it was not.
+const wantedFlags = process.argv.includes("--concurrent-marking") ? [] : rolloutProcessFlags();
+if (wantedFlags.some((flag) => !process.execArgv.includes(flag))) {
+  const { spawnSync } = await import("node:child_process");
+  const child = spawnSync(process.execPath, [...wantedFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(child.status ?? 1);
+}
+const mainThreadGc = startedMarkingOnMainThread();
 
 const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true };
 for (let i = 2; i < process.argv.length; i++) {

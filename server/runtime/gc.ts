@@ -7,28 +7,29 @@
  * while the policy samples another); on a two-core machine the marking helpers took that core, so the thread
  * woke late and ran slowly. Measured on this project's 2-core VMs (arithmetic, 32 × 8, each rollout followed by
  * its policy update as in the RL loop, native and sandboxed alternating; docs/SANDBOX.md, eighth session): the
- * sandbox added 15–23% to a rollout with concurrent marking and 6–10% without, while native rollouts, training
- * steps (`bench:train`, tokens/s) and sampling were as fast either way. The main thread then does the marking
- * in V8's incremental steps, which the native path pays alike.
+ * sandbox added 15–23% to a rollout with concurrent marking and 6–12% without, while native rollouts, training
+ * steps and sampling (`bench:train`, tokens/s) were as fast either way. The main thread then marks in V8's
+ * incremental steps, which the native path pays alike.
+ *
+ * The flag is given when the process starts (`rolloutProcessFlags`): V8 warns that flags changed at run time
+ * may crash it, and `--single-threaded-gc` set that way did (a failed check in the collector's marker).
  */
 import os from "node:os";
-import v8 from "node:v8";
 
-/** Whether a process on a machine with `cores` cores should mark without helper threads: fewer than three. */
-export function marksOnMainThread(cores: number): boolean {
+/** The Node flag that keeps V8's marking on the main thread. */
+export const mainThreadMarkingFlag = "--no-concurrent-marking";
+
+/** Whether a process that plays rollouts on a machine with `cores` cores should mark on its main thread: fewer than three. */
+export function marksOnMainThread(cores = os.availableParallelism()): boolean {
   return cores < 3;
 }
 
-let limited = false;
+/** The Node flags a process that plays rollouts (a worker, `bench:sandbox`) starts with on this machine. */
+export function rolloutProcessFlags(cores = os.availableParallelism()): string[] {
+  return marksOnMainThread(cores) ? [mainThreadMarkingFlag] : [];
+}
 
-/**
- * Turns off concurrent marking in this process when the machine has fewer than three cores (the host thread,
- * the sandbox's thread, and none to spare). Call it early, before the heap grows: a worker does at start, and
- * `bench:sandbox` does to measure what a worker plays. Returns whether marking is now on the main thread only.
- */
-export function limitBackgroundGc(cores = os.availableParallelism()): boolean {
-  if (!marksOnMainThread(cores)) return false;
-  if (!limited) v8.setFlagsFromString("--no-concurrent-marking");
-  limited = true;
-  return true;
+/** Whether this process was started marking on its main thread only. */
+export function startedMarkingOnMainThread(): boolean {
+  return process.execArgv.includes(mainThreadMarkingFlag);
 }

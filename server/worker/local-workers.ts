@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { rolloutProcessFlags } from "../runtime/gc";
 
 export function startLocalWorkers(options: { count: number; serverUrl: string; token: string; root: string; env: NodeJS.ProcessEnv; log?: (line: string) => void }) {
   const log = options.log ?? console.log;
@@ -13,7 +14,9 @@ export function startLocalWorkers(options: { count: number; serverUrl: string; t
   const tsx = path.join(options.root, "node_modules", "tsx", "dist", "cli.mjs");
   const cli = path.join(options.root, "bin", "tinkerlab.ts");
   const spawnOne = (index: number) => {
-    const child = spawn(process.execPath, [tsx, cli, "worker"], {
+    // tsx passes the Node flags before the script on to the process it runs (../runtime/gc.ts: on fewer than
+    // three cores, V8 marks on the main thread, leaving the other core to a custom environment's sandbox).
+    const child = spawn(process.execPath, [tsx, ...rolloutProcessFlags(), cli, "worker"], {
       cwd: options.root,
       stdio: ["ignore", "inherit", "inherit"],
       env: {

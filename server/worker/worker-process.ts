@@ -7,7 +7,7 @@
  */
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
-import { limitBackgroundGc } from "../runtime/gc";
+import { marksOnMainThread, rolloutProcessFlags, startedMarkingOnMainThread } from "../runtime/gc";
 import { cpuDevice } from "../scheduler/resources";
 import type { WorkerChannel } from "./channel";
 import { runJob, type StopReason } from "./run-job";
@@ -26,10 +26,16 @@ export type WorkerOptions = {
 
 export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
-  // Before the heap grows: on a machine with fewer than three cores, V8 marks on this thread only, leaving the
-  // other core to a custom environment's sandbox (see ../runtime/gc.ts).
-  const mainThreadGc = limitBackgroundGc();
   const { channel } = options;
+  // On fewer than three cores V8 should mark on this thread only, leaving the other core to a custom
+  // environment's sandbox (../runtime/gc.ts): local workers are started so; one started by hand is told how.
+  const mainThreadGc = startedMarkingOnMainThread();
+  if (marksOnMainThread() && !mainThreadGc) {
+    log(
+      `this machine has ${os.availableParallelism()} cores: start the worker with \`npx tsx ${rolloutProcessFlags().join(" ")} bin/tinkerlab.ts worker\` ` +
+        "so that V8's garbage collection leaves a core to a custom environment's sandbox during rollouts (docs/SANDBOX.md)",
+    );
+  }
   const backend = await initBackend({ prefer: options.backend });
   // One Node process computes on one thread: it offers one compute slot.
   const device = cpuDevice(`cpu:${os.hostname()}:${process.pid}`, os.totalmem() * (options.memoryShare ?? 1), 1);
@@ -39,7 +45,7 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     backend: backend.capabilities.backend,
     devices: [{ kind: "cpu", name: device.id, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
   });
-  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread: fewer than 3 cores" : ""})`);
+  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`);
 
   const running = new Map<string, { step: number; stop: StopReason | null }>();
   const leave = async () => {
