@@ -1,0 +1,28 @@
+/** How a worker's V8 collects garbage on a small machine (server/runtime/gc.ts). */
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { mainThreadMarkingFlag, marksOnMainThread, rolloutProcessFlags } from "@/server/runtime/gc";
+
+const root = path.resolve(__dirname, "../../..");
+
+describe("garbage collection in a process that plays rollouts", () => {
+  it("marks on the main thread on fewer than three cores, and keeps V8's default on more", () => {
+    expect(rolloutProcessFlags(1)).toEqual([mainThreadMarkingFlag]);
+    expect(rolloutProcessFlags(2)).toEqual([mainThreadMarkingFlag]);
+    expect(rolloutProcessFlags(3)).toEqual([]);
+    expect(rolloutProcessFlags(16)).toEqual([]);
+    expect(marksOnMainThread(2)).toBe(true);
+  });
+
+  it("reaches the process tsx runs, as local workers are started", () => {
+    // The way startLocalWorkers spawns a worker: tsx's CLI, the flags, then the script.
+    const tsx = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
+    const script = path.join(__dirname, "fixtures", "print-gc.ts");
+    const run = (flags: string[]) => spawnSync(process.execPath, [tsx, ...flags, script], { cwd: root, encoding: "utf8" });
+    const flagged = run([mainThreadMarkingFlag]);
+    expect(flagged.stderr).toBe("");
+    expect(flagged.stdout.trim()).toBe("main thread");
+    expect(run([]).stdout.trim()).toBe("concurrent");
+  }, 60_000);
+});
