@@ -86,15 +86,15 @@ import type { SampledSequence } from "@/server/runtime/sampler";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
-import { rolloutProcessFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
+import { missingRolloutFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
 import { formatTable } from "./lib/measure";
 
 // The process a worker is (server/runtime/gc.ts): on fewer than three cores, started with no concurrent marking
 // (unless --concurrent-marking, V8's default, to compare); this one restarts itself so when it was not.
-const wantedFlags = process.argv.includes("--concurrent-marking") ? [] : rolloutProcessFlags();
-if (wantedFlags.some((flag) => !process.execArgv.includes(flag))) {
+const missingFlags = process.argv.includes("--concurrent-marking") ? [] : missingRolloutFlags();
+if (missingFlags.length > 0) {
   const { spawnSync } = await import("node:child_process");
-  const child = spawnSync(process.execPath, [...wantedFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  const child = spawnSync(process.execPath, [...missingFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
   process.exit(child.status ?? 1);
 }
 const mainThreadGc = startedMarkingOnMainThread();

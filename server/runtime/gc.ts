@@ -7,8 +7,8 @@
  * while the policy samples another); on a two-core machine the marking helpers took that core, so the thread
  * woke late and ran slowly. Measured on this project's 2-core VMs (arithmetic, 32 × 8, each rollout followed by
  * its policy update as in the RL loop, native and sandboxed alternating; docs/SANDBOX.md, eighth session): the
- * sandbox added 15–23% to a rollout with concurrent marking and 6–12% without, while native rollouts, training
- * steps and sampling (`bench:train`, tokens/s) were as fast either way. The main thread then marks in V8's
+ * sandbox added 13.5–24.0% to a rollout with concurrent marking and 5.5–12.4% without (medians of runs), while
+ * native rollouts, training steps and sampling (`bench:train`, tokens/s) were as fast either way. The main thread then marks in V8's
  * incremental steps, which the native path pays alike.
  *
  * The flag is given when the process starts (`rolloutProcessFlags`): V8 warns that flags changed at run time
@@ -27,6 +27,11 @@ export function marksOnMainThread(cores = os.availableParallelism()): boolean {
 /** The Node flags a process that plays rollouts (a worker, `bench:sandbox`) starts with on this machine. */
 export function rolloutProcessFlags(cores = os.availableParallelism()): string[] {
   return marksOnMainThread(cores) ? [mainThreadMarkingFlag] : [];
+}
+
+/** The flags of `rolloutProcessFlags` this process was not started with (a worker started by hand may lack them). */
+export function missingRolloutFlags(cores = os.availableParallelism()): string[] {
+  return rolloutProcessFlags(cores).filter((flag) => !process.execArgv.includes(flag));
 }
 
 /** Whether this process was started marking on its main thread only. */

@@ -6,17 +6,23 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { rolloutProcessFlags } from "../runtime/gc";
 
+/**
+ * The command line of a local worker: tsx's CLI run by this same node binary (no PATH lookup, so the children
+ * start whatever their environment), the Node flags, which tsx passes on to the process it runs
+ * (../runtime/gc.ts: on fewer than three cores, V8 marks on the main thread, leaving the other core to a custom
+ * environment's sandbox), then the script and its arguments.
+ */
+export function workerCommand(root: string, flags = rolloutProcessFlags(), script = path.join(root, "bin", "tinkerlab.ts"), args = ["worker"]): string[] {
+  return [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), ...flags, script, ...args];
+}
+
 export function startLocalWorkers(options: { count: number; serverUrl: string; token: string; root: string; env: NodeJS.ProcessEnv; log?: (line: string) => void }) {
   const log = options.log ?? console.log;
   const children = new Set<ChildProcess>();
   let closing = false;
-  // tsx's CLI run by this same node binary: no PATH lookup, so the children start whatever their environment.
-  const tsx = path.join(options.root, "node_modules", "tsx", "dist", "cli.mjs");
-  const cli = path.join(options.root, "bin", "tinkerlab.ts");
+  const command = workerCommand(options.root);
   const spawnOne = (index: number) => {
-    // tsx passes the Node flags before the script on to the process it runs (../runtime/gc.ts: on fewer than
-    // three cores, V8 marks on the main thread, leaving the other core to a custom environment's sandbox).
-    const child = spawn(process.execPath, [tsx, ...rolloutProcessFlags(), cli, "worker"], {
+    const child = spawn(process.execPath, command, {
       cwd: options.root,
       stdio: ["ignore", "inherit", "inherit"],
       env: {

@@ -7,7 +7,7 @@
  */
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
-import { marksOnMainThread, rolloutProcessFlags, startedMarkingOnMainThread } from "../runtime/gc";
+import { missingRolloutFlags, startedMarkingOnMainThread } from "../runtime/gc";
 import { cpuDevice } from "../scheduler/resources";
 import type { WorkerChannel } from "./channel";
 import { runJob, type StopReason } from "./run-job";
@@ -30,9 +30,10 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
   // On fewer than three cores V8 should mark on this thread only, leaving the other core to a custom
   // environment's sandbox (../runtime/gc.ts): local workers are started so; one started by hand is told how.
   const mainThreadGc = startedMarkingOnMainThread();
-  if (marksOnMainThread() && !mainThreadGc) {
+  const missingFlags = missingRolloutFlags();
+  if (missingFlags.length > 0) {
     log(
-      `this machine has ${os.availableParallelism()} cores: start the worker with \`npx tsx ${rolloutProcessFlags().join(" ")} bin/tinkerlab.ts worker\` ` +
+      `this machine has ${os.availableParallelism()} cores: start the worker with \`npx tsx ${missingFlags.join(" ")} bin/tinkerlab.ts worker\` ` +
         "so that V8's garbage collection leaves a core to a custom environment's sandbox during rollouts (docs/SANDBOX.md)",
     );
   }

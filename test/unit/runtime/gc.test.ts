@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { mainThreadMarkingFlag, marksOnMainThread, rolloutProcessFlags } from "@/server/runtime/gc";
+import { workerCommand } from "@/server/worker/local-workers";
 
 const root = path.resolve(__dirname, "../../..");
 
@@ -16,10 +17,9 @@ describe("garbage collection in a process that plays rollouts", () => {
   });
 
   it("reaches the process tsx runs, as local workers are started", () => {
-    // The way startLocalWorkers spawns a worker: tsx's CLI, the flags, then the script.
-    const tsx = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
+    // startLocalWorkers' command line, with a script that says how it was started in place of the worker.
     const script = path.join(__dirname, "fixtures", "print-gc.ts");
-    const run = (flags: string[]) => spawnSync(process.execPath, [tsx, ...flags, script], { cwd: root, encoding: "utf8" });
+    const run = (flags: string[]) => spawnSync(process.execPath, workerCommand(root, flags, script, []), { cwd: root, encoding: "utf8" });
     const flagged = run([mainThreadMarkingFlag]);
     expect(flagged.stderr).toBe("");
     expect(flagged.stdout.trim()).toBe("main thread");
