@@ -2,7 +2,7 @@
  * What the sandbox costs: environment steps per second natively and in the sandbox, and what it adds to a real
  * rollout's wall time.
  *
- *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 5] [--only name,name] [--against DIR]
+ *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 12] [--e2e-seconds 60] [--only name,name] [--against DIR]
  *                            [--lanes 2] [--synthetic] [--no-update] [--concurrent-marking]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
@@ -27,13 +27,16 @@
  * group-normalized advantages, learning rate 0 so that the policy stays put; --no-update: rollouts back to back,
  * as an evaluation plays them): what the loop allocates there sets what V8's collector does during the next
  * rollout, which decided whether the sandbox's thread had a core (server/runtime/gc.ts; the process turns off
- * concurrent marking on fewer than three cores as a worker does, unless --concurrent-marking). A trial is
- * rounds of one rollout of each variant in turn (the order rotating), as many rounds as make ~1 s, all on the
- * round's sampling seed; `trials` trials.
- * rollout_overhead_pct = median over trials of (sandbox wall ms per episode step / native wall ms per episode
- * step - 1) * 100, as the loop plays; cold_rollout_overhead_pct the same, cold; the per-step normalization
+ * concurrent marking on fewer than three cores as a worker does, unless --concurrent-marking). A round is one
+ * rollout of each variant in turn (the order rotating), all on the round's sampling seed; rounds go on until
+ * --e2e-seconds (default 60) have passed for the environment and at least --trials (default 12) were played.
+ * rollout_overhead_pct = median over rounds of (sandbox wall ms per episode step / native wall ms per episode
+ * step - 1) * 100, as the loop plays, with a 90% interval for that median (`*_ci90`: percentiles of the median
+ * of 1,000 resamples of the rounds); cold_rollout_overhead_pct the same, cold; the per-step normalization
  * absorbs the sampled episodes' differing lengths (a split batch samples differently). *_cpu_overhead_pct: the
- * same with the process's CPU clock (all threads).
+ * same with the process's CPU clock (all threads). Many rounds, because one arithmetic rollout (~18 ms) on
+ * these shared VMs varies by ±20% from the next: the median of 18 rounds, drawn from one run of 150, spread with
+ * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session).
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
  * take turns (a loaded machine), where lanes cannot hide the sandbox. It counts the thread's wake-up and the
@@ -61,7 +64,7 @@
  * tree with its node_modules linked) whose sandbox (its server/sandbox, and the SDK its compile step bundles) is
  * measured beside this one in the same process: per step, rounds of the two pools in turn, the median of the
  * per-round ratios (`step_change_pct`); end to end, a fifth variant (in its lanes, told `next` as the loop's
- * variant is, which an older sandbox ignores) in each trial's rotation (`against_rollout_overhead_pct`). Each trial runs the same code on the same seeds, so the two are compared
+ * variant is, which an older sandbox ignores) in each round's rotation (`against_rollout_overhead_pct`). Each round runs the same code on the same seeds, so the two are compared
  * under the same load, which on a shared machine matters more than any absolute figure.
  * The last line is one JSON object with every figure.
  */
@@ -99,22 +102,24 @@ if (missingFlags.length > 0) {
 }
 const mainThreadGc = startedMarkingOnMainThread();
 
-const args = { seconds: 2, batch: 64, clock: "wall", trials: 5, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true };
+const args = { seconds: 2, e2eSeconds: 60, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
   else if (arg === "--batch") args.batch = Number(process.argv[++i]);
   else if (arg === "--clock") args.clock = process.argv[++i] ?? "";
   else if (arg === "--trials") args.trials = Number(process.argv[++i]);
+  else if (arg === "--e2e-seconds") args.e2eSeconds = Number(process.argv[++i]);
   else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
   else if (arg === "--synthetic") args.synthetic = true;
   else if (arg === "--no-update") args.update = false;
   else if (arg === "--concurrent-marking") continue; // read above, before anything else ran
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --lanes, --only, --against, --synthetic, --no-update, --concurrent-marking`);
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --lanes, --only, --against, --synthetic, --no-update, --concurrent-marking`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
+if (!(args.e2eSeconds >= 0)) throw new Error(`--e2e-seconds must be a number of seconds, 0 or more; got ${args.e2eSeconds}`);
 if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
@@ -392,6 +397,24 @@ const cpuMs = () => {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 
 /**
+ * A 90% interval for the median of `values` (a bootstrap: the 5th and 95th percentiles of the medians of 1,000
+ * resamples with replacement, drawn from a fixed seed so that the same rounds give the same interval).
+ */
+function medianInterval(values: number[]): [number, number] {
+  let seed = 0x9e3779b9;
+  const draw = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
+    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
+    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
+  };
+  const medians: number[] = [];
+  for (let r = 0; r < 1_000; r++) medians.push(median(values.map(() => values[Math.floor(draw() * values.length)]!)));
+  medians.sort((a, b) => a - b);
+  return [medians[50]!, medians[949]!];
+}
+
+/**
  * One training step's rollout, natively and through the sandbox (one lane, lanes), `trials` times in turn.
  * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
  */
@@ -442,46 +465,48 @@ async function endToEnd(
     return { ...rollout, cycle: performance.now() - wallStart };
   };
   type Totals = { wallPerStep: number; cpuPerStep: number; wall: number; steps: number };
-  // Warm-up (the model's first calls, the sandbox's first crossings), and how many rounds make ~1 s.
+  // Warm-up: the model's first calls, the sandbox's first crossings.
   for (const variant of variants) await once(variant, 0);
-  const reps = Math.max(1, Math.min(20, Math.ceil(1000 / variants.length / (await once(variants[0]!, 0)).cycle)));
-  // A trial plays `reps` rounds, each one rollout of every variant in turn (the order rotating), all on the
-  // round's seed: a burst of other work on a shared machine lands on the variants alike, where rollouts of one
-  // variant in a row left it to whichever ran then. Each variant's own rollouts still follow one another: the
-  // loop's pool prepares its next rollout's episodes during each, as in the RL loop.
-  const trials: Record<string, Totals>[] = [];
-  for (let trial = 0; trial < args.trials; trial++) {
-    const sums = new Map(variants.map((variant) => [variant.name, { wall: 0, cpu: 0, steps: 0 }]));
-    for (let r = 0; r < reps; r++) {
-      for (let k = 0; k < variants.length; k++) {
-        const variant = variants[(trial + r + k) % variants.length]!;
-        const result = await once(variant, (1 + trial) * 100 + r);
-        const sum = sums.get(variant.name)!;
-        sum.wall += result.wall;
-        sum.cpu += result.cpu;
-        sum.steps += result.steps;
-      }
+  // Rounds of one rollout of every variant in turn (the order rotating), all on the round's seed: a burst of
+  // other work on a shared machine lands on the variants alike, where rollouts of one variant in a row left it to
+  // whichever ran then. Each variant's own rollouts still follow one another: the loop's pool prepares its next
+  // rollout's episodes during each, as in the RL loop.
+  const rounds: Record<string, Totals>[] = [];
+  const started = performance.now();
+  for (let round = 0; round < args.trials || performance.now() - started < args.e2eSeconds * 1000; round++) {
+    const totals: Record<string, Totals> = {};
+    for (let k = 0; k < variants.length; k++) {
+      const variant = variants[(round + k) % variants.length]!;
+      const result = await once(variant, (1 + round) * 100);
+      totals[variant.name] = { wallPerStep: result.wall / result.steps, cpuPerStep: result.cpu / result.steps, wall: result.wall, steps: result.steps };
     }
-    trials.push(Object.fromEntries([...sums].map(([name, sum]) => [name, { wallPerStep: sum.wall / sum.steps, cpuPerStep: sum.cpu / sum.steps, wall: sum.wall / reps, steps: sum.steps / reps }])));
+    rounds.push(totals);
   }
-  const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") =>
-    Number((100 * (median(trials.map((t) => t[variant]![key] / t.native![key])) - 1)).toFixed(2));
+  const ratios = (variant: string, key: "wallPerStep" | "cpuPerStep") => rounds.map((t) => t[variant]![key] / t.native![key]);
+  const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
+  const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") => pct(median(ratios(variant, key)));
+  const interval = (variant: string, key: "wallPerStep" | "cpuPerStep") => medianInterval(ratios(variant, key)).map(pct);
   const starts = setup.specs.flatMap((spec) => new Array<typeof spec>(setup.groupSize).fill(spec));
   return {
-    native_rollout_ms: Number(median(trials.map((t) => t.native!.wall)).toFixed(1)),
-    sandbox_rollout_ms: Number(median(trials.map((t) => t.loop!.wall)).toFixed(1)),
+    native_rollout_ms: Number(median(rounds.map((t) => t.native!.wall)).toFixed(1)),
+    sandbox_rollout_ms: Number(median(rounds.map((t) => t.loop!.wall)).toFixed(1)),
     lanes: laneStarts(starts, args.lanes ?? laneShape(setup.protocol, true)).length,
     cold_lanes: laneStarts(starts, args.lanes ?? laneShape(setup.protocol, false)).length,
-    steps_per_rollout: median(trials.map((t) => t.native!.steps)),
-    rollouts_per_trial: reps,
+    steps_per_rollout: median(rounds.map((t) => t.native!.steps)),
+    rounds: rounds.length,
     rollout_overhead_pct: overhead("loop", "wallPerStep"),
+    rollout_overhead_ci90: interval("loop", "wallPerStep"),
     rollout_cpu_overhead_pct: overhead("loop", "cpuPerStep"),
     cold_rollout_overhead_pct: overhead("cold", "wallPerStep"),
     cold_rollout_cpu_overhead_pct: overhead("cold", "cpuPerStep"),
     one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
     one_lane_cpu_overhead_pct: overhead("one_lane", "cpuPerStep"),
     ...(againstPool
-      ? { against_rollout_overhead_pct: overhead("against", "wallPerStep"), against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep") }
+      ? {
+          against_rollout_overhead_pct: overhead("against", "wallPerStep"),
+          against_rollout_overhead_ci90: interval("against", "wallPerStep"),
+          against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep"),
+        }
       : {}),
   };
 }
@@ -597,18 +622,22 @@ if (against) {
     ),
   );
 }
-console.log(`end to end (one training step's rollout, median of ${args.trials} trials; overheads per episode step against native):`);
+console.log(
+  `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment):`,
+);
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "native ms", "sandbox ms", "lanes", "overhead %", "CPU %", "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    ["environment", "policy", "steps", "rounds", "native ms", "sandbox ms", "lanes", "overhead %", "90% interval", "CPU %", "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
     results.map((r) => [
       r.name,
       r.policy,
       r.steps_per_rollout,
+      String(r.rounds),
       r.native_rollout_ms,
       r.sandbox_rollout_ms,
       String(r.lanes),
       r.rollout_overhead_pct,
+      `${r.rollout_overhead_ci90[0]} to ${r.rollout_overhead_ci90[1]}`,
       r.rollout_cpu_overhead_pct,
       String(r.cold_lanes),
       r.cold_rollout_overhead_pct,
@@ -618,4 +647,4 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, trials: args.trials, update: args.update, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, update: args.update, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
