@@ -36,7 +36,8 @@
  * absorbs the sampled episodes' differing lengths (a split batch samples differently). *_cpu_overhead_pct: the
  * same with the process's CPU clock (all threads). Many rounds, because one arithmetic rollout (~18 ms) on
  * these shared VMs varies by ±20% from the next: the median of 18 rounds, drawn from one run of 150, spread with
- * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session).
+ * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session). The whole bench takes
+ * ~18 minutes with the defaults; --only and a smaller --e2e-seconds make a quicker look.
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
  * take turns (a loaded machine), where lanes cannot hide the sandbox. It counts the thread's wake-up and the
