@@ -91,7 +91,7 @@ import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { missingRolloutFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
-import { formatTable } from "./lib/measure";
+import { formatTable, median, medianInterval } from "./lib/measure";
 
 // The process a worker is (server/runtime/gc.ts): on fewer than three cores, started with no concurrent marking
 // (unless --concurrent-marking, V8's default, to compare); this one restarts itself so when it was not.
@@ -395,26 +395,6 @@ const cpuMs = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 };
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
-
-/**
- * A 90% interval for the median of `values` (a bootstrap: the 5th and 95th percentiles of the medians of 1,000
- * resamples with replacement, drawn from a fixed seed so that the same rounds give the same interval).
- */
-function medianInterval(values: number[]): [number, number] {
-  let seed = 0x9e3779b9;
-  const draw = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
-  const medians: number[] = [];
-  for (let r = 0; r < 1_000; r++) medians.push(median(values.map(() => values[Math.floor(draw() * values.length)]!)));
-  medians.sort((a, b) => a - b);
-  return [medians[50]!, medians[949]!];
-}
-
 /**
  * One training step's rollout, natively and through the sandbox (one lane, lanes), `trials` times in turn.
  * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.

@@ -31,3 +31,30 @@ export function formatTable(header: string[], rows: (string | number)[][]): stri
 function formatNumber(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(2);
 }
+
+/** The median (of an even count, the lower of the two middle values). */
+export function median(values: number[]): number {
+  if (values.length === 0) throw new Error("median of no values");
+  return [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
+}
+
+/**
+ * A 90% interval for the median of `values`: the 5th and 95th percentiles of the medians of `resamples`
+ * resamples with replacement (a bootstrap), drawn from a fixed seed so that the same values give the same
+ * interval.
+ */
+export function medianInterval(values: number[], resamples = 1_000): [number, number] {
+  if (values.length === 0) throw new Error("interval of no values");
+  let seed = 0x9e3779b9;
+  // mulberry32: uniform in [0, 1)
+  const draw = () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
+    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
+    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
+  };
+  const medians: number[] = [];
+  for (let r = 0; r < resamples; r++) medians.push(median(values.map(() => values[Math.floor(draw() * values.length)]!)));
+  medians.sort((a, b) => a - b);
+  return [medians[Math.floor(resamples * 0.05)]!, medians[Math.ceil(resamples * 0.95) - 1]!];
+}
