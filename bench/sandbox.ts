@@ -396,8 +396,9 @@ const cpuMs = () => {
   return (user + system) / 1000;
 };
 /**
- * One training step's rollout, natively and through the sandbox (one lane, lanes), `trials` times in turn.
- * Returns per variant the median wall and CPU milliseconds per episode step, and the medians of each trial's ratio.
+ * One training step's rollout, natively and through the sandbox (one lane, lanes, and the loop's lanes), in rounds
+ * of one rollout of each. Returns the median rollout times, and per variant the median of each round's ratio to
+ * the native rollout (wall and CPU milliseconds per episode step), the loop's with its 90% interval.
  */
 async function endToEnd(
   setup: RolloutSetup,
