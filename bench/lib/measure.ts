@@ -1,3 +1,5 @@
+import { Rng } from "@/lib/model/rng";
+
 /** Timing for benchmarks: a few warm-up calls, then as many calls as fit in a time budget. */
 export async function throughput(
   fn: () => Promise<unknown> | unknown,
@@ -45,16 +47,9 @@ export function median(values: number[]): number {
  */
 export function medianInterval(values: number[], resamples = 1_000): [number, number] {
   if (values.length === 0) throw new Error("interval of no values");
-  let seed = 0x9e3779b9;
-  // mulberry32: uniform in [0, 1)
-  const draw = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let z = Math.imul(seed ^ (seed >>> 15), seed | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(0x5eed);
   const medians: number[] = [];
-  for (let r = 0; r < resamples; r++) medians.push(median(values.map(() => values[Math.floor(draw() * values.length)]!)));
+  for (let r = 0; r < resamples; r++) medians.push(median(values.map(() => values[Math.floor(rng.uniform() * values.length)]!)));
   medians.sort((a, b) => a - b);
   return [medians[Math.floor(resamples * 0.05)]!, medians[Math.ceil(resamples * 0.95) - 1]!];
 }

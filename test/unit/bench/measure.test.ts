@@ -1,14 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { median, medianInterval } from "@/bench/lib/measure";
+import { Rng } from "@/lib/model/rng";
 
 /** Values with a known median: a seeded spread around `center` (a round's ratio on a noisy machine). */
 function noisy(count: number, center: number, seed: number): number[] {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 4294967296;
-  };
-  return Array.from({ length: count }, () => center + (next() + next() + next() - 1.5) * 0.3);
+  const rng = new Rng(seed);
+  return Array.from({ length: count }, () => center + (rng.uniform() + rng.uniform() + rng.uniform() - 1.5) * 0.3);
 }
 
 describe("the benches' statistics", () => {
