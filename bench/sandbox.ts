@@ -3,7 +3,7 @@
  * rollout's wall time.
  *
  *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 12] [--e2e-seconds 60] [--only name,name] [--against DIR]
- *                            [--lanes 2] [--synthetic] [--no-update] [--concurrent-marking]
+ *                            [--lanes 2] [--synthetic] [--no-update] [--aa] [--concurrent-marking]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
  * (dataset environments with rows of their built-in dataset).
@@ -38,6 +38,16 @@
  * these shared VMs varies by ±20% from the next: the median of 18 rounds, drawn from one run of 150, spread with
  * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session). The whole bench takes
  * ~18 minutes with the defaults; --only and a smaller --e2e-seconds make a quicker look.
+ * rollout_quiet_overhead_pct: the same comparison for the rollouts the machine left alone, (10th percentile of the
+ * loop's wall ms per episode step / 10th percentile of native's - 1) * 100, with a bootstrap 90% interval over
+ * the rounds. On these VMs a fixed piece of work takes twice as long in ~15% of runs, and a rollout's time falls
+ * in several modes (arithmetic: ~16, ~23 and ~35 ms) independently for each variant of a round; the median of the
+ * ratios lands wherever those modes pair up, so two identical sandboxed variants read 4.3 and 8.2% over 488
+ * rounds (1.3 and 14.3% over 174), while their quiet figures read 3.3-4.7% (standard deviation at 60 rounds
+ * 1.5-1.9 points against 3.4-7.3; docs/SANDBOX.md, tenth session). It is what the sandbox's own work adds; the
+ * median also counts how often the machine's interference lands on it.
+ * --aa: a second native variant in each round, reported against the first as the sandbox's are (`aa_*`): the
+ * reading of two identical rollouts, i.e. how far this run's figures can be trusted.
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
  * take turns (a loaded machine), where lanes cannot hide the sandbox. It counts the thread's wake-up and the
@@ -91,7 +101,7 @@ import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { missingRolloutFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
-import { formatTable, median, medianInterval } from "./lib/measure";
+import { bootstrapInterval, formatTable, median, medianInterval, quantile } from "./lib/measure";
 
 // The process a worker is (server/runtime/gc.ts): on fewer than three cores, started with no concurrent marking
 // (unless --concurrent-marking, V8's default, to compare); this one restarts itself so when it was not.
@@ -103,7 +113,7 @@ if (missingFlags.length > 0) {
 }
 const mainThreadGc = startedMarkingOnMainThread();
 
-const args = { seconds: 2, e2eSeconds: 60, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true };
+const args = { seconds: 2, e2eSeconds: 60, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true, aa: false };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -116,8 +126,9 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
   else if (arg === "--synthetic") args.synthetic = true;
   else if (arg === "--no-update") args.update = false;
+  else if (arg === "--aa") args.aa = true;
   else if (arg === "--concurrent-marking") continue; // read above, before anything else ran
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --lanes, --only, --against, --synthetic, --no-update, --concurrent-marking`);
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --lanes, --only, --against, --synthetic, --no-update, --aa, --concurrent-marking`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (!(args.e2eSeconds >= 0)) throw new Error(`--e2e-seconds must be a number of seconds, 0 or more; got ${args.e2eSeconds}`);
@@ -410,8 +421,10 @@ async function endToEnd(
   const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
   // "loop" plays each rollout as the RL loop plays a step after the first: its episodes were reset during the
   // rollout before (told them as `next`), in a pool of its own, so that no other variant claims them.
-  const variants: { name: "native" | "one_lane" | "cold" | "loop" | "against"; play?: EpisodePlayer; next?: boolean }[] = [
+  const variants: { name: "native" | "native_again" | "one_lane" | "cold" | "loop" | "against"; play?: EpisodePlayer; next?: boolean }[] = [
     { name: "native" },
+    // --aa: the native rollout again, as if it were another variant: what the bench reads between two identical ones.
+    ...(args.aa ? [{ name: "native_again" as const }] : []),
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
     { name: "cold", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
     { name: "loop", next: true, play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, loopPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
@@ -468,6 +481,14 @@ async function endToEnd(
   const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
   const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") => pct(median(ratios(variant, key)));
   const interval = (variant: string, key: "wallPerStep" | "cpuPerStep") => medianInterval(ratios(variant, key)).map(pct);
+  // The rollouts the machine left alone: the ratio of the two variants' 10th percentiles (wall per episode step).
+  const quietRatio = (sample: Record<string, Totals>[], variant: string) =>
+    quantile(sample.map((t) => t[variant]!.wallPerStep), 0.1) / quantile(sample.map((t) => t.native!.wallPerStep), 0.1);
+  const quiet = (variant: string) => ({
+    pct: pct(quietRatio(rounds, variant)),
+    ci90: bootstrapInterval(rounds, (sample) => quietRatio(sample, variant)).map(pct),
+  });
+  const loopQuiet = quiet("loop");
   const starts = setup.specs.flatMap((spec) => new Array<typeof spec>(setup.groupSize).fill(spec));
   return {
     native_rollout_ms: Number(median(rounds.map((t) => t.native!.wall)).toFixed(1)),
@@ -478,6 +499,8 @@ async function endToEnd(
     rounds: rounds.length,
     rollout_overhead_pct: overhead("loop", "wallPerStep"),
     rollout_overhead_ci90: interval("loop", "wallPerStep"),
+    rollout_quiet_overhead_pct: loopQuiet.pct,
+    rollout_quiet_overhead_ci90: loopQuiet.ci90,
     rollout_cpu_overhead_pct: overhead("loop", "cpuPerStep"),
     cold_rollout_overhead_pct: overhead("cold", "wallPerStep"),
     cold_rollout_cpu_overhead_pct: overhead("cold", "cpuPerStep"),
@@ -488,6 +511,16 @@ async function endToEnd(
           against_rollout_overhead_pct: overhead("against", "wallPerStep"),
           against_rollout_overhead_ci90: interval("against", "wallPerStep"),
           against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep"),
+          against_quiet_overhead_pct: quiet("against").pct,
+          against_quiet_overhead_ci90: quiet("against").ci90,
+        }
+      : {}),
+    ...(args.aa
+      ? {
+          aa_overhead_pct: overhead("native_again", "wallPerStep"),
+          aa_overhead_ci90: interval("native_again", "wallPerStep"),
+          aa_quiet_overhead_pct: quiet("native_again").pct,
+          aa_quiet_overhead_ci90: quiet("native_again").ci90,
         }
       : {}),
   };
@@ -605,11 +638,14 @@ if (against) {
   );
 }
 console.log(
-  `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment):`,
+  `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; quiet: the ratio of the 10th percentiles; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment):`,
 );
 console.log(
   formatTable(
-    ["environment", "policy", "steps", "rounds", "native ms", "sandbox ms", "lanes", "overhead %", "90% interval", "CPU %", "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against CPU %"] : [])],
+    [
+      "environment", "policy", "steps", "rounds", "native ms", "sandbox ms", "lanes", "overhead %", "90% interval", "quiet %", "quiet 90%", "CPU %",
+      "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against quiet %", "against CPU %"] : []), ...(args.aa ? ["A/A %", "A/A 90%", "A/A quiet %", "A/A quiet 90%"] : []),
+    ],
     results.map((r) => [
       r.name,
       r.policy,
@@ -620,13 +656,18 @@ console.log(
       String(r.lanes),
       r.rollout_overhead_pct,
       `${r.rollout_overhead_ci90[0]} to ${r.rollout_overhead_ci90[1]}`,
+      r.rollout_quiet_overhead_pct,
+      `${r.rollout_quiet_overhead_ci90[0]} to ${r.rollout_quiet_overhead_ci90[1]}`,
       r.rollout_cpu_overhead_pct,
       String(r.cold_lanes),
       r.cold_rollout_overhead_pct,
       r.one_lane_overhead_pct,
       r.one_lane_cpu_overhead_pct,
-      ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),
+      ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_quiet_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),
+      ...(args.aa && r.aa_overhead_ci90 && r.aa_quiet_overhead_ci90
+        ? [r.aa_overhead_pct!, `${r.aa_overhead_ci90[0]} to ${r.aa_overhead_ci90[1]}`, r.aa_quiet_overhead_pct!, `${r.aa_quiet_overhead_ci90[0]} to ${r.aa_quiet_overhead_ci90[1]}`]
+        : []),
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, update: args.update, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, update: args.update, aa: args.aa, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

@@ -40,16 +40,28 @@ export function median(values: number[]): number {
   return [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
 }
 
+/** The value at fraction `q` (0 to 1) of the way through `values` sorted (nearest rank, rounding down). */
+export function quantile(values: number[], q: number): number {
+  if (values.length === 0) throw new Error("quantile of no values");
+  if (!(q >= 0 && q <= 1)) throw new Error(`quantile must be from 0 to 1; got ${q}`);
+  return [...values].sort((a, b) => a - b)[Math.floor(q * (values.length - 1))]!;
+}
+
 /**
- * A 90% interval for the median of `values`: the 5th and 95th percentiles of the medians of `resamples`
- * resamples with replacement (a bootstrap), drawn from a fixed seed so that the same values give the same
- * interval.
+ * A 90% interval for `statistic` of `items` (a bench's rounds): the 5th and 95th percentiles of the statistic of
+ * `resamples` resamples with replacement (a bootstrap), drawn from a fixed seed so that the same items give the
+ * same interval.
  */
-export function medianInterval(values: number[], resamples = 1_000): [number, number] {
-  if (values.length === 0) throw new Error("interval of no values");
+export function bootstrapInterval<T>(items: T[], statistic: (sample: T[]) => number, resamples = 1_000): [number, number] {
+  if (items.length === 0) throw new Error("interval of no values");
   const rng = new Rng(0x5eed);
-  const medians: number[] = [];
-  for (let r = 0; r < resamples; r++) medians.push(median(values.map(() => values[Math.floor(rng.uniform() * values.length)]!)));
-  medians.sort((a, b) => a - b);
-  return [medians[Math.floor(resamples * 0.05)]!, medians[Math.ceil(resamples * 0.95) - 1]!];
+  const values: number[] = [];
+  for (let r = 0; r < resamples; r++) values.push(statistic(items.map(() => items[Math.floor(rng.uniform() * items.length)]!)));
+  values.sort((a, b) => a - b);
+  return [values[Math.floor(resamples * 0.05)]!, values[Math.ceil(resamples * 0.95) - 1]!];
+}
+
+/** `bootstrapInterval` of the median of `values`. */
+export function medianInterval(values: number[], resamples = 1_000): [number, number] {
+  return bootstrapInterval(values, median, resamples);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { median, medianInterval } from "@/bench/lib/measure";
+import { bootstrapInterval, median, medianInterval, quantile } from "@/bench/lib/measure";
 import { Rng } from "@/lib/model/rng";
 
 /** Values with a known median: a seeded spread around `center` (a round's ratio on a noisy machine). */
@@ -31,5 +31,35 @@ describe("the benches' statistics", () => {
     const values = noisy(60, 1.05, 3);
     expect(medianInterval(values)).toEqual(medianInterval([...values]));
     expect(medianInterval([1.2, 1.2, 1.2, 1.2])).toEqual([1.2, 1.2]);
+  });
+
+  it("takes a quantile by nearest rank, and rejects a fraction outside 0 to 1", () => {
+    const values = [5, 1, 4, 2, 3, 10, 9, 8, 7, 6];
+    expect(quantile(values, 0)).toBe(1);
+    expect(quantile(values, 0.1)).toBe(1);
+    expect(quantile(values, 0.2)).toBe(2);
+    expect(quantile(values, 1)).toBe(10);
+    expect(() => quantile(values, 1.5)).toThrow(/from 0 to 1/);
+    expect(() => quantile([], 0.5)).toThrow(/no values/);
+  });
+
+  it("bootstraps an interval for a statistic of paired rounds: the quiet ratio sees through rollouts a burst of load slowed", () => {
+    // Rounds of two variants, the second 5% slower; a burst of load doubled the first's time in 10% of the
+    // rounds and the second's in 30%, which moves the ratio of the means far more than 5%.
+    const rng = new Rng(11);
+    const rounds = Array.from({ length: 120 }, () => {
+      const base = 20 * (1 + 0.02 * rng.uniform());
+      const hit = rng.uniform();
+      return { a: base * (hit < 0.1 ? 2 : 1), b: base * 1.05 * (hit > 0.7 ? 2 : 1) };
+    });
+    const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+    expect(sum(rounds.map((r) => r.b)) / sum(rounds.map((r) => r.a))).toBeGreaterThan(1.15);
+    const quietRatio = (sample: typeof rounds) => quantile(sample.map((r) => r.b), 0.1) / quantile(sample.map((r) => r.a), 0.1);
+    const [low, high] = bootstrapInterval(rounds, quietRatio);
+    expect(low).toBeLessThanOrEqual(quietRatio(rounds));
+    expect(high).toBeGreaterThanOrEqual(quietRatio(rounds));
+    expect(low).toBeGreaterThan(1.02);
+    expect(high).toBeLessThan(1.08);
+    expect(bootstrapInterval(rounds, quietRatio)).toEqual([low, high]);
   });
 });
