@@ -511,16 +511,14 @@ async function endToEnd(
           against_rollout_overhead_pct: overhead("against", "wallPerStep"),
           against_rollout_overhead_ci90: interval("against", "wallPerStep"),
           against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep"),
-          against_quiet_overhead_pct: quiet("against").pct,
-          against_quiet_overhead_ci90: quiet("against").ci90,
+          ...(({ pct, ci90 }) => ({ against_quiet_overhead_pct: pct, against_quiet_overhead_ci90: ci90 }))(quiet("against")),
         }
       : {}),
     ...(args.aa
       ? {
           aa_overhead_pct: overhead("native_again", "wallPerStep"),
           aa_overhead_ci90: interval("native_again", "wallPerStep"),
-          aa_quiet_overhead_pct: quiet("native_again").pct,
-          aa_quiet_overhead_ci90: quiet("native_again").ci90,
+          ...(({ pct, ci90 }) => ({ aa_quiet_overhead_pct: pct, aa_quiet_overhead_ci90: ci90 }))(quiet("native_again")),
         }
       : {}),
   };
