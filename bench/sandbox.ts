@@ -457,7 +457,7 @@ async function endToEnd(
       const batch = toTrainingBatch(groups, groupNormalized(groups, true));
       await policyUpdate(setup.policy.primitives, batch, { ...setup.algorithm, learningRate: 0 }, setup.temperature);
     }
-    return { ...rollout, cycle: performance.now() - wallStart };
+    return rollout;
   };
   type Totals = { wallPerStep: number; cpuPerStep: number; wall: number; steps: number };
   // Warm-up: the model's first calls, the sandbox's first crossings.
@@ -489,6 +489,8 @@ async function endToEnd(
     ci90: bootstrapInterval(rounds, (sample) => quietRatio(sample, variant)).map(pct),
   });
   const loopQuiet = quiet("loop");
+  const againstQuiet = againstPool ? quiet("against") : null;
+  const aaQuiet = args.aa ? quiet("native_again") : null;
   const starts = setup.specs.flatMap((spec) => new Array<typeof spec>(setup.groupSize).fill(spec));
   return {
     native_rollout_ms: Number(median(rounds.map((t) => t.native!.wall)).toFixed(1)),
@@ -506,19 +508,21 @@ async function endToEnd(
     cold_rollout_cpu_overhead_pct: overhead("cold", "cpuPerStep"),
     one_lane_overhead_pct: overhead("one_lane", "wallPerStep"),
     one_lane_cpu_overhead_pct: overhead("one_lane", "cpuPerStep"),
-    ...(againstPool
+    ...(againstQuiet
       ? {
           against_rollout_overhead_pct: overhead("against", "wallPerStep"),
           against_rollout_overhead_ci90: interval("against", "wallPerStep"),
           against_rollout_cpu_overhead_pct: overhead("against", "cpuPerStep"),
-          ...(({ pct, ci90 }) => ({ against_quiet_overhead_pct: pct, against_quiet_overhead_ci90: ci90 }))(quiet("against")),
+          against_quiet_overhead_pct: againstQuiet.pct,
+          against_quiet_overhead_ci90: againstQuiet.ci90,
         }
       : {}),
-    ...(args.aa
+    ...(aaQuiet
       ? {
           aa_overhead_pct: overhead("native_again", "wallPerStep"),
           aa_overhead_ci90: interval("native_again", "wallPerStep"),
-          ...(({ pct, ci90 }) => ({ aa_quiet_overhead_pct: pct, aa_quiet_overhead_ci90: ci90 }))(quiet("native_again")),
+          aa_quiet_overhead_pct: aaQuiet.pct,
+          aa_quiet_overhead_ci90: aaQuiet.ci90,
         }
       : {}),
   };
@@ -638,6 +642,8 @@ if (against) {
 console.log(
   `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; quiet: the ratio of the 10th percentiles; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment):`,
 );
+/** A 90% interval as the table shows it. */
+const span = (interval: readonly number[]) => `${interval[0]} to ${interval[1]}`;
 console.log(
   formatTable(
     [
@@ -653,18 +659,16 @@ console.log(
       r.sandbox_rollout_ms,
       String(r.lanes),
       r.rollout_overhead_pct,
-      `${r.rollout_overhead_ci90[0]} to ${r.rollout_overhead_ci90[1]}`,
+      span(r.rollout_overhead_ci90),
       r.rollout_quiet_overhead_pct,
-      `${r.rollout_quiet_overhead_ci90[0]} to ${r.rollout_quiet_overhead_ci90[1]}`,
+      span(r.rollout_quiet_overhead_ci90),
       r.rollout_cpu_overhead_pct,
       String(r.cold_lanes),
       r.cold_rollout_overhead_pct,
       r.one_lane_overhead_pct,
       r.one_lane_cpu_overhead_pct,
       ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_quiet_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),
-      ...(args.aa && r.aa_overhead_ci90 && r.aa_quiet_overhead_ci90
-        ? [r.aa_overhead_pct!, `${r.aa_overhead_ci90[0]} to ${r.aa_overhead_ci90[1]}`, r.aa_quiet_overhead_pct!, `${r.aa_quiet_overhead_ci90[0]} to ${r.aa_quiet_overhead_ci90[1]}`]
-        : []),
+      ...(r.aa_overhead_ci90 && r.aa_quiet_overhead_ci90 ? [r.aa_overhead_pct!, span(r.aa_overhead_ci90), r.aa_quiet_overhead_pct!, span(r.aa_quiet_overhead_ci90)] : []),
     ]),
   ),
 );

@@ -34,17 +34,16 @@ function formatNumber(n: number): string {
   return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(2);
 }
 
-/** The median (of an even count, the lower of the two middle values). */
-export function median(values: number[]): number {
-  if (values.length === 0) throw new Error("median of no values");
-  return [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)]!;
-}
-
 /** The value at fraction `q` (0 to 1) of the way through `values` sorted (nearest rank, rounding down). */
 export function quantile(values: number[], q: number): number {
   if (values.length === 0) throw new Error("quantile of no values");
   if (!(q >= 0 && q <= 1)) throw new Error(`quantile must be from 0 to 1; got ${q}`);
   return [...values].sort((a, b) => a - b)[Math.floor(q * (values.length - 1))]!;
+}
+
+/** The median (of an even count, the lower of the two middle values). */
+export function median(values: number[]): number {
+  return quantile(values, 0.5);
 }
 
 /**
