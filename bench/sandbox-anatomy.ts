@@ -1,0 +1,271 @@
+/**
+ * Where a sandboxed rollout's extra time goes: the policy's sampling, the lanes, the host thread's sandbox work,
+ * and the sandbox's thread waiting for a core.
+ *
+ *   npm run bench:sandbox-anatomy -- [--only arithmetic,guess-number] [--seconds 60]
+ *
+ * For each use case named (default: arithmetic, the one whose target is closest), one training step's rollout as
+ * bench:sandbox plays it (collectGroups with the use case's template and shipped base, each rollout followed,
+ * untimed, by its policy update at learning rate 0), in rounds of three variants in turn (the order rotating),
+ * all on the round's sampling seed:
+ *  - native: the environment in this process, the whole batch in one `runEpisodes`;
+ *  - native in lanes: the environment in this process, the batch cut where the sandboxed rollout cuts it
+ *    (`laneStarts` of `laneShape(protocol, true)`), one `runEpisodes` per lane after another: the policy's cost of
+ *    sampling in parts, with no sandbox (for a single-turn protocol the same calls in the same order as the
+ *    sandboxed rollout; for a multi-turn one the same calls, each lane's rounds together);
+ *  - sandboxed: `runSandboxedEpisodes` as the RL loop plays a step after the first (its episodes reset during the
+ *    rollout before, told them as `next`), in a pool of its own.
+ * Each rollout's wall time is split into the time inside the policy's `sample` calls and the rest (this thread's
+ * protocol code, tokenizing, and, sandboxed, posting, reading and waiting for the sandbox's thread). "quiet" is
+ * the ratio of two variants' 10th percentiles (the rollouts the machine left alone), "median" the median of the
+ * per-round ratios, as in bench:sandbox. lanes = native in lanes against native; sandbox = sandboxed against
+ * native in lanes (what the sandbox adds beyond sampling in parts); total = sandboxed against native.
+ * On Linux, the sandbox's thread's time on a core and its time runnable but waiting for one (its
+ * /proc/self/task/<tid>/schedstat, read around each sandboxed rollout), whose work lanes hide only while it runs.
+ * The last line is one JSON object with every figure.
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { useCases } from "@/lib/envs";
+import { builtInBaseDir } from "@/lib/envs/bases";
+import { readBuiltInDataset } from "@/lib/envs/datasets";
+import { groupNormalized } from "@/lib/rl/advantages";
+import { collectGroups, toTrainingBatch, type EpisodePlayer } from "@/lib/rl/rollouts";
+import { trainingSpecs } from "@/lib/rl/train";
+import { policyUpdate } from "@/lib/rl/update";
+import { EnvironmentSession } from "@/lib/sdk/environment";
+import { defineExperiment } from "@/lib/sdk/experiment";
+import { runEpisodes } from "@/lib/sdk/protocol";
+import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
+import { missingRolloutFlags } from "@/server/runtime/gc";
+import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { laneStarts } from "@/server/sandbox/lanes";
+import { formatTable, median, quantile } from "./lib/measure";
+
+// The process a worker is (server/runtime/gc.ts), as bench:sandbox.
+const missingFlags = missingRolloutFlags();
+if (missingFlags.length > 0) {
+  const { spawnSync } = await import("node:child_process");
+  const child = spawnSync(process.execPath, [...missingFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(child.status ?? 1);
+}
+
+const args = { only: ["arithmetic"], seconds: 60 };
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  else if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
+  else throw new Error(`unknown argument '${arg}'; accepted: --only NAME[,NAME], --seconds N`);
+}
+if (!(args.seconds >= 0)) throw new Error(`--seconds must be a number of seconds, 0 or more; got ${args.seconds}`);
+const unknown = args.only.filter((name) => !useCases[name]);
+if (unknown.length > 0 || args.only.length === 0) {
+  throw new Error(`--only: no use case named ${unknown.join(", ") || "(none given)"}; there are ${Object.keys(useCases).join(", ")}`);
+}
+
+const envDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "lib", "envs");
+const envFiles: SourceFiles = {};
+for (const file of readdirSync(envDir).filter((name) => name.endsWith(".ts"))) envFiles[file] = readFileSync(path.join(envDir, file), "utf8");
+const { engine } = await initBackend({ prefer: "js" });
+
+/** The sandbox's threads' scheduler times so far (ms on a core, ms runnable and waiting), or null off Linux. */
+function schedstat(tids: string[]): { run: number; wait: number } | null {
+  if (tids.length === 0) return null;
+  let run = 0;
+  let wait = 0;
+  for (const tid of tids) {
+    const file = `/proc/self/task/${tid}/schedstat`;
+    if (!existsSync(file)) return null;
+    const [onCpu, waiting] = readFileSync(file, "utf8").trim().split(/\s+/).map(Number);
+    run += onCpu! / 1e6;
+    wait += waiting! / 1e6;
+  }
+  return { run, wait };
+}
+const threadIds = () => (existsSync("/proc/self/task") ? readdirSync("/proc/self/task") : []);
+
+type Rollout = { wall: number; sampling: number; calls: number; steps: number; thread: { run: number; wait: number } | null };
+const variantNames = ["native", "native_lanes", "sandboxed"] as const;
+type VariantName = (typeof variantNames)[number];
+
+const results = [];
+for (const name of args.only) {
+  const useCase = useCases[name]!;
+  const definition = useCase.environment;
+  const config = defineExperiment({ ...useCase.template, seed: 1 });
+  const model = BaseModel.load(builtInBaseDir(config.agent.base), { engine });
+  const client = new TrainingClient(model, { seed: 1 });
+  // The policy's sampling, timed: a wrapper over the client, which the rollout calls as it would the client.
+  const timing = { ms: 0, calls: 0 };
+  const primitives = Object.create(client) as TrainingClient;
+  primitives.sample = async (...sampleArgs: Parameters<TrainingClient["sample"]>) => {
+    const start = performance.now();
+    try {
+      return await client.sample(...sampleArgs);
+    } finally {
+      timing.ms += performance.now() - start;
+      timing.calls += 1;
+    }
+  };
+  const policy = { primitives, tokenizer: model.tokenizer, contextLength: model.config.contextLength };
+  const rows = definition.data.kind === "dataset" ? readBuiltInDataset(definition.data.dataset) : null;
+  const specs = trainingSpecs(config, 0, rows);
+  const { file, exportName } = await definedIn(definition);
+  const entry = "__anatomy_entry.ts";
+  const before = new Set(threadIds());
+  const pool = await SandboxedEnvironmentPool.create(
+    { files: { ...envFiles, [entry]: `export { ${exportName} as default } from "./${file.replace(/\.ts$/, "")}";\n` }, entry },
+    { limits: { maxStepsPerEpisode: 1_000 } },
+  );
+  const sandboxThreads = threadIds().filter((tid) => !before.has(tid));
+  const starts = specs.flatMap((spec) => new Array<typeof spec>(config.algorithm.groupSize).fill(spec));
+  const cuts = laneStarts(starts, laneShape(useCase.protocol, true));
+  const players: Record<VariantName, EpisodePlayer | undefined> = {
+    native: undefined,
+    native_lanes: async (protocol, laneless, act, options) => {
+      const played = [];
+      for (let lane = 0; lane < cuts.length; lane++) {
+        const part = laneless.slice(cuts[lane], cuts[lane + 1] ?? laneless.length);
+        played.push(...(await runEpisodes(protocol, part.map((start) => ({ ...start, session: new EnvironmentSession(definition) })), act, { fitsContext: options.fitsContext })));
+      }
+      return played;
+    },
+    sandboxed: (protocol, all, act, options) => runSandboxedEpisodes(protocol, pool, all, act, options),
+  };
+  const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
+  const once = async (variant: VariantName, seed: number): Promise<Rollout> => {
+    timing.ms = 0;
+    timing.calls = 0;
+    const threadBefore = variant === "sandboxed" ? schedstat(sandboxThreads) : null;
+    const start = performance.now();
+    const groups = await collectGroups({
+      policy,
+      environment: variant === "sandboxed" ? environment : definition,
+      protocol: useCase.protocol,
+      specs,
+      groupSize: config.algorithm.groupSize,
+      sampling: { temperature: config.agent.sampling.temperature, maxTokens: config.agent.sampling.maxTokens, seed },
+      playEpisodes: players[variant],
+      nextSpecs: variant === "sandboxed" ? specs : undefined,
+    });
+    const wall = performance.now() - start;
+    const threadAfter = threadBefore && schedstat(sandboxThreads);
+    const rollout: Rollout = {
+      wall,
+      sampling: timing.ms,
+      calls: timing.calls,
+      steps: groups.flat().reduce((sum, trajectory) => sum + trajectory.turns.length, 0),
+      thread: threadBefore && threadAfter ? { run: threadAfter.run - threadBefore.run, wait: threadAfter.wait - threadBefore.wait } : null,
+    };
+    await policyUpdate(client, toTrainingBatch(groups, groupNormalized(groups, true)), { ...config.algorithm, learningRate: 0 }, config.agent.sampling.temperature);
+    return rollout;
+  };
+  for (const variant of variantNames) await once(variant, 0); // warm-up
+  const rounds: Record<VariantName, Rollout>[] = [];
+  const started = performance.now();
+  for (let round = 0; round < 12 || performance.now() - started < args.seconds * 1000; round++) {
+    const played = {} as Record<VariantName, Rollout>;
+    for (let k = 0; k < variantNames.length; k++) {
+      const variant = variantNames[(round + k) % variantNames.length]!;
+      played[variant] = await once(variant, (1 + round) * 100);
+    }
+    rounds.push(played);
+  }
+  pool.dispose();
+
+  // Per episode step, as bench:sandbox: a split batch samples differently, and its episodes' lengths differ a little.
+  const perStep = (variant: VariantName, key: "wall" | "sampling") => rounds.map((round) => round[variant][key] / round[variant].steps);
+  const ms = (variant: VariantName, key: "wall" | "sampling", q: number) => quantile(rounds.map((round) => round[variant][key]), q);
+  const other = (variant: VariantName, q: number) => quantile(rounds.map((round) => round[variant].wall - round[variant].sampling), q);
+  const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
+  const quiet = (variant: VariantName, against: VariantName) => pct(quantile(perStep(variant, "wall"), 0.1) / quantile(perStep(against, "wall"), 0.1));
+  const medianOf = (variant: VariantName, against: VariantName) => {
+    const a = perStep(variant, "wall");
+    const b = perStep(against, "wall");
+    return pct(median(a.map((value, i) => value / b[i]!)));
+  };
+  const summary = (variant: VariantName) => ({
+    wall_ms_p10: round2(ms(variant, "wall", 0.1)),
+    wall_ms_p50: round2(ms(variant, "wall", 0.5)),
+    sampling_ms_p10: round2(ms(variant, "sampling", 0.1)),
+    sampling_ms_p50: round2(ms(variant, "sampling", 0.5)),
+    other_ms_p10: round2(other(variant, 0.1)),
+    other_ms_p50: round2(other(variant, 0.5)),
+    sample_calls: median(rounds.map((round) => round[variant].calls)),
+  });
+  const threads = rounds.map((round) => round.sandboxed.thread).filter((thread) => thread !== null);
+  results.push({
+    name,
+    policy: `${config.agent.base}, ${config.algorithm.groupsPerStep}x${config.algorithm.groupSize}`,
+    lanes: cuts.length,
+    rounds: rounds.length,
+    native: summary("native"),
+    native_lanes: summary("native_lanes"),
+    sandboxed: summary("sandboxed"),
+    lanes_quiet_pct: quiet("native_lanes", "native"),
+    lanes_median_pct: medianOf("native_lanes", "native"),
+    sandbox_quiet_pct: quiet("sandboxed", "native_lanes"),
+    sandbox_median_pct: medianOf("sandboxed", "native_lanes"),
+    total_quiet_pct: quiet("sandboxed", "native"),
+    total_median_pct: medianOf("sandboxed", "native"),
+    thread:
+      threads.length > 0
+        ? {
+            run_ms_mean: round2(threads.reduce((sum, thread) => sum + thread.run, 0) / threads.length),
+            wait_ms_mean: round2(threads.reduce((sum, thread) => sum + thread.wait, 0) / threads.length),
+            wait_ms_p50: round2(quantile(threads.map((thread) => thread.wait), 0.5)),
+            wait_ms_p90: round2(quantile(threads.map((thread) => thread.wait), 0.9)),
+          }
+        : null,
+  });
+}
+
+function round2(value: number): number {
+  return Number(value.toFixed(2));
+}
+
+/** The file of lib/envs and the export that hold `definition`: the sandbox compiles that file, as a user's. */
+async function definedIn(definition: object): Promise<{ file: string; exportName: string }> {
+  for (const file of Object.keys(envFiles).sort()) {
+    if (!envFiles[file]!.includes("defineEnvironment")) continue;
+    const module = (await import(pathToFileURL(path.join(envDir, file)).href)) as Record<string, unknown>;
+    const exportName = Object.keys(module).find((key) => key !== "default" && module[key] === definition);
+    if (exportName) return { file, exportName };
+  }
+  throw new Error("the use case's environment is not a named export of a file in lib/envs");
+}
+
+console.log("one training step's rollout, each followed by its policy update (learning rate 0); ms per rollout, p10 / median over rounds");
+console.log(
+  formatTable(
+    ["use case", "variant", "calls", "wall p10", "wall p50", "sampling p10", "sampling p50", "other p10", "other p50"],
+    results.flatMap((result) =>
+      variantNames.map((variant) => {
+        const s = result[variant];
+        return [`${result.name} (${result.policy}, ${result.rounds} rounds)`, variant.replace("_", " in "), s.sample_calls, s.wall_ms_p10, s.wall_ms_p50, s.sampling_ms_p10, s.sampling_ms_p50, s.other_ms_p10, s.other_ms_p50];
+      }),
+    ),
+  ),
+);
+console.log("\nwhat each adds per episode step (quiet: ratio of 10th percentiles; median: of per-round ratios), and the sandbox's thread per sandboxed rollout (Linux)");
+console.log(
+  formatTable(
+    ["use case", "lanes quiet %", "lanes median %", "sandbox quiet %", "sandbox median %", "total quiet %", "total median %", "thread run ms", "thread wait ms (mean)", "wait p50", "wait p90"],
+    results.map((result) => [
+      result.name,
+      result.lanes_quiet_pct,
+      result.lanes_median_pct,
+      result.sandbox_quiet_pct,
+      result.sandbox_median_pct,
+      result.total_quiet_pct,
+      result.total_median_pct,
+      result.thread ? result.thread.run_ms_mean : "-",
+      result.thread ? result.thread.wait_ms_mean : "-",
+      result.thread ? result.thread.wait_ms_p50 : "-",
+      result.thread ? result.thread.wait_ms_p90 : "-",
+    ]),
+  ),
+);
+console.log(JSON.stringify({ seconds: args.seconds, use_cases: results }));
+process.exit(0);
