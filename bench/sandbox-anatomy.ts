@@ -118,7 +118,9 @@ for (const name of args.only) {
     { files: { ...envFiles, [entry]: `export { ${exportName} as default } from "./${file.replace(/\.ts$/, "")}";\n` }, entry },
     { limits: { maxStepsPerEpisode: 1_000 } },
   );
-  const sandboxThreads = threadIds().filter((tid) => !before.has(tid));
+  // The threads the pool started: its sandbox's thread, and any the process started then (libuv's, on its first
+  // file read), which the warm-up below drops when they did no work.
+  let sandboxThreads = threadIds().filter((tid) => !before.has(tid));
   const starts = specs.flatMap((spec) => new Array<typeof spec>(config.algorithm.groupSize).fill(spec));
   const cuts = laneStarts(starts, laneShape(useCase.protocol, true));
   const players: Record<VariantName, EpisodePlayer | undefined> = {
@@ -161,7 +163,10 @@ for (const name of args.only) {
     await policyUpdate(client, toTrainingBatch(groups, groupNormalized(groups, true)), { ...config.algorithm, learningRate: 0 }, config.agent.sampling.temperature);
     return rollout;
   };
-  for (const variant of variantNames) await once(variant, 0); // warm-up
+  // Warm-up: the model's first calls, the sandbox's first crossings; the sandbox's own thread is the one that ran.
+  const threadStart = new Map(sandboxThreads.map((tid) => [tid, schedstat([tid])?.run ?? 0]));
+  for (const variant of variantNames) await once(variant, 0);
+  sandboxThreads = sandboxThreads.filter((tid) => (schedstat([tid])?.run ?? 0) - threadStart.get(tid)! > 0.5);
   const rounds: Record<VariantName, Rollout>[] = [];
   const started = performance.now();
   for (let round = 0; round < 12 || performance.now() - started < args.seconds * 1000; round++) {
@@ -212,6 +217,7 @@ for (const name of args.only) {
     thread:
       threads.length > 0
         ? {
+            threads: sandboxThreads.length,
             run_ms_mean: round2(threads.reduce((sum, thread) => sum + thread.run, 0) / threads.length),
             wait_ms_mean: round2(threads.reduce((sum, thread) => sum + thread.wait, 0) / threads.length),
             wait_ms_p50: round2(quantile(threads.map((thread) => thread.wait), 0.5)),
