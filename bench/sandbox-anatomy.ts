@@ -38,18 +38,12 @@ import { EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { runEpisodes } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { missingRolloutFlags } from "@/server/runtime/gc";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
-import { formatTable, median, quantile } from "./lib/measure";
+import { formatTable, median, quantile, quietRatio } from "./lib/measure";
+import { runAsRolloutProcess } from "./lib/rollout-process";
 
-// The process a worker is (server/runtime/gc.ts), as bench:sandbox.
-const missingFlags = missingRolloutFlags();
-if (missingFlags.length > 0) {
-  const { spawnSync } = await import("node:child_process");
-  const child = spawnSync(process.execPath, [...missingFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
-  process.exit(child.status ?? 1);
-}
+runAsRolloutProcess(); // the process a worker is (server/runtime/gc.ts), as bench:sandbox
 
 const args = { only: ["arithmetic"], seconds: 60 };
 for (let i = 2; i < process.argv.length; i++) {
@@ -180,15 +174,14 @@ for (const name of args.only) {
   pool.dispose();
 
   // Per episode step, as bench:sandbox: a split batch samples differently, and its episodes' lengths differ a little.
-  const perStep = (variant: VariantName, key: "wall" | "sampling") => rounds.map((round) => round[variant][key] / round[variant].steps);
+  const perStep = (variant: VariantName) => rounds.map((round) => round[variant].wall / round[variant].steps);
   const ms = (variant: VariantName, key: "wall" | "sampling", q: number) => quantile(rounds.map((round) => round[variant][key]), q);
   const other = (variant: VariantName, q: number) => quantile(rounds.map((round) => round[variant].wall - round[variant].sampling), q);
   const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
-  const quiet = (variant: VariantName, against: VariantName) => pct(quantile(perStep(variant, "wall"), 0.1) / quantile(perStep(against, "wall"), 0.1));
+  const quiet = (variant: VariantName, against: VariantName) => pct(quietRatio(perStep(variant), perStep(against)));
   const medianOf = (variant: VariantName, against: VariantName) => {
-    const a = perStep(variant, "wall");
-    const b = perStep(against, "wall");
-    return pct(median(a.map((value, i) => value / b[i]!)));
+    const baseline = perStep(against);
+    return pct(median(perStep(variant).map((value, i) => value / baseline[i]!)));
   };
   const summary = (variant: VariantName) => ({
     wall_ms_p10: round2(ms(variant, "wall", 0.1)),

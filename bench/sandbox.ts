@@ -100,17 +100,12 @@ import type { SampledSequence } from "@/server/runtime/sampler";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
-import { missingRolloutFlags, startedMarkingOnMainThread } from "@/server/runtime/gc";
-import { bootstrapInterval, formatTable, median, medianInterval, quantile } from "./lib/measure";
+import { startedMarkingOnMainThread } from "@/server/runtime/gc";
+import { bootstrapInterval, formatTable, median, medianInterval, quietRatio } from "./lib/measure";
+import { runAsRolloutProcess } from "./lib/rollout-process";
 
-// The process a worker is (server/runtime/gc.ts): on fewer than three cores, started with no concurrent marking
-// (unless --concurrent-marking, V8's default, to compare); this one restarts itself so when it was not.
-const missingFlags = process.argv.includes("--concurrent-marking") ? [] : missingRolloutFlags();
-if (missingFlags.length > 0) {
-  const { spawnSync } = await import("node:child_process");
-  const child = spawnSync(process.execPath, [...missingFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
-  process.exit(child.status ?? 1);
-}
+// The process a worker is (server/runtime/gc.ts), unless --concurrent-marking (V8's default, to compare).
+runAsRolloutProcess(process.argv.includes("--concurrent-marking"));
 const mainThreadGc = startedMarkingOnMainThread();
 
 const args = { seconds: 2, e2eSeconds: 60, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true, aa: false };
@@ -482,11 +477,14 @@ async function endToEnd(
   const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") => pct(median(ratios(variant, key)));
   const interval = (variant: string, key: "wallPerStep" | "cpuPerStep") => medianInterval(ratios(variant, key)).map(pct);
   // The rollouts the machine left alone: the ratio of the two variants' 10th percentiles (wall per episode step).
-  const quietRatio = (sample: Record<string, Totals>[], variant: string) =>
-    quantile(sample.map((t) => t[variant]!.wallPerStep), 0.1) / quantile(sample.map((t) => t.native!.wallPerStep), 0.1);
+  const quietOf = (sample: Record<string, Totals>[], variant: string) =>
+    quietRatio(
+      sample.map((t) => t[variant]!.wallPerStep),
+      sample.map((t) => t.native!.wallPerStep),
+    );
   const quiet = (variant: string) => ({
-    pct: pct(quietRatio(rounds, variant)),
-    ci90: bootstrapInterval(rounds, (sample) => quietRatio(sample, variant)).map(pct),
+    pct: pct(quietOf(rounds, variant)),
+    ci90: bootstrapInterval(rounds, (sample) => quietOf(sample, variant)).map(pct),
   });
   const loopQuiet = quiet("loop");
   const againstQuiet = againstPool ? quiet("against") : null;

@@ -41,6 +41,14 @@ export function quantile(values: number[], q: number): number {
   return [...values].sort((a, b) => a - b)[Math.floor(q * (values.length - 1))]!;
 }
 
+/**
+ * The ratio of two variants' 10th percentiles (e.g. ms per episode step): how they compare in the runs the machine
+ * left alone, which a shared VM's bursts move far less than the median of per-round ratios (docs/SANDBOX.md).
+ */
+export function quietRatio(values: number[], baseline: number[]): number {
+  return quantile(values, 0.1) / quantile(baseline, 0.1);
+}
+
 /** The median (of an even count, the lower of the two middle values). */
 export function median(values: number[]): number {
   return quantile(values, 0.5);
