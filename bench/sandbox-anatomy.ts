@@ -20,6 +20,8 @@
  * the ratio of two variants' 10th percentiles (the rollouts the machine left alone), "median" the median of the
  * per-round ratios, as in bench:sandbox. lanes = native in lanes against native; sandbox = sandboxed against
  * native in lanes (what the sandbox adds beyond sampling in parts); total = sandboxed against native.
+ * The sandboxed rest is split again: the time this thread blocked for the sandbox's answers (a rollout's last
+ * crossing, when the sandbox's thread is late) and the time it worked.
  * On Linux, the sandbox's thread's time on a core and its time runnable but waiting for one (its
  * /proc/self/task/<tid>/schedstat, read around each sandboxed rollout), whose work lanes hide only while it runs.
  * The last line is one JSON object with every figure.
@@ -79,7 +81,7 @@ function schedstat(tids: string[]): { run: number; wait: number } | null {
 }
 const threadIds = () => (existsSync("/proc/self/task") ? readdirSync("/proc/self/task") : []);
 
-type Rollout = { wall: number; sampling: number; calls: number; steps: number; thread: { run: number; wait: number } | null };
+type Rollout = { wall: number; sampling: number; blocked: number; calls: number; steps: number; thread: { run: number; wait: number } | null };
 const variantNames = ["native", "native_lanes", "sandboxed"] as const;
 type VariantName = (typeof variantNames)[number];
 
@@ -134,6 +136,7 @@ for (const name of args.only) {
     timing.ms = 0;
     timing.calls = 0;
     const threadBefore = variant === "sandboxed" ? schedstat(sandboxThreads) : null;
+    const blockedBefore = pool.blockedMs;
     const start = performance.now();
     const groups = await collectGroups({
       policy,
@@ -150,6 +153,7 @@ for (const name of args.only) {
     const rollout: Rollout = {
       wall,
       sampling: timing.ms,
+      blocked: pool.blockedMs - blockedBefore,
       calls: timing.calls,
       steps: groups.flat().reduce((sum, trajectory) => sum + trajectory.turns.length, 0),
       thread: threadBefore && threadAfter ? { run: threadAfter.run - threadBefore.run, wait: threadAfter.wait - threadBefore.wait } : null,
@@ -193,6 +197,8 @@ for (const name of args.only) {
     sample_calls: median(rounds.map((round) => round[variant].calls)),
   });
   const threads = rounds.map((round) => round.sandboxed.thread).filter((thread) => thread !== null);
+  const blocked = rounds.map((round) => round.sandboxed.blocked);
+  const worked = rounds.map((round) => round.sandboxed.wall - round.sandboxed.sampling - round.sandboxed.blocked);
   results.push({
     name,
     policy: `${config.agent.base}, ${config.algorithm.groupsPerStep}x${config.algorithm.groupSize}`,
@@ -207,6 +213,14 @@ for (const name of args.only) {
     sandbox_median_pct: medianOf("sandboxed", "native_lanes"),
     total_quiet_pct: quiet("sandboxed", "native"),
     total_median_pct: medianOf("sandboxed", "native"),
+    sandboxed_rest: {
+      worked_ms_p10: round2(quantile(worked, 0.1)),
+      worked_ms_p50: round2(quantile(worked, 0.5)),
+      blocked_ms_mean: round2(blocked.reduce((sum, ms) => sum + ms, 0) / blocked.length),
+      blocked_ms_p50: round2(quantile(blocked, 0.5)),
+      blocked_ms_p90: round2(quantile(blocked, 0.9)),
+      blocked_rollouts: blocked.filter((ms) => ms > 0.05).length,
+    },
     thread:
       threads.length > 0
         ? {
@@ -263,6 +277,23 @@ console.log(
       result.thread ? result.thread.wait_ms_mean : "-",
       result.thread ? result.thread.wait_ms_p50 : "-",
       result.thread ? result.thread.wait_ms_p90 : "-",
+    ]),
+  ),
+);
+console.log("\nthe sandboxed rollout's rest (outside sampling): this thread working, and blocked for the sandbox's answers; ms per rollout");
+console.log(
+  formatTable(
+    ["use case", "worked p10", "worked p50", "native in lanes rest p10", "native in lanes rest p50", "blocked mean", "blocked p50", "blocked p90", "rollouts blocked > 0.05 ms"],
+    results.map((result) => [
+      result.name,
+      result.sandboxed_rest.worked_ms_p10,
+      result.sandboxed_rest.worked_ms_p50,
+      result.native_lanes.other_ms_p10,
+      result.native_lanes.other_ms_p50,
+      result.sandboxed_rest.blocked_ms_mean,
+      result.sandboxed_rest.blocked_ms_p50,
+      result.sandboxed_rest.blocked_ms_p90,
+      `${result.sandboxed_rest.blocked_rollouts} of ${result.rounds}`,
     ]),
   ),
 );

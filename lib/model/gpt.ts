@@ -479,6 +479,18 @@ function giveBackDecoderMemory(memory: DecoderMemory): void {
   if (freeDecoderMemories.length > keptDecoderMemories) freeDecoderMemories.shift();
 }
 
+/** The arrays a decoding step reads as operands of the SIMD kernels: the weights of products and layer norms. */
+function stepOperands(model: ModelView): Float32Array[] {
+  const { weights: w, lora } = model;
+  const arrays: Float32Array[] = [w.lmHead, w.lnFinal.gain, w.lnFinal.bias];
+  w.blocks.forEach((blk, l) => {
+    arrays.push(blk.ln1.gain, blk.ln1.bias, blk.ln2.gain, blk.ln2.bias);
+    for (const lin of [blk.attn_qkv, blk.attn_proj, blk.mlp_fc, blk.mlp_proj]) arrays.push(lin.weight);
+    for (const pair of Object.values(lora?.blocks[l] ?? {})) if (pair) arrays.push(pair.A, pair.B);
+  });
+  return arrays;
+}
+
 function createDecoder(model: ModelView, rows: number): Decoder {
   const { config, weights: w, lora } = model;
   const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
@@ -499,6 +511,9 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const lens = own ? new Int32Array(own.heap.buffer, (basesAt + maxTokens) * 4, maxTokens) : null;
   const lengths = new Int32Array(rows);
   const scores = new Float32Array(Tmax);
+  // The weights every step multiplies by, copied into the kernel's memory once for this decoder's life rather
+  // than once per product: a decoding step of a small model spent most of its fixed cost copying them.
+  const unpin = arena ? simdGemm!.pin(stepOperands(model)) : null;
   let disposed = false;
 
   function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
@@ -630,8 +645,10 @@ function createDecoder(model: ModelView, rows: number): Decoder {
     length: (row) => lengths[row],
     dispose() {
       // once only: a memory given back twice would be handed to two decoders
-      if (own && !disposed) giveBackDecoderMemory(own);
+      if (disposed) return;
       disposed = true;
+      unpin?.();
+      if (own) giveBackDecoderMemory(own);
     },
   };
 }

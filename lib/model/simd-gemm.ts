@@ -252,6 +252,14 @@ export interface SimdGemm {
    */
   batch(fn: () => void): void;
   /**
+   * Copies arrays that lie outside this memory (a model's weights) into the arena once, and until the returned
+   * function is called every product and operation reads those copies instead of copying the arrays again
+   * each time. The arrays must not change while pinned. For a synchronous stretch of work that reuses the same
+   * arrays many times (a decoder's steps): an arena mark taken before the pin and released while it holds drops
+   * the pin (the copies' memory is then reused), and products copy as before.
+   */
+  pin(arrays: readonly Float32Array[]): () => void;
+  /**
    * A separate instance of the kernels on a zeroed memory of its own, of at least `floats` floats, for state
    * that outlives the arena's stack discipline (a decoder's key/value cache); null without shared memory.
    */
@@ -323,6 +331,15 @@ function createSimdGemm(): SimdGemm | null {
     });
     native!.run(calls.length);
   }
+  /** Copies of arrays outside this memory (`pin`), by the array they copy; and each pin's extent in the arena. */
+  const residents = new Map<Float32Array, Float32Array>();
+  const pins: { start: number; end: number; arrays: Float32Array[] }[] = [];
+  /** Drops the pins whose copies lie above `mark` (their memory is being released). */
+  const unpinAbove = (mark: number) => {
+    while (pins.length > 0 && pins[pins.length - 1]!.end > mark) {
+      for (const a of pins.pop()!.arrays) residents.delete(a);
+    }
+  };
   const arena: WasmArena = {
     alloc(n, zero = true) {
       if (!shared) return new Float32Array(n);
@@ -335,6 +352,7 @@ function createSimdGemm(): SimdGemm | null {
     },
     mark: () => top,
     release(mark) {
+      if (pins.length > 0) unpinAbove(mark);
       top = mark;
     },
   };
@@ -388,6 +406,8 @@ function createSimdGemm(): SimdGemm | null {
    */
   function place(v: MatrixView): [number, number, number] {
     if (owns(v.data)) return [v.data.byteOffset + v.offset * 4, v.rowStride, v.colStride];
+    const resident = residents.get(v.data);
+    if (resident) return [resident.byteOffset + v.offset * 4, v.rowStride, v.colStride];
     const contiguousRows = v.colStride === 1;
     const count = contiguousRows ? v.rows : v.cols, len = contiguousRows ? v.cols : v.rows, stride = contiguousRows ? v.rowStride : v.colStride;
     const pitch = (len + 3) & ~3;
@@ -404,8 +424,10 @@ function createSimdGemm(): SimdGemm | null {
   function withCopies<R>(arrays: (Float32Array | null)[], outputs: boolean[], fn: (copies: (Float32Array | null)[]) => R): R {
     const mark = arena.mark();
     try {
-      const copies = arrays.map((a) => {
+      const copies = arrays.map((a, i) => {
         if (!a || owns(a)) return a;
+        const resident = outputs[i] ? undefined : residents.get(a);
+        if (resident) return resident;
         const copy = arena.alloc(a.length, false);
         copy.set(a);
         return copy;
@@ -437,6 +459,27 @@ function createSimdGemm(): SimdGemm | null {
       nativeScales = new Float32Array(nativeSlots.buffer);
       native?.bind(heap, nativeSlots);
     },
+    pin(arrays) {
+      if (!shared) return () => {};
+      const start = top;
+      const pinned: Float32Array[] = [];
+      for (const a of arrays) {
+        if (owns(a) || residents.has(a)) continue;
+        const copy = arena.alloc(a.length, false);
+        copy.set(a);
+        residents.set(a, copy);
+        pinned.push(a);
+      }
+      const pin = { start, end: top, arrays: pinned };
+      pins.push(pin);
+      return () => {
+        const at = pins.indexOf(pin);
+        if (at < 0) return; // dropped already, its memory released (see unpinAbove)
+        // Pins nest: any made after this one go with it. The memory goes back only when nothing lies after it.
+        while (pins.length > at) for (const a of pins.pop()!.arrays) residents.delete(a);
+        if (top === pin.end) top = pin.start;
+      };
+    },
     instantiate(floats) {
       if (!shared) return null;
       const pages = Math.ceil((floats * 4 + guardBytes) / 65536);
@@ -462,8 +505,8 @@ function createSimdGemm(): SimdGemm | null {
         let bPtr: number, brs: number, bcs = 1;
         if (native && (b.colStride === 1 || b.rowStride === 1)) {
           [bPtr, brs, bcs] = place(b);
-        } else if (owns(b.data) && b.colStride === 1 && N === Nk) {
-          [bPtr, brs] = [b.data.byteOffset + b.offset * 4, b.rowStride];
+        } else if ((owns(b.data) || residents.has(b.data)) && b.colStride === 1 && N === Nk) {
+          [bPtr, brs] = [(residents.get(b.data) ?? b.data).byteOffset + b.offset * 4, b.rowStride];
         } else {
           const base = scratch(K * Nk);
           const bd = b.data, stride = b.colStride;

@@ -63,6 +63,7 @@ export class QuickJSSandbox {
   /** `watchAnswer` calls still waiting (one whose answer was taken for it waits out its last wake-up). */
   private watchers = 0;
   private lastMemoryMb = 0;
+  private blocked = 0;
   private readonly mailbox: Mailbox;
   private readonly control: Int32Array;
   private readonly clock: Float64Array;
@@ -265,12 +266,23 @@ export class QuickJSSandbox {
    * watching (it throws when an op outlives its budget), or until `until` (`performance.now()` ms: false).
    */
   private blockForAnswer(budgets: OpBudget[], postedAt: number, until = Infinity): boolean {
-    while (Atomics.load(this.control, ANSWERED) !== 1) {
-      const left = until - performance.now();
-      if (left <= 0) return false;
-      Atomics.wait(this.control, ANSWERED, 0, Math.min(left, this.watchdogWait(budgets, postedAt)));
+    if (Atomics.load(this.control, ANSWERED) === 1) return true;
+    const blockedFrom = performance.now();
+    try {
+      while (Atomics.load(this.control, ANSWERED) !== 1) {
+        const left = until - performance.now();
+        if (left <= 0) return false;
+        Atomics.wait(this.control, ANSWERED, 0, Math.min(left, this.watchdogWait(budgets, postedAt)));
+      }
+      return true;
+    } finally {
+      this.blocked += performance.now() - blockedFrom;
     }
-    return true;
+  }
+
+  /** How long this thread has blocked for the sandbox's answers so far, in milliseconds (bench:sandbox-anatomy). */
+  get blockedMs(): number {
+    return this.blocked;
   }
 
   /** Takes `answerAsync`'s answer and settles its promise with it (or with the failure the answer is). */

@@ -221,6 +221,11 @@ export class SandboxedEnvironmentPool {
     this.sandbox.takeIfAnswered();
   }
 
+  /** How long the host thread has blocked for this pool's answers so far, in milliseconds. */
+  get blockedMs(): number {
+    return this.sandbox.blockedMs;
+  }
+
   /** @internal The async batch posted is still running (false once it has been answered and taken). */
   get awaitingAnswer(): boolean {
     return this.sandbox.awaitingAnswer;

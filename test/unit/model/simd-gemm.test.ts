@@ -59,6 +59,38 @@ describe.skipIf(!simdGemm)("the WebAssembly SIMD matrix kernel", () => {
     }
   });
 
+  it("reads a pinned array from its copy until unpinned, and a release below the pin drops it", () => {
+    const M = 5, K = 24, N = 16;
+    const a = fill(new Float32Array(M * K));
+    const b = fill(new Float32Array(K * N));
+    const product = () => {
+      const out = new Float32Array(M * N);
+      gemm.multiply(out, rowMajor(a, M, K), rowMajor(b, K, N), false, 1);
+      return out;
+    };
+    const before = product();
+    const outer = gemm.arena.mark();
+    try {
+      const unpin = gemm.pin([b]);
+      expect(product()).toEqual(before); // the copy gives the same product
+      b[0]! += 10; // the contract is that pinned arrays do not change; this shows the copy is what is read
+      expect(product()).toEqual(before);
+      unpin();
+      expect(gemm.arena.mark()).toBe(outer); // its memory went back
+      const changed = product();
+      expect(changed[0]).not.toBe(before[0]);
+      b[0]! -= 10;
+      // A mark taken before the pin and released while it holds drops it: the array is read again, not stale memory.
+      gemm.pin([b]);
+      gemm.arena.release(outer);
+      b[0]! += 10;
+      expect(product()).toEqual(changed);
+      b[0]! -= 10;
+    } finally {
+      gemm.arena.release(outer);
+    }
+  });
+
   it("refuses a left operand with neither stride 1, naming the strides", () => {
     const data = new Float32Array(64);
     const a: MatrixView = { data, offset: 0, rows: 4, cols: 4, rowStride: 8, colStride: 2 };
