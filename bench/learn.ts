@@ -25,11 +25,11 @@ import { evaluationSpecs, splitDataset, trainRl } from "../lib/rl/train";
 import { defineExperiment } from "../lib/sdk/experiment";
 import type { Trajectory } from "../lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "../server/runtime/index";
+import { mean } from "./lib/measure";
 
 /** What each use case is judged by: a figure of the held-out episodes, and the figure it should reach. */
 type Measure = { metric: string; target: number | null; lowerIsBetter?: boolean; of(episodes: Trajectory[]): number };
 
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.length, 1);
 const scoreOf = (episodes: Trajectory[]) => mean(episodes.map((t) => t.score));
 /** A game counts as lost unless the agent won or drew it: an invalid move ends it lost. */
 const lossRate = (episodes: Trajectory[]) => mean(episodes.map((t) => (t.metrics.won || t.metrics.draw ? 0 : 1)));

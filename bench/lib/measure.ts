@@ -49,6 +49,11 @@ export function quietRatio(values: number[], baseline: number[]): number {
   return quantile(values, 0.1) / quantile(baseline, 0.1);
 }
 
+/** The arithmetic mean; 0 of no values. */
+export function mean(values: number[]): number {
+  return values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1);
+}
+
 /** The median (of an even count, the lower of the two middle values). */
 export function median(values: number[]): number {
   return quantile(values, 0.5);

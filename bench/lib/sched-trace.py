@@ -25,8 +25,8 @@ def events(path):
         for line in lines:
             match = LINE.match(line)
             if match:
-                comm, pid, cpu, ts, event, rest = match.groups()
-                yield comm, pid, int(cpu), float(ts), event, rest
+                _, _, cpu, ts, event, rest = match.groups()
+                yield int(cpu), float(ts), event, rest
 
 
 def quantile(values, q):
@@ -38,7 +38,7 @@ def main(path, host, sandbox):
     pending = None  # the sandbox's last wake-up: (time, target core)
     waits, placed, held = [], collections.Counter(), collections.Counter()
     preempted, by, times = None, collections.Counter(), collections.Counter()
-    for comm, pid, cpu, ts, event, rest in events(path):
+    for cpu, ts, event, rest in events(path):
         if event == "sched_wakeup":
             fields = dict(re.findall(r"(\w+)=(\S+)", rest))
             if fields.get("pid") == sandbox:
@@ -69,7 +69,7 @@ def main(path, host, sandbox):
     print(f"sandbox thread {sandbox}: {len(waits)} wake-ups, {dict(placed)}")
     print(f"  waited to run: p50 {quantile(waits, 0.5) * 1e6:.0f} µs, p90 {quantile(waits, 0.9) * 1e6:.0f} µs, "
           f"p99 {quantile(waits, 0.99) * 1e6:.0f} µs, {sum(waits) * 1e3:.1f} ms in all")
-    print("  waits over 200 µs, by what ran on its core when it woke (swapper: the core was idle, its vCPU halted):")
+    print("  waits over 200 µs, by what ran on its core when it woke (swapper: the core was idle):")
     for task, seconds in held.most_common(8):
         print(f"    {task:<28} {seconds * 1e3:7.1f} ms")
     print(f"host thread {host}: preempted {sum(times.values())} times, {sum(by.values()) * 1e3:.1f} ms in all, by:")

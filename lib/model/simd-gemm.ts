@@ -331,15 +331,15 @@ function createSimdGemm(): SimdGemm | null {
     });
     native!.run(calls.length);
   }
-  /** Copies of arrays outside this memory (`pin`), by the array they copy; and each pin's extent in the arena. */
+  /** Copies of arrays outside this memory (`pin`), by the array they copy; and the pins, nested, oldest first. */
   const residents = new Map<Float32Array, Float32Array>();
   const pins: { start: number; end: number; arrays: Float32Array[] }[] = [];
-  /** Drops the pins whose copies lie above `mark` (their memory is being released). */
-  const unpinAbove = (mark: number) => {
-    while (pins.length > 0 && pins[pins.length - 1]!.end > mark) {
-      for (const a of pins.pop()!.arrays) residents.delete(a);
-    }
+  /** Drops the pins from `from` on (the newer ones nest inside it). */
+  const dropPins = (from: number) => {
+    while (pins.length > from) for (const a of pins.pop()!.arrays) residents.delete(a);
   };
+  /** `a` itself when it lies in this memory, its pinned copy, or null. */
+  const inMemory = (a: Float32Array): Float32Array | null => (owns(a) ? a : (residents.get(a) ?? null));
   const arena: WasmArena = {
     alloc(n, zero = true) {
       if (!shared) return new Float32Array(n);
@@ -352,7 +352,8 @@ function createSimdGemm(): SimdGemm | null {
     },
     mark: () => top,
     release(mark) {
-      if (pins.length > 0) unpinAbove(mark);
+      // pins whose copies lie above the mark lose their memory
+      if (pins.length > 0 && pins[pins.length - 1]!.end > mark) dropPins(pins.findIndex((pin) => pin.end > mark));
       top = mark;
     },
   };
@@ -405,9 +406,8 @@ function createSimdGemm(): SimdGemm | null {
    * as they lie.
    */
   function place(v: MatrixView): [number, number, number] {
-    if (owns(v.data)) return [v.data.byteOffset + v.offset * 4, v.rowStride, v.colStride];
-    const resident = residents.get(v.data);
-    if (resident) return [resident.byteOffset + v.offset * 4, v.rowStride, v.colStride];
+    const found = inMemory(v.data);
+    if (found) return [found.byteOffset + v.offset * 4, v.rowStride, v.colStride];
     const contiguousRows = v.colStride === 1;
     const count = contiguousRows ? v.rows : v.cols, len = contiguousRows ? v.cols : v.rows, stride = contiguousRows ? v.rowStride : v.colStride;
     const pitch = (len + 3) & ~3;
@@ -426,7 +426,8 @@ function createSimdGemm(): SimdGemm | null {
     try {
       const copies = arrays.map((a, i) => {
         if (!a || owns(a)) return a;
-        const resident = outputs[i] ? undefined : residents.get(a);
+        // an output must be written to the array itself, not to a pinned copy
+        const resident = outputs[i] ? null : inMemory(a);
         if (resident) return resident;
         const copy = arena.alloc(a.length, false);
         copy.set(a);
@@ -474,9 +475,9 @@ function createSimdGemm(): SimdGemm | null {
       pins.push(pin);
       return () => {
         const at = pins.indexOf(pin);
-        if (at < 0) return; // dropped already, its memory released (see unpinAbove)
+        if (at < 0) return; // dropped already by a release below it, which took its memory
         // Pins nest: any made after this one go with it. The memory goes back only when nothing lies after it.
-        while (pins.length > at) for (const a of pins.pop()!.arrays) residents.delete(a);
+        dropPins(at);
         if (top === pin.end) top = pin.start;
       };
     },
@@ -503,10 +504,11 @@ function createSimdGemm(): SimdGemm | null {
         // B: the native kernel reads it in either layout, in place or as it lies (a transposed weight is then one
         // contiguous copy); the WebAssembly kernel needs contiguous rows of a multiple of 8, else a copy as [K, N8].
         let bPtr: number, brs: number, bcs = 1;
+        const bHere = inMemory(b.data);
         if (native && (b.colStride === 1 || b.rowStride === 1)) {
           [bPtr, brs, bcs] = place(b);
-        } else if ((owns(b.data) || residents.has(b.data)) && b.colStride === 1 && N === Nk) {
-          [bPtr, brs] = [(residents.get(b.data) ?? b.data).byteOffset + b.offset * 4, b.rowStride];
+        } else if (bHere && b.colStride === 1 && N === Nk) {
+          [bPtr, brs] = [bHere.byteOffset + b.offset * 4, b.rowStride];
         } else {
           const base = scratch(K * Nk);
           const bd = b.data, stride = b.colStride;
