@@ -24,6 +24,10 @@
  * crossing, when the sandbox's thread is late) and the time it worked.
  * On Linux, the sandbox's thread's time on a core and its time runnable but waiting for one (its
  * /proc/self/task/<tid>/schedstat, read around each sandboxed rollout), whose work lanes hide only while it runs.
+ * Each rollout is also cut at its `sample` calls (before the first, each sampling, the gaps, after the last): for
+ * the variants that sample in lanes, which part of the rollout the sandbox lengthens. And the sandboxed rollout's
+ * crossings in order (`pool.recordCrossings`): when each was posted, the thread's wake-up, its run, and how long
+ * its answer waited for this thread.
  * The last line is one JSON object with every figure.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -40,7 +44,7 @@ import { EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { runEpisodes } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { type CrossingTiming, SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { formatTable, mean, median, quantile, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
@@ -81,10 +85,24 @@ function schedstat(tids: string[]): { run: number; wait: number } | null {
 }
 const threadIds = () => (existsSync("/proc/self/task") ? readdirSync("/proc/self/task") : []);
 
-type Rollout = { wall: number; sampling: number; blocked: number; calls: number; steps: number; thread: { run: number; wait: number } | null };
+type Rollout = {
+  wall: number;
+  sampling: number;
+  blocked: number;
+  calls: number;
+  steps: number;
+  thread: { run: number; wait: number } | null;
+  /** The rollout cut at its `sample` calls' starts and ends: before the first, the first's sampling, the gap, …, after the last (ms). */
+  segments: number[];
+  /** Sandboxed: each crossing's times, and the end of the last `sample` call (epoch ms). */
+  crossings: CrossingTiming[];
+  lastSampleEnd: number;
+};
 const variantNames = ["native", "native_lanes", "sandboxed"] as const;
 /** A rollout counts as blocked when this thread waited longer than this for the sandbox (a wait shorter is the clock's reading). */
 const blockedMinMs = 0.05;
+/** The crossings table lists a rollout's crossings one by one only up to this many (a multi-turn rollout makes dozens). */
+const maxCrossingRows = 8;
 type VariantName = (typeof variantNames)[number];
 
 const results = [];
@@ -95,14 +113,17 @@ for (const name of args.only) {
   const model = BaseModel.load(builtInBaseDir(config.agent.base), { engine });
   const client = new TrainingClient(model, { seed: 1 });
   // The policy's sampling, timed: a wrapper over the client, which the rollout calls as it would the client.
-  const timing = { ms: 0, calls: 0 };
+  const timing = { ms: 0, calls: 0, marks: [] as number[] };
   const primitives = Object.create(client) as TrainingClient;
   primitives.sample = async (...sampleArgs: Parameters<TrainingClient["sample"]>) => {
     const start = performance.now();
+    timing.marks.push(start);
     try {
       return await client.sample(...sampleArgs);
     } finally {
-      timing.ms += performance.now() - start;
+      const end = performance.now();
+      timing.marks.push(end);
+      timing.ms += end - start;
       timing.calls += 1;
     }
   };
@@ -137,8 +158,11 @@ for (const name of args.only) {
   const once = async (variant: VariantName, seed: number): Promise<Rollout> => {
     timing.ms = 0;
     timing.calls = 0;
+    timing.marks = [];
     const threadBefore = variant === "sandboxed" ? schedstat(sandboxThreads) : null;
     const blockedBefore = pool.blockedMs;
+    const crossings: CrossingTiming[] = [];
+    pool.recordCrossings(variant === "sandboxed" ? crossings : null);
     const start = performance.now();
     const groups = await collectGroups({
       policy,
@@ -150,7 +174,9 @@ for (const name of args.only) {
       playEpisodes: players[variant],
       nextSpecs: variant === "sandboxed" ? specs : undefined,
     });
-    const wall = performance.now() - start;
+    const end = performance.now();
+    const wall = end - start;
+    const marks = [start, ...timing.marks, end];
     const threadAfter = threadBefore && schedstat(sandboxThreads);
     const rollout: Rollout = {
       wall,
@@ -159,7 +185,11 @@ for (const name of args.only) {
       calls: timing.calls,
       steps: groups.flat().reduce((sum, trajectory) => sum + trajectory.turns.length, 0),
       thread: threadBefore && threadAfter ? { run: threadAfter.run - threadBefore.run, wait: threadAfter.wait - threadBefore.wait } : null,
+      segments: marks.slice(1).map((mark, i) => mark - marks[i]!),
+      crossings,
+      lastSampleEnd: performance.timeOrigin + (timing.marks.at(-1) ?? end),
     };
+    pool.recordCrossings(null);
     await policyUpdate(client, toTrainingBatch(groups, groupNormalized(groups, true)), { ...config.algorithm, learningRate: 0 }, config.agent.sampling.temperature);
     return rollout;
   };
@@ -197,8 +227,42 @@ for (const name of args.only) {
     other_ms_p10: round2(other(variant, 0.1)),
     other_ms_p50: round2(other(variant, 0.5)),
     sample_calls: median(rounds.map((round) => round[variant].calls)),
+    segments: segmentsOf(variant),
   });
+  /** Each segment's p10 and median over the rounds whose rollout made the median number of `sample` calls. */
+  const segmentsOf = (variant: VariantName) => {
+    const calls = median(rounds.map((round) => round[variant].calls));
+    const alike = rounds.map((round) => round[variant].segments).filter((segments) => segments.length === 2 * calls + 1);
+    return alike.length === 0
+      ? null
+      : alike[0]!.map((_, i) => ({
+          name: i === 0 ? "before" : i === alike[0]!.length - 1 ? "after" : i % 2 === 1 ? `sample ${(i + 1) / 2}` : `gap ${i / 2}`,
+          ms_p10: round2(quantile(alike.map((segments) => segments[i]!), 0.1)),
+          ms_p50: round2(quantile(alike.map((segments) => segments[i]!), 0.5)),
+        }));
+  };
   const threads = rounds.map((round) => round.sandboxed.thread).filter((thread) => thread !== null);
+  /**
+   * The sandboxed rollout's crossings in order, over the rounds that made the median number of them (when at most
+   * `maxCrossingRows`): when each was posted, relative to the end of the last sampling (negative: before it), the
+   * thread's wake-up (posted to taken up), its run, and the time from its answer to this thread taking it.
+   */
+  const crossingRows = (() => {
+    const count = median(rounds.map((round) => round.sandboxed.crossings.length));
+    const alike = rounds.map((round) => round.sandboxed).filter((rollout) => rollout.crossings.length === count);
+    if (alike.length === 0 || count > maxCrossingRows) return null;
+    const spread = (values: number[]) => ({ p10: round2(quantile(values, 0.1)), p50: round2(quantile(values, 0.5)), p90: round2(quantile(values, 0.9)) });
+    return alike[0]!.crossings.map((_, i) => {
+      const at = alike.map((rollout) => ({ crossing: rollout.crossings[i]!, lastSampleEnd: rollout.lastSampleEnd }));
+      return {
+        ops: median(at.map(({ crossing }) => crossing.ops)),
+        posted_after_last_sample_ms_p50: round2(median(at.map(({ crossing, lastSampleEnd }) => crossing.postedAt - lastSampleEnd))),
+        wake_ms: spread(at.map(({ crossing }) => crossing.startedAt - crossing.postedAt)),
+        run_ms: spread(at.map(({ crossing }) => crossing.ranAt - crossing.startedAt)),
+        answer_to_taken_ms: spread(at.map(({ crossing }) => crossing.takenAt - crossing.ranAt)),
+      };
+    });
+  })();
   const blocked = rounds.map((round) => round.sandboxed.blocked);
   const worked = rounds.map((round) => round.sandboxed.wall - round.sandboxed.sampling - round.sandboxed.blocked);
   results.push({
@@ -223,6 +287,7 @@ for (const name of args.only) {
       blocked_ms_p90: round2(quantile(blocked, 0.9)),
       blocked_rollouts: blocked.filter((ms) => ms > blockedMinMs).length,
     },
+    crossings: crossingRows,
     thread:
       threads.length > 0
         ? {
@@ -299,5 +364,24 @@ console.log(
     ]),
   ),
 );
+console.log("\nthe rollout cut at its sample calls (ms, p10 / median; rounds with the median number of calls)");
+for (const result of results) {
+  const names = result.sandboxed.segments?.map((segment) => segment.name) ?? [];
+  const rows = variantNames
+    .filter((variant) => result[variant].segments?.length === names.length)
+    .map((variant) => [variant.replace("_", " in "), ...result[variant].segments!.map((segment) => `${segment.ms_p10} / ${segment.ms_p50}`)]);
+  if (rows.length > 0) console.log(`${result.name}\n${formatTable(["variant", ...names], rows)}`);
+}
+console.log("\nthe sandboxed rollout's crossings in order (ms; posted: relative to the end of the last sampling; wake: posted to the thread starting; run: the thread's; answer to taken: this thread taking the answer)");
+for (const result of results) {
+  if (!result.crossings) continue;
+  const cell = ({ p10, p50, p90 }: { p10: number; p50: number; p90: number }) => `${p10} / ${p50} / ${p90}`;
+  console.log(
+    `${result.name}\n${formatTable(
+      ["crossing", "ops", "posted p50", "wake p10 / p50 / p90", "run p10 / p50 / p90", "answer to taken p10 / p50 / p90"],
+      result.crossings.map((row, i) => [String(i + 1), String(row.ops), row.posted_after_last_sample_ms_p50, cell(row.wake_ms), cell(row.run_ms), cell(row.answer_to_taken_ms)]),
+    )}`,
+  );
+}
 console.log(JSON.stringify({ seconds: args.seconds, use_cases: results }));
 process.exit(0);

@@ -29,6 +29,12 @@ export const ANSWER_BYTES = 10;
 export const ANSWER_COUNT = 11;
 export const BUDGET_MS = 8;
 export const ANSWER_MEMORY_MB = 9;
+/**
+ * As Float64: when the thread took the last batch ([BATCH_STARTED_AT]) and when it had run it, before writing the
+ * answer ([BATCH_RAN_AT]), epoch milliseconds: the host reads them as it takes the answer (`crossingLog`).
+ */
+export const BATCH_STARTED_AT = 12;
+export const BATCH_RAN_AT = 13;
 /** A request or answer length that says it went as a message on the port. */
 export const ON_PORT = -1;
 /** The mailbox's number area: this many ops' budgets or times. */

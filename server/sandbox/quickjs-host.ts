@@ -17,7 +17,7 @@ import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } fro
 import type { SandboxLimits } from "./limits";
 import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
 import type { ThreadData } from "./thread-entry";
-import { ANSWERED, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED, sharedBytes } from "./mailbox";
+import { ANSWERED, BATCH_RAN_AT, BATCH_STARTED_AT, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED, sharedBytes } from "./mailbox";
 import { FAILED, type GuestOp, type GuestResponse, encodeRequest, processCpuMs } from "./wire";
 
 /** A batch's answer as the thread posted it, before `parse`. */
@@ -50,6 +50,12 @@ const waitAsync = (Atomics as unknown as {
   waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
 }).waitAsync;
 
+/**
+ * One crossing's times, epoch milliseconds: the host posted the batch, the thread took it (so `startedAt -
+ * postedAt` is the thread's wake-up), the thread had run its ops, and the host took the answer.
+ */
+export type CrossingTiming = { ops: number; postedAt: number; startedAt: number; ranAt: number; takenAt: number };
+
 /** Terminates the thread of a sandbox that was dropped without dispose(). */
 const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
 
@@ -64,6 +70,10 @@ export class QuickJSSandbox {
   private watchers = 0;
   private lastMemoryMb = 0;
   private blocked = 0;
+  /** The batch in flight: when it was posted, and its ops. */
+  private posted = { at: 0, ops: 0 };
+  /** When set, each crossing's times are added to it as its answer is taken (bench:sandbox-anatomy). */
+  crossingLog: CrossingTiming[] | null = null;
   private readonly mailbox: Mailbox;
   private readonly control: Int32Array;
   private readonly clock: Float64Array;
@@ -315,6 +325,7 @@ export class QuickJSSandbox {
     Atomics.store(control, ANSWERED, 0);
     this.inFlight = true;
     const postedAt = epochNow();
+    this.posted = { at: postedAt, ops: batch.length };
     Atomics.add(control, REQUESTED, 1);
     Atomics.notify(control, REQUESTED);
     return postedAt;
@@ -322,6 +333,10 @@ export class QuickJSSandbox {
 
   /** The batch's answer, once the thread has given it; a failure of the guest as a whole fails the sandbox. */
   private take(budgets: OpBudget[], label: string): BatchAnswer {
+    if (this.crossingLog) {
+      const { clock, posted } = this;
+      this.crossingLog.push({ ops: posted.ops, postedAt: posted.at, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
+    }
     const taken = this.mailbox.take();
     if (taken) {
       this.lastMemoryMb = taken.memoryMb;

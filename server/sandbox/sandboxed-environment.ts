@@ -16,7 +16,7 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { LaneSchedule, laneShape, laneStarts } from "./lanes";
-import { type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
+import { type CrossingTiming, type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
   type GuestEpisodeEnd,
@@ -224,6 +224,11 @@ export class SandboxedEnvironmentPool {
   /** How long the host thread has blocked for this pool's answers so far, in milliseconds. */
   get blockedMs(): number {
     return this.sandbox.blockedMs;
+  }
+
+  /** Adds each crossing's times to `log` from now on (null: stops); see `QuickJSSandbox.crossingLog`. */
+  recordCrossings(log: CrossingTiming[] | null): void {
+    this.sandbox.crossingLog = log;
   }
 
   /** @internal The async batch posted is still running (false once it has been answered and taken). */

@@ -9,7 +9,7 @@
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { type BatchOutcome, type EngineLimits, QuickJSEngine } from "./quickjs-engine";
-import { ANSWERED, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED } from "./mailbox";
+import { ANSWERED, BATCH_RAN_AT, BATCH_STARTED_AT, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED } from "./mailbox";
 
 export type ThreadData = {
   code: string;
@@ -42,6 +42,7 @@ async function main() {
   };
   const answerBatch = (): void => {
     let answer: BatchOutcome;
+    clock[BATCH_STARTED_AT] = performance.timeOrigin + performance.now();
     try {
       const request = mailbox.receive() ?? (receiveMessageOnPort(port)?.message as MailboxRequest | undefined);
       if (!request) throw new Error("the batch posted on the port is missing");
@@ -51,6 +52,7 @@ async function main() {
       answer = { ok: false, op: -1, overrunMs: null, error: { name: "InternalError", message, stack: undefined }, ms: [], memoryMb: engine.memoryUsedMb() };
     }
     Atomics.store(control, CURRENT_OP, -1);
+    clock[BATCH_RAN_AT] = performance.timeOrigin + performance.now();
     if (!mailbox.answer(answer.ok ? answer : null)) port.postMessage(answer);
     Atomics.store(control, ANSWERED, 1);
     Atomics.notify(control, ANSWERED);

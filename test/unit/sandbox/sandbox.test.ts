@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
-import { SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
+import { type CrossingTiming, SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 import dice from "./fixtures/dice-env";
 import { createPool, envSource, fastLimits, firstError } from "./helpers";
@@ -212,6 +212,27 @@ describe("sandboxed environments", () => {
     expect(blocked).toBeGreaterThanOrEqual(19);
     expect(blocked).toBeLessThan(120);
     expect((await stepping)[0]).toMatchObject({ observation: "n=1" }); // answered later, in the event loop
+    pool.dispose();
+  });
+
+  it("records each crossing's post, the thread's start and end of its run, and the take, in order (recordCrossings)", async () => {
+    // A step of ~5 ms: the thread's run is measurably inside the crossing.
+    const pool = await createPool({ step: `const until = Date.now() + 5; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    const log: CrossingTiming[] = [];
+    pool.recordCrossings(log);
+    pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
+    await pool.stepManyAsync([0, 1].map((slot) => ({ slot, action: "go" })));
+    pool.recordCrossings(null);
+    pool.stepMany([{ slot: 2, action: "go" }]); // not recorded
+    expect(log.map((crossing) => crossing.ops)).toEqual([3, 2]);
+    for (const { postedAt, startedAt, ranAt, takenAt } of log) {
+      // Each thread reads its own clock: allow a few microseconds between them.
+      expect(startedAt).toBeGreaterThanOrEqual(postedAt - 0.05);
+      expect(ranAt).toBeGreaterThanOrEqual(startedAt);
+      expect(takenAt).toBeGreaterThanOrEqual(ranAt - 0.05);
+    }
+    expect(log[1]!.ranAt - log[1]!.startedAt).toBeGreaterThanOrEqual(9); // two steps of ~5 ms
+    expect(log[1]!.postedAt).toBeGreaterThanOrEqual(log[0]!.takenAt);
     pool.dispose();
   });
 
