@@ -70,8 +70,9 @@ export class QuickJSSandbox {
   private watchers = 0;
   private lastMemoryMb = 0;
   private blocked = 0;
-  /** The batch in flight: when it was posted, and its ops. */
-  private posted = { at: 0, ops: 0 };
+  /** The last batch posted: when (epoch milliseconds), and its ops. */
+  private postedAt = 0;
+  private postedOps = 0;
   /** When set, each crossing's times are added to it as its answer is taken (bench:sandbox-anatomy). */
   crossingLog: CrossingTiming[] | null = null;
   private readonly mailbox: Mailbox;
@@ -325,7 +326,8 @@ export class QuickJSSandbox {
     Atomics.store(control, ANSWERED, 0);
     this.inFlight = true;
     const postedAt = epochNow();
-    this.posted = { at: postedAt, ops: batch.length };
+    this.postedAt = postedAt;
+    this.postedOps = batch.length;
     Atomics.add(control, REQUESTED, 1);
     Atomics.notify(control, REQUESTED);
     return postedAt;
@@ -334,8 +336,8 @@ export class QuickJSSandbox {
   /** The batch's answer, once the thread has given it; a failure of the guest as a whole fails the sandbox. */
   private take(budgets: OpBudget[], label: string): BatchAnswer {
     if (this.crossingLog) {
-      const { clock, posted } = this;
-      this.crossingLog.push({ ops: posted.ops, postedAt: posted.at, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
+      const { clock } = this;
+      this.crossingLog.push({ ops: this.postedOps, postedAt: this.postedAt, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
     }
     const taken = this.mailbox.take();
     if (taken) {
