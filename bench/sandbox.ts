@@ -2,7 +2,7 @@
  * What the sandbox costs: environment steps per second natively and in the sandbox, and what it adds to a real
  * rollout's wall time.
  *
- *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 12] [--e2e-seconds 60] [--only name,name] [--against DIR]
+ *   npm run bench:sandbox -- [--seconds 2] [--batch 64] [--clock wall|cpu] [--trials 12] [--e2e-seconds 60] [--precision 3] [--only name,name] [--against DIR]
  *                            [--lanes 2] [--synthetic] [--no-update] [--aa] [--concurrent-marking]
  *
  * Environments: a trivial one, the test fixture dice-sum, and every built-in environment in lib/envs/*.ts
@@ -29,7 +29,11 @@
  * rollout, which decided whether the sandbox's thread had a core (server/runtime/gc.ts; the process turns off
  * concurrent marking on fewer than three cores as a worker does, unless --concurrent-marking). A round is one
  * rollout of each variant in turn (the order rotating), all on the round's sampling seed; rounds go on until
- * --e2e-seconds (default 60) have passed for the environment and at least --trials (default 12) were played.
+ * --e2e-seconds (default 60) have passed for the environment and at least --trials (default 12) were played, and
+ * then on, up to twice --e2e-seconds, until the 90% interval of the headline median (below) reaches at most
+ * --precision points (default 3) from it (0: no such rule). A fast rollout needs it: arithmetic's (~20 ms, 75
+ * rounds in 60 s) had an interval of -14.6 to 11.3% after 60 s, 9.6 to 13.9% after 120 s and 6.8 to 11.6% after
+ * 180 s (docs/SANDBOX.md).
  * rollout_overhead_pct = median over rounds of (sandbox wall ms per episode step / native wall ms per episode
  * step - 1) * 100, as the loop plays, with a 90% interval for that median (`*_ci90`: percentiles of the median
  * of 1,000 resamples of the rounds); cold_rollout_overhead_pct the same, cold; the per-step normalization
@@ -101,14 +105,16 @@ import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { startedMarkingOnMainThread } from "@/server/runtime/gc";
-import { bootstrapInterval, formatTable, median, medianInterval, quietRatio } from "./lib/measure";
+import { bootstrapInterval, formatTable, median, medianInterval, medianReachPoints, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
 
 // The process a worker is (server/runtime/gc.ts), unless --concurrent-marking (V8's default, to compare).
 runAsRolloutProcess(process.argv.includes("--concurrent-marking"));
 const mainThreadGc = startedMarkingOnMainThread();
+/** Past the minimum, the headline's interval is looked at every this many rounds (see --precision). */
+const precisionEvery = 10;
 
-const args = { seconds: 2, e2eSeconds: 60, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true, aa: false };
+const args = { seconds: 2, e2eSeconds: 60, precision: 3, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true, aa: false };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -116,6 +122,7 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--clock") args.clock = process.argv[++i] ?? "";
   else if (arg === "--trials") args.trials = Number(process.argv[++i]);
   else if (arg === "--e2e-seconds") args.e2eSeconds = Number(process.argv[++i]);
+  else if (arg === "--precision") args.precision = Number(process.argv[++i]);
   else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
   else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
@@ -123,10 +130,11 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--no-update") args.update = false;
   else if (arg === "--aa") args.aa = true;
   else if (arg === "--concurrent-marking") continue; // read above, before anything else ran
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --lanes, --only, --against, --synthetic, --no-update, --aa, --concurrent-marking`);
+  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --precision, --lanes, --only, --against, --synthetic, --no-update, --aa, --concurrent-marking`);
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (!(args.e2eSeconds >= 0)) throw new Error(`--e2e-seconds must be a number of seconds, 0 or more; got ${args.e2eSeconds}`);
+if (!(args.precision >= 0)) throw new Error(`--precision must be a number of percentage points, 0 (no such rule) or more; got ${args.precision}`);
 if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
@@ -463,7 +471,20 @@ async function endToEnd(
   // rollout's episodes during each, as in the RL loop.
   const rounds: Record<string, Totals>[] = [];
   const started = performance.now();
-  for (let round = 0; round < args.trials || performance.now() - started < args.e2eSeconds * 1000; round++) {
+  /**
+   * Once the minimum is played: whether the headline median's 90% interval is still wider than --precision points
+   * either side of it (looked at every `precisionEvery` rounds, a bootstrap taking a few milliseconds), until twice
+   * --e2e-seconds.
+   */
+  let imprecise = args.precision > 0;
+  const morePrecision = (round: number) => {
+    if (!imprecise || performance.now() - started >= 2 * args.e2eSeconds * 1000) return false;
+    if (round % precisionEvery === 0) {
+      imprecise = medianReachPoints(rounds.map((t) => t.loop!.wallPerStep / t.native!.wallPerStep)) > args.precision;
+    }
+    return imprecise;
+  };
+  for (let round = 0; round < args.trials || performance.now() - started < args.e2eSeconds * 1000 || morePrecision(round); round++) {
     const totals: Record<string, Totals> = {};
     for (let k = 0; k < variants.length; k++) {
       const variant = variants[(round + k) % variants.length]!;
@@ -497,6 +518,7 @@ async function endToEnd(
     cold_lanes: laneStarts(starts, args.lanes ?? laneShape(setup.protocol, false)).length,
     steps_per_rollout: median(rounds.map((t) => t.native!.steps)),
     rounds: rounds.length,
+    e2e_seconds_played: Number(((performance.now() - started) / 1000).toFixed(1)),
     rollout_overhead_pct: overhead("loop", "wallPerStep"),
     rollout_overhead_ci90: interval("loop", "wallPerStep"),
     rollout_quiet_overhead_pct: loopQuiet.pct,
@@ -638,7 +660,7 @@ if (against) {
   );
 }
 console.log(
-  `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; quiet: the ratio of the 10th percentiles; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment):`,
+  `end to end (one training step's rollout; overheads per episode step against native, the median over rounds, with its 90% interval; quiet: the ratio of the 10th percentiles; at least ${args.trials} rounds and ${args.e2eSeconds} s an environment${args.precision > 0 ? `, then up to ${2 * args.e2eSeconds} s until the interval is within ${args.precision} points of the median` : ""}):`,
 );
 /** A 90% interval as the table shows it. */
 const span = (interval: readonly number[]) => `${interval[0]} to ${interval[1]}`;
@@ -670,4 +692,4 @@ console.log(
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, update: args.update, aa: args.aa, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, precision_points: args.precision, update: args.update, aa: args.aa, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));

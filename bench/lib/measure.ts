@@ -77,3 +77,13 @@ export function bootstrapInterval<T>(items: T[], statistic: (sample: T[]) => num
 export function medianInterval(values: number[], resamples = 1_000): [number, number] {
   return bootstrapInterval(values, median, resamples);
 }
+
+/**
+ * How far the 90% interval of the median of `ratios` reaches from it, in percentage points (the larger side): how
+ * precise a bench's "% added" is (bench:sandbox plays rounds until this is small enough, see --precision).
+ */
+export function medianReachPoints(ratios: number[]): number {
+  const [low, high] = medianInterval(ratios);
+  const middle = median(ratios);
+  return 100 * Math.max(middle - low, high - middle);
+}

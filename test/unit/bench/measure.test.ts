@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bootstrapInterval, median, medianInterval, quantile, quietRatio } from "@/bench/lib/measure";
+import { bootstrapInterval, median, medianInterval, medianReachPoints, quantile, quietRatio } from "@/bench/lib/measure";
 import { Rng } from "@/lib/model/rng";
 
 /** Values with a known median: a seeded spread around `center` (a round's ratio on a noisy machine). */
@@ -25,6 +25,15 @@ describe("the benches' statistics", () => {
     expect(low).toBeLessThan(1.1);
     expect(high).toBeGreaterThan(1.1);
     expect(high - low).toBeLessThan((fewHigh - fewLow) / 2);
+  });
+
+  it("says how far the median's interval reaches, in points, and that it shrinks as rounds are added", () => {
+    const few = noisy(25, 1.1, 11);
+    const [low, high] = medianInterval(few);
+    expect(medianReachPoints(few)).toBeCloseTo(100 * Math.max(median(few) - low, high - median(few)), 10);
+    expect(medianReachPoints(few)).toBeGreaterThan(0);
+    expect(medianReachPoints(noisy(400, 1.1, 11))).toBeLessThan(medianReachPoints(few) / 2);
+    expect(medianReachPoints([1.2, 1.2, 1.2])).toBe(0);
   });
 
   it("gives the same interval for the same values, and none for values that do not vary", () => {
