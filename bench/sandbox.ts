@@ -41,7 +41,7 @@
  * same with the process's CPU clock (all threads). Many rounds, because one arithmetic rollout (~18 ms) on
  * these shared VMs varies by ±20% from the next: the median of 18 rounds, drawn from one run of 150, spread with
  * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session). The whole bench takes
- * ~18 minutes with the defaults; --only and a smaller --e2e-seconds make a quicker look.
+ * ~20 minutes with the defaults; --only, a smaller --e2e-seconds and --precision 0 make a quicker look.
  * rollout_quiet_overhead_pct: the same comparison for the rollouts the machine left alone, (10th percentile of the
  * loop's wall ms per episode step / 10th percentile of native's - 1) * 100, with a bootstrap 90% interval over
  * the rounds. On these VMs a fixed piece of work takes twice as long in ~15% of runs, and a rollout's time falls
