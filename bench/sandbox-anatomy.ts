@@ -112,19 +112,16 @@ for (const name of args.only) {
   const config = defineExperiment({ ...useCase.template, seed: 1 });
   const model = BaseModel.load(builtInBaseDir(config.agent.base), { engine });
   const client = new TrainingClient(model, { seed: 1 });
-  // The policy's sampling, timed: a wrapper over the client, which the rollout calls as it would the client.
-  const timing = { ms: 0, calls: 0, marks: [] as number[] };
+  // The policy's sampling, timed: a wrapper over the client, which the rollout calls as it would the client. Each
+  // call's start and end, in order: the rollout's sampling time and calls follow from them.
+  const timing = { marks: [] as number[] };
   const primitives = Object.create(client) as TrainingClient;
   primitives.sample = async (...sampleArgs: Parameters<TrainingClient["sample"]>) => {
-    const start = performance.now();
-    timing.marks.push(start);
+    timing.marks.push(performance.now());
     try {
       return await client.sample(...sampleArgs);
     } finally {
-      const end = performance.now();
-      timing.marks.push(end);
-      timing.ms += end - start;
-      timing.calls += 1;
+      timing.marks.push(performance.now());
     }
   };
   const policy = { primitives, tokenizer: model.tokenizer, contextLength: model.config.contextLength };
@@ -156,8 +153,6 @@ for (const name of args.only) {
   };
   const environment = { name: definition.name, data: definition.data, scoreName: definition.scoreName };
   const once = async (variant: VariantName, seed: number): Promise<Rollout> => {
-    timing.ms = 0;
-    timing.calls = 0;
     timing.marks = [];
     const threadBefore = variant === "sandboxed" ? schedstat(sandboxThreads) : null;
     const blockedBefore = pool.blockedMs;
@@ -177,15 +172,16 @@ for (const name of args.only) {
     const end = performance.now();
     const wall = end - start;
     const marks = [start, ...timing.marks, end];
+    const segments = marks.slice(1).map((mark, i) => mark - marks[i]!);
     const threadAfter = threadBefore && schedstat(sandboxThreads);
     const rollout: Rollout = {
       wall,
-      sampling: timing.ms,
+      sampling: segments.reduce((sum, ms, i) => (i % 2 === 1 ? sum + ms : sum), 0),
       blocked: pool.blockedMs - blockedBefore,
-      calls: timing.calls,
+      calls: timing.marks.length / 2,
       steps: groups.flat().reduce((sum, trajectory) => sum + trajectory.turns.length, 0),
       thread: threadBefore && threadAfter ? { run: threadAfter.run - threadBefore.run, wait: threadAfter.wait - threadBefore.wait } : null,
-      segments: marks.slice(1).map((mark, i) => mark - marks[i]!),
+      segments,
       crossings,
       lastSampleEnd: performance.timeOrigin + (timing.marks.at(-1) ?? end),
     };
@@ -219,19 +215,8 @@ for (const name of args.only) {
     const baseline = perStep(against);
     return pct(median(perStep(variant).map((value, i) => value / baseline[i]!)));
   };
-  const summary = (variant: VariantName) => ({
-    wall_ms_p10: round2(ms(variant, "wall", 0.1)),
-    wall_ms_p50: round2(ms(variant, "wall", 0.5)),
-    sampling_ms_p10: round2(ms(variant, "sampling", 0.1)),
-    sampling_ms_p50: round2(ms(variant, "sampling", 0.5)),
-    other_ms_p10: round2(other(variant, 0.1)),
-    other_ms_p50: round2(other(variant, 0.5)),
-    sample_calls: median(rounds.map((round) => round[variant].calls)),
-    segments: segmentsOf(variant),
-  });
   /** Each segment's p10 and median over the rounds whose rollout made the median number of `sample` calls. */
-  const segmentsOf = (variant: VariantName) => {
-    const calls = median(rounds.map((round) => round[variant].calls));
+  const segmentsOf = (variant: VariantName, calls: number) => {
     const alike = rounds.map((round) => round[variant].segments).filter((segments) => segments.length === 2 * calls + 1);
     return alike.length === 0
       ? null
@@ -241,6 +226,16 @@ for (const name of args.only) {
           ms_p50: round2(quantile(alike.map((segments) => segments[i]!), 0.5)),
         }));
   };
+  const summary = (variant: VariantName, calls = median(rounds.map((round) => round[variant].calls))) => ({
+    wall_ms_p10: round2(ms(variant, "wall", 0.1)),
+    wall_ms_p50: round2(ms(variant, "wall", 0.5)),
+    sampling_ms_p10: round2(ms(variant, "sampling", 0.1)),
+    sampling_ms_p50: round2(ms(variant, "sampling", 0.5)),
+    other_ms_p10: round2(other(variant, 0.1)),
+    other_ms_p50: round2(other(variant, 0.5)),
+    sample_calls: calls,
+    segments: segmentsOf(variant, calls),
+  });
   const threads = rounds.map((round) => round.sandboxed.thread).filter((thread) => thread !== null);
   /**
    * The sandboxed rollout's crossings in order, over the rounds that made the median number of them (when at most

@@ -470,17 +470,20 @@ async function endToEnd(
   // whichever ran then. Each variant's own rollouts still follow one another: the loop's pool prepares its next
   // rollout's episodes during each, as in the RL loop.
   const rounds: Record<string, Totals>[] = [];
+  const ratios = (variant: string, key: "wallPerStep" | "cpuPerStep") => rounds.map((t) => t[variant]![key] / t.native![key]);
   const started = performance.now();
   /**
    * Once the minimum is played: whether the headline median's 90% interval is still wider than --precision points
-   * either side of it (looked at every `precisionEvery` rounds, a bootstrap taking a few milliseconds), until twice
-   * --e2e-seconds.
+   * either side of it (looked at first, then every `precisionEvery` rounds, a bootstrap taking a few
+   * milliseconds), until twice --e2e-seconds.
    */
   let imprecise = args.precision > 0;
+  let lookedAt = -precisionEvery;
   const morePrecision = (round: number) => {
     if (!imprecise || performance.now() - started >= 2 * args.e2eSeconds * 1000) return false;
-    if (round % precisionEvery === 0) {
-      imprecise = medianReachPoints(rounds.map((t) => t.loop!.wallPerStep / t.native!.wallPerStep)) > args.precision;
+    if (round - lookedAt >= precisionEvery) {
+      lookedAt = round;
+      imprecise = medianReachPoints(ratios("loop", "wallPerStep")) > args.precision;
     }
     return imprecise;
   };
@@ -493,7 +496,6 @@ async function endToEnd(
     }
     rounds.push(totals);
   }
-  const ratios = (variant: string, key: "wallPerStep" | "cpuPerStep") => rounds.map((t) => t[variant]![key] / t.native![key]);
   const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
   const overhead = (variant: string, key: "wallPerStep" | "cpuPerStep") => pct(median(ratios(variant, key)));
   const interval = (variant: string, key: "wallPerStep" | "cpuPerStep") => medianInterval(ratios(variant, key)).map(pct);

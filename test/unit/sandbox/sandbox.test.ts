@@ -216,8 +216,8 @@ describe("sandboxed environments", () => {
   });
 
   it("records each crossing's post, the thread's start and end of its run, and the take, in order (recordCrossings)", async () => {
-    // A step of ~5 ms: the thread's run is measurably inside the crossing.
-    const pool = await createPool({ step: `const until = Date.now() + 5; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    // A step of at least 5 ms (Date.now counts whole milliseconds): the thread's run is measurably inside the crossing.
+    const pool = await createPool({ step: `const until = Date.now() + 6; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
     const log: CrossingTiming[] = [];
     pool.recordCrossings(log);
     pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
@@ -231,7 +231,7 @@ describe("sandboxed environments", () => {
       expect(ranAt).toBeGreaterThanOrEqual(startedAt);
       expect(takenAt).toBeGreaterThanOrEqual(ranAt - 0.05);
     }
-    expect(log[1]!.ranAt - log[1]!.startedAt).toBeGreaterThanOrEqual(9); // two steps of ~5 ms
+    expect(log[1]!.ranAt - log[1]!.startedAt).toBeGreaterThanOrEqual(9); // two steps of at least 5 ms
     expect(log[1]!.postedAt).toBeGreaterThanOrEqual(log[0]!.takenAt);
     pool.dispose();
   });
