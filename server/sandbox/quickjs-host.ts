@@ -24,7 +24,15 @@ import { FAILED, type GuestOp, type GuestResponse, encodeRequest, processCpuMs }
 export type BatchAnswer = Extract<BatchOutcome, { ok: true }>;
 
 /** An `answerAsync` call whose answer has not been taken yet. */
-type PendingAnswer = { budgets: OpBudget[]; label: string; postedAt: number; resolve: (answer: BatchAnswer) => void; reject: (error: unknown) => void };
+type PendingAnswer = {
+  budgets: OpBudget[];
+  label: string;
+  postedAt: number;
+  resolve: (answer: BatchAnswer) => void;
+  reject: (error: unknown) => void;
+  /** The event loop's wait (`watchAnswer`) has started for it. */
+  watched: boolean;
+};
 
 /** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
 export type OpBudget = { ms: number; limit: "cpuMsPerCall" | "cpuMsPerEpisode"; spentBeforeMs: number; label: string };
@@ -68,6 +76,8 @@ export class QuickJSSandbox {
   private pending: PendingAnswer | null = null;
   /** `watchAnswer` calls still waiting (one whose answer was taken for it waits out its last wake-up). */
   private watchers = 0;
+  /** An immediate is set to start the event loop's wait for whichever batch is then in flight. */
+  private watchScheduled = false;
   private lastMemoryMb = 0;
   private blocked = 0;
   /** The last batch posted: when (epoch milliseconds), and its ops. */
@@ -188,9 +198,26 @@ export class QuickJSSandbox {
   answerAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<BatchAnswer> {
     const postedAt = this.post(ops, budgets);
     return new Promise<BatchAnswer>((resolve, reject) => {
-      const pending: PendingAnswer = { budgets, label, postedAt, resolve, reject };
-      this.pending = pending;
-      void this.watchAnswer(pending);
+      this.pending = { budgets, label, postedAt, resolve, reject, watched: false };
+      this.watchFromEventLoop();
+    });
+  }
+
+  /**
+   * Starts the event loop's wait for the batch in flight (`watchAnswer`) when this thread next returns to its
+   * event loop, which is also when that wait could first notice anything: a rollout takes its answers before
+   * (`takeIfAnswered`, `waitForAnswer`), so most batches never need it. One immediate serves every batch posted
+   * until it runs. Arming the wait at each post (a promise and a timeout task for `Atomics.waitAsync`) cost the
+   * host thread 31-40 µs a crossing inside an arithmetic rollout at the median, against ~3 µs now
+   * (docs/SANDBOX.md, fourteenth session).
+   */
+  private watchFromEventLoop(): void {
+    if (this.watchScheduled) return;
+    this.watchScheduled = true;
+    setImmediate(() => {
+      this.watchScheduled = false;
+      const pending = this.pending;
+      if (pending && !pending.watched) void this.watchAnswer(pending);
     });
   }
 
@@ -235,6 +262,7 @@ export class QuickJSSandbox {
     // A pending Atomics.waitAsync does not keep Node's event loop alive (the thread and its port are unref'd):
     // without a reference a script awaiting only this answer would exit with an unsettled promise. The port's
     // costs a flag; a timer, as this used, cost the host thread ~30 µs a crossing in a rollout.
+    pending.watched = true;
     this.port.ref();
     this.watchers += 1;
     try {
