@@ -104,6 +104,20 @@ export type SessionStep = {
   metrics: Record<string, number>;
 };
 
+/**
+ * @internal What a session keeps of its episode, by the names of its private fields: the sandbox's bridge reads
+ * them after `advance` (`session as unknown as SessionFields`) instead of through a summary or getters, since
+ * QuickJS takes ~0.5-1 µs to make an object and ~0.1 µs a call (test/unit/sandbox checks the two agree).
+ */
+export type SessionFields = {
+  readonly finished: boolean;
+  readonly truncated: boolean;
+  readonly stepReward: number;
+  readonly turn: number;
+  readonly total: number;
+  readonly invalid: number;
+};
+
 /** One episode at a time of one environment: the object a protocol drives. */
 export class EnvironmentSession<State = unknown, Action = unknown, Sample extends DatasetRow = DatasetRow> {
   private state: State | undefined;
@@ -113,6 +127,8 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
   private invalid = 0;
   private finished = true;
   private truncated = false;
+  /** The last step's reward, with the step cost and, at the episode's end, the reward functions. */
+  private stepReward = 0;
   private breakdown: Record<string, number> = { env: 0 };
   /** The latest valid observation: an invalid action's answer repeats it, so agents that see only it keep the state. */
   private lastObservation = "";
@@ -146,6 +162,25 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** Applies the agent's action text: a tool call, an invalid action, or an action the environment steps on. */
   step(actionText: string): SessionStep {
+    const outcome = this.advance(actionText);
+    const done = this.finished;
+    return {
+      observation: done ? null : (outcome.observation ?? ""),
+      reward: this.stepReward,
+      done,
+      info: this.truncated ? { ...outcome.info, truncated: true } : { ...outcome.info },
+      metrics: outcome.metrics ?? {},
+    };
+  }
+
+  /**
+   * `step` without its answer, for a host that reads only what it needs (the sandbox's bridge, where QuickJS
+   * takes ~0.5-1 µs an object): the action applied, and what the environment or the SDK answered it with, as is
+   * (its info and metrics may be left out, and the episode's truncation is not in its info). The step's reward
+   * with the step cost and, at the end, the reward functions, whether the episode ended and the episode's counts
+   * are the session's fields (`SessionFields`).
+   */
+  advance(actionText: string): Omit<StepOutcome<State>, "state"> {
     if (this.finished || this.state === undefined) throw new Error("step() called on a finished episode; call reset() first");
     this.turn += 1;
     const outcome = this.resolve(actionText);
@@ -170,14 +205,10 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
         this.total += value;
       }
     }
-    return {
-      observation: done ? null : (outcome.observation ?? ""),
-      reward,
-      done,
-      info: this.truncated ? { ...outcome.info, truncated: true } : { ...outcome.info },
-      metrics: outcome.metrics ?? {},
-    };
+    this.stepReward = reward;
+    return outcome;
   }
+
 
   private resolve(actionText: string): Omit<StepOutcome<State>, "state"> {
     const state = this.state as State;
@@ -243,7 +274,8 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** The episode's headline score: the definition's own, else 1 when the return is positive. */
   score(): number {
-    return scoreEpisode(this.definition, this.summary());
+    // the same rule as scoreEpisode, without a summary when the definition has no score of its own
+    return this.definition.score ? this.definition.score(this.summary()) : this.total > 0 ? 1 : 0;
   }
 }
 

@@ -9,7 +9,7 @@
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
  * precise (it knows which function and which field) and keeps oversized values from being serialized at all.
  */
-import { type DatasetRow, type EnvironmentDefinition, type Json, type StepOutcome, EnvironmentSession, defineEnvironment, scoreEpisode } from "@/lib/sdk/environment";
+import { type DatasetRow, type EnvironmentDefinition, type Json, type SessionFields, type StepOutcome, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type EnvironmentDescription, FAILED, type GuestFailure, type GuestOp, type GuestRequest, type GuestSummaryWire } from "../wire";
 
@@ -159,26 +159,32 @@ function reset(slot: number, seed: number, sample: DatasetRow | null): void {
 }
 
 /**
- * A step's record (GuestStepWire). The episode's end is read from one summary (the score is computed from it
- * too, as `session.score()` would from its own).
+ * A step's record (GuestStepWire): what `session.step` would answer, read from the step's outcome as it is
+ * (`advance`) and from the session's fields, rather than from the answer `step` builds and a summary, so that a
+ * step makes no object of its own: an arithmetic step took 7.3 µs in QuickJS this way against 8.2.
  */
 function step(slot: number, action: string): void {
   const session = sessionAt(slot);
-  const outcome = session.step(action);
-  const observation = checkSize("observation", outcome.observation);
+  const outcome = session.advance(action);
+  const fields = session as unknown as SessionFields;
+  const done = fields.finished;
+  const truncated = fields.truncated;
+  const observation = done ? null : checkSize("observation", outcome.observation ?? "");
   const render = checkSize("render", session.render() ?? null);
-  // info, the one value whose size is not known yet, is measured only when it has something in it
-  const info = objectKeys(outcome.info).length === 0 ? 0 : outcome.info;
+  // info, the one value whose size is not known yet, is measured only when it has something in it; an episode
+  // cut short at maxTurns says so in it, as `step` does
+  const given = outcome.info;
+  const info = truncated ? { ...given, truncated: true } : given === undefined || objectKeys(given).length === 0 ? 0 : given;
   if (info !== 0) recordChars += checkJsonSize("info", info);
   const start = records.length;
-  if (outcome.done) {
-    const summary = session.summary();
-    const { turns, totalReward, truncated, invalidActions } = summary;
+  if (done) {
     const breakdown = breakdownIsTotal ? null : session.rewardBreakdown();
-    records.push(0, null, outcome.reward, info, render, turns, totalReward, truncated, invalidActions, scoreEpisode(session.definition, summary), breakdown);
-  } else records.push(0, observation, outcome.reward, info, render !== null && render === observation ? true : render);
-  const metrics = outcome.metrics as Record<string, number> | MetricPairs;
-  if (isArray(metrics)) for (let m = 0; m < metrics.length; m++) records.push(metrics[m]);
+    records.push(0, null, fields.stepReward, info, render, fields.turn, fields.total, truncated, fields.invalid, session.score(), breakdown);
+  } else records.push(0, observation, fields.stepReward, info, render !== null && render === observation ? true : render);
+  const metrics = outcome.metrics as Record<string, number> | MetricPairs | undefined;
+  if (metrics === undefined) {
+    // none
+  } else if (isArray(metrics)) for (let m = 0; m < metrics.length; m++) records.push(metrics[m]);
   else {
     // metrics the SDK made itself (an invalid action's, a tool call's): plain objects of numbers
     const keys = objectKeys(metrics);

@@ -7,6 +7,7 @@ import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
 import { type CrossingTiming, SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
 import { validateExperimentSource } from "@/server/sandbox/validate";
+import counts from "./fixtures/counts-env";
 import dice from "./fixtures/dice-env";
 import { createPool, envSource, fastLimits, firstError } from "./helpers";
 
@@ -44,6 +45,35 @@ describe("sandboxed environments", () => {
     );
     expect(unbatched).toEqual(native);
     expect(pool.environment).toMatchObject({ name: "dice-sum", maxTurns: 6, tools: ["remaining"], scoreName: "exact", hasRender: true });
+    pool.dispose();
+  });
+
+  it("answers each step as the native session does: step cost, truncation, invalid actions, info, metrics, reward functions", async () => {
+    const pool = await SandboxedEnvironmentPool.create({ files: { "counts-env.ts": readFileSync(fileURLToPath(new URL("./fixtures/counts-env.ts", import.meta.url)), "utf8") } });
+    // per seed, the actions of one episode: ended by the environment, cut short at maxTurns, with invalid actions
+    const scripts = [["go", "stop"], ["go", "go", "go", "go"], ["?", "go", "?", "go"], ["stop"], ["?", "?", "stop"]];
+    const seen = { steps: 0, truncated: 0, invalid: 0, info: 0, metrics: 0 };
+    for (const [seed, actions] of scripts.entries()) {
+      const native = new EnvironmentSession(counts);
+      const sandboxed = pool.session(seed);
+      expect(sandboxed.reset(seed)).toBe(native.reset(seed));
+      for (const action of actions) {
+        const expected = native.step(action);
+        expect(sandboxed.step(action)).toEqual(expected);
+        seen.steps += 1;
+        seen.truncated += expected.info.truncated === true ? 1 : 0;
+        seen.invalid += expected.info.invalid === undefined ? 0 : 1;
+        seen.info += expected.info.half === true ? 1 : 0;
+        seen.metrics += Object.keys(expected.metrics).length > 0 ? 1 : 0;
+        if (expected.done) break;
+      }
+      const { state, ...summary } = native.summary();
+      expect(sandboxed.summary()).toMatchObject(summary);
+      expect(sandboxed.summary().state).toEqual(state);
+      expect(sandboxed.score()).toBe(native.score());
+      expect(sandboxed.rewardBreakdown()).toEqual(native.rewardBreakdown());
+    }
+    expect(seen).toEqual({ steps: 14, truncated: 2, invalid: 4, info: 3, metrics: 9 });
     pool.dispose();
   });
 
