@@ -209,7 +209,6 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     return outcome;
   }
 
-
   private resolve(actionText: string): Omit<StepOutcome<State>, "state"> {
     const state = this.state as State;
     const toolCall = this.definition.tools ? TOOL_CALL.exec(actionText) : null;
@@ -274,12 +273,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** The episode's headline score: the definition's own, else 1 when the return is positive. */
   score(): number {
-    // the same rule as scoreEpisode, without a summary when the definition has no score of its own
+    // no summary is made when the definition has no score of its own
     return this.definition.score ? this.definition.score(this.summary()) : this.total > 0 ? 1 : 0;
   }
-}
-
-/** An episode's headline score from its summary: the definition's own score, else 1 when the return is positive. */
-export function scoreEpisode<State>(definition: { score?(summary: EpisodeSummary<State>): number }, summary: EpisodeSummary<State>): number {
-  return definition.score ? definition.score(summary) : summary.totalReward > 0 ? 1 : 0;
 }
