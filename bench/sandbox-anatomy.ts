@@ -27,7 +27,9 @@
  * Each rollout is also cut at its `sample` calls (before the first, each sampling, the gaps, after the last): for
  * the variants that sample in lanes, which part of the rollout the sandbox lengthens. And the sandboxed rollout's
  * crossings in order (`pool.recordCrossings`): when each was posted, the thread's wake-up, its run, and how long
- * its answer waited for this thread.
+ * its answer waited for this thread. And this thread's own sandbox functions inside the sandboxed rollout
+ * (`pool.recordHostWork`): building each batch, posting it, taking its answer, parsing and settling it, per
+ * rollout and per call (they cost several times more there than in a loop of their own).
  * The last line is one JSON object with every figure.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -44,7 +46,7 @@ import { EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { runEpisodes } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { type CrossingTiming, SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { type CrossingTiming, type HostWork, SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { laneStarts } from "@/server/sandbox/lanes";
 import { formatTable, mean, median, quantile, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
@@ -97,7 +99,10 @@ type Rollout = {
   /** Sandboxed: each crossing's times, and the end of the last `sample` call (epoch ms). */
   crossings: CrossingTiming[];
   lastSampleEnd: number;
+  /** Sandboxed: each call of this thread's sandbox functions (`pool.recordHostWork`). */
+  host: HostWork[];
 };
+const hostWorkKinds = ["build", "post", "take", "parse", "settle"] as const;
 const variantNames = ["native", "native_lanes", "sandboxed"] as const;
 /** A rollout counts as blocked when this thread waited longer than this for the sandbox (a wait shorter is the clock's reading). */
 const blockedMinMs = 0.05;
@@ -158,6 +163,8 @@ for (const name of args.only) {
     const blockedBefore = pool.blockedMs;
     const crossings: CrossingTiming[] = [];
     pool.recordCrossings(variant === "sandboxed" ? crossings : null);
+    const host: HostWork[] = [];
+    pool.recordHostWork(variant === "sandboxed" ? host : null);
     const start = performance.now();
     const groups = await collectGroups({
       policy,
@@ -184,8 +191,10 @@ for (const name of args.only) {
       segments,
       crossings,
       lastSampleEnd: performance.timeOrigin + (timing.marks.at(-1) ?? end),
+      host,
     };
     pool.recordCrossings(null);
+    pool.recordHostWork(null);
     await policyUpdate(client, toTrainingBatch(groups, groupNormalized(groups, true)), { ...config.algorithm, learningRate: 0 }, config.agent.sampling.temperature);
     return rollout;
   };
@@ -258,6 +267,29 @@ for (const name of args.only) {
       };
     });
   })();
+  /**
+   * This thread's sandbox functions in the sandboxed rollout: each kind's time per rollout (p10, median), and per
+   * call by the size of its batch (median µs), over the rounds.
+   */
+  const hostWork = (() => {
+    const perRollout = (what: HostWork["what"] | "total") =>
+      rounds.map((round) => round.sandboxed.host.filter((work) => what === "total" || work.what === what).reduce((sum, work) => sum + work.ms, 0));
+    const calls = new Map<string, number[]>();
+    for (const round of rounds) {
+      for (const work of round.sandboxed.host) {
+        const key = `${work.what} ${work.ops}`;
+        calls.set(key, [...(calls.get(key) ?? []), work.ms * 1000]);
+      }
+    }
+    return {
+      per_rollout_ms: Object.fromEntries(
+        [...hostWorkKinds, "total" as const].map((what) => [what, { p10: round2(quantile(perRollout(what), 0.1)), p50: round2(quantile(perRollout(what), 0.5)) }]),
+      ),
+      per_call_us_p50: [...calls]
+        .filter(([, times]) => times.length >= rounds.length / 2)
+        .map(([key, times]) => ({ what: key.split(" ")[0]!, ops: Number(key.split(" ")[1]), us: round2(quantile(times, 0.5)) })),
+    };
+  })();
   const blocked = rounds.map((round) => round.sandboxed.blocked);
   const worked = rounds.map((round) => round.sandboxed.wall - round.sandboxed.sampling - round.sandboxed.blocked);
   results.push({
@@ -283,6 +315,7 @@ for (const name of args.only) {
       blocked_rollouts: blocked.filter((ms) => ms > blockedMinMs).length,
     },
     crossings: crossingRows,
+    host_work: hostWork,
     thread:
       threads.length > 0
         ? {
@@ -377,6 +410,14 @@ for (const result of results) {
       result.crossings.map((row, i) => [String(i + 1), String(row.ops), row.posted_after_last_sample_ms_p50, cell(row.wake_ms), cell(row.run_ms), cell(row.answer_to_taken_ms)]),
     )}`,
   );
+}
+console.log("\nthis thread's sandbox functions in the sandboxed rollout: ms per rollout (p10 / median), then µs per call by kind and batch size (median)");
+for (const result of results) {
+  const perRollout = result.host_work.per_rollout_ms;
+  console.log(`${result.name}\n${formatTable([...hostWorkKinds, "total"], [[...hostWorkKinds, "total" as const].map((what) => `${perRollout[what]!.p10} / ${perRollout[what]!.p50}`)])}`);
+  const sizes = [...new Set(result.host_work.per_call_us_p50.map((call) => call.ops))].sort((a, b) => b - a);
+  const cell = (what: string, ops: number) => result.host_work.per_call_us_p50.find((call) => call.what === what && call.ops === ops)?.us ?? "-";
+  console.log(formatTable(["ops", ...hostWorkKinds], sizes.map((ops) => [String(ops), ...hostWorkKinds.map((what) => cell(what, ops))])));
 }
 console.log(JSON.stringify({ seconds: args.seconds, use_cases: results }));
 process.exit(0);

@@ -25,4 +25,4 @@ export {
 } from "./sandboxed-environment";
 export { defaultLanes, laneShape } from "./lanes";
 export type { EnvironmentDescription } from "./wire";
-export type { CrossingTiming } from "./quickjs-host";
+export type { CrossingTiming, HostWork } from "./quickjs-host";

@@ -64,6 +64,15 @@ const waitAsync = (Atomics as unknown as {
  */
 export type CrossingTiming = { ops: number; postedAt: number; startedAt: number; ranAt: number; takenAt: number };
 
+/**
+ * A call of one of the host thread's own sandbox functions, for a batch of `ops` ops, and how long it took
+ * (milliseconds): building the batch (the pool's checks and budgets), posting it (encoding, the mailbox, waking the
+ * thread), taking its answer from the mailbox, parsing it, settling it (the pool's checks of each op's answer).
+ * Inside a rollout these cost several times what they cost in a loop of their own, so they are measured there
+ * (bench:sandbox-anatomy).
+ */
+export type HostWork = { what: "build" | "post" | "take" | "parse" | "settle"; ops: number; ms: number };
+
 /** Terminates the thread of a sandbox that was dropped without dispose(). */
 const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
 
@@ -85,6 +94,8 @@ export class QuickJSSandbox {
   private postedOps = 0;
   /** When set, each crossing's times are added to it as its answer is taken (bench:sandbox-anatomy). */
   crossingLog: CrossingTiming[] | null = null;
+  /** When set, each call of this thread's sandbox functions is added to it (see HostWork), by this class and its pool. */
+  hostLog: HostWork[] | null = null;
   private readonly mailbox: Mailbox;
   private readonly control: Int32Array;
   private readonly clock: Float64Array;
@@ -345,6 +356,7 @@ export class QuickJSSandbox {
     if (this.failure) throw this.failure;
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
     if (this.inFlight) throw new SandboxError("runtime", "the sandbox is already running a batch; wait for its answer before sending another");
+    const startedAt = this.hostLog ? performance.now() : 0;
     // One string for the ops, which the guest parses once, and the budgets.
     const ops = encodeRequest(batch);
     const budgetsMs = new Float64Array(budgets.length);
@@ -358,6 +370,7 @@ export class QuickJSSandbox {
     this.postedOps = batch.length;
     Atomics.add(control, REQUESTED, 1);
     Atomics.notify(control, REQUESTED);
+    this.hostLog?.push({ what: "post", ops: batch.length, ms: performance.now() - startedAt });
     return postedAt;
   }
 
@@ -367,9 +380,11 @@ export class QuickJSSandbox {
       const { clock } = this;
       this.crossingLog.push({ ops: this.postedOps, postedAt: this.postedAt, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
     }
+    const startedAt = this.hostLog ? performance.now() : 0;
     const taken = this.mailbox.take();
     if (taken) {
       this.lastMemoryMb = taken.memoryMb;
+      this.hostLog?.push({ what: "take", ops: this.postedOps, ms: performance.now() - startedAt });
       return { ok: true, ...taken };
     }
     const answer = receiveMessageOnPort(this.port)?.message as BatchOutcome | undefined;
@@ -381,6 +396,7 @@ export class QuickJSSandbox {
 
   /** A batch's answer (`take`, `answerAsync`) parsed: its shape and each op's time checked. */
   parse(answer: BatchAnswer, ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
+    const startedAt = this.hostLog ? performance.now() : 0;
     let results: unknown[];
     try {
       results = JSON.parse(answer.results) as unknown[];
@@ -405,6 +421,7 @@ export class QuickJSSandbox {
     for (const [i, ms] of answer.ms.entries()) {
       if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms));
     }
+    this.hostLog?.push({ what: "parse", ops: ops.length, ms: performance.now() - startedAt });
     return { ms: answer.ms, results, starts };
   }
 

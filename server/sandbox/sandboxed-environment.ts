@@ -16,7 +16,7 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { LaneSchedule, laneShape, laneStarts } from "./lanes";
-import { type CrossingTiming, type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
+import { type CrossingTiming, type HostWork, type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
   type GuestEpisodeEnd,
@@ -231,6 +231,11 @@ export class SandboxedEnvironmentPool {
     this.sandbox.crossingLog = log;
   }
 
+  /** Adds each call of this thread's sandbox functions to `log` from now on (null: stops); see `HostWork`. */
+  recordHostWork(log: HostWork[] | null): void {
+    this.sandbox.hostLog = log;
+  }
+
   /** @internal The async batch posted is still running (false once it has been answered and taken). */
   get awaitingAnswer(): boolean {
     return this.sandbox.awaitingAnswer;
@@ -259,6 +264,7 @@ export class SandboxedEnvironmentPool {
   }
 
   private resetBatch(starts: SlotStart[]): Batch<GuestResetValue> {
+    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, seed, sample, index = slot } of starts) {
@@ -267,6 +273,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed));
     }
+    this.sandbox.hostLog?.push({ what: "build", ops: ops.length, ms: performance.now() - startedAt });
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!) };
   }
 
@@ -293,6 +300,7 @@ export class SandboxedEnvironmentPool {
   }
 
   private stepBatch(steps: { slot: number; action: string }[]): Batch<GuestStepValue> {
+    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
@@ -323,6 +331,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["step", slot, action]);
       budgets.push(budget);
     }
+    this.sandbox.hostLog?.push({ what: "build", ops: ops.length, ms: performance.now() - startedAt });
     return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!) };
   }
 
@@ -524,6 +533,7 @@ export class SandboxedEnvironmentPool {
       if (this.sandbox.failed) throw this.sandbox.failed;
       return [];
     }
+    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
     const values: T[] = [];
     const { results, starts } = response;
     for (let i = 0; i < ops.length; i++) {
@@ -560,6 +570,7 @@ export class SandboxedEnvironmentPool {
       }
       throw this.fail(this.describeFailure(failure, budget.label));
     }
+    this.sandbox.hostLog?.push({ what: "settle", ops: ops.length, ms: performance.now() - startedAt });
     return values;
   }
 

@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
-import { type CrossingTiming, SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
+import { type CrossingTiming, type HostWork, SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 import counts from "./fixtures/counts-env";
 import dice from "./fixtures/dice-env";
@@ -242,6 +242,19 @@ describe("sandboxed environments", () => {
     expect(blocked).toBeGreaterThanOrEqual(19);
     expect(blocked).toBeLessThan(120);
     expect((await stepping)[0]).toMatchObject({ observation: "n=1" }); // answered later, in the event loop
+    pool.dispose();
+  });
+
+  it("records each call of this thread's sandbox functions, with its ops and time, while asked (recordHostWork)", async () => {
+    const pool = await createPool();
+    const log: HostWork[] = [];
+    pool.recordHostWork(log);
+    pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
+    await pool.stepManyAsync([0, 1].map((slot) => ({ slot, action: "go" })));
+    pool.recordHostWork(null);
+    pool.stepMany([{ slot: 2, action: "go" }]); // not recorded
+    expect(log.map(({ what, ops }) => `${what} ${ops}`)).toEqual(["build 3", "post 3", "take 3", "parse 3", "settle 3", "build 2", "post 2", "take 2", "parse 2", "settle 2"]);
+    expect(log.every(({ ms }) => ms >= 0 && ms < 1_000)).toBe(true);
     pool.dispose();
   });
 
