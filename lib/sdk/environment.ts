@@ -174,7 +174,7 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
   }
 
   /**
-   * `step` without its answer, for a host that reads only what it needs (the sandbox's bridge, where QuickJS
+   * @internal `step` without its answer, for a host that reads only what it needs (the sandbox's bridge, where QuickJS
    * takes ~0.5-1 µs an object): the action applied, and what the environment or the SDK answered it with, as is
    * (its info and metrics may be left out, and the episode's truncation is not in its info). The step's reward
    * with the step cost and, at the end, the reward functions, whether the episode ended and the episode's counts
@@ -273,7 +273,20 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   /** The episode's headline score: the definition's own, else 1 when the return is positive. */
   score(): number {
+    if (this.state === undefined) throw new Error("score() before reset()");
     // no summary is made when the definition has no score of its own
     return this.definition.score ? this.definition.score(this.summary()) : this.total > 0 ? 1 : 0;
   }
 }
+
+/** `SessionFields` names fields the class has, with their types: a field renamed or retyped fails to compile here. */
+type SessionFieldsOf<T extends SessionFields> = T;
+type Session = EnvironmentSession;
+export type CheckedSessionFields = SessionFieldsOf<{
+  finished: Session["finished"];
+  truncated: Session["truncated"];
+  stepReward: Session["stepReward"];
+  turn: Session["turn"];
+  total: Session["total"];
+  invalid: Session["invalid"];
+}>;

@@ -30,8 +30,6 @@ type PendingAnswer = {
   postedAt: number;
   resolve: (answer: BatchAnswer) => void;
   reject: (error: unknown) => void;
-  /** The event loop's wait (`watchAnswer`) has started for it. */
-  watched: boolean;
 };
 
 /** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
@@ -209,7 +207,7 @@ export class QuickJSSandbox {
   answerAsync(ops: GuestOp[], budgets: OpBudget[], label: string): Promise<BatchAnswer> {
     const postedAt = this.post(ops, budgets);
     return new Promise<BatchAnswer>((resolve, reject) => {
-      this.pending = { budgets, label, postedAt, resolve, reject, watched: false };
+      this.pending = { budgets, label, postedAt, resolve, reject };
       this.watchFromEventLoop();
     });
   }
@@ -227,8 +225,9 @@ export class QuickJSSandbox {
     this.watchScheduled = true;
     setImmediate(() => {
       this.watchScheduled = false;
-      const pending = this.pending;
-      if (pending && !pending.watched) void this.watchAnswer(pending);
+      // Only an immediate starts the wait, and this one serves the batches posted since the last one ran: the
+      // batch in flight, if any, is not watched yet.
+      if (this.pending) void this.watchAnswer(this.pending);
     });
   }
 
@@ -273,7 +272,6 @@ export class QuickJSSandbox {
     // A pending Atomics.waitAsync does not keep Node's event loop alive (the thread and its port are unref'd):
     // without a reference a script awaiting only this answer would exit with an unsettled promise. The port's
     // costs a flag; a timer, as this used, cost the host thread ~30 µs a crossing in a rollout.
-    pending.watched = true;
     this.port.ref();
     this.watchers += 1;
     try {
@@ -388,6 +386,7 @@ export class QuickJSSandbox {
       return { ok: true, ...taken };
     }
     const answer = receiveMessageOnPort(this.port)?.message as BatchOutcome | undefined;
+    this.hostLog?.push({ what: "take", ops: this.postedOps, ms: performance.now() - startedAt });
     if (!answer) throw this.fail(new SandboxError("runtime", `the sandbox's thread did not answer ${label}`));
     this.lastMemoryMb = answer.memoryMb;
     if (!answer.ok) throw this.fail(this.describeCallFailure(answer, budgets, label));

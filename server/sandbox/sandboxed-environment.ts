@@ -845,7 +845,8 @@ export async function runSandboxedEpisodes(
   const playLane = async (lane: number): Promise<Trajectory[]> => {
     const from = cuts[lane]!;
     const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
-    // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface.
+    // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface (not its
+    // internal `advance`, which only the sandbox's bridge calls).
     const episodes: EpisodeStart[] = laneEpisodes.map(({ seed, sample }, i) => ({
       session: pool.session(base + from + i) as unknown as EnvironmentSession,
       seed,

@@ -295,7 +295,9 @@ function findDefinition(userModule: Record<string, unknown>): { exportName: stri
 /**
  * What the guards below answer the SDK with, one object each, refilled on every call: the SDK reads a guarded
  * reset's, parseAction's or step's answer at once, copying the values it keeps, and holds on to none of these
- * objects (nor does any user code see them), while QuickJS takes ~1 µs to make an object of six fields.
+ * objects (nor does any user code see them), while QuickJS takes ~1 µs to make an object of six fields. The one
+ * exception is a step's: `advance` hands it back to this bridge's `step`, which reads it before the next step
+ * refills it (user code that runs meanwhile, a render or a score, cannot reach it).
  */
 const resetAnswer: { state: unknown; observation: string } = { state: undefined, observation: "" };
 const parsedAction: { ok: true; action: unknown } = { ok: true, action: undefined };
@@ -448,7 +450,7 @@ function expectString(fn: string, field: string, value: unknown): string {
  * A step's metrics, read once and checked, as key-value pairs: the form they cross in (GuestStepWire), made
  * here instead of a copied object (QuickJS adds properties to a new object slowly, and serializes an object's
  * keys more slowly than an array's strings). The SDK passes a step's metrics through untouched, so the bridge
- * receives these pairs back in `SessionStep.metrics` (and objects for the metrics the SDK makes itself).
+ * receives these pairs back in the outcome `advance` returns (and objects for the metrics the SDK makes itself).
  */
 type MetricPairs = (string | number)[];
 

@@ -338,6 +338,24 @@ describe("hostile environments", () => {
       expectBystanderUnaffected();
     });
 
+    it("stops one posted right after an earlier batch was taken, before this thread's event loop turned", async () => {
+      // The event loop's wait (the watchdog, here) starts from one immediate for every batch posted until it runs:
+      // the first batch's immediate is the one that must watch the second.
+      const pool = await createPool(
+        { top: cases[0]![1], step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` },
+        limits,
+      );
+      pool.resetMany([{ slot: 0, seed: 0 }, { slot: 1, seed: 1 }]);
+      const first = pool.stepManyAsync([{ slot: 0, action: "go" }]);
+      expect(pool.waitForAnswer()).toBe(true);
+      expect((await first)[0]).toMatchObject({ observation: "x" }); // promise callbacks only: no turn of the event loop
+      const error = await firstError(() => pool.stepManyAsync([{ slot: 1, action: "heavy" }]));
+      expect(error).toBeInstanceOf(SandboxLimitError);
+      expect(error.message).toMatch(/^step 1 of episode 1 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms; stopped by the watchdog\)$/);
+      expect(error.reached).toBeLessThanOrEqual(bound);
+      expectBystanderUnaffected();
+    });
+
     it("stops one at load time under cpuMsPerEpisode", async () => {
       const error = await firstError(() =>
         createPool({ top: `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");` }, { ...limits, cpuMsPerEpisode: 200 }),
