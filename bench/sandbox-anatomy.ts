@@ -274,20 +274,19 @@ for (const name of args.only) {
   const hostWork = (() => {
     const perRollout = (what: HostWork["what"] | "total") =>
       rounds.map((round) => round.sandboxed.host.filter((work) => what === "total" || work.what === what).reduce((sum, work) => sum + work.ms, 0));
-    const calls = new Map<string, number[]>();
+    const calls = new Map<string, { what: HostWork["what"]; ops: number; us: number[] }>();
     for (const round of rounds) {
-      for (const work of round.sandboxed.host) {
-        const key = `${work.what} ${work.ops}`;
-        calls.set(key, [...(calls.get(key) ?? []), work.ms * 1000]);
+      for (const { what, ops, ms } of round.sandboxed.host) {
+        const key = `${what} ${ops}`;
+        if (!calls.has(key)) calls.set(key, { what, ops, us: [] });
+        calls.get(key)!.us.push(ms * 1000);
       }
     }
     return {
       per_rollout_ms: Object.fromEntries(
         [...hostWorkKinds, "total" as const].map((what) => [what, { p10: round2(quantile(perRollout(what), 0.1)), p50: round2(quantile(perRollout(what), 0.5)) }]),
       ),
-      per_call_us_p50: [...calls]
-        .filter(([, times]) => times.length >= rounds.length / 2)
-        .map(([key, times]) => ({ what: key.split(" ")[0]!, ops: Number(key.split(" ")[1]), us: round2(quantile(times, 0.5)) })),
+      per_call_us_p50: [...calls.values()].filter(({ us }) => us.length >= rounds.length / 2).map(({ what, ops, us }) => ({ what, ops, us: round2(quantile(us, 0.5)) })),
     };
   })();
   const blocked = rounds.map((round) => round.sandboxed.blocked);

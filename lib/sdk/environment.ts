@@ -105,18 +105,19 @@ export type SessionStep = {
 };
 
 /**
- * @internal What a session keeps of its episode, by the names of its private fields: the sandbox's bridge reads
- * them after `advance` (`session as unknown as SessionFields`) instead of through a summary or getters, since
- * QuickJS takes ~0.5-1 µs to make an object and ~0.1 µs a call (test/unit/sandbox checks the two agree).
+ * @internal What a session keeps of its episode, read from its private fields by name (so a field renamed here
+ * fails to compile): the sandbox's bridge reads them after `advance` (`session as unknown as SessionFields`)
+ * instead of through a summary or getters, since QuickJS takes ~0.5-1 µs to make an object and ~0.1 µs a call
+ * (test/unit/sandbox checks the two agree).
  */
-export type SessionFields = {
-  readonly finished: boolean;
-  readonly truncated: boolean;
-  readonly stepReward: number;
-  readonly turn: number;
-  readonly total: number;
-  readonly invalid: number;
-};
+export type SessionFields = Readonly<{
+  finished: EnvironmentSession["finished"];
+  truncated: EnvironmentSession["truncated"];
+  stepReward: EnvironmentSession["stepReward"];
+  turn: EnvironmentSession["turn"];
+  total: EnvironmentSession["total"];
+  invalid: EnvironmentSession["invalid"];
+}>;
 
 /** One episode at a time of one environment: the object a protocol drives. */
 export class EnvironmentSession<State = unknown, Action = unknown, Sample extends DatasetRow = DatasetRow> {
@@ -278,15 +279,3 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     return this.definition.score ? this.definition.score(this.summary()) : this.total > 0 ? 1 : 0;
   }
 }
-
-/** `SessionFields` names fields the class has, with their types: a field renamed or retyped fails to compile here. */
-type SessionFieldsOf<T extends SessionFields> = T;
-type Session = EnvironmentSession;
-export type CheckedSessionFields = SessionFieldsOf<{
-  finished: Session["finished"];
-  truncated: Session["truncated"];
-  stepReward: Session["stepReward"];
-  turn: Session["turn"];
-  total: Session["total"];
-  invalid: Session["invalid"];
-}>;

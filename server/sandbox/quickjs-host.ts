@@ -94,6 +94,16 @@ export class QuickJSSandbox {
   crossingLog: CrossingTiming[] | null = null;
   /** When set, each call of this thread's sandbox functions is added to it (see HostWork), by this class and its pool. */
   hostLog: HostWork[] | null = null;
+
+  /** When a function `logHostWork` will time started: the clock's reading while `hostLog` is set (else 0, unread). */
+  hostWorkStart(): number {
+    return this.hostLog ? performance.now() : 0;
+  }
+
+  /** Adds a call that started at `startedAt` (`hostWorkStart`) to `hostLog`, if set. */
+  logHostWork(what: HostWork["what"], ops: number, startedAt: number): void {
+    this.hostLog?.push({ what, ops, ms: performance.now() - startedAt });
+  }
   private readonly mailbox: Mailbox;
   private readonly control: Int32Array;
   private readonly clock: Float64Array;
@@ -354,7 +364,7 @@ export class QuickJSSandbox {
     if (this.failure) throw this.failure;
     if (this.disposed) throw new SandboxError("runtime", "the sandbox has been disposed");
     if (this.inFlight) throw new SandboxError("runtime", "the sandbox is already running a batch; wait for its answer before sending another");
-    const startedAt = this.hostLog ? performance.now() : 0;
+    const startedAt = this.hostWorkStart();
     // One string for the ops, which the guest parses once, and the budgets.
     const ops = encodeRequest(batch);
     const budgetsMs = new Float64Array(budgets.length);
@@ -368,7 +378,7 @@ export class QuickJSSandbox {
     this.postedOps = batch.length;
     Atomics.add(control, REQUESTED, 1);
     Atomics.notify(control, REQUESTED);
-    this.hostLog?.push({ what: "post", ops: batch.length, ms: performance.now() - startedAt });
+    this.logHostWork("post", batch.length, startedAt);
     return postedAt;
   }
 
@@ -378,15 +388,15 @@ export class QuickJSSandbox {
       const { clock } = this;
       this.crossingLog.push({ ops: this.postedOps, postedAt: this.postedAt, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
     }
-    const startedAt = this.hostLog ? performance.now() : 0;
+    const startedAt = this.hostWorkStart();
     const taken = this.mailbox.take();
     if (taken) {
       this.lastMemoryMb = taken.memoryMb;
-      this.hostLog?.push({ what: "take", ops: this.postedOps, ms: performance.now() - startedAt });
+      this.logHostWork("take", this.postedOps, startedAt);
       return { ok: true, ...taken };
     }
     const answer = receiveMessageOnPort(this.port)?.message as BatchOutcome | undefined;
-    this.hostLog?.push({ what: "take", ops: this.postedOps, ms: performance.now() - startedAt });
+    this.logHostWork("take", this.postedOps, startedAt);
     if (!answer) throw this.fail(new SandboxError("runtime", `the sandbox's thread did not answer ${label}`));
     this.lastMemoryMb = answer.memoryMb;
     if (!answer.ok) throw this.fail(this.describeCallFailure(answer, budgets, label));
@@ -395,7 +405,7 @@ export class QuickJSSandbox {
 
   /** A batch's answer (`take`, `answerAsync`) parsed: its shape and each op's time checked. */
   parse(answer: BatchAnswer, ops: GuestOp[], budgets: OpBudget[], label: string): GuestResponse {
-    const startedAt = this.hostLog ? performance.now() : 0;
+    const startedAt = this.hostWorkStart();
     let results: unknown[];
     try {
       results = JSON.parse(answer.results) as unknown[];
@@ -420,7 +430,7 @@ export class QuickJSSandbox {
     for (const [i, ms] of answer.ms.entries()) {
       if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms));
     }
-    this.hostLog?.push({ what: "parse", ops: ops.length, ms: performance.now() - startedAt });
+    this.logHostWork("parse", ops.length, startedAt);
     return { ms: answer.ms, results, starts };
   }
 

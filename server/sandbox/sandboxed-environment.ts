@@ -264,7 +264,7 @@ export class SandboxedEnvironmentPool {
   }
 
   private resetBatch(starts: SlotStart[]): Batch<GuestResetValue> {
-    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
+    const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, seed, sample, index = slot } of starts) {
@@ -273,7 +273,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["reset", slot, seed, sample ?? null]);
       budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed));
     }
-    this.sandbox.hostLog?.push({ what: "build", ops: ops.length, ms: performance.now() - startedAt });
+    this.sandbox.logHostWork("build", ops.length, startedAt);
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!) };
   }
 
@@ -300,7 +300,7 @@ export class SandboxedEnvironmentPool {
   }
 
   private stepBatch(steps: { slot: number; action: string }[]): Batch<GuestStepValue> {
-    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
+    const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
     for (const { slot, action } of steps) {
@@ -331,7 +331,7 @@ export class SandboxedEnvironmentPool {
       ops.push(["step", slot, action]);
       budgets.push(budget);
     }
-    this.sandbox.hostLog?.push({ what: "build", ops: ops.length, ms: performance.now() - startedAt });
+    this.sandbox.logHostWork("build", ops.length, startedAt);
     return { ops, budgets, kind: "step", check: (values, at, n, i) => this.checkStep(values, at, n, budgets[i]!) };
   }
 
@@ -533,7 +533,7 @@ export class SandboxedEnvironmentPool {
       if (this.sandbox.failed) throw this.sandbox.failed;
       return [];
     }
-    const startedAt = this.sandbox.hostLog ? performance.now() : 0;
+    const startedAt = this.sandbox.hostWorkStart();
     const values: T[] = [];
     const { results, starts } = response;
     for (let i = 0; i < ops.length; i++) {
@@ -570,7 +570,7 @@ export class SandboxedEnvironmentPool {
       }
       throw this.fail(this.describeFailure(failure, budget.label));
     }
-    this.sandbox.hostLog?.push({ what: "settle", ops: ops.length, ms: performance.now() - startedAt });
+    this.sandbox.logHostWork("settle", ops.length, startedAt);
     return values;
   }
 
