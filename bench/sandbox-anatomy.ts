@@ -47,11 +47,11 @@ import { defineExperiment } from "@/lib/sdk/experiment";
 import { runEpisodes } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
 import { type CrossingTiming, type HostWork, SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
-import { laneStarts } from "@/server/sandbox/lanes";
+import { laneStarts } from "@/server/sandbox";
 import { formatTable, mean, median, quantile, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
 
-runAsRolloutProcess(); // the process a worker is (server/runtime/gc.ts), as bench:sandbox
+runAsRolloutProcess(); // the process a worker is (server/worker/gc.ts), as bench:sandbox
 
 const args = { only: ["arithmetic"], seconds: 60 };
 for (let i = 2; i < process.argv.length; i++) {

@@ -26,7 +26,7 @@
  * untimed, by the policy update the RL loop makes of it (policyUpdate with the template's algorithm, GRPO's
  * group-normalized advantages, learning rate 0 so that the policy stays put; --no-update: rollouts back to back,
  * as an evaluation plays them): what the loop allocates there sets what V8's collector does during the next
- * rollout, which decided whether the sandbox's thread had a core (server/runtime/gc.ts; the process turns off
+ * rollout, which decided whether the sandbox's thread had a core (server/worker/gc.ts; the process turns off
  * concurrent marking on fewer than three cores as a worker does, unless --concurrent-marking). A round is one
  * rollout of each variant in turn (the order rotating), all on the round's sampling seed; rounds go on until
  * --e2e-seconds (default 60) have passed for the environment and at least --trials (default 12) were played, and
@@ -100,15 +100,13 @@ import { type AlgorithmConfig, algorithmSchema, defineExperiment } from "@/lib/s
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { type ChatMessage, renderChat } from "@/lib/model/chat";
 import type { ByteTokenizer } from "@/lib/model/tokenizer";
-import type { SampledSequence } from "@/server/runtime/sampler";
-import { BaseModel, TrainingClient, initBackend } from "@/server/runtime";
-import { SandboxedEnvironmentPool, laneShape, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
-import { laneStarts } from "@/server/sandbox/lanes";
-import { startedMarkingOnMainThread } from "@/server/runtime/gc";
+import { BaseModel, TrainingClient, initBackend, type SampledSequence } from "@/server/runtime";
+import { SandboxedEnvironmentPool, laneShape, laneStarts, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
+import { startedMarkingOnMainThread } from "@/server/worker/gc";
 import { bootstrapInterval, formatTable, median, medianInterval, medianReachPoints, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
 
-// The process a worker is (server/runtime/gc.ts), unless --concurrent-marking (V8's default, to compare).
+// The process a worker is (server/worker/gc.ts), unless --concurrent-marking (V8's default, to compare).
 runAsRolloutProcess(process.argv.includes("--concurrent-marking"));
 const mainThreadGc = startedMarkingOnMainThread();
 /** Past the minimum, the headline's interval is looked at every this many rounds (see --precision). */

@@ -9,10 +9,17 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { createFifoBaselinePolicy, createPackingPolicy } from "@/server/scheduler/policy";
-import { simulate, type SimulationResult } from "@/server/scheduler/simulator";
-import { parseTrace, type Trace } from "@/server/scheduler/trace";
-import { generateTrace, tracePresets, type TracePreset } from "@/server/scheduler/trace-generator";
+import {
+  createFifoBaselinePolicy,
+  createPackingPolicy,
+  generateTrace,
+  parseTrace,
+  simulate,
+  tracePresets,
+  type SimulationResult,
+  type Trace,
+  type TracePreset,
+} from "@/server/scheduler";
 
 function loadTraces(): Trace[] {
   const { values } = parseArgs({

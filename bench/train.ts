@@ -16,8 +16,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { BaseModel, TrainingClient, initBackend, type BackendPreference } from "@/server/runtime";
-import { type KernelPreference, kernelPreferences } from "@/server/runtime/backend";
+import { BaseModel, TrainingClient, initBackend, kernelPreferences, type BackendPreference, type KernelPreference } from "@/server/runtime";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
 import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor } from "./lib/torch-anchor";
 

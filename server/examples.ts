@@ -1,10 +1,8 @@
 /** The built-in use cases, present as example experiments in every new workbench. */
 import { eq } from "drizzle-orm";
 import { useCases } from "@/lib/envs";
-import type { Database } from "./db";
+import { type Database, newId, experiments, experimentVersions } from "./db";
 import { LOCAL_USER } from "./db";
-import { newId } from "./db/ids";
-import { experiments, experimentVersions } from "./db/schema";
 
 export async function ensureExampleExperiments(db: Database) {
   for (const [name, useCase] of Object.entries(useCases)) {

@@ -12,8 +12,7 @@
 import { eq, sql } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
-import type { Database } from "./db";
-import { runs } from "./db/schema";
+import { type Database, runs } from "./db";
 import { onAnyRunData, onRunData } from "./run-events";
 
 /** What a metric stream is asked for: the run, and the id of the last event the client has (to resume after). */

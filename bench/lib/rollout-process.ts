@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { missingRolloutFlags } from "@/server/runtime/gc";
+import { missingRolloutFlags } from "@/server/worker/gc";
 
 /**
- * Makes this bench the process a worker is (server/runtime/gc.ts): when it was started without the flags a worker
+ * Makes this bench the process a worker is (server/worker/gc.ts): when it was started without the flags a worker
  * playing rollouts gets on this machine (`--no-concurrent-marking` on fewer than three cores), it runs itself
  * again with them, waits, and exits with that run's status. `keepDefaults`: run as started (to compare with V8's
  * defaults).

@@ -1,8 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, eq, isNull } from "drizzle-orm";
-import type { Database } from "../db";
-import { apiKeys, users } from "../db/schema";
-import { newId } from "../db/ids";
+import { type Database, apiKeys, users, newId } from "../db";
 
 export type User = { id: string; name: string; email: string };
 

@@ -2,6 +2,8 @@ import { serverEnv } from "../env";
 import { openDatabase, type DatabaseHandle } from "./client";
 
 export * from "./client";
+export * from "./schema";
+export { newId } from "./ids";
 
 // Next.js bundles route handlers apart from the server entry, so a module-level variable would exist twice and
 // open the same PGlite folder twice. One handle per process lives on globalThis instead.

@@ -1,5 +1,6 @@
 import { relations } from "drizzle-orm";
-import type { Footprint } from "../scheduler/resources";
+import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
+import type { Footprint } from "../scheduler";
 import {
   bigserial,
   boolean,
@@ -87,7 +88,8 @@ export const experimentVersions = pgTable(
 );
 
 // ── what runs ────────────────────────────────────────────────────────────────────────────────────────────────
-export const runStatus = pgEnum("run_status", ["queued", "running", "paused", "completed", "failed", "cancelled"]);
+/** The states come from the one state machine (lib/lifecycle); only server/jobs writes them. */
+export const runStatus = pgEnum("run_status", runStates);
 
 export const runs = pgTable(
   "runs",
@@ -203,16 +205,8 @@ export const checkpoints = pgTable(
 );
 
 // ── how it executes ──────────────────────────────────────────────────────────────────────────────────────────
-export const jobKind = pgEnum("job_kind", ["rl", "sft", "inference", "eval", "export"]);
-export const jobStatus = pgEnum("job_status", [
-  "queued",
-  "placing",
-  "running",
-  "paused",
-  "completed",
-  "failed",
-  "cancelled",
-]);
+export const jobKind = pgEnum("job_kind", jobKinds);
+export const jobStatus = pgEnum("job_status", jobStates);
 
 export const workers = pgTable("workers", {
   id: text("id").primaryKey(),

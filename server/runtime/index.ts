@@ -15,6 +15,8 @@ export {
   initBackend,
   currentBackend,
   backendNames,
+  kernelPreferences,
+  type KernelPreference,
   type BackendName,
   type BackendPreference,
   type RuntimeBackend,

@@ -23,6 +23,7 @@ export {
   type SandboxedStep,
   type SandboxedSummary,
 } from "./sandboxed-environment";
-export { defaultLanes, laneShape } from "./lanes";
+export { defaultLanes, laneShape, laneStarts } from "./lanes";
+export { validateInChildProcess } from "./validate-in-child";
 export type { EnvironmentDescription } from "./wire";
 export type { CrossingTiming, HostWork } from "./quickjs-host";

@@ -3,8 +3,9 @@
  * rounded up; compute in slots, the share of a device one job can keep busy on its own (see docs/SCHEDULER.md).
  */
 
-export const jobKinds = ["rl", "sft", "inference", "eval", "export"] as const;
-export type JobKind = (typeof jobKinds)[number];
+import { jobKinds, type JobKind } from "@/lib/lifecycle";
+
+export { jobKinds, type JobKind };
 
 /** "full" trains (or serves) every weight; "lora" adds an adapter to a base shared with other jobs. */
 export const jobModes = ["lora", "full"] as const;

@@ -9,7 +9,7 @@
  *   checkpoint; a paused job checkpoints first and loses nothing.
  */
 import { EventQueue } from "./event-queue";
-import { transition, type JobState } from "./job-state";
+import { transition, type JobState } from "@/lib/lifecycle";
 import {
   describeDevice,
   type ClusterState,

@@ -1,17 +1,32 @@
 /**
- * How a worker reaches the scheduler's tables. Two ways, one set of operations (server/worker/job-store.ts):
+ * How a worker reaches the scheduler's tables. Two ways, one set of operations (server/jobs):
  * - over HTTP, through the server's `worker` tRPC router (TINKERLAB_SERVER_URL + TINKERLAB_WORKER_TOKEN); the
  *   server's scheduler places jobs and the worker hears of them at its heartbeat;
  * - straight to PostgreSQL (DATABASE_URL): the worker runs scheduling passes itself (the same policy, in a locking
- *   transaction, see server/scheduler/service.ts), writes its reports directly, and LISTENs for NOTIFYs so that it
+ *   transaction, see server/jobs/scheduling.ts), writes its reports directly, and LISTENs for NOTIFYs so that it
  *   acts on new work at once; a slow poll covers a lost connection or a missed notice.
  */
 import pg from "pg";
 import { sql } from "drizzle-orm";
 import { openDatabase, type DatabaseHandle } from "../db";
-import { createPackingPolicy } from "../scheduler/policy";
-import { JOBS_CHANNEL, schedulerTick, type JobsNotice } from "../scheduler/service";
-import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, type ClaimedJob, type DeviceSpec, type FinishOutcome, type ReportInput, type StopWhy } from "./job-store";
+import {
+  claimJob,
+  finishJob,
+  heartbeat,
+  JOBS_CHANNEL,
+  leaveWorker,
+  recordCheckpoint,
+  registerWorker,
+  schedulerTick,
+  storeReport,
+  type ClaimedJob,
+  type DeviceSpec,
+  type FinishOutcome,
+  type JobsNotice,
+  type ReportInput,
+  type StopWhy,
+} from "../jobs";
+import { createPackingPolicy } from "../scheduler";
 import { createWorkerApi } from "./worker-api";
 
 /** NOTIFY channel on which database workers announce a run's new metrics, so servers can wake its live streams. */

@@ -4,12 +4,12 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
-import { rolloutProcessFlags } from "../runtime/gc";
+import { rolloutProcessFlags } from "./gc";
 
 /**
  * The command line of a local worker: tsx's CLI run by this same node binary (no PATH lookup, so the children
  * start whatever their environment), the Node flags, which tsx passes on to the process it runs
- * (../runtime/gc.ts: on fewer than three cores, V8 marks on the main thread, leaving the other core to a custom
+ * (./gc.ts: on fewer than three cores, V8 marks on the main thread, leaving the other core to a custom
  * environment's sandbox), then the script and its arguments.
  */
 export function workerCommand(root: string, flags = rolloutProcessFlags(), script = path.join(root, "bin", "tinkerlab.ts"), args = ["worker"]): string[] {

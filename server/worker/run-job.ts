@@ -16,7 +16,7 @@ import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
 import type { WorkerChannel } from "./channel";
-import type { ClaimedJob, ReportInput } from "./job-store";
+import type { ClaimedJob, ReportInput } from "../jobs";
 import { mergeReports, ReportQueue } from "./report-queue";
 
 export type JobSpec = ClaimedJob;

@@ -7,8 +7,8 @@
  */
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
-import { missingRolloutFlags, startedMarkingOnMainThread } from "../runtime/gc";
-import { cpuDevice } from "../scheduler/resources";
+import { missingRolloutFlags, startedMarkingOnMainThread } from "./gc";
+import { cpuDevice } from "../scheduler";
 import type { WorkerChannel } from "./channel";
 import { runJob, type StopReason } from "./run-job";
 
@@ -28,7 +28,7 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
   const { channel } = options;
   // On fewer than three cores V8 should mark on this thread only, leaving the other core to a custom
-  // environment's sandbox (../runtime/gc.ts): local workers are started so; one started by hand is told how.
+  // environment's sandbox (./gc.ts): local workers are started so; one started by hand is told how.
   const mainThreadGc = startedMarkingOnMainThread();
   const missingFlags = missingRolloutFlags();
   if (missingFlags.length > 0) {

@@ -10,8 +10,7 @@ import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { devices, jobs, metricPoints, runs, workers } from "@/server/db/schema";
 import { createPackingPolicy } from "@/server/scheduler/policy";
-import { JOBS_CHANNEL, schedulerTick, submitJob } from "@/server/scheduler/service";
-import { claimJob, finishJob, heartbeat, registerWorker } from "@/server/worker/job-store";
+import { claimJob, finishJob, heartbeat, JOBS_CHANNEL, registerWorker, schedulerTick, submitJob } from "@/server/jobs";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;

@@ -1,5 +1,5 @@
 /**
- * A worker's report (server/worker/job-store.ts storeReport), as the worker API and database workers store it: one
+ * A worker's report (server/jobs/reports.ts storeReport), as the worker API and database workers store it: one
  * statement that checks the job is the worker's and writes points, rollouts, log lines and the run's step. On PGlite
  * and on PostgreSQL.
  */
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { jobs, metricPoints, rollouts, runLogs, runs } from "@/server/db/schema";
-import { registerWorker, storeReport, WorkerConflictError, type RolloutInput } from "@/server/worker/job-store";
+import { registerWorker, storeReport, WorkerConflictError, type RolloutInput } from "@/server/jobs";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;

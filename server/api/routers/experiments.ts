@@ -2,11 +2,9 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
-import { newId } from "../../db/ids";
-import { validateInChildProcess } from "../../sandbox/validate-in-child";
-import { experiments, experimentVersions, runs } from "../../db/schema";
+import { validateInChildProcess } from "../../sandbox";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
-import type { Database } from "../../db";
+import { type Database, newId, experiments, experimentVersions, runs } from "../../db";
 
 const MAX_FILE_BYTES = 256 * 1024;
 

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { workers } from "../../db/schema";
+import { workers } from "../../db";
 import { serverEnv } from "../../env";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 import type { Context } from "../trpc";

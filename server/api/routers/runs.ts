@@ -3,11 +3,9 @@ import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql
 import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
-import type { Database } from "../../db";
-import { newId } from "../../db/ids";
-import { experiments, experimentVersions, jobs, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db/schema";
+import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metric-feed";
-import { JobRejectedError, requestStop, submitJob } from "../../scheduler/service";
 import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
@@ -89,36 +87,35 @@ export const runsRouter = createTRPCRouter({
       } catch (error) {
         throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
       }
-      const runId = newId("run");
       const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
-      await ctx.db.insert(runs).values({
-        id: runId,
-        experimentId: input.experimentId,
-        experimentVersionId: version.id,
-        createdBy: ctx.user.id,
-        name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
-        config: config as unknown as Record<string, unknown>,
-        seed: config.seed,
-        totalSteps: config.algorithm.steps,
-      });
+      let runId;
       try {
-        await submitJob(ctx.db, {
-          runId,
-          userId: ctx.user.id,
-          priority: input.priority,
-          resources: {
-            kind: "rl",
-            mode: config.agent.training.mode,
-            baseModel: config.agent.base,
-            model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
-            batchSize: config.algorithm.groupSize * config.algorithm.groupsPerStep,
-            contextLength: shape.contextLength,
-            loraRank: config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
-            computeSlots: 1,
+        ({ runId } = await launchRun(
+          ctx.db,
+          {
+            experimentId: input.experimentId,
+            experimentVersionId: version.id,
+            createdBy: ctx.user.id,
+            name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
+            config: config as unknown as Record<string, unknown>,
+            seed: config.seed,
+            totalSteps: config.algorithm.steps,
           },
-        });
+          {
+            priority: input.priority,
+            resources: {
+              kind: "rl",
+              mode: config.agent.training.mode,
+              baseModel: config.agent.base,
+              model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
+              batchSize: config.algorithm.groupSize * config.algorithm.groupsPerStep,
+              contextLength: shape.contextLength,
+              loraRank: config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
+              computeSlots: 1,
+            },
+          },
+        ));
       } catch (error) {
-        await ctx.db.update(runs).set({ status: "failed", reason: (error as Error).message, finishedAt: new Date() }).where(eq(runs.id, runId));
         if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
         throw error;
       }
@@ -130,26 +127,16 @@ export const runsRouter = createTRPCRouter({
   control: protectedProcedure
     .input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) }))
     .mutation(async ({ ctx, input }) => {
-      const job = await latestJobOf(ctx.db, input.id);
-      if (input.action === "resume") {
-        const [resumed] = await ctx.db
-          .update(jobs)
-          .set({ status: "queued", reason: "resumed by user", stopRequested: null })
-          .where(and(eq(jobs.id, job.id), eq(jobs.status, "paused")))
-          .returning({ id: jobs.id });
-        if (!resumed) throw new TRPCError({ code: "CONFLICT", message: `Run '${input.id}' is ${job.status}; only a paused run can be resumed.` });
-        await ctx.db.update(runs).set({ status: "queued", reason: null }).where(eq(runs.id, input.id));
-        return { state: "queued" as const };
+      try {
+        if (input.action === "resume") {
+          await resumeRun(ctx.db, input.id);
+          return { state: "queued" as const };
+        }
+        return { state: await stopRun(ctx.db, input.id, input.action) };
+      } catch (error) {
+        if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
+        throw error;
       }
-      const result = await requestStop(ctx.db, job.id, input.action);
-      if (result === "finished") throw new TRPCError({ code: "CONFLICT", message: `Run '${input.id}' has already ended (${job.status}).` });
-      if (result === "stopped") {
-        await ctx.db
-          .update(runs)
-          .set({ status: input.action === "cancel" ? "cancelled" : "paused", reason: `${input.action === "cancel" ? "cancelled" : "paused"} by user`, finishedAt: input.action === "cancel" ? new Date() : null })
-          .where(eq(runs.id, input.id));
-      }
-      return { state: result };
     }),
 
   /** Metric points after a sequence number (0 = from the start): the run page polls or streams from here. */
@@ -328,9 +315,3 @@ export const runsRouter = createTRPCRouter({
     return run;
   }),
 });
-
-async function latestJobOf(db: Database, runId: string) {
-  const [job] = await db.select({ id: jobs.id, status: jobs.status }).from(jobs).where(eq(jobs.runId, runId)).orderBy(desc(jobs.submittedAt)).limit(1);
-  if (!job) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}' (or it has no job)` });
-  return job;
-}

@@ -1,8 +1,8 @@
 import { and, asc, desc, eq, gt, inArray, isNull, or } from "drizzle-orm";
 import { z } from "zod";
-import { devices, jobs, runs, workers } from "../../db/schema";
-import { estimateQueuedStarts } from "../../scheduler/live-forecast";
-import { createPackingPolicy } from "../../scheduler/policy";
+import { devices, jobs, runs, workers } from "../../db";
+import { estimateQueuedStarts } from "../../jobs";
+import { createPackingPolicy } from "../../scheduler";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
 /** The policy the server's scheduler runs (server/web-server.ts), here to forecast the queue. */
@@ -11,7 +11,7 @@ const policy = createPackingPolicy();
 export const schedulerRouter = createTRPCRouter({
   /**
    * Devices and what runs on each, the queue in the order the scheduler considers it with each job's estimated
-   * start (the policy run forward in the simulator, see server/scheduler/live-forecast.ts), and recent utilisation.
+   * start (the policy run forward in the simulator, see server/jobs/forecast.ts), and recent utilisation.
    */
   overview: protectedProcedure.input(z.object({ windowMinutes: z.number().int().min(5).max(24 * 60).default(60) }).default({ windowMinutes: 60 })).query(async ({ ctx, input }) => {
     const deviceRows = await ctx.db

@@ -2,14 +2,14 @@
  * The API workers speak over HTTP: register with their devices, renew their lease by heartbeat (and hear which
  * jobs to start or stop), claim a job, report metrics and rollouts, record checkpoints, finish. Workers on this
  * machine and on others use the same calls; on the embedded database this is how they reach its tables. Each call
- * is one function of server/worker/job-store.ts, which a worker started with DATABASE_URL calls directly.
+ * is one function of server/jobs, which a worker started with DATABASE_URL calls directly.
  */
 import { timingSafeEqual } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { announceRunData } from "../../run-events";
 import { REPORT_LIMITS } from "../../worker/report-queue";
-import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, WorkerConflictError } from "../../worker/job-store";
+import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, WorkerConflictError } from "../../jobs";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 
 const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: string };

@@ -1,8 +1,8 @@
-/** How a worker's V8 collects garbage on a small machine (server/runtime/gc.ts). */
+/** How a worker's V8 collects garbage on a small machine (server/worker/gc.ts). */
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { mainThreadMarkingFlag, marksOnMainThread, rolloutProcessFlags } from "@/server/runtime/gc";
+import { mainThreadMarkingFlag, marksOnMainThread, rolloutProcessFlags } from "@/server/worker/gc";
 import { workerCommand } from "@/server/worker/local-workers";
 
 const root = path.resolve(__dirname, "../../..");

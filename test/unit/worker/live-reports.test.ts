@@ -8,9 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { WorkerChannel } from "@/server/worker/channel";
-import type { ReportInput } from "@/server/worker/job-store";
+import type { ReportInput } from "@/server/jobs";
 import { runJob, type JobSpec } from "@/server/worker/run-job";
-import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
+import { saveTinyBase, tinyExperiment } from "../../support/tiny-run";
 
 const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-live-bases-"));
 // The worker finds its base model here: set before anything reads the environment.

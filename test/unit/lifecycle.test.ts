@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidJobTransitionError, canTransition, jobStates, terminalJobStates, transition } from "@/server/scheduler/job-state";
+import { InvalidJobTransitionError, canTransition, jobStates, terminalJobStates, transition } from "@/lib/lifecycle";
 
 describe("job state machine", () => {
   it("allows the life of a job that is placed, preempted, paused, resumed and completed", () => {

@@ -1,13 +1,24 @@
 /**
- * The life of a scheduler job. Every change of state goes through `transition`, so the database-backed scheduler,
- * the simulator and the API agree on what may follow what, and every change carries the reason a user will read.
+ * The life of a run and of the scheduler job that executes it: which states exist, and what may follow what.
+ * One state machine for the database (its enums are these lists), for server/jobs (every change of a job's state
+ * there is a conditional UPDATE from the states `transition` allows), for the scheduler's simulator, and for the
+ * browser (status badges and filters). A run shows the state of its latest job, except that a job being placed
+ * still shows its run as queued.
  */
 
 export const jobStates = ["queued", "placing", "running", "paused", "completed", "failed", "cancelled"] as const;
 export type JobState = (typeof jobStates)[number];
 
+export const runStates = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;
+export type RunState = (typeof runStates)[number];
+
+/** What a job does: train with RL, fine-tune on demonstrations, serve samples, evaluate, or export a checkpoint. */
+export const jobKinds = ["rl", "sft", "inference", "eval", "export"] as const;
+export type JobKind = (typeof jobKinds)[number];
+
 /** States a job never leaves. */
 export const terminalJobStates: ReadonlySet<JobState> = new Set(["completed", "failed", "cancelled"]);
+export const terminalRunStates: ReadonlySet<RunState> = new Set(["completed", "failed", "cancelled"]);
 
 const allowedNext: Readonly<Record<JobState, readonly JobState[]>> = {
   // failed from queued: rejected at submit (it can never fit) or its run was deleted.
@@ -24,6 +35,7 @@ const allowedNext: Readonly<Record<JobState, readonly JobState[]>> = {
 };
 
 export class InvalidJobTransitionError extends Error {
+  override name = "InvalidJobTransitionError";
   constructor(
     readonly from: JobState,
     readonly to: JobState,
@@ -31,7 +43,6 @@ export class InvalidJobTransitionError extends Error {
     const next = allowedNext[from];
     const accepted = next.length === 0 ? `'${from}' is final` : `from '${from}' a job may go to ${next.map((s) => `'${s}'`).join(", ")}`;
     super(`a job cannot go from '${from}' to '${to}': ${accepted}`);
-    this.name = "InvalidJobTransitionError";
   }
 }
 
@@ -39,7 +50,17 @@ export function canTransition(from: JobState, to: JobState): boolean {
   return allowedNext[from].includes(to);
 }
 
-/** The record of one change of state, as the scheduler stores it. */
+/** The states from which a job may go to `to`: the guard of every conditional UPDATE in server/jobs. */
+export function statesLeadingTo(to: JobState): JobState[] {
+  return jobStates.filter((from) => canTransition(from, to));
+}
+
+/** The state a run shows while its job is in `job`. */
+export function runStateOf(job: JobState): RunState {
+  return job === "placing" ? "queued" : job;
+}
+
+/** The record of one change of state, as the simulator keeps it. */
 export interface JobTransition {
   from: JobState;
   to: JobState;

@@ -1,6 +1,6 @@
 import type { Database } from "../db";
-import type { SchedulingPolicy } from "./policy";
-import { schedulerTick } from "./service";
+import type { SchedulingPolicy } from "../scheduler";
+import { schedulerTick } from "./scheduling";
 
 /** Runs a scheduling pass every `intervalMs` (and at once when `wake` is called); returns a stop function. */
 export function startSchedulerLoop(db: Database, policy: SchedulingPolicy, options: { intervalMs?: number; onError?: (error: unknown) => void } = {}) {

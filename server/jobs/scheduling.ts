@@ -1,19 +1,29 @@
 /**
- * The scheduler as a service over the database: jobs are rows, workers hold leases renewed by heartbeats, and
- * each pass carries out the placement policy's decisions. The same `SchedulingPolicy` runs here and in the
- * simulator. Any process may run a pass (the server every second, a `tinkerlab worker` started with DATABASE_URL
+ * Scheduling over the database: jobs are rows, workers hold leases renewed by heartbeats, and each pass carries
+ * out the placement policy's decisions (the policy itself is pure, server/scheduler; the same one runs in the
+ * simulator). Any process may run a pass (the server every second, a `tinkerlab worker` started with DATABASE_URL
  * when woken): a pass is one transaction that takes a transaction-level advisory lock (passes see each other's
  * placements, so two never fill one device twice), reads the queue `FOR UPDATE SKIP LOCKED` (it never waits on a
- * job a user is cancelling or a worker is finishing), and changes state with conditional UPDATEs
- * (`… where status = 'queued'`). Placements, new jobs and freed devices are announced with NOTIFY on
+ * job a user is cancelling or a worker is finishing), and changes state through `moveJobs` (a conditional UPDATE
+ * guarded by the state machine). Placements, new jobs and freed devices are announced with NOTIFY on
  * `JOBS_CHANNEL`, which database workers LISTEN to.
  */
-import { and, eq, inArray, isNull, lt, sql } from "drizzle-orm";
-import type { Database } from "../db";
-import { newId } from "../db/ids";
-import { checkpoints, devices, jobs, runLogs, runs, workers } from "../db/schema";
-import { describeDevice, slotsInUseByUser, type ClusterState, type RunningJob, type SchedulingPolicy } from "./policy";
-import { checkEverFits, estimateFootprint, type DeviceCapacity, type JobResourceSpec } from "./resources";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { type Database, newId, checkpoints, devices, jobs, workers } from "../db";
+import {
+  checkEverFits,
+  describeDevice,
+  estimateFootprint,
+  slotsInUseByUser,
+  type ClusterState,
+  type DeviceCapacity,
+  type JobResourceSpec,
+  type RunningJob,
+  type SchedulingPolicy,
+} from "../scheduler";
+import { JobRejectedError } from "./errors";
+import { expireLeases } from "./lifecycle";
+import { inTransaction, moveJobs } from "./transitions";
 
 export const LEASE_SECONDS = 20;
 /** The NOTIFY channel of the scheduler: a JSON payload `JobsNotice`. */
@@ -29,10 +39,6 @@ export async function notifyJobs(db: Database, notice: JobsNotice): Promise<void
   await db.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${JSON.stringify(notice)})`);
 }
 
-export class JobRejectedError extends Error {
-  override name = "JobRejectedError";
-}
-
 export type SubmitJob = {
   runId: string;
   userId: string;
@@ -41,13 +47,24 @@ export type SubmitJob = {
   estimatedSeconds?: number | null;
 };
 
-export async function submitJob(db: Database, job: SubmitJob, knownDevices?: DeviceCapacity[]): Promise<string> {
+/** The footprint of a job, checked against the live devices: a job that can never fit is refused now. */
+export async function checkedFootprint(db: Database, job: SubmitJob, knownDevices?: DeviceCapacity[]) {
   const footprint = estimateFootprint({ ...job.resources, model: { ...job.resources.model, name: job.resources.baseModel } });
   const capacities = knownDevices ?? (await liveDeviceCapacities(db));
   if (capacities.length > 0) {
     const fit = checkEverFits(footprint, capacities);
     if (!fit.fits) throw new JobRejectedError(`This job can never run here: it ${fit.message}.`);
   }
+  return footprint;
+}
+
+/** Queues a job for a run that exists (launchRun makes both at once). */
+export async function submitJob(db: Database, job: SubmitJob, knownDevices?: DeviceCapacity[]): Promise<string> {
+  const footprint = await checkedFootprint(db, job, knownDevices);
+  return insertJob(db, job, footprint);
+}
+
+export async function insertJob(db: Database, job: SubmitJob, footprint: Awaited<ReturnType<typeof checkedFootprint>>): Promise<string> {
   const id = newId("job");
   await db.insert(jobs).values({
     id,
@@ -70,35 +87,6 @@ async function liveDeviceCapacities(db: Database): Promise<DeviceCapacity[]> {
     .innerJoin(workers, eq(workers.id, devices.workerId))
     .where(eq(workers.status, "alive"));
   return rows;
-}
-
-/** Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. */
-export async function expireLeases(db: Database, now = new Date()): Promise<string[]> {
-  const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
-  const dead = await db
-    .update(workers)
-    .set({ status: "dead" })
-    .where(and(eq(workers.status, "alive"), lt(workers.heartbeatAt, cutoff)))
-    .returning({ id: workers.id, hostname: workers.hostname, pid: workers.pid });
-  if (dead.length === 0) return [];
-  const requeued = await db
-    .update(jobs)
-    .set({
-      status: "queued",
-      workerId: null,
-      deviceId: null,
-      leaseExpiresAt: null,
-      attempts: sql`${jobs.attempts} + 1`,
-      reason: sql`'worker lost (no heartbeat for ${sql.raw(String(LEASE_SECONDS))} s); resuming from the last checkpoint'`,
-    })
-    .where(and(inArray(jobs.workerId, dead.map((w) => w.id)), inArray(jobs.status, ["placing", "running"])))
-    .returning({ id: jobs.id, runId: jobs.runId });
-  for (const job of requeued) {
-    if (!job.runId) continue;
-    await db.update(runs).set({ status: "queued" }).where(eq(runs.id, job.runId));
-    await db.insert(runLogs).values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
-  }
-  return requeued.map((j) => j.id);
 }
 
 /**
@@ -177,8 +165,7 @@ export async function clusterState(db: Database, now = Date.now(), options: { lo
  * workers whose jobs were placed (delivered when the transaction commits). Returns what it did.
  */
 export async function schedulerTick(db: Database, policy: SchedulingPolicy, now = new Date()) {
-  return db.transaction(async (txn) => {
-    const tx = txn as unknown as Database;
+  return inTransaction(db, async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${SCHEDULING_LOCK_KEY})`);
     const requeued = await expireLeases(tx, now);
     const state = await clusterState(tx, now.getTime(), { lockQueue: true });
@@ -207,17 +194,14 @@ export async function schedulerTick(db: Database, policy: SchedulingPolicy, now 
       }
       const workerId = workerOf.get(decision.deviceId);
       if (!workerId) continue;
-      const [row] = await tx
-        .update(jobs)
-        .set({
-          status: "placing",
+      const [row] = await moveJobs(tx, "placing", eq(jobs.id, decision.jobId), {
+        job: {
           workerId,
           deviceId: decision.deviceId,
           leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000),
           reason: decision.backfilled ? "backfilled" : decision.sharesBase ? `shares base ${decision.sharesBase}` : null,
-        })
-        .where(and(eq(jobs.id, decision.jobId), eq(jobs.status, "queued")))
-        .returning({ id: jobs.id });
+        },
+      });
       if (row) {
         placed.push(row.id);
         placedOn.add(workerId);
@@ -229,22 +213,4 @@ export async function schedulerTick(db: Database, policy: SchedulingPolicy, now 
     for (let i = 0; i < news.length; i += 200) await notifyJobs(tx, { placedOn: news.slice(i, i + 200) });
     return { requeued, placed, preempted };
   });
-}
-
-/** Asks the worker running a job to stop it at its next step (cancel, pause); a queued job stops at once. */
-export async function requestStop(db: Database, jobId: string, why: "cancel" | "pause"): Promise<"stopped" | "requested" | "finished"> {
-  const finalStatus = why === "cancel" ? "cancelled" : "paused";
-  const [queued] = await db
-    .update(jobs)
-    .set({ status: finalStatus, reason: why === "cancel" ? "cancelled by user" : "paused by user", finishedAt: why === "cancel" ? new Date() : null })
-    .where(and(eq(jobs.id, jobId), eq(jobs.status, "queued")))
-    .returning({ id: jobs.id });
-  if (queued) return "stopped";
-  const [active] = await db
-    .update(jobs)
-    .set({ stopRequested: why })
-    .where(and(eq(jobs.id, jobId), inArray(jobs.status, ["placing", "running"])))
-    .returning({ id: jobs.id, workerId: jobs.workerId });
-  if (active?.workerId) await notifyJobs(db, { placedOn: [active.workerId] });
-  return active ? "requested" : "finished";
 }

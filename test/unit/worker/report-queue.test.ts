@@ -3,7 +3,7 @@
  * merged when queued together, so that a training step costs the server one request rather than two.
  */
 import { describe, expect, it } from "vitest";
-import type { ReportInput } from "@/server/worker/job-store";
+import type { ReportInput } from "@/server/jobs";
 import { mergeReports, REPORT_LIMITS, ReportQueue } from "@/server/worker/report-queue";
 
 const point = (step: number, name = "loss") => ({ step, name, value: step });

@@ -5,11 +5,9 @@
  * left. Then `forecastStarts` runs the policy forward in the simulator.
  */
 import { and, desc, eq, inArray, isNotNull, sql } from "drizzle-orm";
-import type { Database } from "../db";
-import { jobs, metricPoints, runs } from "../db/schema";
-import { forecastStarts } from "./forecast";
-import type { SchedulingPolicy } from "./policy";
-import { clusterState } from "./service";
+import { type Database, jobs, metricPoints, runs } from "../db";
+import { forecastStarts, type SchedulingPolicy } from "../scheduler";
+import { clusterState } from "./scheduling";
 
 export type StartEstimate = { startsAt: Date | null; workLeftSeconds: number | null };
 

@@ -1,0 +1,25 @@
+/**
+ * The one owner of runs and jobs in the database: their lifecycle (launch, claim, report, stop, resume, finish,
+ * expire leases), the scheduling passes that place jobs, and the workers' leases. Each operation is a transaction
+ * guarded by the state machine of lib/lifecycle. Routers and workers call these; nothing else writes the runs and
+ * jobs tables (test/unit/architecture.test.ts checks it).
+ */
+export { JobRejectedError, RunStateError, WorkerConflictError } from "./errors";
+export {
+  claimJob,
+  expireLeases,
+  finishJob,
+  launchRun,
+  leaveWorker,
+  recordCheckpoint,
+  resumeRun,
+  stopRun,
+  type ClaimedJob,
+  type FinishOutcome,
+  type NewRun,
+} from "./lifecycle";
+export { storeReport, type MetricPointInput, type ReportInput, type RolloutInput } from "./reports";
+export { clusterState, JOBS_CHANNEL, LEASE_SECONDS, notifyJobs, schedulerTick, submitJob, type JobsNotice, type SubmitJob } from "./scheduling";
+export { heartbeat, registerWorker, type DeviceSpec, type StopWhy } from "./workers";
+export { startSchedulerLoop } from "./loop";
+export { estimateQueuedStarts, type StartEstimate } from "./forecast";

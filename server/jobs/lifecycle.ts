@@ -1,0 +1,221 @@
+/**
+ * A run's lifecycle: launch, claim, stop, resume, finish, checkpoint, and the requeue of jobs whose worker left or
+ * lost its lease. Each operation is one transaction, and every change of a job's state goes through `moveJobs`
+ * (./transitions.ts), guarded by the state machine of lib/lifecycle; a run's state follows its job's there.
+ * Routers and workers call these; nothing else writes the runs and jobs tables.
+ */
+import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import type { JobState } from "@/lib/lifecycle";
+import { type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
+import { RunStateError, WorkerConflictError } from "./errors";
+import { checkedFootprint, insertJob, LEASE_SECONDS, notifyJobs, type SubmitJob } from "./scheduling";
+import { inTransaction, moveJobs } from "./transitions";
+
+export type FinishOutcome = "completed" | "failed" | "cancelled" | "paused" | "preempted";
+
+export type NewRun = {
+  experimentId: string;
+  experimentVersionId: string;
+  createdBy: string;
+  name: string;
+  config: Record<string, unknown>;
+  seed: number;
+  totalSteps: number;
+};
+
+/**
+ * Makes a run and queues its job, in one transaction. A job that can never fit any live device is refused
+ * (JobRejectedError) and its run kept as failed, with the reason, so the user sees what was tried.
+ */
+export async function launchRun(db: Database, run: NewRun, job: Omit<SubmitJob, "runId" | "userId">): Promise<{ runId: string; jobId: string }> {
+  const runId = newId("run");
+  const submit = { ...job, runId, userId: run.createdBy };
+  let footprint;
+  try {
+    footprint = await checkedFootprint(db, submit);
+  } catch (error) {
+    await db.insert(runs).values({ ...run, id: runId, status: "failed", reason: (error as Error).message, finishedAt: new Date() });
+    throw error;
+  }
+  const jobId = await inTransaction(db, async (tx) => {
+    await tx.insert(runs).values({ ...run, id: runId });
+    return insertJob(tx, submit, footprint);
+  });
+  return { runId, jobId };
+}
+
+async function latestJobOf(db: Database, runId: string): Promise<{ id: string; status: JobState }> {
+  const [job] = await db.select({ id: jobs.id, status: jobs.status }).from(jobs).where(eq(jobs.runId, runId)).orderBy(desc(jobs.submittedAt)).limit(1);
+  if (!job) throw new RunStateError(`No run with id '${runId}' (or it has no job)`, "NOT_FOUND");
+  return job;
+}
+
+/**
+ * Cancels or pauses a run. A job that no worker holds (queued; or paused, when cancelling) stops at once; a
+ * job a worker runs is asked to stop at its next step (a pause saves a checkpoint first). Returns which.
+ */
+export async function stopRun(db: Database, runId: string, why: "cancel" | "pause"): Promise<"stopped" | "requested"> {
+  return inTransaction(db, async (tx) => {
+    const job = await latestJobOf(tx, runId);
+    const final = why === "cancel" ? "cancelled" : "paused";
+    const reason = `${final} by user`;
+    const finishedAt = why === "cancel" ? new Date() : null;
+    const [stopped] = await moveJobs(tx, final, and(eq(jobs.id, job.id), inArray(jobs.status, ["queued", "paused"])), {
+      job: { reason, finishedAt, stopRequested: null },
+      run: { reason, finishedAt },
+    });
+    if (stopped) {
+      await tx.insert(runLogs).values({ runId, level: "info", message: `${final[0]!.toUpperCase()}${final.slice(1)} by user.` });
+      return "stopped";
+    }
+    const [active] = await tx
+      .update(jobs)
+      .set({ stopRequested: why })
+      .where(and(eq(jobs.id, job.id), inArray(jobs.status, ["placing", "running"])))
+      .returning({ workerId: jobs.workerId });
+    if (!active) {
+      throw new RunStateError(`Run '${runId}' is ${job.status}; only a queued${why === "cancel" ? ", paused" : ""} or running run can be ${final}.`, "CONFLICT");
+    }
+    if (active.workerId) await notifyJobs(tx, { placedOn: [active.workerId] });
+    return "requested";
+  });
+}
+
+/** Queues a paused run again; it resumes from its last checkpoint wherever the scheduler places it. */
+export async function resumeRun(db: Database, runId: string): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    const job = await latestJobOf(tx, runId);
+    const [resumed] = await moveJobs(tx, "queued", and(eq(jobs.id, job.id), eq(jobs.status, "paused")), {
+      job: { reason: "resumed by user", stopRequested: null },
+      run: { reason: null },
+    });
+    if (!resumed) throw new RunStateError(`Run '${runId}' is ${job.status}; only a paused run can be resumed.`, "CONFLICT");
+    await tx.insert(runLogs).values({ runId, level: "info", message: "Resumed by user." });
+    await notifyJobs(tx, { queued: true });
+  });
+}
+
+/** Takes a job placed on this worker: returns everything needed to run it, and the checkpoint to resume from. */
+export async function claimJob(db: Database, workerId: string, jobId: string) {
+  return inTransaction(db, async (tx) => {
+    const [job] = await moveJobs(tx, "running", and(eq(jobs.id, jobId), eq(jobs.workerId, workerId), eq(jobs.status, "placing")), {
+      job: { startedAt: sql`coalesce(${jobs.startedAt}, now())` as unknown as Date },
+      run: { startedAt: sql`coalesce(${runs.startedAt}, now())` as unknown as Date, reason: null },
+    });
+    if (!job?.runId) throw new WorkerConflictError(`Job '${jobId}' is not waiting for worker '${workerId}'.`, "CONFLICT");
+    const [row] = await tx
+      .select({ kind: jobs.kind, mode: jobs.mode, lastCheckpointId: jobs.lastCheckpointId, attempts: jobs.attempts })
+      .from(jobs)
+      .where(eq(jobs.id, jobId));
+    const [run] = await tx
+      .select({ id: runs.id, config: runs.config, seed: runs.seed, files: experimentVersions.files })
+      .from(runs)
+      .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
+      .where(eq(runs.id, job.runId));
+    const resume = row!.lastCheckpointId
+      ? ((await tx.select({ path: checkpoints.path, step: checkpoints.step }).from(checkpoints).where(eq(checkpoints.id, row!.lastCheckpointId)))[0] ?? null)
+      : null;
+    await tx.insert(runLogs).values({
+      runId: job.runId,
+      level: "info",
+      message: resume ? `Resuming from the checkpoint of step ${resume.step} (attempt ${row!.attempts + 1}).` : "Started.",
+    });
+    return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume };
+  });
+}
+
+export type ClaimedJob = Awaited<ReturnType<typeof claimJob>>;
+
+/** The job, checked to be this worker's: says why not (no such job, or requeued or moved) otherwise. */
+export async function requireJobOf(db: Database, jobId: string, workerId: string) {
+  const [job] = await db.select({ id: jobs.id, runId: jobs.runId, status: jobs.status, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, jobId));
+  if (!job) throw new WorkerConflictError(`No job with id '${jobId}'`, "NOT_FOUND");
+  if (job.workerId !== workerId) {
+    throw new WorkerConflictError(`Job '${jobId}' is no longer assigned to worker '${workerId}' (it was requeued or moved).`, "CONFLICT");
+  }
+  return job;
+}
+
+export async function recordCheckpoint(db: Database, input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number }) {
+  return inTransaction(db, async (tx) => {
+    const job = await requireJobOf(tx, input.jobId, input.workerId);
+    const [row] = await tx
+      .insert(checkpoints)
+      .values({ id: newId("ckpt"), runId: job.runId!, step: input.step, kind: "state", path: input.path, sizeBytes: input.sizeBytes })
+      .onConflictDoUpdate({ target: [checkpoints.runId, checkpoints.step, checkpoints.kind], set: { path: input.path, sizeBytes: input.sizeBytes } })
+      .returning({ id: checkpoints.id });
+    await tx.update(jobs).set({ lastCheckpointId: row!.id }).where(eq(jobs.id, input.jobId));
+    return { checkpointId: row!.id };
+  });
+}
+
+/**
+ * Ends the worker's part in a job: done, failed, stopped as asked, or handed back to the queue (preempted). The
+ * device it held is free again, so the schedulers are woken. A job no longer this worker's, or in a state the
+ * outcome cannot follow (a finished job finished again), is refused and nothing is written.
+ */
+export async function finishJob(db: Database, input: { workerId: string; jobId: string; outcome: FinishOutcome; reason: string | null }) {
+  return inTransaction(db, async (tx) => {
+    const { outcome } = input;
+    const to: JobState = outcome === "preempted" ? "queued" : outcome;
+    const ended = outcome === "completed" || outcome === "failed" || outcome === "cancelled";
+    const finishedAt = ended ? new Date() : null;
+    const [job] = await moveJobs(tx, to, and(eq(jobs.id, input.jobId), eq(jobs.workerId, input.workerId)), {
+      job: {
+        reason: input.reason,
+        stopRequested: null,
+        workerId: null,
+        deviceId: null,
+        leaseExpiresAt: null,
+        attempts: outcome === "preempted" ? (sql`${jobs.attempts} + 1` as unknown as number) : undefined,
+        finishedAt,
+      },
+      run: { reason: input.reason, finishedAt },
+    });
+    if (!job) {
+      const current = await requireJobOf(tx, input.jobId, input.workerId);
+      throw new WorkerConflictError(`Job '${input.jobId}' is ${current.status}; it cannot end as ${outcome}.`, "CONFLICT");
+    }
+    await tx.insert(runLogs).values({
+      runId: job.runId!,
+      level: outcome === "failed" ? "error" : "info",
+      message: `${outcome[0]!.toUpperCase()}${outcome.slice(1)}${input.reason ? `: ${input.reason}` : "."}`,
+    });
+    await notifyJobs(tx, { freed: true });
+    return { ok: true, runId: job.runId! };
+  });
+}
+
+/** Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. */
+export async function expireLeases(db: Database, now = new Date()): Promise<string[]> {
+  const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
+  return inTransaction(db, async (tx) => {
+    const dead = await tx
+      .update(workers)
+      .set({ status: "dead" })
+      .where(and(eq(workers.status, "alive"), lt(workers.heartbeatAt, cutoff)))
+      .returning({ id: workers.id });
+    if (dead.length === 0) return [];
+    const requeued = await requeueJobsOf(tx, dead.map((w) => w.id), `worker lost (no heartbeat for ${LEASE_SECONDS} s); resuming from the last checkpoint`);
+    for (const job of requeued) {
+      if (job.runId) await tx.insert(runLogs).values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
+    }
+    return requeued.map((job) => job.id);
+  });
+}
+
+/** A worker leaving cleanly: it is marked gone, and jobs it still held go back to the queue. */
+export async function leaveWorker(db: Database, workerId: string) {
+  await inTransaction(db, async (tx) => {
+    await tx.update(workers).set({ status: "dead" }).where(eq(workers.id, workerId));
+    await requeueJobsOf(tx, [workerId], "worker left; resuming from the last checkpoint");
+    await notifyJobs(tx, { freed: true });
+  });
+  return { ok: true };
+}
+
+function requeueJobsOf(tx: Database, workerIds: string[], reason: string) {
+  return moveJobs(tx, "queued", and(inArray(jobs.workerId, workerIds), inArray(jobs.status, ["placing", "running"])), {
+    job: { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, attempts: sql`${jobs.attempts} + 1` as unknown as number, reason },
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * Workers and their leases: a worker registers with its devices and renews its lease (and its jobs' leases) by
+ * heartbeat, which also tells it which placed jobs to start and which to stop.
+ */
+import { and, asc, eq, inArray, isNotNull, notExists } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
+import { type Database, newId, devices, jobs, workers } from "../db";
+import { WorkerConflictError } from "./errors";
+import { LEASE_SECONDS } from "./scheduling";
+
+export type DeviceSpec = { kind: "cpu" | "gpu"; name: string; memoryMb: number; computeSlots: number };
+export type StopWhy = "cancel" | "pause" | "preempt";
+
+export async function registerWorker(db: Database, input: { hostname: string; pid: number; backend: string; devices: DeviceSpec[] }) {
+  const workerId = newId("wrk");
+  const deviceIds = input.devices.map(() => newId("dev"));
+  await db.transaction(async (tx) => {
+    await tx.insert(workers).values({ id: workerId, hostname: input.hostname, pid: input.pid, backend: input.backend });
+    await tx.insert(devices).values(input.devices.map((d, i) => ({ id: deviceIds[i]!, workerId, ...d })));
+  });
+  return { workerId, deviceIds, leaseSeconds: LEASE_SECONDS };
+}
+
+/**
+ * Renews the worker's lease and its jobs' leases; answers with the jobs placed on it that it may start, and the
+ * jobs it should stop. A job placed on a device where a preempted job is still writing its checkpoint waits until
+ * that job has left, so the two never hold the device at once.
+ */
+export async function heartbeat(db: Database, workerId: string) {
+  const now = new Date();
+  const [worker] = await db.update(workers).set({ heartbeatAt: now }).where(and(eq(workers.id, workerId), eq(workers.status, "alive"))).returning({ id: workers.id });
+  if (!worker) throw new WorkerConflictError(`Worker '${workerId}' lost its lease; register again.`, "PRECONDITION_FAILED");
+  await db
+    .update(jobs)
+    .set({ leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000) })
+    .where(and(eq(jobs.workerId, workerId), inArray(jobs.status, ["placing", "running"])));
+  const leaving = alias(jobs, "leaving");
+  const assignments = await db
+    .select({ jobId: jobs.id })
+    .from(jobs)
+    .where(
+      and(
+        eq(jobs.workerId, workerId),
+        eq(jobs.status, "placing"),
+        notExists(
+          db
+            .select({ id: leaving.id })
+            .from(leaving)
+            .where(and(eq(leaving.deviceId, jobs.deviceId), eq(leaving.status, "running"), eq(leaving.stopRequested, "preempt"))),
+        ),
+      ),
+    )
+    .orderBy(asc(jobs.submittedAt));
+  const stops = await db
+    .select({ jobId: jobs.id, why: jobs.stopRequested })
+    .from(jobs)
+    .where(and(eq(jobs.workerId, workerId), isNotNull(jobs.stopRequested), inArray(jobs.status, ["placing", "running"])));
+  return { assignments: assignments.map((a) => a.jobId), stops: stops.map((s) => ({ jobId: s.jobId, why: s.why! as StopWhy })) };
+}

@@ -1,0 +1,145 @@
+/**
+ * server/jobs owns a run's lifecycle: every change of a job's state passes the state machine's guard there (each
+ * allowed transition happens, each forbidden one writes nothing), the run's state follows its job's in the same
+ * transaction, and the lifecycle operations refuse what their state does not allow, naming it.
+ */
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { canTransition, jobStates, runStateOf, type JobState } from "@/lib/lifecycle";
+import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
+import { newId } from "@/server/db/ids";
+import { devices, jobs, runLogs, runs, workers } from "@/server/db/schema";
+import { claimJob, finishJob, recordCheckpoint, registerWorker, resumeRun, RunStateError, stopRun, submitJob, WorkerConflictError } from "@/server/jobs";
+import { moveJobs } from "@/server/jobs/transitions";
+import { callerFor, openTestDatabase } from "./support/database";
+
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let handle: DatabaseHandle;
+let experimentId: string;
+let versionId: string;
+let workerId: string;
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  handle = db.handle;
+  const created = await callerFor(handle).experiments.create({ name: "lifecycle" });
+  experimentId = created.id;
+  versionId = created.versionId;
+});
+afterAll(() => db.close());
+beforeEach(async () => {
+  await handle.db.delete(jobs);
+  await handle.db.delete(devices);
+  await handle.db.delete(workers);
+  ({ workerId } = await registerWorker(handle.db, { hostname: "test", pid: 1, backend: "js", devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }] }));
+});
+
+/** A run with one job, put straight into `state` (test set-up writes the tables directly; the code never does). */
+async function jobIn(state: JobState) {
+  const runId = newId("run");
+  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps: 10, status: runStateOf(state) });
+  const jobId = await submitJob(handle.db, {
+    runId,
+    userId: LOCAL_USER.id,
+    resources: { kind: "rl", mode: "full", baseModel: "tiny", model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 }, batchSize: 8, contextLength: 48, computeSlots: 1 },
+  });
+  const held = state === "placing" || state === "running";
+  await handle.db.update(jobs).set({ status: state, workerId: held ? workerId : null }).where(eq(jobs.id, jobId));
+  return { runId, jobId };
+}
+
+async function statesOf(ids: { runId: string; jobId: string }) {
+  const [job] = await handle.db.select({ status: jobs.status }).from(jobs).where(eq(jobs.id, ids.jobId));
+  const [run] = await handle.db.select({ status: runs.status }).from(runs).where(eq(runs.id, ids.runId));
+  return { job: job!.status, run: run!.status };
+}
+
+describe("the state machine, through server/jobs", () => {
+  it("takes every allowed transition and refuses every forbidden one, the run following its job", async () => {
+    let allowed = 0;
+    let forbidden = 0;
+    for (const from of jobStates) {
+      for (const to of jobStates) {
+        const ids = await jobIn(from);
+        const moved = await moveJobs(handle.db, to, eq(jobs.id, ids.jobId));
+        const after = await statesOf(ids);
+        if (canTransition(from, to)) {
+          allowed++;
+          expect(moved, `${from} -> ${to}`).toHaveLength(1);
+          expect(after, `${from} -> ${to}`).toEqual({ job: to, run: runStateOf(to) });
+        } else {
+          forbidden++;
+          expect(moved, `${from} -> ${to}`).toHaveLength(0);
+          expect(after, `${from} -> ${to}`).toEqual({ job: from, run: runStateOf(from) });
+        }
+      }
+    }
+    expect(allowed).toBe(16);
+    expect(forbidden).toBe(jobStates.length ** 2 - 16);
+  });
+});
+
+describe("lifecycle operations", () => {
+  it("a job finished once cannot finish again, and the second attempt writes nothing", async () => {
+    const ids = await jobIn("running");
+    await finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "completed", reason: null });
+    expect(await statesOf(ids)).toEqual({ job: "completed", run: "completed" });
+    const logs = await handle.db.select({ seq: runLogs.seq }).from(runLogs).where(eq(runLogs.runId, ids.runId));
+    // The job no longer belongs to the worker once finished: the refusal says so.
+    await expect(finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "failed", reason: "late" })).rejects.toThrow(WorkerConflictError);
+    expect(await statesOf(ids)).toEqual({ job: "completed", run: "completed" });
+    expect(await handle.db.select({ seq: runLogs.seq }).from(runLogs).where(eq(runLogs.runId, ids.runId))).toHaveLength(logs.length);
+  });
+
+  it("finishing a job that is still being placed as completed is refused by the state machine", async () => {
+    const ids = await jobIn("placing");
+    await expect(finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "completed", reason: null })).rejects.toThrow(/is placing; it cannot end as completed/);
+    expect(await statesOf(ids)).toEqual({ job: "placing", run: "queued" });
+  });
+
+  it("claims only a job placed on this worker; the run starts with it", async () => {
+    const queued = await jobIn("queued");
+    await expect(claimJob(handle.db, workerId, queued.jobId)).rejects.toThrow(/is not waiting for worker/);
+    const placed = await jobIn("placing");
+    const claim = await claimJob(handle.db, workerId, placed.jobId);
+    expect(claim.job).toMatchObject({ id: placed.jobId, runId: placed.runId, kind: "rl", attempts: 0 });
+    expect(await statesOf(placed)).toEqual({ job: "running", run: "running" });
+    const [run] = await handle.db.select({ startedAt: runs.startedAt }).from(runs).where(eq(runs.id, placed.runId));
+    expect(run!.startedAt).toBeInstanceOf(Date);
+  });
+
+  it("cancels a queued or paused run at once, asks a running one to stop, and refuses an ended one", async () => {
+    const queued = await jobIn("queued");
+    expect(await stopRun(handle.db, queued.runId, "cancel")).toBe("stopped");
+    expect(await statesOf(queued)).toEqual({ job: "cancelled", run: "cancelled" });
+    const paused = await jobIn("paused");
+    expect(await stopRun(handle.db, paused.runId, "cancel")).toBe("stopped");
+    expect(await statesOf(paused)).toEqual({ job: "cancelled", run: "cancelled" });
+    const running = await jobIn("running");
+    expect(await stopRun(handle.db, running.runId, "pause")).toBe("requested");
+    const [job] = await handle.db.select({ stop: jobs.stopRequested, status: jobs.status }).from(jobs).where(eq(jobs.id, running.jobId));
+    expect(job).toEqual({ stop: "pause", status: "running" });
+    const done = await jobIn("completed");
+    await expect(stopRun(handle.db, done.runId, "cancel")).rejects.toThrow(/is completed; only a queued, paused or running run can be cancelled/);
+    await expect(stopRun(handle.db, paused.runId, "pause")).rejects.toThrow(RunStateError);
+  });
+
+  it("resumes only a paused run, which queues again", async () => {
+    const paused = await jobIn("paused");
+    await resumeRun(handle.db, paused.runId);
+    expect(await statesOf(paused)).toEqual({ job: "queued", run: "queued" });
+    const running = await jobIn("running");
+    await expect(resumeRun(handle.db, running.runId)).rejects.toThrow(/is running; only a paused run can be resumed/);
+    await expect(resumeRun(handle.db, "run_missing")).rejects.toThrow(/No run with id 'run_missing'/);
+  });
+
+  it("a preempted job goes back to the queue with one more attempt and resumes from its checkpoint", async () => {
+    const ids = await jobIn("running");
+    await recordCheckpoint(handle.db, { workerId, jobId: ids.jobId, step: 3, path: "/tmp/ckpt", sizeBytes: 10 });
+    await finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "preempted", reason: "preempted at step 3" });
+    const [job] = await handle.db.select({ status: jobs.status, attempts: jobs.attempts, workerId: jobs.workerId, lastCheckpointId: jobs.lastCheckpointId }).from(jobs).where(eq(jobs.id, ids.jobId));
+    expect(job).toMatchObject({ status: "queued", attempts: 1, workerId: null });
+    expect(job!.lastCheckpointId).toMatch(/^ckpt_/);
+    expect((await statesOf(ids)).run).toBe("queued");
+  });
+});
