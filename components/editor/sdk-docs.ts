@@ -75,6 +75,12 @@ export const environmentFieldDocs = {
     doc: "The environment's own picture of the state (a board), shown in the trajectory viewer.",
     snippet: "render(state) {\n\treturn ${JSON.stringify(state)};\n},",
   },
+  actions: {
+    kind: "property",
+    detail: "string[] | ((state) → string[]) | { pattern: string }",
+    doc: "The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`, `[a-z]`, `\\d`, `( | )`, `* + ? {n,m}`). Sampling is constrained to them, so the policy cannot write an invalid action; tool calls stay allowed. The trajectory viewer shows each turn's legal set.",
+    snippet: 'actions: (state) => ${["1", "2", "3"]},',
+  },
   tools: {
     kind: "property",
     detail: "Record<string, { description; run(args, state) → string }>?",

@@ -5,6 +5,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { Card } from "@/components/ui/card";
 import { useTRPC } from "@/components/trpc/provider";
 import { specialTokens } from "@/lib/model/tokenizer";
+import { describeConstraint } from "@/lib/sdk/action-space";
 import { algorithmOf, filterAndSort, returnsOf, SORTS, tokenTurns, turnAdvantages, type AlgorithmSettings, type RolloutItem, type SortKey } from "./trajectory";
 
 const keyOf = (item: { groupIndex: number; sampleIndex: number }) => `${item.groupIndex}/${item.sampleIndex}`;
@@ -241,6 +242,11 @@ function SampleView({
                 r={fixed(turn.reward)} G={fixed(returns[t])} A={fixed(advantages[t])}
               </span>
             </div>
+            {turn.legalActions && (
+              <div className="border-t border-slate-100 px-3 py-1 text-xs text-slate-500" aria-label={`turn ${t + 1} legal actions`}>
+                legal: <span className="font-mono">{describeConstraint(turn.legalActions)}</span>
+              </div>
+            )}
             {turn.render && <pre className="border-t border-slate-100 px-3 py-1.5 font-mono text-xs text-slate-600">{turn.render}</pre>}
           </li>
         ))}

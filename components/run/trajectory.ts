@@ -2,6 +2,7 @@
  * What the trajectory viewer derives from stored rollouts: each turn's return and advantage, which action tokens
  * belong to which turn, and the samples as the user filters and sorts them.
  */
+import type { ActionConstraint } from "@/lib/sdk/action-space";
 import { perTurnGroupNormalized, turnReturns } from "@/lib/rl/advantages";
 import type { Trajectory } from "@/lib/sdk/protocol";
 
@@ -9,7 +10,7 @@ export type RolloutItem = {
   groupIndex: number;
   sampleIndex: number;
   prompt: string;
-  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string }[];
+  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string; legalActions?: ActionConstraint }[];
   rewards: Record<string, number>;
   totalReward: number;
   advantage: number | null;

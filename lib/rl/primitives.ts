@@ -2,6 +2,8 @@
  * The training primitives the algorithms are written on, and nothing else: the runtime's TrainingClient
  * provides them, and so can any script's own client. Structural types, so lib/ does not depend on server/.
  */
+import type { ActionConstraint } from "@/lib/sdk/action-space";
+
 export type PolicyLoss = "importance_sampling" | "ppo" | "cispo";
 export type LossName = "cross_entropy" | PolicyLoss;
 
@@ -12,9 +14,11 @@ export type TrainingBatch = {
   samplingLogprobs?: number[][];
   advantages?: number[][];
   returns?: number[][];
+  /** Under legal actions: the token ids allowed at each token (null where the policy was not held to any). */
+  allowedTokens?: (number[] | null)[][];
 };
 
-export type SampledSequence = { tokens: number[]; text: string; logprobs: number[]; finishReason: "stop" | "length" };
+export type SampledSequence = { tokens: number[]; text: string; logprobs: number[]; finishReason: "stop" | "length"; allowedTokens?: number[][] };
 
 export type SampleOptions = {
   maxTokens?: number;
@@ -23,6 +27,8 @@ export type SampleOptions = {
   topK?: number;
   stop?: (string | number)[];
   seed?: number;
+  /** One per prompt: the legal actions its samples are held to, or null. */
+  constraints?: (ActionConstraint | null)[];
 };
 
 export interface TrainingPrimitives {

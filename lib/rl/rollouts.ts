@@ -48,10 +48,12 @@ export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
   return async (requests: ActRequest[]): Promise<ActResponse[]> => {
     const options = seeds ? { ...sampling, seed: seeds.nextU32() } : sampling;
     const prompts = requests.map((r) => renderChat(policy.tokenizer as ByteTokenizer, r.messages, { addGenerationPrompt: true }).tokens);
+    const constraints = requests.map((r) => r.legalActions ?? null);
+    const constrained = constraints.some((c) => c !== null);
     // Identical prompts (a group's first turn) are prefilled once and forked, when every prompt repeats equally.
     const unique = new Map<string, number[]>();
     prompts.forEach((p, i) => {
-      const key = p.join(",");
+      const key = constrained ? `${p.join(",")}|${JSON.stringify(constraints[i])}` : p.join(",");
       unique.set(key, [...(unique.get(key) ?? []), i]);
     });
     const counts = new Set([...unique.values()].map((indices) => indices.length));
@@ -59,18 +61,24 @@ export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
     if (counts.size === 1 && unique.size < prompts.length) {
       const n = [...counts][0]!;
       const groups = [...unique.values()];
-      const { samples } = await policy.primitives.sample(groups.map((indices) => prompts[indices[0]!]!), n, options);
+      const { samples } = await policy.primitives.sample(
+        groups.map((indices) => prompts[indices[0]!]!),
+        n,
+        constrained ? { ...options, constraints: groups.map((indices) => constraints[indices[0]!]!) } : options,
+      );
       groups.forEach((indices, g) => indices.forEach((index, k) => (responses[index] = toResponse(prompts[index]!, samples[g]![k]!))));
     } else {
-      const { samples } = await policy.primitives.sample(prompts, 1, options);
+      const { samples } = await policy.primitives.sample(prompts, 1, constrained ? { ...options, constraints } : options);
       prompts.forEach((prompt, i) => (responses[i] = toResponse(prompt, samples[i]![0]!)));
     }
     return responses;
   };
 }
 
-function toResponse(prompt: number[], sample: { tokens: number[]; text: string; logprobs: number[] }): ActResponse {
-  return { text: sample.text, promptTokens: prompt, tokens: sample.tokens, logprobs: sample.logprobs };
+function toResponse(prompt: number[], sample: { tokens: number[]; text: string; logprobs: number[]; allowedTokens?: number[][] }): ActResponse {
+  const response: ActResponse = { text: sample.text, promptTokens: prompt, tokens: sample.tokens, logprobs: sample.logprobs };
+  if (sample.allowedTokens) response.allowedTokens = sample.allowedTokens;
+  return response;
 }
 
 /** `groupSize` episodes from each spec, played by the policy; returns [group][sample]. */
@@ -107,12 +115,14 @@ export async function collectGroups(options: {
  * sampler's logprobs and the turn's advantage (and, for PPO, the value target).
  */
 export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantages, returns?: TurnAdvantages): TrainingBatch {
-  const batch: Required<Pick<TrainingBatch, "tokens" | "weights" | "samplingLogprobs" | "advantages">> & { returns?: number[][] } = {
+  const constrained = groups.some((group) => group.some((trajectory) => trajectory.turns.some((turn) => turn.allowedTokens)));
+  const batch: Required<Pick<TrainingBatch, "tokens" | "weights" | "samplingLogprobs" | "advantages">> & Pick<TrainingBatch, "returns" | "allowedTokens"> = {
     tokens: [],
     weights: [],
     samplingLogprobs: [],
     advantages: [],
     ...(returns ? { returns: [] } : {}),
+    ...(constrained ? { allowedTokens: [] } : {}),
   };
   groups.forEach((group, g) =>
     group.forEach((trajectory, i) =>
@@ -126,6 +136,7 @@ export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantag
         batch.samplingLogprobs.push([...zeros, ...turn.actionLogprobs]);
         batch.advantages.push([...zeros, ...turn.actionTokens.map(() => a)]);
         if (returns) batch.returns!.push([...zeros, ...turn.actionTokens.map(() => returns[g]![i]![t]!)]);
+        if (constrained) batch.allowedTokens!.push([...new Array<null>(p).fill(null), ...(turn.allowedTokens ?? turn.actionTokens.map(() => null))]);
       }),
     ),
   );
@@ -145,6 +156,7 @@ export function chunkBatch(batch: TrainingBatch, size: number): TrainingBatch[] 
     for (const key of ["weights", "samplingLogprobs", "advantages", "returns"] as const) {
       if (batch[key]) part[key] = rows.map((i) => batch[key]![i]!);
     }
+    if (batch.allowedTokens) part.allowedTokens = rows.map((i) => batch.allowedTokens![i]!);
     out.push(part);
   }
   return out;

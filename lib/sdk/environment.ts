@@ -7,6 +7,7 @@
  * `reset(seed, sample?)` → first observation, `step(actionText)` → { observation, reward, done, info, metrics }.
  */
 import { Rng } from "@/lib/model/rng";
+import { ActionAutomaton, checkActionList, type ActionConstraint } from "./action-space";
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -48,6 +49,13 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
   step(state: State, action: Action, context: { rng: Rng }): StepOutcome<State>;
   /** The environment's own picture of the state (a board), shown in the trajectory viewer. */
   render?(state: State): string;
+  /**
+   * The legal actions, when the environment knows them: a list, a function of the state giving the actions legal
+   * there, or `{ pattern }`, a regular expression the whole action matches (lib/sdk/action-space.ts says which
+   * syntax). The policy's sampling is then constrained to them, so it cannot write an invalid action; tool calls
+   * stay allowed beside them. `parseAction` still turns the action's text into the environment's action.
+   */
+  actions?: readonly string[] | ((state: State) => readonly string[]) | { pattern: string };
   /** Tools the agent may call with `@name(args)`; the answer comes back as the next observation. */
   tools?: Record<string, Tool<State>>;
   /**
@@ -92,8 +100,38 @@ export function defineEnvironment<State, Action, Sample extends DatasetRow = Dat
   if (definition.stepCost !== undefined && (!Number.isFinite(definition.stepCost) || definition.stepCost > 0)) {
     problems.push(`stepCost must be a finite number ≤ 0; got ${String(definition.stepCost)}`);
   }
+  const actions = definition.actions;
+  if (actions !== undefined && typeof actions !== "function") {
+    try {
+      new ActionAutomaton(Array.isArray(actions) ? { actions: [...actions] } : { pattern: (actions as { pattern: string }).pattern });
+    } catch (error) {
+      problems.push(`actions: ${(error as Error).message}`);
+    }
+  }
   if (problems.length) throw new Error(`defineEnvironment: ${problems.join("; ")}`);
   return definition;
+}
+
+/** A literal's text as a pattern (lib/sdk/action-space.ts): every special character escaped. */
+export function escapePattern(text: string): string {
+  return text.replace(/[\\.^$|?*+()[\]{}\-\/]/g, (c) => `\\${c}`);
+}
+
+/**
+ * The constraint of a turn in `state`: the definition's actions, with its tools' calls (`@name(…)`) beside them.
+ * Null when the definition declares no actions.
+ */
+export function legalActionsOf<State>(definition: EnvironmentDefinition<State, unknown, any>, state: State): ActionConstraint | null {
+  const declared = definition.actions;
+  if (declared === undefined) return null;
+  let constraint: ActionConstraint;
+  if (typeof declared === "function") constraint = { actions: checkActionList(declared(state), "actions(state)") };
+  else if (Array.isArray(declared)) constraint = { actions: [...declared] };
+  else constraint = { pattern: (declared as { pattern: string }).pattern };
+  const tools = Object.keys(definition.tools ?? {});
+  if (tools.length === 0) return constraint;
+  const own = "pattern" in constraint ? `(?:${constraint.pattern})` : constraint.actions.map(escapePattern).join("|");
+  return { pattern: `${own}|@(?:${tools.join("|")})\\(.*\\)` };
 }
 
 export type SessionStep = {
@@ -248,6 +286,12 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   render(): string | undefined {
     return this.state !== undefined && this.definition.render ? this.definition.render(this.state) : undefined;
+  }
+
+  /** The legal actions of the next turn (null when the environment declares none, or the episode is over). */
+  legalActions(): ActionConstraint | null {
+    if (this.state === undefined || this.finished) return null;
+    return legalActionsOf(this.definition as EnvironmentDefinition<State, unknown, any>, this.state);
   }
 
   /** The episode's return so far, by reward function: "env" for the step rewards, then each extra function. */

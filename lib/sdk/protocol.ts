@@ -4,6 +4,7 @@
  * batch), and waits for every answer before any episode moves on (the barrier of the turn-based protocol).
  */
 import type { ChatMessage } from "@/lib/model/chat";
+import type { ActionConstraint } from "./action-space";
 import type { DatasetRow, EnvironmentSession, Json } from "./environment";
 
 export type ProtocolName = "single-turn" | "multi-turn" | "turn-based";
@@ -28,9 +29,13 @@ export function turnBased(agents: string[]): Protocol {
   return { name: "turn-based", agents, history: "full" };
 }
 
-export type ActRequest = { episode: number; agent: string; messages: ChatMessage[] };
-/** What the policy returns for one request: its text and, when a model produced it, the tokens and logprobs. */
-export type ActResponse = { text: string; promptTokens?: number[]; tokens?: number[]; logprobs?: number[] };
+/** One agent's turn to act: its prompt, and the legal actions when the environment declares them. */
+export type ActRequest = { episode: number; agent: string; messages: ChatMessage[]; legalActions?: ActionConstraint | null };
+/**
+ * What the policy returns for one request: its text and, when a model produced it, the tokens and logprobs, and
+ * under a constraint the token ids that were allowed at each of its tokens.
+ */
+export type ActResponse = { text: string; promptTokens?: number[]; tokens?: number[]; logprobs?: number[]; allowedTokens?: number[][] };
 
 export type Turn = {
   agent: string;
@@ -40,6 +45,10 @@ export type Turn = {
   promptTokens: number[];
   actionTokens: number[];
   actionLogprobs: number[];
+  /** The legal actions the policy was held to, when the environment declares them. */
+  legalActions?: ActionConstraint;
+  /** Under legal actions: the token ids allowed at each action token (what `forward` must softmax over). */
+  allowedTokens?: number[][];
   /** The environment's picture after the action, if it draws one. */
   render?: string;
   info: Record<string, Json>;
@@ -124,7 +133,8 @@ export async function runEpisodes(
         finish(episode, true);
         continue;
       }
-      requests.push({ episode: index, agent, messages });
+      const legalActions = episode.start.session.legalActions?.() ?? null;
+      requests.push(legalActions ? { episode: index, agent, messages, legalActions } : { episode: index, agent, messages });
       asked.push(episode);
     }
     if (requests.length === 0) break;
@@ -148,6 +158,8 @@ export async function runEpisodes(
         promptTokens: response.promptTokens ?? [],
         actionTokens: response.tokens ?? [],
         actionLogprobs: response.logprobs ?? [],
+        ...(request.legalActions ? { legalActions: request.legalActions } : {}),
+        ...(response.allowedTokens ? { allowedTokens: response.allowedTokens } : {}),
         render: episode.start.session.render(),
         info: result.info,
       });

@@ -154,6 +154,8 @@ export type RolloutTurn = {
   advantage?: number | null;
   /** Environment-specific rendering (e.g. a game board), shown by the trajectory viewer. */
   render?: string;
+  /** The legal actions the policy was held to at this turn, when the environment declares them. */
+  legalActions?: { actions: string[] } | { pattern: string };
   info?: Record<string, unknown>;
 };
 

@@ -15,7 +15,15 @@ export type RolloutInput = {
   groupIndex: number;
   sampleIndex: number;
   prompt: string;
-  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string; info?: Record<string, unknown> }[];
+  turns: {
+    observation: string;
+    action: string;
+    reward?: number;
+    advantage?: number | null;
+    render?: string;
+    legalActions?: { actions: string[] } | { pattern: string };
+    info?: Record<string, unknown>;
+  }[];
   rewards: Record<string, number>;
   totalReward: number;
   advantage: number | null;

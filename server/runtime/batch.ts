@@ -15,6 +15,11 @@ export interface Batch {
   returns?: number[][];
   /** [B][L_b] reference-policy logprobs for the KL penalty; computed from the reference when absent */
   referenceLogprobs?: number[][];
+  /**
+   * [B][L_b] the token ids the policy was allowed at each token (legal actions), or null where it was not held:
+   * the logprob of such a token is taken over the allowed ids only, as the constrained sampler took it.
+   */
+  allowedTokens?: (number[] | null)[][];
 }
 
 /** A batch right-padded into one [B, T] block, the layout the engines take. */
@@ -56,6 +61,17 @@ export function packBatch(batch: Batch, vocabSize: number, contextLength: number
       }
     });
   }
+  batch.allowedTokens?.forEach((r, b) => {
+    if (r.length !== rows[b].length) throw new Error(`batch.allowedTokens[${b}] has ${r.length} entries, batch.tokens[${b}] has ${rows[b].length}`);
+    r.forEach((allowed, i) => {
+      if (allowed !== null && i > 0 && !allowed.includes(rows[b][i]!)) {
+        throw new Error(`batch.tokens[${b}][${i}] is token ${rows[b][i]}, which batch.allowedTokens[${b}][${i}] does not allow`);
+      }
+    });
+  });
+  if (batch.allowedTokens && batch.allowedTokens.length !== rows.length) {
+    throw new Error(`batch.allowedTokens has ${batch.allowedTokens.length} rows, batch.tokens has ${rows.length}`);
+  }
   const tokens = new Int32Array(rows.length * T); // padding is token 0; causal attention never looks right
   rows.forEach((r, b) => tokens.set(r, b * T));
   return { B: rows.length, T, tokens, lengths };
@@ -92,6 +108,27 @@ export function logprobOf(
   }
   const logSumExp = max + Math.log(sum);
   return { logprob: logits[offset + target] * inv - logSumExp, logSumExp };
+}
+
+/**
+ * Sets to -Infinity, in place, every logit a constrained token was not allowed (batch.allowedTokens), so that the
+ * softmax of those rows is over the allowed ids only: the distribution the constrained sampler drew from. `rows`
+ * maps the packed batch's rows to the batch's (a slice of a larger batch).
+ */
+export function maskDisallowed(logits: Float32Array, allowedTokens: (number[] | null)[][] | undefined, packed: PackedBatch, V: number, rows?: number[]): void {
+  if (!allowedTokens) return;
+  const { T, lengths } = packed;
+  for (let b = 0; b < lengths.length; b++) {
+    const allowedRow = allowedTokens[rows ? rows[b]! : b]!;
+    for (let i = 1; i < lengths[b]!; i++) {
+      const allowed = allowedRow[i];
+      if (!allowed) continue;
+      const offset = (b * T + i - 1) * V;
+      const kept = allowed.map((t) => logits[offset + t]!);
+      logits.fill(-Infinity, offset, offset + V);
+      allowed.forEach((t, k) => (logits[offset + t] = kept[k]!));
+    }
+  }
 }
 
 /** Per-token logprobs aligned with tokens (entry 0 is 0) from the logits of a packed batch. */

@@ -3,13 +3,17 @@
  * then advance one token per step together.
  *
  * The logprob reported for a token is log softmax(logits / temperature) of that token: the policy's sampling
- * distribution at the given temperature, before any top-k or top-p truncation. `forward` and `forwardBackward`
+ * distribution at the given temperature, before any top-k or top-p truncation. Under legal actions
+ * (`constraints`, one per prompt) each row may only write a legal action and then end its turn: the logits of every
+ * other token are -Infinity, so the logprob is that of the constrained distribution, and the allowed ids at each
+ * token come back with the sample (`allowedTokens`) for `forward` to use. `forward` and `forwardBackward`
  * given the same temperature compute exactly this quantity, so sampled logprobs can serve as the "old" logprobs
  * of importance sampling, PPO and CISPO. At temperature 0 (greedy) the logprobs are those of temperature 1.
  */
 import { z } from "zod";
 import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
+import { automatonFor, type ActionAutomaton } from "@/lib/sdk/action-space";
 import { type ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
 import { logprobOf } from "./batch";
 
@@ -23,6 +27,10 @@ export const sampleParamsSchema = z.object({
     .default([specialTokens.endOfTurn])
     .describe("token ids or strings that end a sample (kept in tokens, cut from text); default: end of turn"),
   seed: z.number().int().optional().describe("seed for this call alone; without it the client's generator is used"),
+  constraints: z
+    .array(z.union([z.object({ actions: z.array(z.string()) }), z.object({ pattern: z.string() }), z.null()]))
+    .optional()
+    .describe("per prompt: the legal actions ({ actions } or { pattern }) its samples are held to, or null; byte tokenizer only"),
 });
 export type SampleParams = z.infer<typeof sampleParamsSchema>;
 export type SampleParamsInput = z.input<typeof sampleParamsSchema>;
@@ -35,6 +43,8 @@ export interface SampledSequence {
   /** per new token: log softmax(logits / temperature) of the token, untruncated */
   logprobs: number[];
   finishReason: "stop" | "length";
+  /** under a constraint: the token ids that were allowed at each new token */
+  allowedTokens?: number[][];
 }
 
 export interface SampleResult {
@@ -108,7 +118,20 @@ export function sampleWithDecoder(
       throw new Error(`prompts[${i}] has ${prompt.length} tokens, over the model's contextLength=${contextLength}`);
     }
   });
+  if (params.constraints && params.constraints.length !== prompts.length) {
+    throw new Error(`constraints has ${params.constraints.length} entries; give one (or null) per prompt, ${prompts.length} in all`);
+  }
+  if (params.constraints?.some((c) => c !== null) && tokenizer.vocabSize !== 262) {
+    throw new Error("legal actions (constraints) need the byte tokenizer: its tokens are the bytes the actions are matched on");
+  }
   const rows = prompts.length * n;
+  // Per row: its prompt's automaton and where in it the row's action is.
+  const rowAutomaton: (ActionAutomaton | null)[] = Array.from({ length: rows }, (_, r) => {
+    const constraint = params.constraints?.[Math.floor(r / n)] ?? null;
+    return constraint ? automatonFor(constraint) : null;
+  });
+  const rowState = new Int32Array(rows);
+  const masked = new Float32Array(V);
   const stopIds = new Set(params.stop.filter((s): s is number => typeof s === "number"));
   const stopStrings = params.stop.filter((s): s is string => typeof s === "string");
   const out: SampledSequence[] = Array.from({ length: rows }, () => ({
@@ -142,11 +165,28 @@ export function sampleWithDecoder(
     const next: number[] = [];
     for (const row of active) {
       const seq = out[row];
-      const token = drawToken(rowLogits, row * V, V, params, rng, probs);
+      const automaton = rowAutomaton[row];
+      let source = rowLogits;
+      let offset = row * V;
+      if (automaton) {
+        const allowed = [...automaton.bytes(rowState[row]!)];
+        if (automaton.accepting(rowState[row]!)) allowed.push(specialTokens.endOfTurn);
+        masked.fill(-Infinity);
+        for (const t of allowed) masked[t] = rowLogits[offset + t]!;
+        (seq.allowedTokens ??= []).push(allowed);
+        source = masked;
+        offset = 0;
+      }
+      const token = drawToken(source, offset, V, params, rng, probs);
       seq.tokens.push(token);
-      seq.logprobs.push(logprobOf(rowLogits, row * V, V, logprobTemperature, token).logprob);
+      seq.logprobs.push(logprobOf(source, offset, V, logprobTemperature, token).logprob);
       let done = false;
-      if (stopIds.has(token)) {
+      if (automaton) {
+        if (token === specialTokens.endOfTurn) {
+          seq.finishReason = "stop";
+          done = true;
+        } else rowState[row] = automaton.next(rowState[row]!, token);
+      } else if (stopIds.has(token)) {
         seq.finishReason = "stop";
         done = true;
       } else if (stopStrings.length > 0) {

@@ -17,7 +17,7 @@ import {
   parametersToTensorMap,
 } from "@/lib/model/weights";
 import type { BaseModel } from "./base-model";
-import { type Batch, packBatch, tokenLogprobs } from "./batch";
+import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
 import { type CheckpointFile, readCheckpoint, writeCheckpoint } from "./checkpoint-store";
 import { type LossConfigInput, type LossName, computeLoss, parseLossConfig, requireLossInputs } from "./losses";
 import { AdamW, type AdamParamsInput, type TrainableParameter } from "./optimizer";
@@ -125,6 +125,7 @@ export class TrainingClient {
       const rows = order.slice(start, end);
       const packed = packBatch({ tokens: rows.map((i) => batch.tokens[i]!) }, config.vocabSize, config.contextLength);
       const out = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
+      maskDisallowed(out.logits, batch.allowedTokens, packed, config.vocabSize, rows);
       const chunkLogprobs = tokenLogprobs(out.logits, packed, config.vocabSize, temperature);
       if (out.values) result.values ??= new Array<number[]>(batch.tokens.length);
       rows.forEach((row, b) => {
@@ -143,15 +144,11 @@ export class TrainingClient {
     const { config: model } = this.base;
     const packed = packBatch(batch, model.vocabSize, model.contextLength);
     let referenceLogprobs: number[][] | null = null;
-    if (config.klCoef > 0) {
-      referenceLogprobs =
-        batch.referenceLogprobs ??
-        tokenLogprobs(
-          this.base.engine.run({ model: this.reference, tokens: packed.tokens, batch: packed.B, seqLen: packed.T }).logits,
-          packed,
-          model.vocabSize,
-          config.temperature,
-        );
+    if (config.klCoef > 0 && batch.referenceLogprobs) referenceLogprobs = batch.referenceLogprobs;
+    else if (config.klCoef > 0) {
+      const reference = this.base.engine.run({ model: this.reference, tokens: packed.tokens, batch: packed.B, seqLen: packed.T }).logits;
+      maskDisallowed(reference, batch.allowedTokens, packed, model.vocabSize);
+      referenceLogprobs = tokenLogprobs(reference, packed, model.vocabSize, config.temperature);
     }
     let output: ReturnType<typeof computeLoss> | null = null;
     this.base.engine.run({
@@ -163,6 +160,7 @@ export class TrainingClient {
       backward: {
         grads: this.grads,
         lossGradient: (logits, values) => {
+          maskDisallowed(logits, batch.allowedTokens, packed, model.vocabSize);
           output = computeLoss(loss, config, batch, packed, logits, values, model.vocabSize, referenceLogprobs);
           return output;
         },

@@ -40,6 +40,7 @@ export const sandboxModules: Record<string, string> = {
 /** Files the sandbox bundles from the repository: the SDK's pure modules, the guest bridge and the wire's constants. */
 const trustedFiles = new Set([
   path.join(repoRoot, "lib/sdk/environment.ts"),
+  path.join(repoRoot, "lib/sdk/action-space.ts"),
   path.join(repoRoot, "lib/sdk/protocol.ts"),
   path.join(repoRoot, "lib/model/rng.ts"),
   sdkModule,

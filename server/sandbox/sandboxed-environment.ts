@@ -9,6 +9,7 @@
  * Every answer from the guest is checked here again (types, sizes, JSON), since the guest is not trusted.
  * Any error fails the pool: later calls throw the same error, which names the limit or the user's line.
  */
+import { automatonFor, checkActionList, type ActionConstraint } from "@/lib/sdk/action-space";
 import type { DatasetRow, EnvironmentSession, EpisodeSummary, Json, SessionStep } from "@/lib/sdk/environment";
 import { type ActRequest, type ActResponse, type EpisodeStart, type Protocol, type Trajectory, runEpisodes } from "@/lib/sdk/protocol";
 import type { ChatMessage } from "@/lib/model/chat";
@@ -89,6 +90,8 @@ type Slot = {
   cpuMs: number;
   systemPrompt: string;
   render: string | null;
+  /** The next turn's legal actions, when they depend on the state. */
+  legalActions: ActionConstraint | null;
   end: GuestEpisodeEnd | null;
   /** Answers fetched in a batch, waiting for the session's own call. */
   pendingReset: GuestResetValue | null;
@@ -290,6 +293,7 @@ export class SandboxedEnvironmentPool {
       state.done = false;
       state.systemPrompt = value.systemPrompt;
       state.render = value.render;
+      state.legalActions = value.legalActions;
       state.end = null;
       state.summaryCache = null;
       state.scoreCache = null;
@@ -343,6 +347,7 @@ export class SandboxedEnvironmentPool {
       state.turns += 1;
       state.done = value.done;
       state.render = value.render;
+      state.legalActions = value.legalActions;
       state.end = value.end;
       state.summaryCache = null;
       state.scoreCache = null;
@@ -355,6 +360,13 @@ export class SandboxedEnvironmentPool {
   render(slot: number): string | undefined {
     const state = this.started(slot);
     return state.render ?? undefined;
+  }
+
+  /** The slot's next turn's legal actions: the environment's own, or the state's (null once the episode ended). */
+  legalActions(slot: number): ActionConstraint | null {
+    const state = this.started(slot);
+    if (state.done || this.environment.actions === null) return null;
+    return this.environment.actions === "state" ? state.legalActions : this.environment.actions;
   }
 
   /** The slot's episode so far (its state is the same object until the episode moves on). */
@@ -491,6 +503,7 @@ export class SandboxedEnvironmentPool {
         systemPrompt: "",
         render: null,
         end: null,
+        legalActions: null,
         pendingReset: null,
         pendingStep: null,
         pendingAction: "",
@@ -600,7 +613,8 @@ export class SandboxedEnvironmentPool {
 
   /** A reset's values (GuestResetWire). */
   private checkReset(values: unknown[], at: number, n: number, where: Where): GuestResetValue {
-    if (n !== 3) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
+    const byState = this.environment.actions === "state";
+    if (n !== (byState ? 4 : 3)) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
     const observation = values[at];
     const systemPrompt = values[at + 1];
     const render = values[at + 2];
@@ -610,7 +624,8 @@ export class SandboxedEnvironmentPool {
       if (this.lastSystemPrompt === null) throw new SandboxError("contract", `${where.label}: the system prompt refers to a previous one that is not there`);
       prompt = this.lastSystemPrompt;
     } else prompt = this.lastSystemPrompt = this.text(systemPrompt, where, "the system prompt");
-    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, where) };
+    const legalActions = byState ? checkConstraint(values[at + 3], `${where.label}: actions(state)`) : null;
+    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, where), legalActions };
   }
 
   /**
@@ -620,7 +635,8 @@ export class SandboxedEnvironmentPool {
   private checkStep(values: unknown[], at: number, n: number, where: Where): GuestStepValue {
     const observation = values[at];
     const done = observation === null;
-    const fields = done ? LAST_STEP_FIELDS : STEP_FIELDS;
+    const byState = !done && this.environment.actions === "state";
+    const fields = done ? LAST_STEP_FIELDS : byState ? STEP_FIELDS + 1 : STEP_FIELDS;
     if (n < fields || (n - fields) % 2 !== 0) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
     const text = done ? null : this.text(observation, where, "the observation");
     const info = values[at + 2];
@@ -632,6 +648,7 @@ export class SandboxedEnvironmentPool {
       metrics: metricPairs(values, at + fields, at + n, where),
       render: this.renderOf(values[at + 3], text, where),
       end: done ? checkEnd(values, at + STEP_FIELDS, where) : null,
+      legalActions: byState ? checkConstraint(values[at + STEP_FIELDS], `${where.label}: actions(state)`) : null,
     };
   }
 
@@ -692,6 +709,10 @@ export class SandboxedSession {
 
   render(): string | undefined {
     return this.pool.render(this.slot);
+  }
+
+  legalActions(): ActionConstraint | null {
+    return this.pool.legalActions(this.slot);
   }
 
   summary(): SandboxedSummary {
@@ -1041,6 +1062,18 @@ function checkDescription(value: unknown): EnvironmentDescription {
     tools: Array.isArray(record.tools) ? record.tools.filter((tool): tool is string => typeof tool === "string") : [],
     scoreName: typeof record.scoreName === "string" ? record.scoreName : null,
     hasRender: record.hasRender === true,
+    actions: record.actions === "state" ? "state" : record.actions === null || record.actions === undefined ? null : checkConstraint(record.actions, "the environment's actions"),
     exportName: record.exportName,
   };
+}
+
+/** A legal-actions constraint as the guest sent it, checked again here (user code shares the guest's realm). */
+function checkConstraint(value: unknown, label: string): ActionConstraint {
+  const record = object(value, label);
+  try {
+    if (typeof record.pattern === "string" && record.actions === undefined) return automatonFor({ pattern: record.pattern }) && { pattern: record.pattern };
+    return { actions: checkActionList(record.actions, "actions") };
+  } catch (error) {
+    throw new SandboxError("contract", `${label}: ${(error as Error).message}`);
+  }
 }

@@ -4,6 +4,7 @@
  * The guest (guest/bridge.ts, inside QuickJS) and the host import these types only; the host re-validates every
  * answer, because user code shares the guest's realm and could tamper with it.
  */
+import type { ActionConstraint } from "@/lib/sdk/action-space";
 import type { DatasetRow, Json } from "@/lib/sdk/environment";
 
 /**
@@ -69,13 +70,16 @@ export const FAILED = -1;
 /** One answer per op: each op's record in `results` starts at `starts[i]` (its length); `ms`, each op's time. */
 export type GuestResponse = { ms: number[]; results: unknown[]; starts: Int32Array };
 
-export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null };
+/** `legalActions`: the next turn's, when the environment's actions depend on the state (else the description's). */
+export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null; legalActions: ActionConstraint | null };
 /**
  * `render` is `true` when it is the observation itself (a board game's usually is): the text crosses once.
  * `systemPrompt` is `true` when it is the one the sandbox's previous reset answered (the host keeps it): a
  * definition's prompt is usually the same string for every episode.
  */
-export type GuestResetWire = [n: 3, observation: string, systemPrompt: string | true, render: string | null | true];
+export type GuestResetWire =
+  | [n: 3, observation: string, systemPrompt: string | true, render: string | null | true]
+  | [n: 4, observation: string, systemPrompt: string | true, render: string | null | true, legalActions: ActionConstraint];
 
 /**
  * An episode's end, sent with its last step. The final state is not: serializing it cost as much as the rest of
@@ -100,11 +104,14 @@ export type GuestStepValue = {
   metrics: Record<string, number>;
   render: string | null;
   end: GuestEpisodeEnd | null;
+  /** The next turn's legal actions, when they depend on the state and the episode goes on. */
+  legalActions: ActionConstraint | null;
 };
 
 /**
  * A step's record: an unfinished episode's step, `4 + 2k, observation, reward, info, render, key1, value1, ...`
- * (its k metrics as pairs); the last step, `10 + 2k, null, reward, info, render`, the episode's end (`turns,
+ * (its k metrics as pairs; `5 + 2k` with the next turn's legal actions after the render when the description's
+ * actions are "state"); the last step, `10 + 2k, null, reward, info, render`, the episode's end (`turns,
  * totalReward, truncated, invalidActions, score, breakdown`), then the metrics. Whether the episode is done is
  * the observation being null. `info` is 0 when empty; `breakdown` null when the definition has no reward
  * functions (it is then `{ env: totalReward }`).
@@ -143,6 +150,11 @@ export type EnvironmentDescription = {
   tools: string[];
   scoreName: string | null;
   hasRender: boolean;
+  /**
+   * The legal actions: one constraint for every turn, "state" when each reset's and unfinished step's record
+   * carries its own (after the render), or null when the environment declares none.
+   */
+  actions: ActionConstraint | "state" | null;
   /** The export the definition was found under ("default" or a name). */
   exportName: string;
 };

@@ -144,6 +144,7 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
         reward: turn.reward,
         ...(advantages ? { advantage: advantages[g]?.[i]?.[t] ?? null } : {}),
         ...(turn.render !== undefined ? { render: turn.render } : {}),
+        ...(turn.legalActions ? { legalActions: turn.legalActions } : {}),
         info: turn.info,
       })),
       rewards: trajectory.rewards,

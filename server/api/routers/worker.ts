@@ -48,6 +48,7 @@ const rolloutSchema = z.object({
       reward: z.number().optional(),
       advantage: z.number().nullable().optional(),
       render: z.string().optional(),
+      legalActions: z.union([z.object({ actions: z.array(z.string()).max(10_000) }), z.object({ pattern: z.string().max(1_000) })]).optional(),
       info: z.record(z.string(), z.unknown()).optional(),
     }),
   ),

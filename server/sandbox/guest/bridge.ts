@@ -9,7 +9,7 @@
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
  * precise (it knows which function and which field) and keeps oversized values from being serialized at all.
  */
-import { type DatasetRow, type EnvironmentDefinition, type Json, type SessionFields, type StepOutcome, EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
+import { type DatasetRow, type EnvironmentDefinition, type Json, type SessionFields, type StepOutcome, EnvironmentSession, defineEnvironment, legalActionsOf } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type EnvironmentDescription, FAILED, type GuestFailure, type GuestOp, type GuestRequest, type GuestSummaryWire } from "../wire";
 
@@ -63,6 +63,8 @@ const sessions: EnvironmentSession<unknown, unknown, DatasetRow>[] = [];
 let pendingViolation: ContractViolation | null = null;
 /** No reward functions: an episode's breakdown is its total as "env", which the host writes itself. */
 let breakdownIsTotal = true;
+/** Whether each reset's and unfinished step's record carries the next turn's legal actions (actions as a function of the state). */
+let actionsByState = false;
 /** The batch being answered (a GuestRequest's columns), and the index of its next op. */
 let kind: GuestRequest[0] = "ops";
 let ops: GuestOp[] = [];
@@ -96,8 +98,10 @@ export function install(userModule: Record<string, unknown>): void {
     tools: definition.tools ? objectKeys(definition.tools) : [],
     scoreName: typeof definition.scoreName === "string" ? definition.scoreName : null,
     hasRender: typeof definition.render === "function",
+    actions: typeof definition.actions === "function" ? "state" : definition.actions === undefined ? null : legalActionsOf(definition, undefined),
     exportName,
   };
+  actionsByState = description.actions === "state";
   register(begin, next, take);
 }
 
@@ -153,7 +157,12 @@ function reset(slot: number, seed: number, sample: DatasetRow | null): void {
   const render = checkSize("render", session.render() ?? null);
   const systemPrompt = checkSize("systemPrompt", session.systemPrompt);
   const samePrompt = systemPrompt === lastSystemPrompt;
-  records.push(3, observation, samePrompt ? true : systemPrompt, render !== null && render === observation ? true : render);
+  const renderOrSame = render !== null && render === observation ? true : render;
+  if (actionsByState) {
+    const legal = session.legalActions();
+    recordChars += checkJsonSize("actions(state)", legal);
+    records.push(4, observation, samePrompt ? true : systemPrompt, renderOrSame, legal);
+  } else records.push(3, observation, samePrompt ? true : systemPrompt, renderOrSame);
   lastSystemPrompt = systemPrompt;
   recordChars += observation.length + (samePrompt ? 0 : systemPrompt.length) + (render === null ? 0 : render.length);
 }
@@ -180,7 +189,14 @@ function step(slot: number, action: string): void {
   if (done) {
     const breakdown = breakdownIsTotal ? null : session.rewardBreakdown();
     records.push(0, null, fields.stepReward, info, render, fields.turn, fields.total, truncated, fields.invalid, session.score(), breakdown);
-  } else records.push(0, observation, fields.stepReward, info, render !== null && render === observation ? true : render);
+  } else {
+    records.push(0, observation, fields.stepReward, info, render !== null && render === observation ? true : render);
+    if (actionsByState) {
+      const legal = session.legalActions();
+      recordChars += checkJsonSize("actions(state)", legal);
+      records.push(legal);
+    }
+  }
   const metrics = outcome.metrics as Record<string, number> | MetricPairs | undefined;
   if (metrics === undefined) {
     // none

@@ -147,7 +147,7 @@ describe("sandboxed environments", () => {
       extra: `  render: (state) => "n=" + state.n,`,
     });
     const [reset] = pool.resetMany([{ slot: 0, seed: 1 }]);
-    expect(reset).toEqual({ observation: "n=0", systemPrompt: "play", render: "n=0" });
+    expect(reset).toEqual({ observation: "n=0", systemPrompt: "play", render: "n=0", legalActions: null });
     const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
     expect(step).toMatchObject({ observation: "n=1", render: "n=1", done: false });
     const steps = [pool.stepMany([{ slot: 0, action: "go" }])[0]!, pool.stepMany([{ slot: 0, action: "go" }])[0]!];

@@ -24,7 +24,7 @@ function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample
   starts.forEach(({ seed, sample }, slot) => {
     const session = natives[slot]!;
     const observation = session.reset(seed, sample);
-    native.push({ observation, systemPrompt: session.systemPrompt, render: session.render() ?? null });
+    native.push({ observation, systemPrompt: session.systemPrompt, render: session.render() ?? null, legalActions: null });
     sandboxed.push(resets[slot]);
   });
   for (const action of actions) {
@@ -33,7 +33,7 @@ function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample
     const steps = pool.stepMany(live.map((slot) => ({ slot, action })));
     live.forEach((slot, i) => {
       const session = natives[slot]!;
-      native.push({ ...session.step(action), render: session.render() ?? null });
+      native.push({ ...session.step(action), render: session.render() ?? null, legalActions: null });
       const { end, ...step } = steps[i]!;
       sandboxed.push(step);
       if (end) expect(end).toEqual({ ...session.summary(), state: undefined, done: undefined, score: session.score(), breakdown: session.rewardBreakdown() });
