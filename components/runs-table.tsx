@@ -12,6 +12,8 @@ export type RunRow = {
   step: number;
   totalSteps: number;
   createdAt: Date;
+  /** Health warnings (lib/rl/health.ts): the run may not be learning. */
+  warnings: { code: string; message: string }[];
 };
 
 export function RunsTable({ runs }: { runs: RunRow[] }) {
@@ -48,6 +50,11 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
               </td>
               <td className="px-4 py-2">
                 <StatusBadge status={run.status} />
+                {run.warnings.length > 0 && (
+                  <span className="ml-1.5 text-amber-600" title={run.warnings.map((w) => w.message).join("\n")} aria-label={`${run.warnings.length} health warning${run.warnings.length === 1 ? "" : "s"}`}>
+                    ⚠
+                  </span>
+                )}
               </td>
               <td className="px-4 py-2 tabular-nums text-slate-600">
                 {run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : "—"}

@@ -54,7 +54,8 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const [viewing, setViewing] = useState<number | null>(null);
 
   const dirty = JSON.stringify([files, config]) !== saved.key;
-  const validation = useLiveValidation(files);
+  const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
+  const validation = useLiveValidation(files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
   const issues = useMemo(() => issuesByPath(experimentSchema, config), [config]);
   const otherIssues = [...issues].filter(([path]) => !formPaths.has(path));
   const versions = useQuery(trpc.experiments.versions.queryOptions({ id: experiment.id }));
@@ -140,6 +141,15 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
 
   const fileNames = Object.keys(files);
   const environment = typeof config.environment === "string" ? config.environment : "";
+  const sourceErrors = environment === "custom" ? (report?.diagnostics.filter((d) => d.severity === "error").length ?? 0) : 0;
+  // Launch waits for a config and a source without errors: a run that cannot start is not queued.
+  const launchBlocked = jsonError
+    ? "the config's JSON does not parse"
+    : issues.size > 0
+      ? `the config has ${issues.size} error${issues.size === 1 ? "" : "s"}`
+      : sourceErrors > 0
+        ? `the source has ${sourceErrors} error${sourceErrors === 1 ? "" : "s"} (see Validation)`
+        : null;
   const tabClass = (active: boolean) =>
     `-mb-px flex items-center gap-1.5 border-b-2 px-3 py-2 text-sm ${active ? "border-brand-600 font-medium text-brand-700" : "border-transparent text-slate-600 hover:text-slate-900"}`;
 
@@ -171,7 +181,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             <Button variant="secondary" onClick={() => void saveVersion("saved from the editor")} disabled={!dirty || busy}>
               {save.isPending ? "Saving…" : "Save"}
             </Button>
-            <Button onClick={() => void onLaunch()} disabled={busy}>
+            <Button onClick={() => void onLaunch()} disabled={busy || launchBlocked !== null} title={launchBlocked ? `Fix first: ${launchBlocked}` : undefined}>
               {launch.isPending ? "Launching…" : dirty ? "Save & launch" : "Launch run"}
             </Button>
           </>

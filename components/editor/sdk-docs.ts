@@ -81,6 +81,12 @@ export const environmentFieldDocs = {
     doc: "The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`, `[a-z]`, `\\d`, `( | )`, `* + ? {n,m}`). Sampling is constrained to them, so the policy cannot write an invalid action; tool calls stay allowed. The trajectory viewer shows each turn's legal set.",
     snippet: 'actions: (state) => ${["1", "2", "3"]},',
   },
+  demonstrate: {
+    kind: "method",
+    detail: "demonstrate(state) → string",
+    doc: "A demonstrator: the action a good player writes in this state. An SFT run with data 'demonstrator' imitates it, and validation's dry run plays it so that a step() failing on real actions is caught before launch.",
+    snippet: "demonstrate(state) {\n\treturn ${\"1\"};\n},",
+  },
   tools: {
     kind: "property",
     detail: "Record<string, { description; run(args, state) → string }>?",

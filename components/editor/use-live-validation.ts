@@ -17,16 +17,19 @@ export type LiveValidation =
  * Validates the source `delayMs` after the last edit (compile, type-check, sandbox dry-run). Only the answer for
  * the newest source is kept: an answer that arrives after a later edit would point at lines that have moved.
  */
-export function useLiveValidation(files: Record<string, string>, delayMs = 800) {
+export function useLiveValidation(files: Record<string, string>, context: { base?: unknown; maxTokens?: unknown } = {}, delayMs = 800) {
   const client = useTRPCClient();
   const [status, setStatus] = useState<LiveValidation>({ state: "idle", report: null, error: null });
   const latest = useRef(0);
   const key = JSON.stringify(files);
+  // The base and the reply's length decide whether the first prompt fits: a change to either validates again.
+  const base = typeof context.base === "string" ? context.base : undefined;
+  const maxTokens = typeof context.maxTokens === "number" ? context.maxTokens : undefined;
 
   const run = async (ticket: number) => {
     setStatus((s) => ({ state: "running", report: s.report, error: null }));
     try {
-      const report = await client.experiments.validate.mutate({ files: JSON.parse(key) as Record<string, string> });
+      const report = await client.experiments.validate.mutate({ files: JSON.parse(key) as Record<string, string>, base, maxTokens });
       if (ticket === latest.current) setStatus({ state: "done", report, error: null });
     } catch (error) {
       if (ticket === latest.current) setStatus((s) => ({ state: "failed", report: s.report, error: (error as Error).message }));
@@ -44,7 +47,7 @@ export function useLiveValidation(files: Record<string, string>, delayMs = 800) 
     return () => clearTimeout(timer);
     // `run` reads only `key` and stable refs.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [key, delayMs]);
+  }, [key, base, maxTokens, delayMs]);
 
   /** Validates now, without waiting for the debounce. */
   const validateNow = () => {

@@ -85,6 +85,18 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         </div>
       </div>
       {control.error && <p className="text-sm text-red-600">{control.error.message}</p>}
+      {r.warnings.length > 0 && (
+        <div role="alert" aria-label="Run health" className="rounded-md border border-amber-300 bg-amber-50 px-4 py-3 text-sm text-amber-900">
+          <p className="font-medium">This run may not be learning</p>
+          <ul className="mt-1 list-disc space-y-1 pl-5">
+            {r.warnings.map((warning) => (
+              <li key={warning.code} data-code={warning.code}>
+                {warning.message}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       <div className="h-1.5 overflow-hidden rounded-full bg-slate-200">
         <div className="h-full bg-brand-500 transition-all" style={{ width: `${r.totalSteps ? (100 * r.step) / r.totalSteps : 0}%` }} />
       </div>

@@ -12,6 +12,7 @@ import type { TurnAdvantages } from "./advantages";
 import type { RlAlgorithm } from "./algorithm";
 import { evaluate } from "./evaluate";
 import { grpo, grpoPerTurn } from "./grpo";
+import { RunHealth, type HealthWarning } from "./health";
 import { ppo } from "./ppo";
 import type { PolicyModel } from "./primitives";
 import { reinforce } from "./reinforce";
@@ -31,6 +32,8 @@ export type TrainingHooks = {
   onRollouts?(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null): void | Promise<void>;
   /** Save a resumable checkpoint after `step`; `memory` is the algorithm's state to save with it. */
   onCheckpoint?(step: number, memory: Record<string, number>): void | Promise<void>;
+  /** A sign that the run cannot learn, the first time it shows (lib/rl/health.ts). */
+  onWarning?(warning: HealthWarning): void | Promise<void>;
   /** Asked between steps; true ends the loop early (cancel, pause, preemption). */
   shouldStop?(): boolean;
 };
@@ -90,6 +93,7 @@ export async function trainRl(options: {
   /** Whether an evaluation follows training step `done` (counted from 1). */
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
   const rows = split?.train ?? null;
+  const health = new RunHealth({ contextLength: policy.contextLength, maxTokens: sampling.maxTokens });
 
   /**
    * Every rollout is told what is played after it (`nextSpecs`, or an evaluation's `next`), so that a sandboxed
@@ -146,6 +150,8 @@ export async function trainRl(options: {
       "perf/sampled_tokens_per_s": sampled / seconds,
       "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,
     });
+    // Warnings before the rollouts: a worker sends a step's reports together after its rollouts.
+    for (const warning of health.observe(step, output.groups, output.metrics)) await hooks.onWarning?.(warning);
     await hooks.onRollouts?.(step, "train", output.groups, output.advantages);
     if (evaluatesAfter(step)) await runEvaluation(nextSpecs);
     if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);

@@ -399,3 +399,35 @@ export function describeConstraint(constraint: ActionConstraint): string {
   const shown = constraint.actions.slice(0, 20).map((a) => JSON.stringify(a)).join(", ");
   return constraint.actions.length > 20 ? `${shown}, … (${constraint.actions.length} in all)` : shown;
 }
+
+/**
+ * A random legal action: an element of the list, or a random walk through the pattern's automaton that ends
+ * where the action may end (with probability 1/3 at each such point, always where nothing may follow).
+ */
+export function randomLegalAction(constraint: ActionConstraint, uniform: () => number): string {
+  if ("actions" in constraint) return constraint.actions[Math.floor(uniform() * constraint.actions.length)]!;
+  const automaton = automatonFor(constraint);
+  const bytes: number[] = [];
+  let state = automaton.start;
+  while (bytes.length < MAX_ACTION_BYTES) {
+    const next = automaton.bytes(state);
+    if (automaton.accepting(state) && (next.length === 0 || uniform() < 1 / 3)) break;
+    const byte = next[Math.floor(uniform() * next.length)]!;
+    bytes.push(byte);
+    state = automaton.next(state, byte);
+  }
+  return decodeUtf8(bytes);
+}
+
+function decodeUtf8(bytes: number[]): string {
+  let out = "";
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i]!;
+    const width = b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
+    let c = width === 1 ? b : b & (0xff >> (width + 1));
+    for (let k = 1; k < width; k++) c = (c << 6) | (bytes[i + k]! & 63);
+    out += String.fromCodePoint(c);
+    i += width;
+  }
+  return out;
+}

@@ -56,6 +56,12 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
    * stay allowed beside them. `parseAction` still turns the action's text into the environment's action.
    */
   actions?: readonly string[] | ((state: State) => readonly string[]) | { pattern: string };
+  /**
+   * A demonstrator: the action text a good player would write in `state`. SFT from the workbench imitates it
+   * (an "SFT" run whose data is "demonstrator"), and validation's dry run plays it, so a `step` that fails on real
+   * actions is caught before launch.
+   */
+  demonstrate?(state: State): string;
   /** Tools the agent may call with `@name(args)`; the answer comes back as the next observation. */
   tools?: Record<string, Tool<State>>;
   /**
@@ -94,6 +100,7 @@ export function defineEnvironment<State, Action, Sample extends DatasetRow = Dat
   for (const fn of ["reset", "parseAction", "step"] as const) {
     if (typeof definition[fn] !== "function") problems.push(`${fn} must be a function`);
   }
+  if (definition.demonstrate !== undefined && typeof definition.demonstrate !== "function") problems.push("demonstrate must be a function of the state");
   if (definition.invalidAction && !Number.isFinite(definition.invalidAction.penalty)) {
     problems.push(`invalidAction.penalty must be a finite number; got ${String(definition.invalidAction.penalty)}`);
   }
@@ -286,6 +293,14 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
 
   render(): string | undefined {
     return this.state !== undefined && this.definition.render ? this.definition.render(this.state) : undefined;
+  }
+
+  /** The demonstrator's action in the current state (null without a demonstrator, or once the episode is over). */
+  demonstrate(): string | null {
+    if (this.state === undefined || this.finished || !this.definition.demonstrate) return null;
+    const action = this.definition.demonstrate(this.state);
+    if (typeof action !== "string") throw new Error(`demonstrate() returned ${typeof action}; it must return the action's text`);
+    return action;
   }
 
   /** The legal actions of the next turn (null when the environment declares none, or the episode is over). */

@@ -87,6 +87,9 @@ export const experimentVersions = pgTable(
   (t) => [uniqueIndex("experiment_versions_experiment_version_uq").on(t.experimentId, t.version)],
 );
 
+/** A run's health warning as stored: what kind, at which step, in words. */
+export type RunWarning = { code: string; step: number; message: string };
+
 // ── what runs ────────────────────────────────────────────────────────────────────────────────────────────────
 /** The states come from the one state machine (lib/lifecycle); only server/jobs writes them. */
 export const runStatus = pgEnum("run_status", runStates);
@@ -111,6 +114,8 @@ export const runs = pgTable(
     reason: text("reason"),
     config: jsonb("config").$type<Record<string, unknown>>().notNull(),
     seed: integer("seed").notNull().default(0),
+    /** Signs that the run cannot learn (lib/rl/health.ts), each kind once, in the order they showed. */
+    warnings: jsonb("warnings").$type<RunWarning[]>().notNull().default([]),
     step: integer("step").notNull().default(0),
     totalSteps: integer("total_steps").notNull().default(0),
     createdAt: createdAt(),

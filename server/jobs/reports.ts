@@ -4,7 +4,7 @@
  * started with DATABASE_URL calls it directly.
  */
 import { sql } from "drizzle-orm";
-import { type Database, jobs, metricPoints, rollouts, runLogs, runs } from "../db";
+import { type Database, jobs, metricPoints, rollouts, runLogs, runs, type RunWarning } from "../db";
 import { WorkerConflictError } from "./errors";
 import { requireJobOf } from "./lifecycle";
 
@@ -37,6 +37,8 @@ export type ReportInput = {
   metrics?: MetricPointInput[];
   rollouts?: RolloutInput[];
   logs?: { level: "info" | "warn" | "error"; message: string }[];
+  /** Health warnings to add to the run's (lib/rl/health.ts). */
+  warnings?: RunWarning[];
 };
 
 /**
@@ -56,6 +58,7 @@ export async function storeReport(db: Database, input: ReportInput): Promise<str
     return { ...clean, totalReward: float(clean.totalReward), advantage: clean.advantage === null ? null : float(clean.advantage) };
   });
   const logs = (input.logs ?? []).map((l) => storable(l));
+  const warnings = (input.warnings ?? []).map((w) => storable(w));
   // Data-modifying parts of a WITH run once, to completion, whether or not the final select reads them.
   const result = await db.execute(sql`
     with job as (
@@ -77,7 +80,8 @@ export async function storeReport(db: Database, input: ReportInput): Promise<str
       insert into ${runLogs} (run_id, level, message)
       select job.run_id, r.level, r.message from job, jsonb_to_recordset(${JSON.stringify(logs)}::jsonb) as r(level text, message text)
     ), progress as (
-      update ${runs} set step = ${input.step ?? null}::integer from job where ${runs.id} = job.run_id and ${input.step ?? null}::integer is not null
+      update ${runs} set step = coalesce(${input.step ?? null}::integer, ${runs.step}), warnings = ${runs.warnings} || ${JSON.stringify(warnings)}::jsonb
+      from job where ${runs.id} = job.run_id and (${input.step ?? null}::integer is not null or ${warnings.length} > 0)
     )
     select run_id from job`);
   const [row] = (result as unknown as { rows: { run_id: string }[] }).rows;

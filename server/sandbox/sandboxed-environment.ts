@@ -118,7 +118,7 @@ class EpisodeOpBudget implements OpBudget {
     limits: SandboxLimits,
     /** What the episode has spent before this op (nothing, for its reset). */
     readonly spentBeforeMs: number,
-    private readonly op: "reset" | "step" | "summary" | "score",
+    private readonly op: "reset" | "step" | "summary" | "score" | "demonstrate",
     /** A step's number in its episode. */
     private readonly turn: number,
     private readonly index: number,
@@ -408,6 +408,17 @@ export class SandboxedEnvironmentPool {
     return state.scoreCache;
   }
 
+  /** The demonstrator's action in the slot's current state; null without a demonstrator or once the episode ended. */
+  demonstrate(slot: number): string | null {
+    const state = this.started(slot);
+    if (state.done || !this.environment.hasDemonstrator) return null;
+    const budget = this.opBudget(state, "demonstrate");
+    const { label } = budget;
+    const check = (raw: unknown) => (raw === null ? null : this.text(raw, budget, "the demonstrator's action"));
+    const [value] = this.run({ ops: [["demonstrate", slot]], budgets: [budget], kind: "demonstrate", check: one(label, check) });
+    return value!;
+  }
+
   /** What the user's code wrote with console.* since the last call (at most 200 lines). */
   drainLogs(): string[] {
     const budget: OpBudget = { ms: this.limits.cpuMsPerCall, limit: "cpuMsPerCall", spentBeforeMs: 0, label: "reading the logs" };
@@ -523,7 +534,7 @@ export class SandboxedEnvironmentPool {
   }
 
   /** The budget of a step (the next), summary or score of the slot's episode. */
-  private opBudget(state: Slot, op: "step" | "summary" | "score"): EpisodeOpBudget {
+  private opBudget(state: Slot, op: "step" | "summary" | "score" | "demonstrate"): EpisodeOpBudget {
     return new EpisodeOpBudget(this.limits, state.cpuMs, op, state.turns + 1, state.index, state.seed);
   }
 
@@ -713,6 +724,10 @@ export class SandboxedSession {
 
   legalActions(): ActionConstraint | null {
     return this.pool.legalActions(this.slot);
+  }
+
+  demonstrate(): string | null {
+    return this.pool.demonstrate(this.slot);
   }
 
   summary(): SandboxedSummary {
@@ -1062,6 +1077,7 @@ function checkDescription(value: unknown): EnvironmentDescription {
     tools: Array.isArray(record.tools) ? record.tools.filter((tool): tool is string => typeof tool === "string") : [],
     scoreName: typeof record.scoreName === "string" ? record.scoreName : null,
     hasRender: record.hasRender === true,
+    hasDemonstrator: record.hasDemonstrator === true,
     actions: record.actions === "state" ? "state" : record.actions === null || record.actions === undefined ? null : checkConstraint(record.actions, "the environment's actions"),
     exportName: record.exportName,
   };

@@ -2,6 +2,7 @@
  * `experiments.validate`: compile, type-check, load, and dry-run a few episodes of the user's environment in the
  * sandbox with scripted or random actions, and return diagnostics for the editor without launching anything.
  */
+import { randomLegalAction } from "@/lib/sdk/action-space";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type SourceFiles, compileEnvironment } from "./compile";
@@ -26,6 +27,11 @@ export type ValidateOptions = {
   maxSteps?: number;
   /** Run the TypeScript checker (default true; about a second the first time, then much less). */
   typeCheck?: boolean;
+  /**
+   * The agent's model and sampling, when known: a first prompt that leaves fewer than `maxTokens` of the base's
+   * `contextLength` for the reply is an error naming both lengths (no episode could take a turn).
+   */
+  context?: { base: string; contextLength: number; maxTokens: number };
 };
 
 export type ValidationReport = {
@@ -33,7 +39,8 @@ export type ValidationReport = {
   ok: boolean;
   diagnostics: SandboxDiagnostic[];
   environment: EnvironmentDescription | null;
-  episodes: { seed: number; turns: number; totalReward: number; done: boolean }[];
+  /** The dry run's episodes; `promptTokens` is the first prompt's length in the chat template (byte tokens). */
+  episodes: { seed: number; turns: number; totalReward: number; done: boolean; promptTokens: number; actions: "demonstrator" | "legal" | "probes" }[];
   /** What the code wrote with console.* during the dry run. */
   logs: string[];
 };
@@ -97,25 +104,66 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     const rng = new Rng(12345);
     const maxSteps = Math.min(options.maxSteps ?? 20, pool.limits.maxStepsPerEpisode);
     let played = 0;
+    let validSteps = 0;
+    let longestPrompt: { tokens: number; seed: number } | null = null;
     for (const [index, seed] of seeds.entries()) {
       const sample = options.samples?.length ? options.samples[index % options.samples.length] : undefined;
       const session = pool.session(index);
-      session.reset(seed, sample);
+      const observation = session.reset(seed, sample);
+      const promptTokens = chatTokens(session.systemPrompt, observation);
+      if (!longestPrompt || promptTokens > longestPrompt.tokens) longestPrompt = { tokens: promptTokens, seed };
+      // Actions that parse, so that step() runs on real actions: the demonstrator's in the first episode, legal
+      // ones in the next; the last episode (of three or more) probes parseAction with generic guesses.
+      const probing = options.actions?.length ? false : count > 2 && index === count - 1;
+      const kind: ValidationReport["episodes"][number]["actions"] =
+        !probing && index === 0 && environment.hasDemonstrator ? "demonstrator" : !probing && environment.actions !== null ? "legal" : "probes";
       let done = false;
       let turns = 0;
       let totalReward = 0;
       while (!done && turns < maxSteps) {
+        const legal = kind === "legal" ? session.legalActions() : null;
         const action = options.actions?.length
           ? options.actions[played % options.actions.length]!
-          : probeActions[Math.floor(rng.uniform() * probeActions.length)]!;
+          : kind === "demonstrator"
+            ? (session.demonstrate() ?? "")
+            : legal
+              ? randomLegalAction(legal, () => rng.uniform())
+              : probeActions[Math.floor(rng.uniform() * probeActions.length)]!;
         played += 1;
         const step = session.step(action);
+        if (step.info.invalid === undefined) validSteps += 1;
         turns += 1;
         totalReward += step.reward;
         done = step.done;
       }
       if (done) session.score();
-      episodes.push({ seed, turns, totalReward, done });
+      episodes.push({ seed, turns, totalReward, done, promptTokens, actions: kind });
+    }
+    if (played > 0 && validSteps === 0) {
+      diagnostics.push({
+        severity: "warning",
+        message:
+          `none of the dry run's ${played} actions parsed, so step() never ran: declare the legal actions (actions: a list, ` +
+          "a function of the state, or { pattern }) or a demonstrator (demonstrate(state)), and validation will play them",
+        file: compiled.compiled.entry,
+        line: null,
+        column: null,
+        source: "runtime",
+      });
+    }
+    const context = options.context;
+    if (context && longestPrompt && longestPrompt.tokens + context.maxTokens > context.contextLength) {
+      diagnostics.push({
+        severity: "error",
+        message:
+          `the first prompt of episode seed ${longestPrompt.seed} is ${longestPrompt.tokens} tokens, and the agent writes up to ${context.maxTokens} ` +
+          `(agent.sampling.maxTokens): ${longestPrompt.tokens + context.maxTokens} in all, but base '${context.base}' holds ${context.contextLength} tokens. ` +
+          "Shorten the system prompt or the observation, lower maxTokens, or pick a base with a longer context",
+        file: compiled.compiled.entry,
+        line: null,
+        column: null,
+        source: "runtime",
+      });
     }
   } catch (error) {
     diagnostics.push(toDiagnostic(error));
@@ -128,6 +176,12 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     pool.dispose();
   }
   return report();
+}
+
+/** Tokens of a first prompt in the chat template with the byte tokenizer: bos, system and user turns, the reply's role. */
+function chatTokens(systemPrompt: string, observation: string): number {
+  const bytes = (text: string) => Buffer.byteLength(text, "utf8");
+  return 1 + (2 + bytes(systemPrompt)) + (2 + bytes(observation)) + 1;
 }
 
 function toDiagnostic(error: unknown): SandboxDiagnostic {

@@ -16,7 +16,7 @@ export type GuestOp =
   | [op: "describe"]
   | [op: "reset", slot: number, seed: number, sample: DatasetRow | null]
   | [op: "step", slot: number, action: string]
-  | [op: "render" | "summary" | "score", slot: number]
+  | [op: "render" | "summary" | "score" | "demonstrate", slot: number]
   | [op: "logs"];
 
 /** The slot an op acts on, or null for the ops about the whole sandbox. */
@@ -150,6 +150,8 @@ export type EnvironmentDescription = {
   tools: string[];
   scoreName: string | null;
   hasRender: boolean;
+  /** Whether the definition has a demonstrator (`demonstrate(state)`). */
+  hasDemonstrator: boolean;
   /**
    * The legal actions: one constraint for every turn, "state" when each reset's and unfinished step's record
    * carries its own (after the render), or null when the environment declares none.

@@ -84,6 +84,7 @@ export function mergeReports(a: ReportInput, b: ReportInput): ReportInput | null
   const metrics = [...(a.metrics ?? []), ...(b.metrics ?? [])];
   const rollouts = [...(a.rollouts ?? []), ...(b.rollouts ?? [])];
   const logs = [...(a.logs ?? []), ...(b.logs ?? [])];
+  const warnings = [...(a.warnings ?? []), ...(b.warnings ?? [])];
   if (metrics.length > REPORT_LIMITS.metrics || rollouts.length > REPORT_LIMITS.rollouts || logs.length > REPORT_LIMITS.logs) return null;
   const steps = [a.step, b.step].filter((step): step is number => step !== undefined);
   return {
@@ -93,5 +94,6 @@ export function mergeReports(a: ReportInput, b: ReportInput): ReportInput | null
     ...(metrics.length ? { metrics } : {}),
     ...(rollouts.length ? { rollouts } : {}),
     ...(logs.length ? { logs } : {}),
+    ...(warnings.length ? { warnings } : {}),
   };
 }

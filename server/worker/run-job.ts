@@ -115,6 +115,9 @@ export async function runJob(options: {
         // "step rate" was the rate at which the server stored the backlog after training.
         await new Promise<void>((resolve) => setImmediate(resolve));
       },
+      onWarning: (warning) => {
+        reports.push({ workerId, jobId, logs: [{ level: "warn", message: warning.message }], warnings: [warning] });
+      },
       onCheckpoint: saveCheckpoint,
       shouldStop: () => options.stopRequested() !== null,
     },

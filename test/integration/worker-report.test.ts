@@ -56,6 +56,18 @@ const pointsOf = (runId: string) =>
 const rolloutsOf = (runId: string) => handle.db.select().from(rollouts).where(eq(rollouts.runId, runId)).orderBy(asc(rollouts.seq));
 
 describe("storeReport", () => {
+  it("adds a run's health warnings in order, keeps its step when a report has none, and shows them on the run", async () => {
+    const { runId, jobId } = await runningJob();
+    await storeReport(handle.db, { workerId, jobId, step: 4 });
+    await storeReport(handle.db, { workerId, jobId, warnings: [{ code: "no-turns", step: 1, message: "every episode ended before its first turn" }] });
+    await storeReport(handle.db, { workerId, jobId, step: 6, warnings: [{ code: "no-signal", step: 5, message: "rewards were the same" }] });
+    const run = await callerFor(handle).runs.byId({ id: runId });
+    expect(run.step).toBe(6);
+    expect(run.warnings.map((w) => w.code)).toEqual(["no-turns", "no-signal"]);
+    const listed = await callerFor(handle).runs.list({ experimentId });
+    expect(listed.items.find((r) => r.id === runId)!.warnings).toHaveLength(2);
+  });
+
   it("stores a step's points, rollouts, log lines and step from one report, as sent", async () => {
     const { runId, jobId } = await runningJob();
     const wallTime = new Date("2026-03-04T05:06:07.089Z");

@@ -3,6 +3,7 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { validateInChildProcess } from "../../sandbox";
+import { baseModelShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 import { type Database, newId, experiments, experimentVersions, runs } from "../../db";
 
@@ -189,14 +190,24 @@ export const experimentsRouter = createTRPCRouter({
         entry: z.string().max(200).optional(),
         episodes: z.number().int().min(1).max(20).default(3),
         typeCheck: z.boolean().default(true),
+        base: z.string().max(200).optional().describe("the agent's base: the first prompt must leave maxTokens of its context"),
+        maxTokens: z.number().int().min(1).max(4096).default(32).describe("agent.sampling.maxTokens"),
       }),
     )
     .mutation(async ({ input }) => {
       if (Object.keys(input.files).length === 0) {
         throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
       }
+      let context;
+      if (input.base) {
+        try {
+          context = { base: input.base, contextLength: baseModelShape(input.base).contextLength, maxTokens: input.maxTokens };
+        } catch {
+          // an unknown base is the config form's error to show; the source is still validated
+        }
+      }
       try {
-        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck });
+        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck, context });
       } catch (error) {
         throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (error as Error).message });
       }

@@ -18,6 +18,7 @@ const runColumns = {
   experimentName: experiments.name,
   experimentVersionId: runs.experimentVersionId,
   seed: runs.seed,
+  warnings: runs.warnings,
   step: runs.step,
   totalSteps: runs.totalSteps,
   createdAt: runs.createdAt,

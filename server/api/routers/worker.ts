@@ -89,6 +89,7 @@ export const workerRouter = createTRPCRouter({
         metrics: z.array(metricPointSchema).max(REPORT_LIMITS.metrics).default([]),
         rollouts: z.array(rolloutSchema).max(REPORT_LIMITS.rollouts).default([]),
         logs: z.array(z.object({ level: z.enum(["info", "warn", "error"]), message: z.string().max(10_000) })).max(REPORT_LIMITS.logs).default([]),
+        warnings: z.array(z.object({ code: z.string().max(100), step: z.number().int().min(0), message: z.string().max(2_000) })).max(20).default([]),
       }),
     )
     .mutation(async ({ ctx, input }) => {

@@ -98,6 +98,7 @@ export function install(userModule: Record<string, unknown>): void {
     tools: definition.tools ? objectKeys(definition.tools) : [],
     scoreName: typeof definition.scoreName === "string" ? definition.scoreName : null,
     hasRender: typeof definition.render === "function",
+    hasDemonstrator: typeof definition.demonstrate === "function",
     actions: typeof definition.actions === "function" ? "state" : definition.actions === undefined ? null : legalActionsOf(definition, undefined),
     exportName,
   };
@@ -247,6 +248,12 @@ function answer(op: GuestOp): void {
     case "score":
       records.push(1, sessionAt(op[1]).score());
       return;
+    case "demonstrate": {
+      const action = checkSize("demonstrate", sessionAt(op[1]).demonstrate());
+      recordChars += action === null ? 0 : action.length;
+      records.push(1, action);
+      return;
+    }
   }
 }
 
