@@ -1,6 +1,7 @@
 "use client";
 
 import { useId, useState } from "react";
+import { BasePicker } from "./base-picker";
 import { type ConfigField, fieldLabel, valueAt } from "./config-fields";
 
 type Config = Record<string, unknown>;
@@ -150,6 +151,7 @@ function LeafField({ field, config, issues, onChange }: FieldProps) {
               <ListInput id={id} invalid={invalid} value={Array.isArray(value) ? (value as string[]) : []} onChange={set} />
             );
           case "string":
+            if (field.path.join(".") === "agent.base") return <BasePicker id={id} invalid={invalid} value={typeof value === "string" ? value : ""} onChange={set} />;
             return (
               <input
                 id={id}

@@ -22,6 +22,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const live = run.data ? ACTIVE.has(run.data.status) : true;
   const { series, origin, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
+  const checkpoints = useQuery({ ...trpc.checkpoints.ofRun.queryOptions({ runId }), refetchInterval: live ? 5000 : false });
   const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
   const [smoothing, setSmoothing] = useState(0.6);
   const [xAxis, setXAxis] = useState<"step" | "time">("step");
@@ -97,6 +98,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           </ul>
         </div>
       )}
+      {r.baseLineage && (
+        <p className="text-xs text-slate-500" aria-label="Base">
+          base: <span className="font-mono">{r.baseLineage}</span>
+        </p>
+      )}
       <div className="h-1.5 overflow-hidden rounded-full bg-slate-200">
         <div className="h-full bg-brand-500 transition-all" style={{ width: `${r.totalSteps ? (100 * r.step) / r.totalSteps : 0}%` }} />
       </div>
@@ -156,6 +162,21 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
       <div className="grid gap-6 lg:grid-cols-2">
         <Card title="Config">
           <pre className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs text-slate-700">{JSON.stringify(r.config, null, 2)}</pre>
+        </Card>
+        <Card title="Checkpoints">
+          <ol className="max-h-96 overflow-auto px-4 py-3 text-xs" aria-label="Checkpoints">
+            {(checkpoints.data ?? []).length === 0 && <li className="text-slate-500">None yet: a run saves one every config.checkpointEvery steps and at its end.</li>}
+            {(checkpoints.data ?? []).map((c) => (
+              <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
+                <span className="tabular-nums text-slate-700">step {c.step}</span>
+                <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
+                  {c.id}
+                </span>
+                <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
+              </li>
+            ))}
+          </ol>
+          <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Any checkpoint can be a base: pick it in an experiment's base field.</p>
         </Card>
         <Card title="Log">
           <ol className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs">

@@ -1,3 +1,4 @@
+import { checkpointsRouter } from "./routers/checkpoints";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { runsRouter } from "./routers/runs";
@@ -9,6 +10,7 @@ export const appRouter = createTRPCRouter({
   health: healthRouter,
   experiments: experimentsRouter,
   runs: runsRouter,
+  checkpoints: checkpointsRouter,
   scheduler: schedulerRouter,
   worker: workerRouter,
 });

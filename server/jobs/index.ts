@@ -22,4 +22,5 @@ export { storeReport, type MetricPointInput, type ReportInput, type RolloutInput
 export { clusterState, JOBS_CHANNEL, LEASE_SECONDS, notifyJobs, schedulerTick, submitJob, type JobsNotice, type SubmitJob } from "./scheduling";
 export { heartbeat, registerWorker, type DeviceSpec, type StopWhy } from "./workers";
 export { startSchedulerLoop } from "./loop";
+export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
 export { estimateQueuedStarts, type StartEstimate } from "./forecast";

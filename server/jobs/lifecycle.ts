@@ -8,6 +8,7 @@ import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
 import { type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
 import { RunStateError, WorkerConflictError } from "./errors";
+import { resolveBase } from "./bases";
 import { checkedFootprint, insertJob, LEASE_SECONDS, notifyJobs, type SubmitJob } from "./scheduling";
 import { inTransaction, moveJobs } from "./transitions";
 
@@ -120,7 +121,10 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
       level: "info",
       message: resume ? `Resuming from the checkpoint of step ${resume.step} (attempt ${row!.attempts + 1}).` : "Started.",
     });
-    return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume };
+    // What the worker loads as the base: a built-in base, or an earlier run's checkpoint and its lineage.
+    const baseName = (run!.config as { agent?: { base?: string } }).agent?.base ?? "";
+    const base = await resolveBase(tx, baseName);
+    return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume, base };
   });
 }
 

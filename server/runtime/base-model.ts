@@ -3,7 +3,8 @@
  * Any number of TrainingClients sit on one BaseModel; LoRA clients read its weights without copying them,
  * full-parameter clients train a copy, and both use it, frozen, as the reference policy of the KL penalty.
  */
-import { type GPTConfig, describeMismatch, parseGPTConfig } from "@/lib/model/config";
+import { type GPTConfig, describeMismatch, parseGPTConfig, parseLoraConfig } from "@/lib/model/config";
+import { initLoraAdapter, listLoraParameters, mergeLoraAdapter } from "@/lib/model/lora";
 import type { Engine } from "@/lib/model/engine";
 import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
@@ -51,6 +52,21 @@ export class BaseModel {
     const model = BaseModel.create(config, options);
     assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
     return model;
+  }
+
+  /**
+   * An earlier run's checkpoint as a base: its full weights as they are, or its LoRA adapter folded into
+   * `parent` (the base that run trained on), so a new run starts from that run's policy.
+   */
+  static fromCheckpoint(dir: string, parent: BaseModel | null, options: BaseModelOptions = {}): BaseModel {
+    const ckpt = readCheckpoint(dir);
+    if (ckpt.manifest.contents !== "lora") return BaseModel.load(dir, options);
+    if (!parent) throw new Error(`'${dir}' holds a LoRA adapter: load it with the base it was trained on`);
+    const problems = describeMismatch(ckpt.json("model_config.json"), parent.config, "its base");
+    if (problems.length > 0) throw new Error(`cannot load '${dir}' on its base: ${problems.join("; ")}`);
+    const adapter = initLoraAdapter(parent.weights, parseLoraConfig(ckpt.json("lora_config.json")), new Rng(0));
+    assignParameters(listLoraParameters(adapter, parent.weights), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
+    return new BaseModel(parent.config, mergeLoraAdapter(parent.weights, adapter, parent.config), options.engine ?? parent.engine);
   }
 
   parameterCount(): number {

@@ -29,3 +29,11 @@ export function baseModelShape(name: string): GPTConfig & { parameters: number }
   const config = parseGPTConfig(JSON.parse(fs.readFileSync(path.join(baseModelDir(name), "model_config.json"), "utf8")));
   return { ...config, parameters: countParameters(config) };
 }
+
+/** The shape of a checkpoint's model (a run's checkpoint used as a base), read from its model_config.json. */
+export function checkpointShape(dir: string): GPTConfig & { parameters: number } {
+  const file = path.join(dir, "model_config.json");
+  if (!fs.existsSync(file)) throw new Error(`the checkpoint folder '${dir}' has no model_config.json (was it deleted from the artifact store?)`);
+  const config = parseGPTConfig(JSON.parse(fs.readFileSync(file, "utf8")));
+  return { ...config, parameters: countParameters(config) };
+}

@@ -44,7 +44,7 @@ export async function runJob(options: {
     throw new Error(`Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}, or "custom" for the experiment's own environment.ts.`);
   }
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
-  const base = loadBaseModel(config.agent.base);
+  const base = loadBaseModel(spec.base ?? config.agent.base);
   const training = config.agent.training;
   const client = new TrainingClient(base, {
     lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,

@@ -3,7 +3,8 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { validateInChildProcess } from "../../sandbox";
-import { baseModelShape } from "../../worker/base-catalog";
+import { resolveBase } from "../../jobs";
+import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 import { type Database, newId, experiments, experimentVersions, runs } from "../../db";
 
@@ -194,14 +195,16 @@ export const experimentsRouter = createTRPCRouter({
         maxTokens: z.number().int().min(1).max(4096).default(32).describe("agent.sampling.maxTokens"),
       }),
     )
-    .mutation(async ({ input }) => {
+    .mutation(async ({ ctx, input }) => {
       if (Object.keys(input.files).length === 0) {
         throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
       }
       let context;
       if (input.base) {
         try {
-          context = { base: input.base, contextLength: baseModelShape(input.base).contextLength, maxTokens: input.maxTokens };
+          const base = await resolveBase(ctx.db, input.base);
+          const shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
+          context = { base: input.base, contextLength: shape.contextLength, maxTokens: input.maxTokens };
         } catch {
           // an unknown base is the config form's error to show; the source is still validated
         }

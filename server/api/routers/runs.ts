@@ -4,9 +4,9 @@ import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
 import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
-import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { describeLineage, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metric-feed";
-import { baseModelShape } from "../../worker/base-catalog";
+import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
 const runColumns = {
@@ -84,7 +84,8 @@ export const runsRouter = createTRPCRouter({
       }
       let shape;
       try {
-        shape = baseModelShape(config.agent.base);
+        const base = await resolveBase(ctx.db, config.agent.base);
+        shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
       } catch (error) {
         throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
       }
@@ -313,6 +314,9 @@ export const runsRouter = createTRPCRouter({
       .where(eq(runs.id, input.id))
       .limit(1);
     if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.id}'` });
-    return run;
+    const baseName = (run.config as { agent?: { base?: string } }).agent?.base;
+    // Where the run's base came from; a base whose checkpoint is gone is named as it was given.
+    const baseLineage = baseName ? await resolveBase(ctx.db, baseName).then(describeLineage, () => baseName) : null;
+    return { ...run, baseLineage };
   }),
 });

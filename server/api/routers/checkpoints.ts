@@ -1,0 +1,77 @@
+/**
+ * Checkpoints and bases: what a run can start from. The built-in bases (shipped checkpoints, made by
+ * bin/make-base-models.ts) and every run's checkpoints, with their shape and what made them; any of them may be an
+ * agent's base.
+ */
+import { TRPCError } from "@trpc/server";
+import { desc, eq } from "drizzle-orm";
+import { z } from "zod";
+import { builtInBases } from "@/lib/envs/bases";
+import { checkpoints, experiments, runs } from "../../db";
+import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
+import { baseModelShape, builtinBaseNames, checkpointShape } from "../../worker/base-catalog";
+import { createTRPCRouter, protectedProcedure } from "../trpc";
+
+/** What made each built-in base, in a few words. */
+function builtinOrigin(name: string): string {
+  if (name === "generalist-base") return "SFT on a generated corpus of generic skills (pick an option, copy, reverse, sort, count, compare, arithmetic, several turns)";
+  const recipe = builtInBases[name];
+  return recipe ? `SFT on the ${recipe.useCase} demonstrator (${recipe.sft.steps} steps)` : "a shipped checkpoint";
+}
+
+const shapeOf = (read: () => { parameters: number; contextLength: number; dModel: number; nLayers: number }) => {
+  try {
+    const { parameters, contextLength, dModel, nLayers } = read();
+    return { parameters, contextLength, dModel, nLayers };
+  } catch {
+    return null; // a checkpoint whose folder is gone is listed, without a shape, rather than hidden
+  }
+};
+
+export const checkpointsRouter = createTRPCRouter({
+  /** Every base an agent may name: the built-in bases, then run checkpoints, newest first (at most `limit`). */
+  bases: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(500).default(200) }).default({ limit: 200 })).query(async ({ ctx, input }) => {
+    const builtin = builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), shape: shapeOf(() => baseModelShape(name)) }));
+    const rows = await ctx.db
+      .select({ id: checkpoints.id, step: checkpoints.step, path: checkpoints.path, createdAt: checkpoints.createdAt, runId: runs.id, runName: runs.name, experimentName: experiments.name, config: runs.config })
+      .from(checkpoints)
+      .innerJoin(runs, eq(runs.id, checkpoints.runId))
+      .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+      .orderBy(desc(checkpoints.createdAt))
+      .limit(input.limit);
+    const fromRuns = rows.map((row) => {
+      const agent = (row.config as { agent?: { base?: string; training?: { mode?: string } } }).agent ?? {};
+      return {
+        id: row.id,
+        step: row.step,
+        createdAt: row.createdAt,
+        runId: row.runId,
+        runName: row.runName,
+        experimentName: row.experimentName,
+        parentBase: agent.base ?? null,
+        mode: agent.training?.mode === "lora" ? ("lora" as const) : ("full" as const),
+        shape: shapeOf(() => checkpointShape(row.path)),
+      };
+    });
+    return { builtin, checkpoints: fromRuns };
+  }),
+
+  /** A run's checkpoints, newest first. */
+  ofRun: protectedProcedure.input(z.object({ runId: z.string().min(1) })).query(async ({ ctx, input }) => {
+    return ctx.db
+      .select({ id: checkpoints.id, step: checkpoints.step, kind: checkpoints.kind, sizeBytes: checkpoints.sizeBytes, createdAt: checkpoints.createdAt })
+      .from(checkpoints)
+      .where(eq(checkpoints.runId, input.runId))
+      .orderBy(desc(checkpoints.step));
+  }),
+
+  /** Where a base comes from: "ckpt_b (run x, step 40) ← arithmetic-base". */
+  lineage: protectedProcedure.input(z.object({ base: z.string().min(1).max(200) })).query(async ({ ctx, input }) => {
+    try {
+      return { lineage: describeLineage(await resolveBase(ctx.db, input.base)) };
+    } catch (error) {
+      if (error instanceof UnknownBaseError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+      throw error;
+    }
+  }),
+});

@@ -1,0 +1,76 @@
+/**
+ * Any checkpoint is a base: the bases list holds the built-in bases and every run's checkpoints with their shape,
+ * a run launched from a checkpoint is accepted and shows its lineage, and a checkpoint that does not exist is
+ * refused with a message naming it.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkpoints, LOCAL_USER, newId, runs, type DatabaseHandle } from "@/server/db";
+import { callerFor, openTestDatabase } from "./support/database";
+
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let handle: DatabaseHandle;
+const folder = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-ckpt-"));
+
+beforeAll(async () => {
+  db = await openTestDatabase();
+  handle = db.handle;
+});
+afterAll(async () => {
+  await db.close();
+  fs.rmSync(folder, { recursive: true, force: true });
+});
+
+/** A finished LoRA run on arithmetic-base with a checkpoint at step 40 (its folder holds the model's config). */
+async function finishedRun() {
+  const caller = callerFor(handle);
+  const experiment = await caller.experiments.create({ name: "source", config: { name: "source", environment: "arithmetic", agent: { base: "arithmetic-base" } } });
+  const runId = newId("run");
+  await handle.db.insert(runs).values({
+    id: runId,
+    experimentId: experiment.id,
+    experimentVersionId: experiment.versionId,
+    createdBy: LOCAL_USER.id,
+    name: "source-run",
+    status: "completed",
+    config: { agent: { base: "arithmetic-base", training: { mode: "lora" } } },
+    totalSteps: 40,
+  });
+  const dir = path.join(folder, runId, "step-000040");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, "model_config.json"), JSON.stringify({ vocabSize: 262, contextLength: 24, dModel: 64, nLayers: 2, nHeads: 4 }));
+  const id = newId("ckpt");
+  await handle.db.insert(checkpoints).values({ id, runId, step: 40, kind: "state", path: dir, sizeBytes: 1000 });
+  return { id, runId };
+}
+
+describe("checkpoints as bases", () => {
+  it("lists built-in bases and run checkpoints with their shape and origin", async () => {
+    const { id } = await finishedRun();
+    const bases = await callerFor(handle).checkpoints.bases();
+    expect(bases.builtin.find((b) => b.name === "arithmetic-base")).toMatchObject({ shape: { contextLength: 24 }, origin: expect.stringMatching(/arithmetic demonstrator/) });
+    expect(bases.checkpoints.find((c) => c.id === id)).toMatchObject({ step: 40, runName: "source-run", mode: "lora", parentBase: "arithmetic-base", shape: { contextLength: 24, dModel: 64 } });
+  });
+
+  it("launches a run from a checkpoint, which shows where its base came from", async () => {
+    const { id } = await finishedRun();
+    const caller = callerFor(handle);
+    const experiment = await caller.experiments.create({
+      name: "from a checkpoint",
+      config: { name: "from a checkpoint", environment: "arithmetic", agent: { base: id, training: { mode: "lora" }, sampling: { maxTokens: 5 } } },
+    });
+    const { runId } = await caller.runs.launch({ experimentId: experiment.id });
+    const run = await caller.runs.byId({ id: runId });
+    expect(run.status).toBe("queued");
+    expect(run.baseLineage).toBe(`${id} (run source-run, step 40, LoRA) ← arithmetic-base`);
+    expect((await caller.checkpoints.lineage({ base: id })).lineage).toBe(run.baseLineage);
+  });
+
+  it("refuses a checkpoint that does not exist, naming it", async () => {
+    const caller = callerFor(handle);
+    const experiment = await caller.experiments.create({ name: "missing", config: { name: "missing", environment: "arithmetic", agent: { base: "ckpt_nothere" } } });
+    await expect(caller.runs.launch({ experimentId: experiment.id })).rejects.toThrow(/agent.base: No checkpoint named 'ckpt_nothere'/);
+  });
+});
