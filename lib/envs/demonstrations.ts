@@ -3,7 +3,6 @@
  * are SFT'd on these (bin/make-base-models.ts), so each demonstrator is deliberately imperfect: it speaks the
  * environment's format exactly but plays badly, leaving RL something to learn.
  */
-import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
 import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
@@ -241,14 +240,4 @@ export async function demonstrate(useCase: UseCase, demonstrator: Demonstrator, 
   );
 }
 
-/** The conversations the policy would have seen: one per episode ("full" history) or one per turn ("last"). */
-export function toConversations(trajectories: Trajectory[], history: "full" | "last"): ChatMessage[][] {
-  return trajectories.flatMap((trajectory) => {
-    const system: ChatMessage = { role: "system", content: trajectory.systemPrompt };
-    const exchanges = trajectory.turns.map((turn): ChatMessage[] => [
-      { role: "user", content: turn.observation },
-      { role: "assistant", content: turn.action },
-    ]);
-    return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
-  });
-}
+export { toConversations } from "@/lib/rl/sft";

@@ -1,11 +1,18 @@
 /** Supervised fine-tuning: cross-entropy on the agent's own tokens of demonstration conversations. */
 import { renderChat, type ChatMessage } from "@/lib/model/chat";
+import { Rng } from "@/lib/model/rng";
 import type { ByteTokenizer } from "@/lib/model/tokenizer";
+import type { DatasetRow } from "@/lib/sdk/environment";
+import { learningRateAt, type ExperimentConfig } from "@/lib/sdk/experiment";
+import { runEpisodes, type EpisodeStart, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
+import { evaluate } from "./evaluate";
 import type { PolicyModel } from "./primitives";
-import { chunkBatch } from "./rollouts";
+import { chunkBatch, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
+import { evaluationSpecs, splitDataset, type TrainingHooks } from "./train";
 import { CHUNK_SEQUENCES } from "./update";
 
 export type Conversation = ChatMessage[];
+export { parseConversations } from "@/lib/sdk/dataset";
 
 /** Renders conversations with the chat template; the loss mask keeps only the assistant's tokens. */
 export function renderConversations(policy: PolicyModel, conversations: Conversation[]) {
@@ -38,4 +45,101 @@ export async function sftStep(
   }
   const { gradNorm } = await policy.primitives.optimStep({ lr: options.learningRate, weightDecay: options.weightDecay ?? 0, gradClip: options.gradClip ?? 1 });
   return { "loss/sft": lossSum / Math.max(tokens, 1), "train/grad_norm": gradNorm, "train/tokens": tokens };
+}
+
+/** The conversations the policy would have seen: one per episode ("full" history) or one per turn ("last"). */
+export function toConversations(trajectories: Trajectory[], history: "full" | "last"): Conversation[] {
+  return trajectories.flatMap((trajectory) => {
+    const system: ChatMessage = { role: "system", content: trajectory.systemPrompt };
+    const exchanges = trajectory.turns.map((turn): ChatMessage[] => [
+      { role: "user", content: turn.observation },
+      { role: "assistant", content: turn.action },
+    ]);
+    return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+  });
+}
+
+/**
+ * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen: each
+ * turn's action is `demonstrate(episode)`, the environment's demonstrate(state) in that episode's state.
+ */
+export async function demonstrationConversations(protocol: Protocol, starts: EpisodeStart[], demonstrate: (episode: number) => string | null): Promise<Conversation[]> {
+  const trajectories = await runEpisodes(protocol, starts, async (requests) => requests.map(({ episode }) => ({ text: demonstrate(episode) ?? "" })));
+  return toConversations(trajectories, protocol.history);
+}
+
+/** The conversations of one SFT step: a function of (seed, step) alone, so a resumed run sees the same ones. */
+export function sftBatch(conversations: Conversation[], seed: number, step: number, size: number): Conversation[] {
+  const rng = new Rng((seed * 1_000_003 + step * 7_919 + 17) >>> 0);
+  return Array.from({ length: size }, () => conversations[rng.nextU32() % conversations.length]!);
+}
+
+/**
+ * Drops the conversations longer than the model's context (they cannot be trained on whole); says how many went.
+ * Throws when none is left.
+ */
+export function fitConversations(policy: PolicyModel, conversations: Conversation[]): { kept: Conversation[]; dropped: number } {
+  const kept = conversations.filter((c) => renderChat(policy.tokenizer as ByteTokenizer, c).tokens.length <= policy.contextLength);
+  if (kept.length === 0) {
+    throw new Error(`none of the ${conversations.length} conversations fits the model's context of ${policy.contextLength} tokens; pick a base with a longer context or shorter conversations`);
+  }
+  return { kept, dropped: conversations.length - kept.length };
+}
+
+/**
+ * The training loop of an SFT run, on the primitives only: each step imitates a batch of the conversations, and
+ * the policy plays held-out episodes of the environment on the evaluation schedule, as an RL run's does, so the
+ * two kinds of run are compared on the same score.
+ */
+export async function trainSft(options: {
+  config: ExperimentConfig;
+  policy: PolicyModel;
+  conversations: Conversation[];
+  environment: EnvironmentInfo;
+  protocol: Protocol;
+  /** The environment's dataset rows (its test split is what evaluation plays). */
+  dataset?: DatasetRow[];
+  startStep?: number;
+  hooks?: TrainingHooks;
+  playEpisodes?: EpisodePlayer;
+}): Promise<{ steps: number; stopped: boolean }> {
+  const { config, policy, conversations, hooks = {} } = options;
+  const { steps } = config.algorithm;
+  const evaluation = evaluationSpecs(config, options.dataset ? splitDataset(options.dataset).test : null);
+  const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
+  const runEvaluation = async (step: number) => {
+    if (evaluation.length === 0) return;
+    const result = await evaluate({
+      policy,
+      environment: options.environment,
+      protocol: options.protocol,
+      specs: evaluation,
+      maxTokens: config.agent.sampling.maxTokens,
+      temperature: config.evaluation.temperature,
+      playEpisodes: options.playEpisodes,
+    });
+    const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
+    await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
+    await hooks.onRollouts?.(step, "eval", result.trajectories.map((t) => [t]), null);
+  };
+  let step = options.startStep ?? 0;
+  if (step === 0) await runEvaluation(0);
+  while (step < steps) {
+    if (hooks.shouldStop?.()) return { steps: step, stopped: true };
+    const started = performance.now();
+    const learningRate = learningRateAt(config.algorithm, step);
+    const metrics = await sftStep(policy, sftBatch(conversations, config.seed, step, config.sft.batchSize), {
+      learningRate,
+      weightDecay: config.algorithm.weightDecay,
+      gradClip: config.algorithm.gradClip,
+    });
+    step += 1;
+    const seconds = (performance.now() - started) / 1000;
+    await hooks.onMetrics?.(step, { ...metrics, "train/lr": learningRate, "perf/step_seconds": seconds, "perf/tokens_per_s": (metrics["train/tokens"] ?? 0) / seconds });
+    if (evaluatesAfter(step)) await runEvaluation(step);
+    if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, {});
+    // a turn of the event loop, as the RL loop takes: reports and heartbeats leave while it trains
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
+  }
+  return { steps: step, stopped: false };
 }

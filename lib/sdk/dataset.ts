@@ -1,4 +1,8 @@
-/** Datasets for data-dependent environments: JSONL or CSV text, parsed with errors that name the line. */
+/**
+ * Datasets: rows for data-dependent environments (JSONL or CSV), and conversations for SFT (JSONL, one
+ * `{"messages": [{"role", "content"}, …]}` per line), parsed with errors that name the line.
+ */
+import type { ChatMessage } from "@/lib/model/chat";
 import type { DatasetRow } from "./environment";
 
 export const MAX_DATASET_ROWS = 1_000_000;
@@ -74,4 +78,45 @@ function parseCsv(text: string, name: string): DatasetRow[] {
     }
     return Object.fromEntries(header.map((key, k) => [key, /^-?\d+(\.\d+)?$/.test(values[k]!) ? Number(values[k]) : values[k]!]));
   });
+}
+
+const ROLES = new Set(["system", "user", "assistant"]);
+
+/** SFT conversations: each JSONL line `{"messages": [{"role": "system" | "user" | "assistant", "content": "…"}, …]}`. */
+export function parseConversations(text: string, name = "dataset"): ChatMessage[][] {
+  const conversations: ChatMessage[][] = [];
+  for (const [i, line] of text.split("\n").entries()) {
+    if (!line.trim()) continue;
+    const where = `${name}:${i + 1}`;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new Error(`${where}: not valid JSON (${(error as Error).message}); each line must be {"messages": [{"role": "user", "content": "…"}, …]}`);
+    }
+    const messages = (value as { messages?: unknown } | null)?.messages;
+    if (!Array.isArray(messages) || messages.length === 0) throw new Error(`${where}: each line must be {"messages": [...]} with at least one message`);
+    const checked = messages.map((message: unknown, m) => {
+      const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
+      if (typeof role !== "string" || !ROLES.has(role)) throw new Error(`${where}: messages[${m}].role must be system, user or assistant; got ${JSON.stringify(role)}`);
+      if (typeof content !== "string") throw new Error(`${where}: messages[${m}].content must be a string`);
+      return { role, content } as ChatMessage;
+    });
+    if (!checked.some((m) => m.role === "assistant")) throw new Error(`${where}: a conversation needs at least one assistant message to imitate`);
+    conversations.push(checked);
+    if (conversations.length > MAX_DATASET_ROWS) throw new Error(`${name}: more than ${MAX_DATASET_ROWS} conversations`);
+  }
+  if (conversations.length === 0) throw new Error(`${name}: no conversations`);
+  return conversations;
+}
+
+/** Whether JSONL text holds SFT conversations (its first line has a messages array) rather than rows. */
+export function looksLikeConversations(text: string): boolean {
+  const first = text.split("\n").find((line) => line.trim());
+  if (!first) return false;
+  try {
+    return Array.isArray((JSON.parse(first) as { messages?: unknown }).messages);
+  } catch {
+    return false;
+  }
 }

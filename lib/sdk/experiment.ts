@@ -76,6 +76,18 @@ export const experimentSchema = z.object({
     })
     .default({ every: 10, episodes: 64, seedOffset: 1_000_000, temperature: 0 })
     .describe("evaluation on held-out seeds"),
+  sft: z
+    .object({
+      data: z
+        .enum(["demonstrator", "dataset"], "must be demonstrator or dataset")
+        .default("demonstrator")
+        .describe("what SFT imitates: the environment's demonstrate(state), or an uploaded dataset of conversations"),
+      dataset: z.string().max(200).default("").describe('the uploaded dataset of conversations (data: dataset): JSONL lines {"messages": [{"role", "content"}, …]}'),
+      demonstrations: rangedInt(1, 100_000).default(2000).describe("demonstration episodes played once before training, then sampled into batches"),
+      batchSize: rangedInt(1, 4096).default(32).describe("conversations per optimizer step"),
+    })
+    .default({ data: "demonstrator", dataset: "", demonstrations: 2000, batchSize: 32 })
+    .describe("supervised fine-tuning (algorithm sft): what to imitate and how much at a time"),
   checkpointEvery: rangedInt(0, 1_000_000).default(25).describe("save a resumable checkpoint every N steps (0 = only at the end)"),
   seed: rangedInt(0, 2 ** 31 - 1).default(0).describe("seed of the whole run: model init, sampling, environments"),
 });

@@ -1,4 +1,5 @@
 import { checkpointsRouter } from "./routers/checkpoints";
+import { datasetsRouter } from "./routers/datasets";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { runsRouter } from "./routers/runs";
@@ -11,6 +12,7 @@ export const appRouter = createTRPCRouter({
   experiments: experimentsRouter,
   runs: runsRouter,
   checkpoints: checkpointsRouter,
+  datasets: datasetsRouter,
   scheduler: schedulerRouter,
   worker: workerRouter,
 });

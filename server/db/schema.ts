@@ -90,6 +90,29 @@ export const experimentVersions = pgTable(
 /** A run's health warning as stored: what kind, at which step, in words. */
 export type RunWarning = { code: string; step: number; message: string };
 
+/**
+ * An uploaded dataset: rows for a data-dependent environment, or conversations for SFT. The rows themselves are a
+ * JSONL file in the artifact store (`path`), each row with its split ("train" or "test").
+ */
+export const datasets = pgTable("datasets", {
+  id: text("id").primaryKey(),
+  ownerId: text("owner_id")
+    .notNull()
+    .references(() => users.id),
+  /** What environments (data.dataset) and SFT runs (sft.dataset) call it. */
+  name: text("name").notNull().unique(),
+  description: text("description").notNull().default(""),
+  kind: text("kind").notNull().$type<"rows" | "conversations">(),
+  path: text("path").notNull(),
+  sizeBytes: integer("size_bytes").notNull(),
+  rowCount: integer("row_count").notNull(),
+  trainRows: integer("train_rows").notNull(),
+  testRows: integer("test_rows").notNull(),
+  /** The rows' field names (rows), or the conversations' roles (conversations). */
+  fields: jsonb("fields").$type<string[]>().notNull().default([]),
+  createdAt: createdAt(),
+});
+
 // ── what runs ────────────────────────────────────────────────────────────────────────────────────────────────
 /** The states come from the one state machine (lib/lifecycle); only server/jobs writes them. */
 export const runStatus = pgEnum("run_status", runStates);
@@ -311,6 +334,7 @@ export const shareLinks = pgTable(
 // ── relations ────────────────────────────────────────────────────────────────────────────────────────────────
 export const usersRelations = relations(users, ({ many }) => ({
   experiments: many(experiments),
+  datasets: many(datasets),
   apiKeys: many(apiKeys),
 }));
 export const apiKeysRelations = relations(apiKeys, ({ one }) => ({
@@ -359,3 +383,6 @@ export const shareLinksRelations = relations(shareLinks, ({ one }) => ({
   run: one(runs, { fields: [shareLinks.runId], references: [runs.id] }),
 }));
 
+export const datasetsRelations = relations(datasets, ({ one }) => ({
+  owner: one(users, { fields: [datasets.ownerId], references: [users.id] }),
+}));

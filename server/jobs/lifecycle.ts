@@ -8,6 +8,7 @@ import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
 import { type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
 import { RunStateError, WorkerConflictError } from "./errors";
+import { datasetFiles } from "../datasets";
 import { resolveBase } from "./bases";
 import { checkedFootprint, insertJob, LEASE_SECONDS, notifyJobs, type SubmitJob } from "./scheduling";
 import { inTransaction, moveJobs } from "./transitions";
@@ -124,7 +125,9 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
     // What the worker loads as the base: a built-in base, or an earlier run's checkpoint and its lineage.
     const baseName = (run!.config as { agent?: { base?: string } }).agent?.base ?? "";
     const base = await resolveBase(tx, baseName);
-    return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume, base };
+    // The uploaded datasets' files by name: the environment's rows or the SFT run's conversations are among them.
+    const datasets = await datasetFiles(tx);
+    return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume, base, datasets };
   });
 }
 

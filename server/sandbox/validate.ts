@@ -2,7 +2,10 @@
  * `experiments.validate`: compile, type-check, load, and dry-run a few episodes of the user's environment in the
  * sandbox with scripted or random actions, and return diagnostics for the editor without launching anything.
  */
+import fs from "node:fs";
+import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { randomLegalAction } from "@/lib/sdk/action-space";
+import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type SourceFiles, compileEnvironment } from "./compile";
@@ -23,6 +26,8 @@ export type ValidateOptions = {
   actions?: string[];
   /** Dataset rows for a dataset environment's episodes (cycled); without them it is loaded but not dry-run. */
   samples?: DatasetRow[];
+  /** Uploaded datasets' files by name: a dataset environment's rows are read from here (or the built-in ones). */
+  datasetFiles?: Record<string, { path: string; kind: "rows" | "conversations" }>;
   /** Steps per dry-run episode at most (default 20). */
   maxSteps?: number;
   /** Run the TypeScript checker (default true; about a second the first time, then much less). */
@@ -88,7 +93,17 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
         source: "limit",
       });
     }
-    if (environment.data.kind === "dataset" && !options.samples?.length) {
+    let samples = options.samples;
+    if (environment.data.kind === "dataset" && !samples?.length) {
+      const name = environment.data.dataset;
+      try {
+        samples = datasetRows(name, options.datasetFiles).slice(0, 20);
+      } catch (error) {
+        diagnostics.push({ severity: "error", message: `data.dataset: ${(error as Error).message}`, file: compiled.compiled.entry, line: null, column: null, source: "runtime" });
+        return report();
+      }
+    }
+    if (environment.data.kind === "dataset" && !samples?.length) {
       diagnostics.push({
         severity: "info",
         message: `dataset environment '${environment.name}' was loaded but not dry-run: no sample rows were given`,
@@ -107,7 +122,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     let validSteps = 0;
     let longestPrompt: { tokens: number; seed: number } | null = null;
     for (const [index, seed] of seeds.entries()) {
-      const sample = options.samples?.length ? options.samples[index % options.samples.length] : undefined;
+      const sample = samples?.length ? samples[index % samples.length] : undefined;
       const session = pool.session(index);
       const observation = session.reset(seed, sample);
       const promptTokens = chatTokens(session.systemPrompt, observation);
@@ -176,6 +191,15 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     pool.dispose();
   }
   return report();
+}
+
+/** A dataset's rows by name: built in, or uploaded (its file). */
+function datasetRows(name: string, files: ValidateOptions["datasetFiles"]): DatasetRow[] {
+  if ((builtInDatasets as readonly string[]).includes(name)) return readBuiltInDataset(name);
+  const file = files?.[name];
+  if (!file) throw new Error(`no dataset named '${name}': the built-in datasets are ${builtInDatasets.join(", ")}; upload others on the Datasets page`);
+  if (file.kind !== "rows") throw new Error(`'${name}' holds SFT conversations, not rows an environment can read`);
+  return parseDataset(fs.readFileSync(file.path, "utf8"), "jsonl", name);
 }
 
 /** Tokens of a first prompt in the chat template with the byte tokenizer: bos, system and user turns, the reply's role. */

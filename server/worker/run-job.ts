@@ -6,15 +6,23 @@
 import fs from "node:fs";
 import path from "node:path";
 import { useCases } from "@/lib/envs";
+import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
+import type { UseCase } from "@/lib/envs";
+import type { HealthWarning } from "@/lib/rl/health";
+import { demonstrationConversations, fitConversations, parseConversations, toConversations, trainSft, type Conversation } from "@/lib/rl/sft";
 import { trainRl } from "@/lib/rl/train";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { Rng } from "@/lib/model/rng";
+import type { EnvironmentSession } from "@/lib/sdk/environment";
+import { defineExperiment, type ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
 import { TrainingClient } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
-import { readBuiltInDataset } from "@/lib/envs/datasets";
+import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
+import { parseDataset } from "@/lib/sdk/dataset";
+import type { DatasetRow } from "@/lib/sdk/environment";
 import type { WorkerChannel } from "./channel";
 import type { ClaimedJob, ReportInput } from "../jobs";
 import { mergeReports, ReportQueue } from "./report-queue";
@@ -74,7 +82,7 @@ export async function runJob(options: {
   } else {
     environment = useCase!.environment;
   }
-  const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
+  const dataset = environment.data.kind === "dataset" ? readDataset(environment.data.dataset, spec) : undefined;
 
   let stepReached = startStep;
   const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
@@ -87,6 +95,43 @@ export async function runJob(options: {
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
     await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes });
   };
+  const hooks = {
+    onMetrics: async (step: number, metrics: Record<string, number>) => {
+      stepReached = Math.max(stepReached, step);
+      const wallTime = new Date();
+      const points = Object.entries(metrics)
+        .filter(([, value]) => Number.isFinite(value))
+        .map(([name, value]) => ({ step, name, value, wallTime }));
+      reports.push({ workerId, jobId, step: stepReached, metrics: points });
+      options.onStep?.(stepReached);
+    },
+    onRollouts: async (step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) => {
+      reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
+      // A step's rollouts are its last report. The loop itself never gives the event loop a turn (the matrix
+      // kernel waits on its threads synchronously), so without one here the reports, heartbeats and stop
+      // requests would all wait until the run's next checkpoint.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    },
+    onWarning: (warning: HealthWarning) => {
+      reports.push({ workerId, jobId, logs: [{ level: "warn", message: warning.message }], warnings: [warning] });
+    },
+    onCheckpoint: saveCheckpoint,
+    shouldStop: () => options.stopRequested() !== null,
+  };
+  const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
+
+  if (config.algorithm.name === "sft") {
+    const outcome = await (async () => {
+      const conversations = await sftConversations(config, protocol, useCase, pool, spec);
+      const { kept, dropped } = fitConversations(policy, conversations);
+      const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
+      reports.push({ workerId, jobId, logs: [{ level: dropped > 0 ? "warn" : "info", message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.` }] });
+      return trainSft({ config, policy, conversations: kept, environment, protocol, dataset, startStep, hooks, playEpisodes });
+    })().finally(() => pool?.dispose());
+    await reports.flush();
+    return endOf(outcome, async (steps) => saveCheckpoint(steps, {}), options.stopRequested);
+  }
+
   // The sandbox's thread goes as soon as the run ends, however it ends.
   const result = await trainRl({
     config,
@@ -97,40 +142,65 @@ export async function runJob(options: {
     startStep,
     memory,
     playEpisodes,
-    hooks: {
-      onMetrics: async (step, metrics) => {
-        stepReached = Math.max(stepReached, step);
-        const wallTime = new Date();
-        const points = Object.entries(metrics)
-          .filter(([, value]) => Number.isFinite(value))
-          .map(([name, value]) => ({ step, name, value, wallTime }));
-        reports.push({ workerId, jobId, step: stepReached, metrics: points });
-        options.onStep?.(stepReached);
-      },
-      onRollouts: async (step, split, groups, advantages) => {
-        reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
-        // A step's rollouts are its last report. The loop itself never gives the event loop a turn (the matrix
-        // kernel waits on its threads synchronously), so without one here the reports, heartbeats and stop
-        // requests would all wait until the run's next checkpoint: viewers saw nothing live, and the bench's
-        // "step rate" was the rate at which the server stored the backlog after training.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      },
-      onWarning: (warning) => {
-        reports.push({ workerId, jobId, logs: [{ level: "warn", message: warning.message }], warnings: [warning] });
-      },
-      onCheckpoint: saveCheckpoint,
-      shouldStop: () => options.stopRequested() !== null,
-    },
+    hooks,
   }).finally(() => pool?.dispose());
   await reports.flush();
+  return endOf(result, (steps) => saveCheckpoint(steps, result.memory), options.stopRequested);
+}
+
+/** How a training loop's end becomes the job's outcome; paused or preempted work is saved first, to resume. */
+async function endOf(result: { steps: number; stopped: boolean }, save: (steps: number) => Promise<void>, stopRequested: () => StopReason | null): Promise<JobOutcome> {
   if (!result.stopped) return { outcome: "completed", reason: null };
-  const why = options.stopRequested()!;
+  const why = stopRequested()!;
   if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };
-  // Paused or preempted work resumes later: save where it stands first, with the algorithm's state as it is now.
-  await saveCheckpoint(result.steps, result.memory);
+  await save(result.steps);
   return why === "pause"
     ? { outcome: "paused", reason: `paused by user at step ${result.steps}` }
     : { outcome: "preempted", reason: `preempted at step ${result.steps} for higher-priority work; will resume from there` };
+}
+
+/** An environment's rows: a built-in dataset, or an uploaded one (its file on this machine). */
+function readDataset(name: string, spec: JobSpec): DatasetRow[] {
+  if ((builtInDatasets as readonly string[]).includes(name)) return readBuiltInDataset(name);
+  const file = spec.datasets?.[name];
+  if (!file) throw new Error(`the environment reads dataset '${name}', which is neither built in (${builtInDatasets.join(", ")}) nor uploaded`);
+  if (file.kind !== "rows") throw new Error(`dataset '${name}' holds SFT conversations, not rows an environment can read`);
+  return parseDataset(fs.readFileSync(file.path, "utf8"), "jsonl", name);
+}
+
+/** Episodes a demonstrator plays at once (sandbox slots), when SFT makes its conversations. */
+const DEMONSTRATION_BATCH = 64;
+
+/**
+ * What an SFT run imitates: the environment's demonstrator playing `sft.demonstrations` episodes through the
+ * experiment's protocol (a built-in use case's scripted demonstrator, or a custom environment's demonstrate(state)
+ * in the sandbox), or an uploaded dataset of conversations.
+ */
+async function sftConversations(config: ExperimentConfig, protocol: Protocol, useCase: UseCase | undefined, pool: SandboxedEnvironmentPool | undefined, spec: JobSpec): Promise<Conversation[]> {
+  if (config.sft.data === "dataset") {
+    const file = spec.datasets?.[config.sft.dataset];
+    if (!file) throw new Error(`sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`);
+    if (file.kind !== "conversations") throw new Error(`sft.dataset: '${config.sft.dataset}' holds rows, not conversations ({"messages": [...]} per line)`);
+    return parseConversations(fs.readFileSync(file.path, "utf8"), config.sft.dataset);
+  }
+  const count = config.sft.demonstrations;
+  if (useCase) {
+    const demonstrator = demonstrators[config.environment];
+    if (!demonstrator) throw new Error(`environment '${config.environment}' has no demonstrator`);
+    return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed), protocol.history);
+  }
+  if (!pool!.environment.hasDemonstrator) {
+    throw new Error("sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, or use an uploaded dataset");
+  }
+  const rng = new Rng(config.seed);
+  const conversations: Conversation[] = [];
+  for (let start = 0; start < count; start += DEMONSTRATION_BATCH) {
+    const size = Math.min(DEMONSTRATION_BATCH, count - start);
+    // runEpisodes drives sandboxed sessions as it does native ones (the same public surface)
+    const starts = Array.from({ length: size }, (_, slot) => ({ session: pool!.session(slot) as unknown as EnvironmentSession, seed: rng.nextU32() % 1_000_000 }));
+    conversations.push(...(await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode))));
+  }
+  return conversations;
 }
 
 function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) {

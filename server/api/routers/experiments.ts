@@ -3,6 +3,7 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { validateInChildProcess } from "../../sandbox";
+import { datasetFiles } from "../../datasets";
 import { resolveBase } from "../../jobs";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -210,7 +211,8 @@ export const experimentsRouter = createTRPCRouter({
         }
       }
       try {
-        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck, context });
+        const datasets = await datasetFiles(ctx.db);
+        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck, context, datasetFiles: datasets });
       } catch (error) {
         throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (error as Error).message });
       }

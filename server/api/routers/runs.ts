@@ -4,6 +4,7 @@ import { z } from "zod";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
 import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { datasetFiles } from "../../datasets";
 import { describeLineage, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metric-feed";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
@@ -79,8 +80,12 @@ export const runsRouter = createTRPCRouter({
       } catch (error) {
         throw new TRPCError({ code: "BAD_REQUEST", message: (error as Error).message });
       }
-      if (config.algorithm.name === "sft") {
-        throw new TRPCError({ code: "BAD_REQUEST", message: "algorithm.name: runs launched from the workbench are RL runs; choose grpo, grpo-per-turn, ppo, rloo or reinforce" });
+      if (config.algorithm.name === "sft" && config.sft.data === "dataset") {
+        const file = (await datasetFiles(ctx.db))[config.sft.dataset];
+        if (!file) throw new TRPCError({ code: "BAD_REQUEST", message: `sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page` });
+        if (file.kind !== "conversations") {
+          throw new TRPCError({ code: "BAD_REQUEST", message: `sft.dataset: '${config.sft.dataset}' holds rows, not conversations; SFT needs JSONL lines {"messages": [{"role", "content"}, …]}` });
+        }
       }
       let shape;
       try {
@@ -106,11 +111,11 @@ export const runsRouter = createTRPCRouter({
           {
             priority: input.priority,
             resources: {
-              kind: "rl",
+              kind: config.algorithm.name === "sft" ? "sft" : "rl",
               mode: config.agent.training.mode,
               baseModel: config.agent.base,
               model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
-              batchSize: config.algorithm.groupSize * config.algorithm.groupsPerStep,
+              batchSize: config.algorithm.name === "sft" ? config.sft.batchSize : config.algorithm.groupSize * config.algorithm.groupsPerStep,
               contextLength: shape.contextLength,
               loraRank: config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
               computeSlots: 1,

@@ -1,0 +1,118 @@
+/**
+ * SFT runs on a worker: from a custom environment's demonstrator (played in the sandbox) or an uploaded dataset of
+ * conversations, the loss falls, the held-out score is reported as an RL run's is, and the checkpoint it ends with
+ * is a base an RL run starts from.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { MetricPointInput } from "@/server/jobs";
+import type { WorkerChannel } from "@/server/worker/channel";
+import { runJob, type JobSpec } from "@/server/worker/run-job";
+import { saveTinyBase } from "../../support/tiny-run";
+
+const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-bases-"));
+process.env.TINKERLAB_BASES_DIR = basesDir;
+beforeAll(() => saveTinyBase(basesDir), 120_000);
+
+/** Say the colour the observation names: "red" → "red". The demonstrator answers right. */
+const colours = `import { defineEnvironment } from "tinkerlab";
+const COLOURS = ["red", "blue", "green"];
+export default defineEnvironment<{ colour: string; said?: string }, string>({
+  name: "say-colour",
+  data: { kind: "free" },
+  systemPrompt: "Say it.",
+  maxTurns: 1,
+  invalidAction: { penalty: 0, endEpisode: true },
+  actions: COLOURS,
+  reset: ({ rng }) => {
+    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;
+    return { state: { colour }, observation: colour };
+  },
+  parseAction: (text) => (COLOURS.includes(text) ? { ok: true, action: text } : { ok: false, error: "a colour" }),
+  step: (state, said) => ({ state: { ...state, said }, reward: said === state.colour ? 1 : 0, done: true }),
+  demonstrate: (state) => state.colour,
+  score: ({ state }) => (state.said === state.colour ? 1 : 0),
+});
+`;
+
+async function play(config: Record<string, unknown>, extra: Partial<JobSpec> = {}) {
+  const metrics: MetricPointInput[] = [];
+  const saved: { step: number; path: string }[] = [];
+  const logs: string[] = [];
+  const refuse = () => Promise.reject(new Error("not used by runJob"));
+  const channel: WorkerChannel = {
+    describe: "test channel",
+    register: refuse,
+    heartbeat: refuse,
+    claim: refuse,
+    report: async (report) => {
+      metrics.push(...(report.metrics ?? []));
+      logs.push(...(report.logs ?? []).map((l) => l.message));
+    },
+    checkpoint: async (input) => void saved.push({ step: input.step, path: input.path }),
+    finish: refuse,
+    leave: refuse,
+    close: async () => {},
+  };
+  const spec = {
+    job: { id: "job_sft", runId: "run_sft", kind: "sft", mode: "full", lastCheckpointId: null, attempts: 0 },
+    run: { id: "run_sft", config, seed: 1, files: { "environment.ts": colours } },
+    resume: null,
+    base: { kind: "builtin", name: "tiny-base" },
+    datasets: {},
+    ...extra,
+  } as unknown as JobSpec;
+  const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-artifacts-"));
+  const outcome = await runJob({ channel, workerId: "wrk_test", spec, artifactsDir, stopRequested: () => null });
+  const series = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.value);
+  return { outcome, saved, series, logs };
+}
+
+const sftConfig = (sft: Record<string, unknown>) => ({
+  name: "sft",
+  environment: "custom",
+  agent: { base: "tiny-base", training: { mode: "full" }, sampling: { maxTokens: 4 } },
+  algorithm: { name: "sft", steps: 40, learningRate: 1e-2 },
+  sft: { batchSize: 16, ...sft },
+  evaluation: { every: 0, episodes: 30 },
+  checkpointEvery: 0,
+});
+
+describe("SFT on a worker", () => {
+  it("imitates a custom environment's demonstrator: the loss falls, the score rises, and its checkpoint starts an RL run", async () => {
+    const sft = await play(sftConfig({ data: "demonstrator", demonstrations: 60 }));
+    expect(sft.outcome).toEqual({ outcome: "completed", reason: null });
+    expect(sft.logs[0]).toMatch(/SFT on 60 conversations \(60 demonstration episodes\)/);
+    const loss = sft.series("loss/sft");
+    expect(loss).toHaveLength(40);
+    expect(loss.slice(-5).reduce((a, b) => a + b, 0) / 5).toBeLessThan(loss.slice(0, 5).reduce((a, b) => a + b, 0) / 5 / 2);
+    const [before, after] = sft.series("eval/score");
+    expect(after!).toBeGreaterThan(before! + 0.3);
+    const checkpoint = sft.saved.at(-1)!;
+    expect(checkpoint.step).toBe(40);
+
+    const rl = await play(
+      { ...sftConfig({}), algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 30 } },
+      { base: { kind: "checkpoint", id: "ckpt_sft", path: checkpoint.path, step: 40, runId: "run_sft", runName: "sft", mode: "full", parent: { kind: "builtin", name: "tiny-base" } } } as never,
+    );
+    expect(rl.outcome).toEqual({ outcome: "completed", reason: null });
+    expect(rl.series("eval/score")[0]).toBe(after);
+  }, 120_000);
+
+  it("imitates an uploaded dataset of conversations", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-data-")), "ds.jsonl");
+    const lines = ["red", "blue", "green"].map((c) => JSON.stringify({ messages: [{ role: "system", content: "Say it." }, { role: "user", content: c }, { role: "assistant", content: c }] }));
+    fs.writeFileSync(file, lines.join("\n"));
+    const sft = await play(sftConfig({ data: "dataset", dataset: "colours" }), { datasets: { colours: { path: file, kind: "conversations" } } } as never);
+    expect(sft.outcome.outcome).toBe("completed");
+    const [before, after] = sft.series("eval/score");
+    expect(after!).toBeGreaterThan(before! + 0.3);
+  }, 120_000);
+
+  it("fails with a message naming what is missing when the environment has no demonstrator", async () => {
+    const spec = { run: { id: "run_sft", config: sftConfig({ data: "demonstrator" }), seed: 1, files: { "environment.ts": colours.replace("demonstrate: (state) => state.colour,", "") } } };
+    await expect(play(sftConfig({ data: "demonstrator" }), spec as never)).rejects.toThrow(/defines no demonstrate\(state\)/);
+  }, 60_000);
+});
