@@ -4,10 +4,11 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { Button } from "@/components/ui/button";
-import { STARTER_ENTRY, starterConfig, starterEnvironment } from "@/components/editor/starter";
+import { STARTER_ENTRY, starters, type StarterKind } from "@/components/editor/starter";
 import { useTRPC } from "@/components/trpc/provider";
 
-const CUSTOM = "__custom__";
+/** Template values that start the user's own environment from the starter of that kind. */
+const CUSTOM = "custom:";
 
 /** A button that opens an inline form; creating the experiment takes the user to its page. */
 export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }) {
@@ -35,8 +36,9 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
       className="w-full max-w-lg space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-left shadow-sm"
       onSubmit={(event) => {
         event.preventDefault();
-        if (template === CUSTOM) {
-          create.mutate({ name, description, files: { [STARTER_ENTRY]: starterEnvironment }, config: starterConfig(name) });
+        if (template.startsWith(CUSTOM)) {
+          const starter = starters[template.slice(CUSTOM.length) as StarterKind];
+          create.mutate({ name, description, files: { [STARTER_ENTRY]: starter.source }, config: starter.config(name) });
         } else {
           create.mutate({ name, description, template });
         }
@@ -67,7 +69,13 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
               {t.title} · {t.algorithm}
             </option>
           ))}
-          <option value={CUSTOM}>Your own environment (TypeScript, starts from a small example)</option>
+          <optgroup label="Your own environment (TypeScript, from the generalist base)">
+            {Object.values(starters).map((starter) => (
+              <option key={starter.kind} value={`${CUSTOM}${starter.kind}`}>
+                {starter.title}
+              </option>
+            ))}
+          </optgroup>
         </select>
       </label>
       <label className="block">

@@ -138,7 +138,7 @@ describe("the experiment editor", () => {
     await page.getByRole("tab", { name: "environment.ts" }).waitFor();
     const status = page.getByTestId("validation-status");
     await status.getByText("No problems").waitFor({ timeout: 60_000 });
-    await page.getByRole("group", { name: "Dry run" }).getByText("my-environment").waitFor();
+    await page.getByRole("group", { name: "Dry run" }).getByText("larger-number").waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "editor-custom.png"), fullPage: true });
 
     // Hover docs for a field of defineEnvironment.
@@ -156,8 +156,8 @@ describe("the experiment editor", () => {
     await page.keyboard.press("Control+Shift+K"); // deletes the line
 
     // A typo: `nswer` for `answer`.
-    await goToLineEnd("const correct = answer === state.a + state.b;");
-    for (let i = 0; i < "answer === state.a + state.b;".length; i++) await page.keyboard.press("ArrowLeft");
+    await goToLineEnd("const correct = answer === Math.max(state.a, state.b);");
+    for (let i = 0; i < "answer === Math.max(state.a, state.b);".length; i++) await page.keyboard.press("ArrowLeft");
     await page.keyboard.press("Delete");
     await page.locator(".cm-lintRange-error").first().waitFor({ timeout: 60_000 });
     const problems = page.getByRole("list", { name: "Problems" });
@@ -181,7 +181,7 @@ describe("the experiment editor", () => {
 
     await page.reload();
     await page.getByRole("tab", { name: "environment.ts" }).waitFor();
-    expect(await page.locator(".cm-content").innerText()).toContain('name: "my-environment"');
+    expect(await page.locator(".cm-content").innerText()).toContain('name: "larger-number"');
     await page.getByRole("tab", { name: "Config" }).click();
     expect(await page.getByRole("form", { name: "Config form" }).locator('[data-field="environment"] input').inputValue()).toBe("custom");
     expect(await page.getByRole("form", { name: "Config form" }).getByLabel("Learning rate").inputValue()).toBe("0.001");
