@@ -40,7 +40,7 @@
  * absorbs the sampled episodes' differing lengths (a split batch samples differently). *_cpu_overhead_pct: the
  * same with the process's CPU clock (all threads). Many rounds, because one arithmetic rollout (~18 ms) on
  * these shared VMs varies by ±20% from the next: the median of 18 rounds, drawn from one run of 150, spread with
- * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md, ninth session). The whole bench takes
+ * a standard deviation of 5-9 points; of 60 rounds, 1.3-3 (docs/SANDBOX.md). The whole bench takes
  * ~20 minutes with the defaults; --only, a smaller --e2e-seconds and --precision 0 make a quicker look.
  * rollout_quiet_overhead_pct: the same comparison for the rollouts the machine left alone, (10th percentile of the
  * loop's wall ms per episode step / 10th percentile of native's - 1) * 100, with a bootstrap 90% interval over
@@ -48,15 +48,14 @@
  * in several modes (arithmetic: ~16, ~23 and ~35 ms) independently for each variant of a round; the median of the
  * ratios lands wherever those modes pair up, so two identical sandboxed variants read 4.3 and 8.2% over 488
  * rounds (1.3 and 14.3% over 174), while their quiet figures read 3.3-4.7% (standard deviation at 60 rounds
- * 1.5-1.9 points against 3.4-7.3; docs/SANDBOX.md, tenth session). It is what the sandbox's own work adds; the
+ * 1.5-1.9 points against 3.4-7.3; docs/SANDBOX.md). It is what the sandbox's own work adds; the
  * median also counts how often the machine's interference lands on it.
  * --aa: a second native variant in each round, reported against the first as the sandbox's are (`aa_*`): the
  * reading of two identical rollouts, i.e. how far this run's figures can be trusted.
  * Also the cost of one crossing with 1 op and with `batch` ops (the trivial environment, best of 5), and the
  * parallelism this process gets: 2 when the sandbox's thread runs beside this one on a spare core, 1 when they
  * take turns (a loaded machine), where lanes cannot hide the sandbox. It counts the thread's wake-up and the
- * host's await too, so it reads low even with two free cores: 1.27-1.97 in the eighth session's runs, while two
- * plain spinning threads did 1.91-2.03x the work of one on the same machine.
+ * host's await too, so it reads low even with two free cores (1.27-1.97 measured on this project's 2-core VMs).
  * --clock cpu times the per-step figures by the process's CPU clock (all threads; the sandbox's thread works
  * while this one waits) instead of the wall clock: on a machine shared with other work, the wall clock measures
  * the contention more than the code. The end-to-end figures are always both.
@@ -71,7 +70,7 @@
  * answered the same every turn ends differently), so this is for comparing, not the target. It charges each of
  * a batch's lanes the fixed part, where the real sampler's smaller batches make up for it, and it cannot judge a
  * change to how the sandbox's thread uses its core: naps after each answer looked 1.5-1.9 points better with it
- * and were no better with the base (docs/SANDBOX.md, sixth and seventh sessions).
+ * and were no better with the base (docs/SANDBOX.md).
  * --lanes N: N lanes of equal size (default: what the worker plays with, `laneShape` of the protocol: cold,
  * 4 single-turn and 2 multi-turn; reset ahead, single-turn lanes of 9 : 5 : 2; each environment's row and JSON
  * say `lanes` and `cold_lanes`).

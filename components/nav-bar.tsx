@@ -7,6 +7,7 @@ const links = [
   { href: "/", label: "Experiments", match: (path: string) => path === "/" || path.startsWith("/experiments") },
   { href: "/runs", label: "Runs", match: (path: string) => path.startsWith("/runs") },
   { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
+  { href: "/datasets", label: "Datasets", match: (path: string) => path.startsWith("/datasets") },
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
 ];
 

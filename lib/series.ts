@@ -2,6 +2,15 @@
 
 export type SeriesPoint = { step: number; value: number };
 
+/** One column set per metric name, as a live metric stream sends them. */
+export type SeriesBatch = { name: string; steps: number[]; values: number[]; wallTimes: number[] }[];
+
+/**
+ * What a metric stream's event carries. `summary` events stand for the run's history up to their id (a
+ * downsample, with each series' true point count in `counts`); other events hold every new point.
+ */
+export type FeedEvent = { series: SeriesBatch; summary?: { counts: Record<string, number> } };
+
 /** Exponential moving average, the way W&B and TensorBoard smooth: debiased so the start is not pulled to 0. */
 export function smooth(points: SeriesPoint[], weight: number): SeriesPoint[] {
   if (weight <= 0) return points;

@@ -8,9 +8,7 @@ import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./examples";
 import { startSchedulerLoop } from "./jobs";
 import { createPackingPolicy } from "./scheduler";
-import { followLiveRuns } from "./metric-feed";
-import { isMetricStreamRequest, serveMetricStream } from "./metric-stream-sse";
-import { announceRunData } from "./run-events";
+import { announceRunData, followLiveRuns, isMetricStreamRequest, serveMetricStream } from "./metrics";
 import { listenAsServer } from "./worker/channel";
 import { startLocalWorkers } from "./worker/local-workers";
 
@@ -31,7 +29,7 @@ export async function startWebServer(
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
       return;
     }
-    // Live metric streams go from the run's feed straight to the socket, past Next.js (see metric-stream-sse.ts).
+    // Live metric streams go from the run's feed straight to the socket, past Next.js (see server/metrics/stream-sse.ts).
     if (isMetricStreamRequest(req.method, req.url)) {
       serveMetricStream(req, res).catch((error) => (console.error("metric stream failed:", error), res.destroy()));
       return;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-Who kept a thread off a core, from a scheduler trace (docs/SANDBOX.md, twelfth session). Linux only, as root:
+Who kept a thread off a core, from a scheduler trace (docs/SANDBOX.md). Linux only, as root:
 
   mount -t tracefs nodev /sys/kernel/tracing   # if not mounted
   perf record -o /tmp/sched.data -e sched:sched_switch,sched:sched_wakeup -a -- npm run bench:sandbox-anatomy -- --seconds 15

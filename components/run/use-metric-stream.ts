@@ -3,7 +3,7 @@
 import { useSubscription } from "@trpc/tanstack-react-query";
 import { useRef, useState } from "react";
 import { useTRPC } from "@/components/trpc/provider";
-import type { FeedEvent } from "@/server/metric-feed";
+import type { FeedEvent } from "@/lib/series";
 import { downsample, type SeriesPoint } from "@/lib/series";
 
 /** A point with its wall time, in seconds since the run's first point. */

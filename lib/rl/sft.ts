@@ -14,8 +14,11 @@ import { CHUNK_SEQUENCES } from "./update";
 export type Conversation = ChatMessage[];
 export { parseConversations } from "@/lib/sdk/dataset";
 
-/** Renders conversations with the chat template; the loss mask keeps only the assistant's tokens. */
-export function renderConversations(policy: PolicyModel, conversations: Conversation[]) {
+/**
+ * Renders conversations with the chat template; the loss mask keeps only the assistant's tokens, unless
+ * `promptWeight` gives the other tokens (system and user turns) a weight of their own.
+ */
+export function renderConversations(policy: PolicyModel, conversations: Conversation[], promptWeight = 0) {
   const tokens: number[][] = [];
   const weights: number[][] = [];
   for (const [i, conversation] of conversations.entries()) {
@@ -24,7 +27,7 @@ export function renderConversations(policy: PolicyModel, conversations: Conversa
       throw new Error(`conversation ${i} is ${rendered.tokens.length} tokens; the model's context holds ${policy.contextLength}`);
     }
     tokens.push(rendered.tokens);
-    weights.push(rendered.lossMask);
+    weights.push(promptWeight > 0 ? rendered.lossMask.map((m, t) => (m === 1 ? 1 : t === 0 ? 0 : promptWeight)) : rendered.lossMask);
   }
   return { tokens, weights };
 }
@@ -33,9 +36,9 @@ export function renderConversations(policy: PolicyModel, conversations: Conversa
 export async function sftStep(
   policy: PolicyModel,
   conversations: Conversation[],
-  options: { learningRate: number; weightDecay?: number; gradClip?: number },
+  options: { learningRate: number; weightDecay?: number; gradClip?: number; promptWeight?: number },
 ): Promise<Record<string, number>> {
-  const batch = renderConversations(policy, conversations);
+  const batch = renderConversations(policy, conversations, options.promptWeight);
   let lossSum = 0;
   let tokens = 0;
   for (const chunk of chunkBatch(batch, CHUNK_SEQUENCES)) {

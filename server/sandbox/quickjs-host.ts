@@ -227,8 +227,8 @@ export class QuickJSSandbox {
    * event loop, which is also when that wait could first notice anything: a rollout takes its answers before
    * (`takeIfAnswered`, `waitForAnswer`), so most batches never need it. One immediate serves every batch posted
    * until it runs. Arming the wait at each post (a promise and a timeout task for `Atomics.waitAsync`) cost the
-   * host thread 31-40 µs a crossing inside an arithmetic rollout at the median, against ~3 µs now
-   * (docs/SANDBOX.md, fourteenth session).
+   * host thread 31-40 µs a crossing inside an arithmetic rollout at the median, against ~3 µs this way
+   * (docs/SANDBOX.md).
    */
   private watchFromEventLoop(): void {
     if (this.watchScheduled) return;

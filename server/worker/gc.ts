@@ -6,7 +6,7 @@
  * environment relies on a second core for the sandbox's thread (`server/sandbox/lanes.ts`: it steps one lane
  * while the policy samples another); on a two-core machine the marking helpers took that core, so the thread
  * woke late and ran slowly. Measured on this project's 2-core VMs (arithmetic, 32 × 8, each rollout followed by
- * its policy update as in the RL loop, native and sandboxed alternating; docs/SANDBOX.md, eighth session): the
+ * its policy update as in the RL loop, native and sandboxed alternating; docs/SANDBOX.md): the
  * sandbox added 13.5–24.0% to a rollout with concurrent marking and 5.5–12.4% without (medians of runs), while
  * native rollouts, training steps and sampling (`bench:train`, tokens/s) were as fast either way. The main thread then marks in V8's
  * incremental steps, which the native path pays alike.

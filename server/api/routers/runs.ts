@@ -6,7 +6,7 @@ import { downsample } from "@/lib/series";
 import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
 import { describeLineage, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
-import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metric-feed";
+import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
 
@@ -189,11 +189,11 @@ export const runsRouter = createTRPCRouter({
     }),
 
   /**
-   * Every metric point of a run as a server-sent event stream, from the run's shared feed (server/metric-feed.ts):
+   * Every metric point of a run as a server-sent event stream, from the run's shared feed (server/metrics/feed.ts):
    * the history as a downsampled summary, then each new batch as workers report it. Each event's id is the last
    * point's sequence number, so a client that reconnects resumes right after the last event it received: no gap,
    * no duplicate. The stream ends once the run has ended and everything is sent. Over HTTP the same events come
-   * from server/metric-stream-sse.ts, which sends each as one set of bytes to every viewer.
+   * from server/metrics/stream-sse.ts, which sends each as one set of bytes to every viewer.
    */
   metricStream: protectedProcedure.input(metricStreamInput).subscription(async function* ({ ctx, input, signal }) {
     const after = Number(input.lastEventId ?? 0);

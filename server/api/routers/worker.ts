@@ -7,7 +7,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { announceRunData } from "../../run-events";
+import { announceRunData } from "../../metrics";
 import { REPORT_LIMITS } from "../../worker/report-queue";
 import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, WorkerConflictError } from "../../jobs";
 import { createTRPCRouter, publicProcedure } from "../trpc";

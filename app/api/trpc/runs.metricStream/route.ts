@@ -1,4 +1,4 @@
-import { metricStreamResponse } from "@/server/metric-stream-sse";
+import { metricStreamResponse } from "@/server/metrics";
 
 export const dynamic = "force-dynamic";
 

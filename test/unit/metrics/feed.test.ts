@@ -6,8 +6,8 @@ import { createContextInner } from "@/server/api/trpc";
 import { LOCAL_USER, openDatabase, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { metricPoints, runs } from "@/server/db/schema";
-import { followLiveRuns, MinMaxDownsample, runFeed, type FeedFrame, type FeedSubscriber } from "@/server/metric-feed";
-import { announceRunData } from "@/server/run-events";
+import { followLiveRuns, MinMaxDownsample, runFeed, type FeedFrame, type FeedSubscriber } from "@/server/metrics/feed";
+import { announceRunData } from "@/server/metrics/run-events";
 
 let handle: DatabaseHandle;
 let experimentId: string;

@@ -1,5 +1,5 @@
 /**
- * `GET /api/trpc/runs.metricStream` served straight from the run's feed (server/metric-feed.ts), in the wire format
+ * `GET /api/trpc/runs.metricStream` served straight from the run's feed (server/metrics/feed.ts), in the wire format
  * of tRPC's server-sent events, so the browser's tRPC client (httpSubscriptionLink) reads it as the subscription it
  * asked for. tRPC's own producer serialises every event once per subscriber and writes it in four pieces; here an
  * event is serialised once and the same bytes go to every viewer in one write. Two transports: the web server
@@ -11,8 +11,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z } from "zod";
-import { createTRPCContext } from "./api/trpc";
-import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./metric-feed";
+import { createTRPCContext } from "../api/trpc";
+import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./feed";
 
 const PATH = "runs.metricStream";
 const encoder = new TextEncoder();

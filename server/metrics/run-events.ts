@@ -1,6 +1,6 @@
 /**
  * Wake-ups for live streams: the worker API says "run R has new data" after each report, and the run's feed
- * (server/metric-feed.ts) reads at once instead of at its next poll. Process-wide (on globalThis, so Next's bundles
+ * (server/metrics/feed.ts) reads at once instead of at its next poll. Process-wide (on globalThis, so Next's bundles
  * and the server entry share one emitter). Feeds poll too, so a replica that did not take the report still
  * delivers within its poll interval.
  */

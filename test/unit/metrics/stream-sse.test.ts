@@ -1,5 +1,5 @@
 /**
- * The metric stream over HTTP (server/metric-stream-sse.ts) as the web server serves it, straight from the run's
+ * The metric stream over HTTP (server/metrics/stream-sse.ts) as the web server serves it, straight from the run's
  * feed to each socket: many viewers share one read and one serialisation per batch and each still gets every point
  * once, a viewer that reconnects with Last-Event-ID resumes without gap or duplicate, and the Next.js route's
  * web Response gives the same bytes.
@@ -14,9 +14,9 @@ import { createContextInner } from "@/server/api/trpc";
 import { LOCAL_USER, openDatabase, setDatabase, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { metricPoints, runs } from "@/server/db/schema";
-import { runFeed } from "@/server/metric-feed";
-import { isMetricStreamRequest, metricStreamResponse, serveMetricStream } from "@/server/metric-stream-sse";
-import { announceRunData } from "@/server/run-events";
+import { runFeed } from "@/server/metrics/feed";
+import { isMetricStreamRequest, metricStreamResponse, serveMetricStream } from "@/server/metrics/stream-sse";
+import { announceRunData } from "@/server/metrics/run-events";
 
 let handle: DatabaseHandle;
 let server: http.Server;

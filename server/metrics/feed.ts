@@ -12,7 +12,7 @@
 import { eq, sql } from "drizzle-orm";
 import superjson from "superjson";
 import { z } from "zod";
-import { type Database, runs } from "./db";
+import { type Database, runs } from "../db";
 import { onAnyRunData, onRunData } from "./run-events";
 
 /** What a metric stream is asked for: the run, and the id of the last event the client has (to resume after). */
@@ -21,14 +21,8 @@ export const metricStreamInput = z.object({
   lastEventId: z.string().nullish(),
 });
 
-/** One column set per metric name. */
-export type SeriesBatch = { name: string; steps: number[]; values: number[]; wallTimes: number[] }[];
-
-/**
- * What a stream event carries. `summary` events stand for the run's history up to their id (a downsample, with
- * each series' true point count in `counts`); other events hold every new point.
- */
-export type FeedEvent = { series: SeriesBatch; summary?: { counts: Record<string, number> } };
+import type { FeedEvent, SeriesBatch } from "@/lib/series";
+export type { FeedEvent, SeriesBatch };
 
 /** A frame: one event, its id, and its SSE bytes, made on first use and shared by every subscriber that gets it. */
 export type FeedFrame = { id: string; data: FeedEvent; bytes(): Uint8Array };

@@ -1,0 +1,203 @@
+"use client";
+
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import type { inferRouterOutputs } from "@trpc/server";
+import { useState } from "react";
+import { Button } from "@/components/ui/button";
+import { Card } from "@/components/ui/card";
+import { EmptyState } from "@/components/ui/empty-state";
+import { RelativeTime } from "@/components/ui/time";
+import { useTRPC } from "@/components/trpc/provider";
+import type { AppRouter } from "@/server/api/root";
+import type { BuiltInDataset } from "./built-in";
+import { DatasetPreview } from "./dataset-preview";
+import { count, formatBytes } from "./format";
+import { UploadForm } from "./upload-form";
+
+export type DatasetList = inferRouterOutputs<AppRouter>["datasets"]["list"];
+
+const PREVIEW_ROWS = 20;
+
+type Entry = {
+  name: string;
+  builtIn: boolean;
+  description: string;
+  kind: "rows" | "conversations" | null;
+  rowCount: number | null;
+  trainRows: number | null;
+  testRows: number | null;
+  fields: string[];
+  sizeBytes: number | null;
+  createdAt: Date | null;
+};
+
+const kindStyles = {
+  rows: "bg-slate-100 text-slate-700 ring-slate-300",
+  conversations: "bg-violet-50 text-violet-700 ring-violet-300",
+};
+
+export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string; summary: BuiltInDataset | null }[]; initialList: DatasetList }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const list = useQuery({ ...trpc.datasets.list.queryOptions(), initialData: initialList });
+  const [selected, setSelected] = useState<string | null>(null);
+
+  const builtInByName = new Map(builtIn.map((b) => [b.name, b.summary]));
+  const entries: Entry[] = [
+    ...list.data.builtIn.map((name): Entry => {
+      const summary = builtInByName.get(name) ?? null;
+      return {
+        name,
+        builtIn: true,
+        description: "Ships with Tinkerlab",
+        kind: summary ? "rows" : null,
+        rowCount: summary?.rowCount ?? null,
+        trainRows: summary?.trainRows ?? null,
+        testRows: summary?.testRows ?? null,
+        fields: summary?.fields ?? [],
+        sizeBytes: summary?.sizeBytes ?? null,
+        createdAt: null,
+      };
+    }),
+    ...list.data.uploaded.map((d): Entry => ({ ...d, builtIn: false })),
+  ];
+  const current = entries.find((e) => e.name === selected) ?? null;
+  const uploadedPreview = useQuery({
+    ...trpc.datasets.preview.queryOptions({ name: selected ?? "", limit: PREVIEW_ROWS }),
+    enabled: current !== null && !current.builtIn,
+    staleTime: Infinity,
+  });
+  const previewRows = current?.builtIn ? builtInByName.get(current.name)?.preview : uploadedPreview.data?.rows;
+  const example = current?.name ?? "NAME";
+
+  return (
+    <div className="grid gap-6 lg:grid-cols-3">
+      <div className="min-w-0 space-y-6 lg:col-span-2">
+        <Card title={`Datasets (${entries.length})`}>
+          <div className="overflow-x-auto">
+            <table className="w-full text-sm" aria-label="Datasets">
+              <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
+                <tr>
+                  <th className="px-4 py-2 font-medium">Name</th>
+                  <th className="px-4 py-2 font-medium">Kind</th>
+                  <th className="px-4 py-2 text-right font-medium">Rows</th>
+                  <th className="px-4 py-2 text-right font-medium">Train / test</th>
+                  <th className="px-4 py-2 font-medium">Fields</th>
+                  <th className="px-4 py-2 text-right font-medium">Size</th>
+                  <th className="px-4 py-2 font-medium">Created</th>
+                </tr>
+              </thead>
+              <tbody className="divide-y divide-slate-100">
+                {entries.map((entry) => {
+                  const active = entry.name === selected;
+                  return (
+                    <tr
+                      key={entry.name}
+                      data-dataset={entry.name}
+                      onClick={() => setSelected(active ? null : entry.name)}
+                      className={`cursor-pointer align-top ${active ? "bg-brand-50" : "hover:bg-slate-50"}`}
+                    >
+                      <td className="px-4 py-2">
+                        <button
+                          type="button"
+                          aria-pressed={active}
+                          onClick={(event) => {
+                            event.stopPropagation();
+                            setSelected(active ? null : entry.name);
+                          }}
+                          className={`font-mono font-medium hover:underline ${active ? "text-brand-700" : "text-slate-800 hover:text-brand-700"}`}
+                        >
+                          {entry.name}
+                        </button>
+                        {entry.builtIn && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-500">built-in</span>}
+                        {entry.description && <p className="max-w-xs truncate text-xs text-slate-500" title={entry.description}>{entry.description}</p>}
+                      </td>
+                      <td className="px-4 py-2">
+                        {entry.kind ? (
+                          <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ring-1 ring-inset ${kindStyles[entry.kind]}`}>{entry.kind}</span>
+                        ) : (
+                          "—"
+                        )}
+                      </td>
+                      <td className="px-4 py-2 text-right tabular-nums text-slate-700">{entry.rowCount !== null ? count(entry.rowCount) : "—"}</td>
+                      <td className="px-4 py-2 text-right tabular-nums text-slate-600">
+                        {entry.trainRows !== null && entry.testRows !== null ? `${count(entry.trainRows)} / ${count(entry.testRows)}` : "—"}
+                      </td>
+                      <td className="max-w-56 px-4 py-2 font-mono text-xs text-slate-600" title={entry.fields.join(", ")}>
+                        <span className="line-clamp-2">{entry.fields.length > 0 ? entry.fields.join(", ") : "—"}</span>
+                      </td>
+                      <td className="whitespace-nowrap px-4 py-2 text-right tabular-nums text-slate-600">{entry.sizeBytes !== null ? formatBytes(entry.sizeBytes) : "—"}</td>
+                      <td className="whitespace-nowrap px-4 py-2 text-slate-500">{entry.createdAt ? <RelativeTime date={entry.createdAt} /> : "—"}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
+          {list.data.uploaded.length === 0 && (
+            <EmptyState title="No uploaded datasets yet">Upload a JSONL or CSV file to train an environment on your own rows, or an SFT run on your own conversations.</EmptyState>
+          )}
+        </Card>
+
+        {current ? (
+          <Card
+            title={
+              <>
+                Preview · <span className="font-mono">{current.name}</span>
+              </>
+            }
+            actions={
+              <div className="flex items-center gap-3">
+                <span className="text-xs text-slate-500">
+                  {previewRows ? `first ${previewRows.length} of ${current.rowCount !== null ? count(current.rowCount) : "?"} ${current.kind === "conversations" ? "conversations" : "rows"}` : ""}
+                </span>
+                <Button variant="ghost" onClick={() => setSelected(null)}>
+                  Close
+                </Button>
+              </div>
+            }
+          >
+            {previewRows ? (
+              <DatasetPreview kind={current.kind ?? "rows"} rows={previewRows} fields={current.fields} />
+            ) : (
+              <p className="px-4 py-6 text-sm text-slate-500">
+                {current.builtIn ? "This built-in dataset could not be read." : uploadedPreview.error ? uploadedPreview.error.message : "Loading…"}
+              </p>
+            )}
+          </Card>
+        ) : (
+          <p className="text-sm text-slate-500">Click a dataset to preview its first {PREVIEW_ROWS} rows.</p>
+        )}
+      </div>
+
+      <div className="min-w-0 space-y-6">
+        <Card title="Upload a dataset">
+          <UploadForm
+            onUploaded={(dataset) => {
+              void queryClient.invalidateQueries({ queryKey: trpc.datasets.list.queryKey() });
+              setSelected(dataset.name);
+            }}
+          />
+        </Card>
+        <Card title="Using a dataset">
+          <div className="space-y-3 px-4 py-3 text-sm text-slate-600">
+            <p>
+              <span className="font-medium text-slate-800">Rows</span> feed an environment, one row per episode as its <code className="font-mono text-xs">sample</code>. Training draws the train rows; evaluation the test rows. In the environment:
+            </p>
+            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`data: { kind: "dataset", dataset: "${example}" }`}</pre>
+            <p>
+              <span className="font-medium text-slate-800">Conversations</span> train an SFT run (algorithm <code className="font-mono text-xs">sft</code>) to imitate the assistant&apos;s messages. In the experiment&apos;s config:
+            </p>
+            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`sft: { data: "dataset", dataset: "${example}" }`}</pre>
+            <p>A JSONL file whose lines hold a messages array is read as conversations, one per line:</p>
+            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`{"messages": [{"role": "user", "content": "2+3?"},
+              {"role": "assistant", "content": "5"}]}`}</pre>
+            <p>
+              Anything else is rows: JSONL with one flat object per line (strings, numbers, booleans or null), or CSV with a header row.
+            </p>
+          </div>
+        </Card>
+      </div>
+    </div>
+  );
+}
