@@ -17,7 +17,6 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { starters, type StarterKind } from "../components/editor/starter";
-import type { MetricPointInput } from "../server/jobs";
 import { initBackend } from "../server/runtime";
 import type { WorkerChannel } from "../server/worker/channel";
 import { runJob, type JobSpec } from "../server/worker/run-job";

@@ -44,6 +44,7 @@ export function CompareView() {
   });
   const recent = useQuery(trpc.runs.list.queryOptions({ limit: 50 }));
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the query results are new objects only when their data changes
   const series = useMemo(
     () =>
       metricQueries.map((query) => {
@@ -58,8 +59,6 @@ export function CompareView() {
         for (const list of bySeries.values()) list.sort((a, b) => a.step - b.step);
         return bySeries;
       }),
-    // The query results are new objects only when their data changes.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
     [metricQueries.map((q) => q.dataUpdatedAt).join(",")],
   );
   const metricNames = [...new Set(series.flatMap((s) => [...s.keys()]))].sort();

@@ -66,6 +66,7 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
     onChangeRef.current = onChange;
   });
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the view is made once per language; path and value changes are applied by the effects below
   useEffect(() => {
     const languageExtensions: Extension =
       language === "typescript" ? [javascript({ typescript: true }), sdkAssist()] : [json(), linter(jsonParseLinter(), { delay: 300 })];
@@ -94,8 +95,6 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
       editor.destroy();
       view.current = null;
     };
-    // The view is made once per language; path and value changes are applied by the effects below.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [language, label, readOnly]);
 
   useEffect(() => {
@@ -113,6 +112,7 @@ export function CodeEditor({ path, value, onChange, language, diagnostics = [], 
     editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value }, annotations: external.of(true) });
   }, [value]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new file's view needs its diagnostics again, though they may be equal
   useEffect(() => {
     const editor = view.current;
     if (!editor || language !== "typescript") return;

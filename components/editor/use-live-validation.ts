@@ -36,6 +36,7 @@ export function useLiveValidation(files: Record<string, string>, context: { base
     }
   };
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `run` reads only `key` and stable refs
   useEffect(() => {
     const ticket = ++latest.current;
     if (Object.keys(JSON.parse(key)).length === 0) {
@@ -45,8 +46,6 @@ export function useLiveValidation(files: Record<string, string>, context: { base
     setStatus((s) => ({ state: "pending", report: s.report, error: null }));
     const timer = setTimeout(() => void run(ticket), delayMs);
     return () => clearTimeout(timer);
-    // `run` reads only `key` and stable refs.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key, base, maxTokens, delayMs]);
 
   /** Validates now, without waiting for the debounce. */

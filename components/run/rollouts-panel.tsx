@@ -8,6 +8,8 @@ import { specialTokens } from "@/lib/model/tokenizer";
 import { describeConstraint } from "@/lib/sdk/action-space";
 import { algorithmOf, filterAndSort, returnsOf, SORTS, tokenTurns, turnAdvantages, type AlgorithmSettings, type RolloutItem, type SortKey } from "./trajectory";
 
+/** A reward bound as typed: a number, or null for none. */
+const bound = (text: string) => (text.trim() === "" || !Number.isFinite(Number(text)) ? null : Number(text));
 const keyOf = (item: { groupIndex: number; sampleIndex: number }) => `${item.groupIndex}/${item.sampleIndex}`;
 const fixed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? "—" : v.toFixed(digits));
 const isTyping = (target: EventTarget | null) =>
@@ -36,7 +38,6 @@ export function RolloutsPanel({ runId, live, config }: { runId: string; live: bo
   });
   const data = rollouts.data;
   const items = useMemo(() => (data?.items ?? []) as RolloutItem[], [data]);
-  const bound = (text: string) => (text.trim() === "" || !Number.isFinite(Number(text)) ? null : Number(text));
   const visible = useMemo(() => filterAndSort(items, { min: bound(minReward), max: bound(maxReward), sort }), [items, minReward, maxReward, sort]);
   const open = items.find((item) => keyOf(item) === selected) ?? null;
   const list = useRef<HTMLDivElement>(null);

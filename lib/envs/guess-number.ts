@@ -47,7 +47,7 @@ export const guessNumber = defineEnvironment<State, number>({
     const secret = 1 + Math.floor(rng.uniform() * 100);
     return { state: { secret, guesses: [], solved: false }, observation: "1-100" };
   },
-  parseAction(text, state) {
+  parseAction(text) {
     const trimmed = text.trim();
     const value = Number(trimmed);
     // The session follows the error with the latest observation (the open range), all the agent sees next turn.

@@ -73,7 +73,7 @@ export type Trajectory = {
   initialRender?: string;
 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- sessions of any environment mix in one batch
+// sessions of any environment mix in one batch
 export type EpisodeStart = { session: EnvironmentSession<any, any, any>; seed: number; sample?: DatasetRow };
 
 /**

@@ -100,6 +100,7 @@ const float = (value: number): number | string => (Number.isFinite(value) ? valu
  * can produce them: each becomes U+FFFD (the replacement character) so the rollout is stored, visibly, instead of
  * failing the whole report.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 is exactly what PostgreSQL cannot store
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 function storable<T>(value: T): T {

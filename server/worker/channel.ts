@@ -71,7 +71,6 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
   const { db } = handle;
   const policy = createPackingPolicy();
   let listener: { close(): Promise<void> } | null = null;
-  let closed = false;
 
   const startListening = async (workerId: string, wake: (why: "placed" | "changed") => void) => {
     listener = keepListening(databaseUrl, [JOBS_CHANNEL], {
@@ -112,7 +111,6 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
     },
     listen: (workerId, wake) => startListening(workerId, wake),
     async close() {
-      closed = true;
       await listener?.close();
       await handle.close();
     },

@@ -580,6 +580,7 @@ function describeFailure(error: unknown): GuestFailure {
  * anyway, so code that relies on them fails here as it would under a strict content security policy.
  */
 function hardenRealm(): void {
+  // biome-ignore lint/suspicious/noShadowRestrictedNames: the stand-in is named as what it replaces, for stack traces
   const blocked = function Function() {
     throw new EvalError("code generation (eval, new Function) is disabled in the sandbox");
   };
