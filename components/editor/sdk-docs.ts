@@ -36,7 +36,7 @@ export const environmentFieldDocs = {
   maxTurns: {
     kind: "property",
     detail: "number",
-    doc: "Turns before the episode is cut off (a cut-off episode is done, with no extra reward). A whole number from 1 to 1000.",
+    doc: "Turns before the episode is cut off (tool calls and invalid actions count as turns). A cut-off episode is done and marked truncated; its reward functions still run. A whole number from 1 to 1000.",
     snippet: "maxTurns: ${1},",
   },
   invalidAction: {
@@ -48,7 +48,7 @@ export const environmentFieldDocs = {
   stepCost: {
     kind: "property",
     detail: "number?",
-    doc: "Per-step cost added to every step's reward (a negative number), e.g. for a text world.",
+    doc: "Added to every step's reward, tool calls and invalid actions included: a number ≤ 0, e.g. -0.01 for a text world.",
     snippet: "stepCost: ${-0.01},",
   },
   reset: {
@@ -78,7 +78,7 @@ export const environmentFieldDocs = {
   actions: {
     kind: "property",
     detail: "string[] | ((state) → string[]) | { pattern: string }",
-    doc: "The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`, `[a-z]`, `\\d`, `( | )`, `* + ? {n,m}`). Sampling is constrained to them, so the policy cannot write an invalid action; tool calls stay allowed. The trajectory viewer shows each turn's legal set.",
+    doc: "The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`, classes like `[a-z]` or `[^,]`, `\\d \\w \\s`, groups `( )` and `(?: )`, `|`, `* + ? {n,m}`). Sampling is constrained to them, so the policy cannot write an invalid action as long as agent.sampling.maxTokens covers the longest one (plus its end); tool calls stay allowed. The trajectory viewer shows each turn's legal set.",
     snippet: 'actions: (state) => ${["1", "2", "3"]},',
   },
   demonstrate: {
@@ -115,8 +115,12 @@ export const stepOutcomeDocs = {
   observation: { kind: "property", detail: "string?", doc: "What the agent sees next; omitted when the episode is done." },
   reward: { kind: "property", detail: "number", doc: "This step's reward (a finite number)." },
   done: { kind: "property", detail: "boolean", doc: "Whether the episode has ended." },
-  info: { kind: "property", detail: "Record<string, Json>?", doc: "Anything JSON to show beside the step in the trajectory viewer." },
-  metrics: { kind: "property", detail: "Record<string, number>?", doc: "Numbers to average into the run's metrics, e.g. {won: 1}." },
+  info: {
+    kind: "property",
+    detail: "Record<string, Json>?",
+    doc: "JSON shown beside the step in the trajectory viewer. Keys the SDK reads: truncated (true marks the episode cut off), invalid (the step was an invalid action); tool and args are written by the SDK.",
+  },
+  metrics: { kind: "property", detail: "Record<string, number>?", doc: "Numbers summed over each episode, then averaged over episodes into the run's env/NAME metrics, e.g. {won: 1}." },
 } satisfies Record<StepOutcomeField, SdkDoc>;
 
 type RngMethod = keyof Rng;

@@ -26,7 +26,7 @@ export type StepOutcome<State> = {
 
 export type Tool<State> = {
   description: string;
-  /** The tool's answer, shown to the agent as the next observation. Throwing an Error answers with its message. */
+  /** The tool's answer, shown to the agent as the next observation. Throwing an Error answers `error: <its message>`. */
   run(args: string, state: State): string;
 };
 

@@ -121,6 +121,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     let played = 0;
     let validSteps = 0;
     let longestPrompt: { tokens: number; seed: number } | null = null;
+    let longestAction: { text: string; bytes: number } | null = null;
     for (const [index, seed] of seeds.entries()) {
       const sample = samples?.length ? samples[index % samples.length] : undefined;
       const session = pool.session(index);
@@ -136,7 +137,14 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       let turns = 0;
       let totalReward = 0;
       while (!done && turns < maxSteps) {
-        const legal = kind === "legal" ? session.legalActions() : null;
+        const declared = session.legalActions();
+        if (declared && "actions" in declared) {
+          for (const text of declared.actions) {
+            const bytes = Buffer.byteLength(text, "utf8");
+            if (!longestAction || bytes > longestAction.bytes) longestAction = { text, bytes };
+          }
+        }
+        const legal = kind === "legal" ? declared : null;
         const action = options.actions?.length
           ? options.actions[played % options.actions.length]!
           : kind === "demonstrator"
@@ -167,6 +175,18 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       });
     }
     const context = options.context;
+    if (context && longestAction && longestAction.bytes + 1 > context.maxTokens) {
+      diagnostics.push({
+        severity: "warning",
+        message:
+          `the legal action ${JSON.stringify(longestAction.text)} is ${longestAction.bytes} tokens and its turn ends with one more, but agent.sampling.maxTokens is ${context.maxTokens}: ` +
+          `the policy is cut off before it can finish it. Set maxTokens to at least ${longestAction.bytes + 1}`,
+        file: compiled.compiled.entry,
+        line: null,
+        column: null,
+        source: "runtime",
+      });
+    }
     if (context && longestPrompt && longestPrompt.tokens + context.maxTokens > context.contextLength) {
       diagnostics.push({
         severity: "error",

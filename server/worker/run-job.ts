@@ -10,7 +10,7 @@ import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
 import type { UseCase } from "@/lib/envs";
 import type { HealthWarning } from "@/lib/rl/health";
 import { demonstrationConversations, fitConversations, parseConversations, toConversations, trainSft, type Conversation } from "@/lib/rl/sft";
-import { trainRl } from "@/lib/rl/train";
+import { splitDataset, trainRl } from "@/lib/rl/train";
 import { Rng } from "@/lib/model/rng";
 import type { EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment, type ExperimentConfig } from "@/lib/sdk/experiment";
@@ -122,7 +122,7 @@ export async function runJob(options: {
 
   if (config.algorithm.name === "sft") {
     const outcome = await (async () => {
-      const conversations = await sftConversations(config, protocol, useCase, pool, spec);
+      const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
       const { kept, dropped } = fitConversations(policy, conversations);
       const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
       reports.push({ workerId, jobId, logs: [{ level: dropped > 0 ? "warn" : "info", message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.` }] });
@@ -176,7 +176,15 @@ const DEMONSTRATION_BATCH = 64;
  * experiment's protocol (a built-in use case's scripted demonstrator, or a custom environment's demonstrate(state)
  * in the sandbox), or an uploaded dataset of conversations.
  */
-async function sftConversations(config: ExperimentConfig, protocol: Protocol, useCase: UseCase | undefined, pool: SandboxedEnvironmentPool | undefined, spec: JobSpec): Promise<Conversation[]> {
+async function sftConversations(
+  config: ExperimentConfig,
+  protocol: Protocol,
+  useCase: UseCase | undefined,
+  pool: SandboxedEnvironmentPool | undefined,
+  spec: JobSpec,
+  /** A dataset environment's training rows: each demonstration episode reads one. */
+  rows: DatasetRow[] | undefined,
+): Promise<Conversation[]> {
   if (config.sft.data === "dataset") {
     const file = spec.datasets?.[config.sft.dataset];
     if (!file) throw new Error(`sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`);
@@ -187,7 +195,7 @@ async function sftConversations(config: ExperimentConfig, protocol: Protocol, us
   if (useCase) {
     const demonstrator = demonstrators[config.environment];
     if (!demonstrator) throw new Error(`environment '${config.environment}' has no demonstrator`);
-    return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed), protocol.history);
+    return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows), protocol.history);
   }
   if (!pool!.environment.hasDemonstrator) {
     throw new Error("sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, or use an uploaded dataset");
@@ -197,7 +205,11 @@ async function sftConversations(config: ExperimentConfig, protocol: Protocol, us
   for (let start = 0; start < count; start += DEMONSTRATION_BATCH) {
     const size = Math.min(DEMONSTRATION_BATCH, count - start);
     // runEpisodes drives sandboxed sessions as it does native ones (the same public surface)
-    const starts = Array.from({ length: size }, (_, slot) => ({ session: pool!.session(slot) as unknown as EnvironmentSession, seed: rng.nextU32() % 1_000_000 }));
+    const starts = Array.from({ length: size }, (_, slot) => ({
+      session: pool!.session(slot) as unknown as EnvironmentSession,
+      seed: rng.nextU32() % 1_000_000,
+      sample: rows ? rows[rng.nextU32() % rows.length] : undefined,
+    }));
     conversations.push(...(await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode))));
   }
   return conversations;

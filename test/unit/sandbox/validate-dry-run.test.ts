@@ -30,6 +30,14 @@ describe("validation's dry run", () => {
     expect(report.diagnostics).toContainEqual(expect.objectContaining({ severity: "warning", message: expect.stringMatching(/none of the dry run's \d+ actions parsed, so step\(\) never ran: declare the legal actions/) }));
   });
 
+  it("warns when maxTokens is too short for the longest legal action and its end", async () => {
+    const report = await validateExperimentSource(files(`actions: ["take 1", "take 2", "take 3"],`, `return { state, reward: 0, done: true };`), {
+      typeCheck: false,
+      context: { base: "tiny-base", contextLength: 256, maxTokens: 6 },
+    });
+    expect(report.diagnostics).toContainEqual(expect.objectContaining({ severity: "warning", message: expect.stringMatching(/"take 1" is 6 tokens and its turn ends with one more, but agent.sampling.maxTokens is 6: .*Set maxTokens to at least 7/) }));
+  });
+
   it("refuses a first prompt that leaves the reply no room in the base's context, naming both lengths", async () => {
     // bos + <system> "play" <end> + <user> "start" <end> + <assistant> = 1 + 6 + 7 + 1 = 15 tokens
     const fits = await validateExperimentSource(files(`actions: ["take 1"],`), { typeCheck: false, context: { base: "tiny-base", contextLength: 23, maxTokens: 8 } });

@@ -111,6 +111,21 @@ describe("SFT on a worker", () => {
     expect(after!).toBeGreaterThan(before! + 0.3);
   }, 120_000);
 
+  it("plays a dataset environment's demonstrator on its training rows", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-rows-")), "rows.jsonl");
+    fs.writeFileSync(file, ["red", "blue", "green", "red", "blue"].map((colour, i) => JSON.stringify({ colour, split: i === 4 ? "test" : "train" })).join("\n"));
+    const fromRows = colours
+      .replace('data: { kind: "free" },', 'data: { kind: "dataset", dataset: "colour-rows" },')
+      .replace("reset: ({ rng }) => {\n    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;", "reset: ({ sample }) => {\n    const colour = String(sample!.colour);");
+    expect(fromRows).toContain("sample!.colour");
+    const sft = await play(sftConfig({ data: "demonstrator", demonstrations: 20 }), {
+      run: { id: "run_sft", config: sftConfig({ data: "demonstrator", demonstrations: 20 }), seed: 1, files: { "environment.ts": fromRows } },
+      datasets: { "colour-rows": { path: file, kind: "rows" } },
+    } as never);
+    expect(sft.outcome.outcome).toBe("completed");
+    expect(sft.logs[0]).toMatch(/SFT on 20 conversations/);
+  }, 120_000);
+
   it("fails with a message naming what is missing when the environment has no demonstrator", async () => {
     const spec = { run: { id: "run_sft", config: sftConfig({ data: "demonstrator" }), seed: 1, files: { "environment.ts": colours.replace("demonstrate: (state) => state.colour,", "") } } };
     await expect(play(sftConfig({ data: "demonstrator" }), spec as never)).rejects.toThrow(/defines no demonstrate\(state\)/);
