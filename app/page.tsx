@@ -32,11 +32,7 @@ export default async function HomePage() {
 
   return (
     <>
-      <PageHeader
-        title="Experiments"
-        subtitle={`${experiments.length} experiment${experiments.length === 1 ? "" : "s"}`}
-        actions={<NewExperimentForm />}
-      />
+      <PageHeader title="Experiments" subtitle={`${experiments.length} experiment${experiments.length === 1 ? "" : "s"}`} actions={<NewExperimentForm />} />
       <Card className="mb-8">
         <ul className="divide-y divide-slate-100" aria-label="Experiments">
           {experiments.map((experiment) => (
@@ -59,7 +55,14 @@ export default async function HomePage() {
           ))}
         </ul>
       </Card>
-      <Card title="Recent runs" actions={<Link href="/runs" className="text-sm text-brand-700 hover:underline">All runs</Link>}>
+      <Card
+        title="Recent runs"
+        actions={
+          <Link href="/runs" className="text-sm text-brand-700 hover:underline">
+            All runs
+          </Link>
+        }
+      >
         {recent.items.length > 0 ? (
           <RunsTable runs={recent.items} />
         ) : (

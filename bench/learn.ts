@@ -129,7 +129,16 @@ for (const name of names) {
       },
       onMetrics: (step, metrics) => {
         if (!args.verbose || !("reward/mean" in metrics)) return;
-        const shown = ["reward/mean", "episode/length", "episode/invalid_actions", "env/wasted_guesses", "entropy", "train/clip_frac", "train/lr", "perf/step_seconds"];
+        const shown = [
+          "reward/mean",
+          "episode/length",
+          "episode/invalid_actions",
+          "env/wasted_guesses",
+          "entropy",
+          "train/clip_frac",
+          "train/lr",
+          "perf/step_seconds",
+        ];
         console.error(`  ${step} ${shown.map((k) => `${k} ${(metrics[k] ?? NaN).toFixed(3)}`).join(" ")}`);
       },
     },
@@ -142,8 +151,13 @@ for (const name of names) {
   }
   sampled.set(name, { before: sampledBefore, after: await sampledScore() });
   if (args.failures) {
-    for (const episode of evaluations.at(-1)!.episodes.filter((t) => t.score < 1).slice(0, 5)) {
-      console.error(`  failed (seed ${episode.seed}): ${episode.turns.map((t) => `${JSON.stringify(t.observation)} -> ${JSON.stringify(t.action)}`).join(" | ")}`);
+    for (const episode of evaluations
+      .at(-1)!
+      .episodes.filter((t) => t.score < 1)
+      .slice(0, 5)) {
+      console.error(
+        `  failed (seed ${episode.seed}): ${episode.turns.map((t) => `${JSON.stringify(t.observation)} -> ${JSON.stringify(t.action)}`).join(" | ")}`,
+      );
     }
   }
   const first = evaluations[0]!.episodes;
@@ -160,7 +174,18 @@ const header = ["use case", "metric", "before", "after", "target", "met", "sampl
 const table = rows.map((r, i) => {
   const first = rows.findIndex((other) => other.name === r.name) === i; // sampled figures are of the first measure
   const s = sampled.get(r.name)!;
-  return [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), r.target === null ? "-" : String(r.target), r.met === null ? "-" : r.met ? "yes" : "no", first ? s.before.toFixed(3) : "", first ? s.after.toFixed(3) : "", String(r.steps), r.seconds.toFixed(0)];
+  return [
+    r.name,
+    r.metric,
+    r.before.toFixed(3),
+    r.after.toFixed(3),
+    r.target === null ? "-" : String(r.target),
+    r.met === null ? "-" : r.met ? "yes" : "no",
+    first ? s.before.toFixed(3) : "",
+    first ? s.after.toFixed(3) : "",
+    String(r.steps),
+    r.seconds.toFixed(0),
+  ];
 });
 const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
 for (const row of [header, ...table]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));

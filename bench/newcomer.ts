@@ -95,8 +95,18 @@ for (const environment of chosen) {
   if (outcome.outcome !== "completed") throw new Error(`${environment.name}: ${outcome.outcome}: ${outcome.reason}`);
   const before = scores.find((s) => s.step === 0)?.value ?? NaN;
   const after = scores.at(-1)?.value ?? NaN;
-  console.error(`${environment.name}: ${environment.metric} ${before.toFixed(3)} -> ${after.toFixed(3)} in ${config.algorithm.steps} steps, ${seconds.toFixed(0)} s (${scores.map((s) => `${s.step}:${s.value.toFixed(2)}`).join(" ")})`);
-  results.push({ name: environment.name, metric: environment.metric, before, after, optimum: environment.optimum, steps: config.algorithm.steps, seconds: Math.round(seconds) });
+  console.error(
+    `${environment.name}: ${environment.metric} ${before.toFixed(3)} -> ${after.toFixed(3)} in ${config.algorithm.steps} steps, ${seconds.toFixed(0)} s (${scores.map((s) => `${s.step}:${s.value.toFixed(2)}`).join(" ")})`,
+  );
+  results.push({
+    name: environment.name,
+    metric: environment.metric,
+    before,
+    after,
+    optimum: environment.optimum,
+    steps: config.algorithm.steps,
+    seconds: Math.round(seconds),
+  });
 }
 
 const met = (r: (typeof results)[number]) => r.after - r.before >= 0.3 && r.after >= 0.8 * r.optimum && r.seconds <= 600;
@@ -106,4 +116,6 @@ console.log(
     results.map((r) => [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), r.optimum, r.steps, r.seconds, met(r) ? "yes" : "no"]),
   ),
 );
-console.log(JSON.stringify({ environments: results.map(({ name, metric, before, after, steps, seconds }) => ({ name, metric, before, after, steps, seconds })) }));
+console.log(
+  JSON.stringify({ environments: results.map(({ name, metric, before, after, steps, seconds }) => ({ name, metric, before, after, steps, seconds })) }),
+);

@@ -56,7 +56,11 @@ runAsRolloutProcess(); // the process a worker is (server/worker/gc.ts), as benc
 const args = { only: ["arithmetic"], seconds: 60 };
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
-  if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  if (arg === "--only")
+    args.only = (process.argv[++i] ?? "")
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean);
   else if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
   else throw new Error(`unknown argument '${arg}'; accepted: --only NAME[,NAME], --seconds N`);
 }
@@ -150,7 +154,14 @@ for (const name of args.only) {
       const played = [];
       for (let lane = 0; lane < cuts.length; lane++) {
         const part = laneless.slice(cuts[lane], cuts[lane + 1] ?? laneless.length);
-        played.push(...(await runEpisodes(protocol, part.map((start) => ({ ...start, session: new EnvironmentSession(definition) })), act, { fitsContext: options.fitsContext })));
+        played.push(
+          ...(await runEpisodes(
+            protocol,
+            part.map((start) => ({ ...start, session: new EnvironmentSession(definition) })),
+            act,
+            { fitsContext: options.fitsContext },
+          )),
+        );
       }
       return played;
     },
@@ -195,7 +206,12 @@ for (const name of args.only) {
     };
     pool.recordCrossings(null);
     pool.recordHostWork(null);
-    await policyUpdate(client, toTrainingBatch(groups, groupNormalized(groups, true)), { ...config.algorithm, learningRate: 0 }, config.agent.sampling.temperature);
+    await policyUpdate(
+      client,
+      toTrainingBatch(groups, groupNormalized(groups, true)),
+      { ...config.algorithm, learningRate: 0 },
+      config.agent.sampling.temperature,
+    );
     return rollout;
   };
   // Warm-up: the model's first calls, the sandbox's first crossings; the sandbox's own thread is the one that ran.
@@ -216,8 +232,16 @@ for (const name of args.only) {
 
   // Per episode step, as bench:sandbox: a split batch samples differently, and its episodes' lengths differ a little.
   const perStep = (variant: VariantName) => rounds.map((round) => round[variant].wall / round[variant].steps);
-  const ms = (variant: VariantName, key: "wall" | "sampling", q: number) => quantile(rounds.map((round) => round[variant][key]), q);
-  const other = (variant: VariantName, q: number) => quantile(rounds.map((round) => round[variant].wall - round[variant].sampling), q);
+  const ms = (variant: VariantName, key: "wall" | "sampling", q: number) =>
+    quantile(
+      rounds.map((round) => round[variant][key]),
+      q,
+    );
+  const other = (variant: VariantName, q: number) =>
+    quantile(
+      rounds.map((round) => round[variant].wall - round[variant].sampling),
+      q,
+    );
   const pct = (ratio: number) => Number((100 * (ratio - 1)).toFixed(2));
   const quiet = (variant: VariantName, against: VariantName) => pct(quietRatio(perStep(variant), perStep(against)));
   const medianOf = (variant: VariantName, against: VariantName) => {
@@ -231,8 +255,18 @@ for (const name of args.only) {
       ? null
       : alike[0]!.map((_, i) => ({
           name: i === 0 ? "before" : i === alike[0]!.length - 1 ? "after" : i % 2 === 1 ? `sample ${(i + 1) / 2}` : `gap ${i / 2}`,
-          ms_p10: round2(quantile(alike.map((segments) => segments[i]!), 0.1)),
-          ms_p50: round2(quantile(alike.map((segments) => segments[i]!), 0.5)),
+          ms_p10: round2(
+            quantile(
+              alike.map((segments) => segments[i]!),
+              0.1,
+            ),
+          ),
+          ms_p50: round2(
+            quantile(
+              alike.map((segments) => segments[i]!),
+              0.5,
+            ),
+          ),
         }));
   };
   const summary = (variant: VariantName, calls = median(rounds.map((round) => round[variant].calls))) => ({
@@ -284,9 +318,14 @@ for (const name of args.only) {
     }
     return {
       per_rollout_ms: Object.fromEntries(
-        [...hostWorkKinds, "total" as const].map((what) => [what, { p10: round2(quantile(perRollout(what), 0.1)), p50: round2(quantile(perRollout(what), 0.5)) }]),
+        [...hostWorkKinds, "total" as const].map((what) => [
+          what,
+          { p10: round2(quantile(perRollout(what), 0.1)), p50: round2(quantile(perRollout(what), 0.5)) },
+        ]),
       ),
-      per_call_us_p50: [...calls.values()].filter(({ us }) => us.length >= rounds.length / 2).map(({ what, ops, us }) => ({ what, ops, us: round2(quantile(us, 0.5)) })),
+      per_call_us_p50: [...calls.values()]
+        .filter(({ us }) => us.length >= rounds.length / 2)
+        .map(({ what, ops, us }) => ({ what, ops, us: round2(quantile(us, 0.5)) })),
     };
   })();
   const blocked = rounds.map((round) => round.sandboxed.blocked);
@@ -321,8 +360,18 @@ for (const name of args.only) {
             threads: sandboxThreads.length,
             run_ms_mean: round2(mean(threads.map((thread) => thread.run))),
             wait_ms_mean: round2(mean(threads.map((thread) => thread.wait))),
-            wait_ms_p50: round2(quantile(threads.map((thread) => thread.wait), 0.5)),
-            wait_ms_p90: round2(quantile(threads.map((thread) => thread.wait), 0.9)),
+            wait_ms_p50: round2(
+              quantile(
+                threads.map((thread) => thread.wait),
+                0.5,
+              ),
+            ),
+            wait_ms_p90: round2(
+              quantile(
+                threads.map((thread) => thread.wait),
+                0.9,
+              ),
+            ),
           }
         : null,
   });
@@ -350,15 +399,39 @@ console.log(
     results.flatMap((result) =>
       variantNames.map((variant) => {
         const s = result[variant];
-        return [`${result.name} (${result.policy}, ${result.rounds} rounds)`, variant.replace("_", " in "), s.sample_calls, s.wall_ms_p10, s.wall_ms_p50, s.sampling_ms_p10, s.sampling_ms_p50, s.other_ms_p10, s.other_ms_p50];
+        return [
+          `${result.name} (${result.policy}, ${result.rounds} rounds)`,
+          variant.replace("_", " in "),
+          s.sample_calls,
+          s.wall_ms_p10,
+          s.wall_ms_p50,
+          s.sampling_ms_p10,
+          s.sampling_ms_p50,
+          s.other_ms_p10,
+          s.other_ms_p50,
+        ];
       }),
     ),
   ),
 );
-console.log("\nwhat each adds per episode step (quiet: ratio of 10th percentiles; median: of per-round ratios), and the sandbox's thread per sandboxed rollout (Linux)");
+console.log(
+  "\nwhat each adds per episode step (quiet: ratio of 10th percentiles; median: of per-round ratios), and the sandbox's thread per sandboxed rollout (Linux)",
+);
 console.log(
   formatTable(
-    ["use case", "lanes quiet %", "lanes median %", "sandbox quiet %", "sandbox median %", "total quiet %", "total median %", "thread run ms", "thread wait ms (mean)", "wait p50", "wait p90"],
+    [
+      "use case",
+      "lanes quiet %",
+      "lanes median %",
+      "sandbox quiet %",
+      "sandbox median %",
+      "total quiet %",
+      "total median %",
+      "thread run ms",
+      "thread wait ms (mean)",
+      "wait p50",
+      "wait p90",
+    ],
     results.map((result) => [
       result.name,
       result.lanes_quiet_pct,
@@ -377,7 +450,17 @@ console.log(
 console.log("\nthe sandboxed rollout's rest (outside sampling): this thread working, and blocked for the sandbox's answers; ms per rollout");
 console.log(
   formatTable(
-    ["use case", "worked p10", "worked p50", "native in lanes rest p10", "native in lanes rest p50", "blocked mean", "blocked p50", "blocked p90", `rollouts blocked > ${blockedMinMs} ms`],
+    [
+      "use case",
+      "worked p10",
+      "worked p50",
+      "native in lanes rest p10",
+      "native in lanes rest p50",
+      "blocked mean",
+      "blocked p50",
+      "blocked p90",
+      `rollouts blocked > ${blockedMinMs} ms`,
+    ],
     results.map((result) => [
       result.name,
       result.sandboxed_rest.worked_ms_p10,
@@ -399,24 +482,40 @@ for (const result of results) {
     .map((variant) => [variant.replace("_", " in "), ...result[variant].segments!.map((segment) => `${segment.ms_p10} / ${segment.ms_p50}`)]);
   if (rows.length > 0) console.log(`${result.name}\n${formatTable(["variant", ...names], rows)}`);
 }
-console.log("\nthe sandboxed rollout's crossings in order (ms; posted: relative to the end of the last sampling; wake: posted to the thread starting; run: the thread's; answer to taken: this thread taking the answer)");
+console.log(
+  "\nthe sandboxed rollout's crossings in order (ms; posted: relative to the end of the last sampling; wake: posted to the thread starting; run: the thread's; answer to taken: this thread taking the answer)",
+);
 for (const result of results) {
   if (!result.crossings) continue;
   const cell = ({ p10, p50, p90 }: { p10: number; p50: number; p90: number }) => `${p10} / ${p50} / ${p90}`;
   console.log(
     `${result.name}\n${formatTable(
       ["crossing", "ops", "posted p50", "wake p10 / p50 / p90", "run p10 / p50 / p90", "answer to taken p10 / p50 / p90"],
-      result.crossings.map((row, i) => [String(i + 1), String(row.ops), row.posted_after_last_sample_ms_p50, cell(row.wake_ms), cell(row.run_ms), cell(row.answer_to_taken_ms)]),
+      result.crossings.map((row, i) => [
+        String(i + 1),
+        String(row.ops),
+        row.posted_after_last_sample_ms_p50,
+        cell(row.wake_ms),
+        cell(row.run_ms),
+        cell(row.answer_to_taken_ms),
+      ]),
     )}`,
   );
 }
 console.log("\nthis thread's sandbox functions in the sandboxed rollout: ms per rollout (p10 / median), then µs per call by kind and batch size (median)");
 for (const result of results) {
   const perRollout = result.host_work.per_rollout_ms;
-  console.log(`${result.name}\n${formatTable([...hostWorkKinds, "total"], [[...hostWorkKinds, "total" as const].map((what) => `${perRollout[what]!.p10} / ${perRollout[what]!.p50}`)])}`);
+  console.log(
+    `${result.name}\n${formatTable([...hostWorkKinds, "total"], [[...hostWorkKinds, "total" as const].map((what) => `${perRollout[what]!.p10} / ${perRollout[what]!.p50}`)])}`,
+  );
   const sizes = [...new Set(result.host_work.per_call_us_p50.map((call) => call.ops))].sort((a, b) => b - a);
   const cell = (what: string, ops: number) => result.host_work.per_call_us_p50.find((call) => call.what === what && call.ops === ops)?.us ?? "-";
-  console.log(formatTable(["ops", ...hostWorkKinds], sizes.map((ops) => [String(ops), ...hostWorkKinds.map((what) => cell(what, ops))])));
+  console.log(
+    formatTable(
+      ["ops", ...hostWorkKinds],
+      sizes.map((ops) => [String(ops), ...hostWorkKinds.map((what) => cell(what, ops))]),
+    ),
+  );
 }
 console.log(JSON.stringify({ seconds: args.seconds, use_cases: results }));
 process.exit(0);

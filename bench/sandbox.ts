@@ -111,7 +111,20 @@ const mainThreadGc = startedMarkingOnMainThread();
 /** Past the minimum, the headline's interval is looked at every this many rounds (see --precision). */
 const precisionEvery = 10;
 
-const args = { seconds: 2, e2eSeconds: 60, precision: 3, batch: 64, clock: "wall", trials: 12, only: [] as string[], against: "", lanes: null as number | null, synthetic: false, update: true, aa: false };
+const args = {
+  seconds: 2,
+  e2eSeconds: 60,
+  precision: 3,
+  batch: 64,
+  clock: "wall",
+  trials: 12,
+  only: [] as string[],
+  against: "",
+  lanes: null as number | null,
+  synthetic: false,
+  update: true,
+  aa: false,
+};
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
   if (arg === "--seconds") args.seconds = Number(process.argv[++i]);
@@ -121,18 +134,27 @@ for (let i = 2; i < process.argv.length; i++) {
   else if (arg === "--e2e-seconds") args.e2eSeconds = Number(process.argv[++i]);
   else if (arg === "--precision") args.precision = Number(process.argv[++i]);
   else if (arg === "--lanes") args.lanes = Number(process.argv[++i]);
-  else if (arg === "--only") args.only = (process.argv[++i] ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  else if (arg === "--only")
+    args.only = (process.argv[++i] ?? "")
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean);
   else if (arg === "--against") args.against = path.resolve(process.argv[++i] ?? "");
   else if (arg === "--synthetic") args.synthetic = true;
   else if (arg === "--no-update") args.update = false;
   else if (arg === "--aa") args.aa = true;
-  else if (arg === "--concurrent-marking") continue; // read above, before anything else ran
-  else throw new Error(`unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --precision, --lanes, --only, --against, --synthetic, --no-update, --aa, --concurrent-marking`);
+  else if (arg === "--concurrent-marking")
+    continue; // read above, before anything else ran
+  else
+    throw new Error(
+      `unknown argument '${arg}'; accepted: --seconds, --batch, --clock, --trials, --e2e-seconds, --precision, --lanes, --only, --against, --synthetic, --no-update, --aa, --concurrent-marking`,
+    );
 }
 if (!Number.isInteger(args.trials) || args.trials < 1) throw new Error(`--trials must be a whole number of at least 1; got ${args.trials}`);
 if (!(args.e2eSeconds >= 0)) throw new Error(`--e2e-seconds must be a number of seconds, 0 or more; got ${args.e2eSeconds}`);
 if (!(args.precision >= 0)) throw new Error(`--precision must be a number of percentage points, 0 (no such rule) or more; got ${args.precision}`);
-if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16)) throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
+if (args.lanes !== null && (!Number.isInteger(args.lanes) || args.lanes < 2 || args.lanes > 16))
+  throw new Error(`--lanes must be a whole number from 2 to 16; got ${args.lanes}`);
 if (args.clock !== "wall" && args.clock !== "cpu") throw new Error(`--clock must be wall or cpu; got '${args.clock}'`);
 /** Milliseconds by the chosen clock. */
 const now =
@@ -144,7 +166,8 @@ const now =
     : () => performance.now();
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-if (args.against && !existsSync(path.join(args.against, "server/sandbox/index.ts"))) throw new Error(`--against: no server/sandbox/index.ts under ${args.against}`);
+if (args.against && !existsSync(path.join(args.against, "server/sandbox/index.ts")))
+  throw new Error(`--against: no server/sandbox/index.ts under ${args.against}`);
 /** The other checkout's sandbox (--against), loaded from its own files. */
 const against = args.against
   ? ((await import(pathToFileURL(path.join(args.against, "server/sandbox/index.ts")).href)) as typeof import("@/server/sandbox"))
@@ -269,7 +292,15 @@ function stepsPerSecondBeside(run: () => number, runAgainst: () => number) {
   const start = now();
   for (let pair = 0; now() - start < 2 * args.seconds * 1000 || pair < 3; pair++) {
     const times: number[] = [];
-    for (const [side, round] of (pair % 2 ? [[1, runAgainst], [0, run]] : [[0, run], [1, runAgainst]]) as [number, () => number][]) {
+    for (const [side, round] of (pair % 2
+      ? [
+          [1, runAgainst],
+          [0, run],
+        ]
+      : [
+          [0, run],
+          [1, runAgainst],
+        ]) as [number, () => number][]) {
       const roundStart = now();
       const steps = round();
       const seconds = Math.max((now() - roundStart) / 1000, 1e-9);
@@ -373,7 +404,10 @@ async function synthetic(setup: RolloutSetup, definition: EnvironmentDefinition<
   const prompts = setup.specs.map(({ seed, sample }) => {
     const session = new EnvironmentSession(definition);
     const observation = session.reset(seed, sample);
-    const messages: ChatMessage[] = [{ role: "system", content: session.systemPrompt }, { role: "user", content: observation }];
+    const messages: ChatMessage[] = [
+      { role: "system", content: session.systemPrompt },
+      { role: "user", content: observation },
+    ];
     return renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens;
   });
   const options = { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: 1 };
@@ -399,7 +433,11 @@ async function synthetic(setup: RolloutSetup, definition: EnvironmentDefinition<
     while (performance.now() < until);
     return { samples: batch.map(() => Array.from({ length: n }, () => ({ ...reply, tokens: [...reply.tokens], logprobs: [...reply.logprobs] }))) };
   };
-  return { ...setup, policy: { ...policy, primitives }, label: `${setup.label}, synthetic ${perCall.toFixed(2)} ms + ${(perRequest * 1000).toFixed(0)} µs/request` };
+  return {
+    ...setup,
+    policy: { ...policy, primitives },
+    label: `${setup.label}, synthetic ${perCall.toFixed(2)} ms + ${(perRequest * 1000).toFixed(0)} µs/request`,
+  };
 }
 
 const cpuMs = () => {
@@ -426,13 +464,24 @@ async function endToEnd(
     // --aa: the native rollout again, as if it were another variant: what the bench reads between two identical ones.
     ...(args.aa ? [{ name: "native_again" as const }] : []),
     { name: "one_lane", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: 1 }) },
-    { name: "cold", play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
-    { name: "loop", next: true, play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, loopPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) },
+    {
+      name: "cold",
+      play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool, starts, act, { ...options, lanes: args.lanes ?? undefined }),
+    },
+    {
+      name: "loop",
+      next: true,
+      play: (protocol, starts, act, options) => runSandboxedEpisodes(protocol, loopPool, starts, act, { ...options, lanes: args.lanes ?? undefined }),
+    },
   ];
   if (againstPool && against) {
     const play = against.runSandboxedEpisodes;
     // Told `next` as well, which an older sandbox ignores.
-    variants.push({ name: "against", next: true, play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes ?? undefined }) });
+    variants.push({
+      name: "against",
+      next: true,
+      play: (protocol, starts, act, options) => play(protocol, againstPool, starts, act, { ...options, lanes: args.lanes ?? undefined }),
+    });
   }
   /**
    * One rollout with the sampling seed `seed` (its wall and CPU milliseconds and the episode steps it took), then,
@@ -562,9 +611,16 @@ for (const c of selected) {
   // measured on the one that may be slower (docs/SANDBOX.md, Known gaps).
   const loopPool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
   const pool = await SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits);
-  const againstPool = against ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool) : null;
+  const againstPool = against
+    ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool)
+    : null;
   const native = stepsPerSecond(() => nativeRound(definition, games));
-  const beside = againstPool ? stepsPerSecondBeside(() => sandboxRound(pool, games), () => sandboxRound(againstPool, games)) : null;
+  const beside = againstPool
+    ? stepsPerSecondBeside(
+        () => sandboxRound(pool, games),
+        () => sandboxRound(againstPool, games),
+      )
+    : null;
   const sandboxed = beside?.rate ?? stepsPerSecond(() => sandboxRound(pool, games));
   const extra = 1 / sandboxed - 1 / native;
   const setup = args.synthetic ? await synthetic(rolloutSetup(c, definition), definition) : rolloutSetup(c, definition);
@@ -613,7 +669,10 @@ const crossing: Record<string, number> = {};
 // of steps that spin in the guest, alone, then posted with stepManyAsync while this thread spins as long.
 // parallelism = (alone + alone) / together: 2 with a spare core, 1 when the two threads take turns on one.
 const parallelism = await (async () => {
-  const spin = trivialSource.replace("step: (state, action) => ({", "step: (state, action) => ({ ...{ spun: Array.from({ length: 3000 }, (_, i) => i % 7).length },");
+  const spin = trivialSource.replace(
+    "step: (state, action) => ({",
+    "step: (state, action) => ({ ...{ spun: Array.from({ length: 3000 }, (_, i) => i % 7).length },",
+  );
   const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": spin } }, { limits: { maxStepsPerEpisode: 1_000 } });
   const slots = Array.from({ length: 16 }, (_, slot) => slot);
   const ratios: number[] = [];
@@ -637,9 +696,7 @@ console.log(
   `end to end: ${args.update ? "each rollout followed by its policy update (learning rate 0), as in the RL loop" : "rollouts back to back (--no-update)"}; ` +
     `garbage collection ${mainThreadGc ? "marked on the main thread (fewer than 3 cores, as a worker)" : "V8's default (concurrent marking)"}`,
 );
-console.log(
-  `crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`,
-);
+console.log(`crossing (trivial environment, best of 5): ${crossing.ops_1_us} us with 1 op, ${crossing[`ops_${args.batch}_us`]} us with ${args.batch} ops`);
 console.log(`clock (per step): ${args.clock}`);
 console.log(`sampling: ${(samplingSecondsPerStep * 1e3).toFixed(3)} ms per episode step (tiny model, batch ${args.batch}, 16 new tokens)`);
 console.log("per step (the same scripted games on both sides; median over rounds):");
@@ -666,8 +723,24 @@ const span = (interval: readonly number[]) => `${interval[0]} to ${interval[1]}`
 console.log(
   formatTable(
     [
-      "environment", "policy", "steps", "rounds", "native ms", "sandbox ms", "lanes", "overhead %", "90% interval", "quiet %", "quiet 90%", "CPU %",
-      "cold lanes", "cold %", "1 lane %", "1 lane CPU %", ...(against ? ["against %", "against quiet %", "against CPU %"] : []), ...(args.aa ? ["A/A %", "A/A 90%", "A/A quiet %", "A/A quiet 90%"] : []),
+      "environment",
+      "policy",
+      "steps",
+      "rounds",
+      "native ms",
+      "sandbox ms",
+      "lanes",
+      "overhead %",
+      "90% interval",
+      "quiet %",
+      "quiet 90%",
+      "CPU %",
+      "cold lanes",
+      "cold %",
+      "1 lane %",
+      "1 lane CPU %",
+      ...(against ? ["against %", "against quiet %", "against CPU %"] : []),
+      ...(args.aa ? ["A/A %", "A/A 90%", "A/A quiet %", "A/A quiet 90%"] : []),
     ],
     results.map((r) => [
       r.name,
@@ -687,8 +760,27 @@ console.log(
       r.one_lane_overhead_pct,
       r.one_lane_cpu_overhead_pct,
       ...(against ? [r.against_rollout_overhead_pct ?? "", r.against_quiet_overhead_pct ?? "", r.against_rollout_cpu_overhead_pct ?? ""] : []),
-      ...(r.aa_overhead_ci90 && r.aa_quiet_overhead_ci90 ? [r.aa_overhead_pct!, span(r.aa_overhead_ci90), r.aa_quiet_overhead_pct!, span(r.aa_quiet_overhead_ci90)] : []),
+      ...(r.aa_overhead_ci90 && r.aa_quiet_overhead_ci90
+        ? [r.aa_overhead_pct!, span(r.aa_overhead_ci90), r.aa_quiet_overhead_pct!, span(r.aa_quiet_overhead_ci90)]
+        : []),
     ]),
   ),
 );
-console.log(JSON.stringify({ clock: args.clock, min_rounds: args.trials, e2e_seconds: args.e2eSeconds, precision_points: args.precision, update: args.update, aa: args.aa, main_thread_gc: mainThreadGc, lanes: args.lanes ?? "auto", against: args.against || null, parallelism, sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)), batch: args.batch, crossing, envs: results }));
+console.log(
+  JSON.stringify({
+    clock: args.clock,
+    min_rounds: args.trials,
+    e2e_seconds: args.e2eSeconds,
+    precision_points: args.precision,
+    update: args.update,
+    aa: args.aa,
+    main_thread_gc: mainThreadGc,
+    lanes: args.lanes ?? "auto",
+    against: args.against || null,
+    parallelism,
+    sampling_ms_per_step: Number((samplingSecondsPerStep * 1e3).toFixed(4)),
+    batch: args.batch,
+    crossing,
+    envs: results,
+  }),
+);

@@ -42,7 +42,8 @@ function loadTraces(): Trace[] {
   const overrides: { offeredLoad?: number; jobs?: number } = {};
   if (values.load !== undefined) {
     overrides.offeredLoad = Number(values.load);
-    if (!(overrides.offeredLoad > 0 && overrides.offeredLoad <= 4)) throw new Error(`--load must be a number above 0 and at most 4 (offered work over device time), got '${values.load}'`);
+    if (!(overrides.offeredLoad > 0 && overrides.offeredLoad <= 4))
+      throw new Error(`--load must be a number above 0 and at most 4 (offered work over device time), got '${values.load}'`);
   }
   if (values.jobs !== undefined) {
     overrides.jobs = Number(values.jobs);
@@ -108,7 +109,20 @@ function main(): void {
         String(result.rejected.length),
       ]);
     }
-    rows.push([trace.name, "speed-up", "", "", `${(baseline.meanJct / policy.meanJct).toFixed(2)}x`, `${(baseline.p95Jct / policy.p95Jct).toFixed(2)}x`, "", "", "", "", "", `${seconds.toFixed(1)} s`]);
+    rows.push([
+      trace.name,
+      "speed-up",
+      "",
+      "",
+      `${(baseline.meanJct / policy.meanJct).toFixed(2)}x`,
+      `${(baseline.p95Jct / policy.p95Jct).toFixed(2)}x`,
+      "",
+      "",
+      "",
+      "",
+      "",
+      `${seconds.toFixed(1)} s`,
+    ]);
   }
   const header = ["trace", "policy", "devices", "jobs", "mean JCT", "p95 JCT", "mean wait", "p95 wait", "util", "makespan", "preempt", "rejected"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

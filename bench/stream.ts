@@ -153,7 +153,14 @@ const EVERY_STEP = "reward/mean";
 async function createRun(url: string, steps: number, name: string) {
   const { id } = await trpc<{ id: string }>(url, "experiments.create", {
     name,
-    config: { name, environment: "arithmetic", agent: { base: "bench-base", sampling: { maxTokens: 3 } }, algorithm: { name: "grpo", steps, groupSize: 4, groupsPerStep: 4 }, evaluation: { every: 0, episodes: 8 }, checkpointEvery: 0 },
+    config: {
+      name,
+      environment: "arithmetic",
+      agent: { base: "bench-base", sampling: { maxTokens: 3 } },
+      algorithm: { name: "grpo", steps, groupSize: 4, groupsPerStep: 4 },
+      evaluation: { every: 0, episodes: 8 },
+      checkpointEvery: 0,
+    },
   });
   return (await trpc<{ runId: string }>(url, "runs.launch", { experimentId: id })).runId;
 }
@@ -161,7 +168,12 @@ async function createRun(url: string, steps: number, name: string) {
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 async function measureLatency(url: string) {
-  const { workerId } = await trpc<{ workerId: string }>(url, "worker.register", { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench", memoryMb: 4096, computeSlots: 1 }] }, true);
+  const { workerId } = await trpc<{ workerId: string }>(
+    url,
+    "worker.register",
+    { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench", memoryMb: 4096, computeSlots: 1 }] },
+    true,
+  );
   const runId = await createRun(url, 100_000, "latency");
   let jobId: string | undefined;
   for (let i = 0; i < 100 && !jobId; i++) {
@@ -235,7 +247,10 @@ async function stepRate(url: string, watchers: number) {
   });
   await probe.done;
   // The run has ended: each viewer's stream ends too, once it has every point.
-  const drained = await Promise.race([Promise.all(viewersOfRun.map((v) => v.done)).then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+  const drained = await Promise.race([
+    Promise.all(viewersOfRun.map((v) => v.done)).then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000)),
+  ]);
   viewersOfRun.forEach((v) => v.close());
   if (steps < 12) {
     const run = await (await fetch(`${url}/api/trpc/runs.byId?input=${encodeURIComponent(JSON.stringify({ json: { id: runId } }))}`)).json();
@@ -244,14 +259,21 @@ async function stepRate(url: string, watchers: number) {
   // Every viewer saw every step once, in order.
   const wrong = viewersOfRun.filter((v) => v.problems.length > 0 || v.lastStep(EVERY_STEP) !== steps);
   if (!drained || wrong.length) {
-    const example = wrong[0] ? `${wrong[0].problems.slice(0, 3).join("; ") || `last step ${wrong[0].lastStep(EVERY_STEP)} of ${steps}`}` : "streams did not end";
+    const example = wrong[0]
+      ? `${wrong[0].problems.slice(0, 3).join("; ") || `last step ${wrong[0].lastStep(EVERY_STEP)} of ${steps}`}`
+      : "streams did not end";
     throw new Error(`${wrong.length} of ${watchers} viewers did not get every step exactly once (${example})`);
   }
   return (steps - 11) / ((lastAt - firstAt) / 1000); // steps/s after a 10-step warm-up
 }
 
 async function pageWith100kPoints(url: string) {
-  const { workerId } = await trpc<{ workerId: string }>(url, "worker.register", { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench-2", memoryMb: 4096, computeSlots: 1 }] }, true);
+  const { workerId } = await trpc<{ workerId: string }>(
+    url,
+    "worker.register",
+    { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench-2", memoryMb: 4096, computeSlots: 1 }] },
+    true,
+  );
   const runId = await createRun(url, 10_000, "page-100k");
   let jobId: string | undefined;
   for (let i = 0; i < 100 && !jobId; i++) {
@@ -260,16 +282,37 @@ async function pageWith100kPoints(url: string) {
   }
   await trpc(url, "worker.claim", { workerId, jobId }, true);
   const heartbeat = setInterval(() => void trpc(url, "worker.heartbeat", { workerId, running: [{ jobId, step: 0 }] }, true).catch(() => {}), 2000);
-  const names = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s", "reward/std", "train/grad_norm"];
+  const names = [
+    "reward/mean",
+    "eval/score",
+    "loss/policy",
+    "entropy",
+    "kl",
+    "train/clip_frac",
+    "episode/length",
+    "perf/tokens_per_s",
+    "reward/std",
+    "train/grad_norm",
+  ];
   for (let start = 1; start <= 10_000; start += 1000) {
     const metrics = [];
-    for (let step = start; step < start + 1000; step++) for (const name of names) metrics.push({ step, name, value: Math.sin(step / 500) + Math.random() * 0.1 });
+    for (let step = start; step < start + 1000; step++)
+      for (const name of names) metrics.push({ step, name, value: Math.sin(step / 500) + Math.random() * 0.1 });
     await trpc(url, "worker.report", { workerId, jobId, step: start + 999, metrics }, true);
   }
   const context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "bench-chromium-")), {
     executablePath: "/usr/bin/chromium",
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   const page = await context.newPage();
   const started = performance.now();
@@ -279,7 +322,9 @@ async function pageWith100kPoints(url: string) {
   await page.waitForFunction(
     () => {
       const charts = [...document.querySelectorAll('section[aria-label="Charts"] figure[data-points]')];
-      return charts.length >= 8 && charts.every((figure) => figure.getAttribute("data-points") === "10000" && figure.querySelector("path.recharts-line-curve[d]"));
+      return (
+        charts.length >= 8 && charts.every((figure) => figure.getAttribute("data-points") === "10000" && figure.querySelector("path.recharts-line-curve[d]"))
+      );
     },
     null,
     { timeout: 120_000, polling: 50 },
@@ -295,7 +340,9 @@ async function pageWith100kPoints(url: string) {
 
 buildIfStale(root);
 const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bench-bases-"));
-await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 })).saveWeightsForSampler(path.join(basesDir, "bench-base"));
+await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 })).saveWeightsForSampler(
+  path.join(basesDir, "bench-base"),
+);
 
 const rateOnly = process.argv.includes("--rate-only");
 const quiet = rateOnly ? null : await startServer(0, basesDir);

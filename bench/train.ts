@@ -45,14 +45,14 @@ function parseArgs(argv: string[]) {
       const kernel = argv[++i];
       if (!(kernelPreferences as readonly string[]).includes(kernel)) throw new Error(`unknown kernel '${kernel}'; accepted: ${kernelPreferences.join(", ")}`);
       args.kernel = kernel as KernelPreference;
-    }
-    else if (a === "--configs") args.configs = argv[++i].split(",") as ConfigName[];
+    } else if (a === "--configs") args.configs = argv[++i].split(",") as ConfigName[];
     else if (a === "--no-torch") args.torch = false;
     else if (a === "--cpu-time") args.cpuTime = true;
     else throw new Error(`unknown argument '${a}'; accepted: --backend, --threads, --kernel, --seconds, --configs, --no-torch, --cpu-time`);
   }
   for (const c of args.configs) if (!(c in configs)) throw new Error(`unknown config '${c}'; accepted: ${Object.keys(configs).join(", ")}`);
-  if (args.cpuTime && args.threads !== undefined && args.threads !== 1) throw new Error("--cpu-time measures one thread; leave out --threads or pass --threads 1");
+  if (args.cpuTime && args.threads !== undefined && args.threads !== 1)
+    throw new Error("--cpu-time measures one thread; leave out --threads or pass --threads 1");
   if (args.cpuTime) args.threads = 1;
   return args;
 }

@@ -92,8 +92,16 @@ async function startThrowawayPostgres() {
   };
   run([path.join(bin, "initdb"), "-D", path.join(dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
   run([
-    path.join(bin, "pg_ctl"), "-D", path.join(dir, "data"), "-l", path.join(dir, "log"), "-w", "-t", "60",
-    "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200`,
+    path.join(bin, "pg_ctl"),
+    "-D",
+    path.join(dir, "data"),
+    "-l",
+    path.join(dir, "log"),
+    "-w",
+    "-t",
+    "60",
+    "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200`,
     "start",
   ]);
   cleanups.push(() => {

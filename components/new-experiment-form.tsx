@@ -24,8 +24,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
       onSuccess: ({ id }) => router.push(`/experiments/${id}`),
     }),
   );
-  const fieldErrors = (create.error?.data as { zodError?: { fieldErrors?: Record<string, string[]> } } | undefined)?.zodError
-    ?.fieldErrors;
+  const fieldErrors = (create.error?.data as { zodError?: { fieldErrors?: Record<string, string[]> } } | undefined)?.zodError?.fieldErrors;
 
   if (!open) {
     return <Button onClick={() => setOpen(true)}>New experiment</Button>;

@@ -51,14 +51,16 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
               <td className="px-4 py-2">
                 <StatusBadge status={run.status} />
                 {run.warnings.length > 0 && (
-                  <span className="ml-1.5 text-amber-600" title={run.warnings.map((w) => w.message).join("\n")} aria-label={`${run.warnings.length} health warning${run.warnings.length === 1 ? "" : "s"}`}>
+                  <span
+                    className="ml-1.5 text-amber-600"
+                    title={run.warnings.map((w) => w.message).join("\n")}
+                    aria-label={`${run.warnings.length} health warning${run.warnings.length === 1 ? "" : "s"}`}
+                  >
                     ⚠
                   </span>
                 )}
               </td>
-              <td className="px-4 py-2 tabular-nums text-slate-600">
-                {run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : "—"}
-              </td>
+              <td className="px-4 py-2 tabular-nums text-slate-600">{run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : "—"}</td>
               <td className="px-4 py-2 text-slate-500">
                 <RelativeTime date={run.createdAt} />
               </td>

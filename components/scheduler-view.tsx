@@ -9,7 +9,8 @@ import { StatusBadge } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 
-const duration = (seconds: number) => (seconds >= 3600 ? `${(seconds / 3600).toFixed(1)} h` : seconds >= 60 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`);
+const duration = (seconds: number) =>
+  seconds >= 3600 ? `${(seconds / 3600).toFixed(1)} h` : seconds >= 60 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`;
 const mb = (n: number) => (n >= 1024 ? `${(n / 1024).toFixed(1)} GiB` : `${n} MiB`);
 
 export function SchedulerView() {
@@ -20,7 +21,9 @@ export function SchedulerView() {
     <div className="space-y-6">
       <Card title={`Devices (${data.devices.length}, ${data.totalSlots} compute slot${data.totalSlots === 1 ? "" : "s"})`}>
         {data.devices.length === 0 ? (
-          <EmptyState title="No workers are connected">Start the workbench with TINKERLAB_LOCAL_WORKERS ≥ 1, or join a worker with `tinkerlab worker`.</EmptyState>
+          <EmptyState title="No workers are connected">
+            Start the workbench with TINKERLAB_LOCAL_WORKERS ≥ 1, or join a worker with `tinkerlab worker`.
+          </EmptyState>
         ) : (
           <ul className="divide-y divide-slate-100" aria-label="Devices">
             {data.devices.map((device) => {
@@ -29,7 +32,8 @@ export function SchedulerView() {
                   <div className="flex flex-wrap items-baseline justify-between gap-2">
                     <p className="font-mono text-sm text-slate-800">{device.name}</p>
                     <p className="text-xs text-slate-500">
-                      {device.kind.toUpperCase()} · {mb(device.memoryMb)} · {device.computeSlots} slot{device.computeSlots === 1 ? "" : "s"} · backend {device.backend} · heartbeat <RelativeTime date={device.heartbeatAt} />
+                      {device.kind.toUpperCase()} · {mb(device.memoryMb)} · {device.computeSlots} slot{device.computeSlots === 1 ? "" : "s"} · backend{" "}
+                      {device.backend} · heartbeat <RelativeTime date={device.heartbeatAt} />
                     </p>
                   </div>
                   {device.jobs.length === 0 ? (
@@ -39,7 +43,13 @@ export function SchedulerView() {
                       {device.jobs.map((job) => (
                         <li key={job.id} className="flex items-center gap-3 text-sm">
                           <StatusBadge status={job.status} />
-                          {job.runId ? <Link className="text-brand-700 hover:underline" href={`/runs/${job.runId}`}>{job.runName}</Link> : job.id}
+                          {job.runId ? (
+                            <Link className="text-brand-700 hover:underline" href={`/runs/${job.runId}`}>
+                              {job.runName}
+                            </Link>
+                          ) : (
+                            job.id
+                          )}
                           <span className="text-xs text-slate-500">
                             {job.kind} · {job.mode} · step {job.step ?? 0}/{job.totalSteps ?? 0} · {mb(job.footprint.ownMemoryMb)}
                             {job.footprint.sharedBase ? ` + shared base ${job.footprint.sharedBase}` : ""}
@@ -64,14 +74,18 @@ export function SchedulerView() {
                 <li key={job.id} className="flex items-center justify-between gap-3 px-4 py-2 text-sm">
                   <span>
                     <span className="mr-2 tabular-nums text-slate-400">#{job.position}</span>
-                    {job.runId ? <Link className="text-brand-700 hover:underline" href={`/runs/${job.runId}`}>{job.runName}</Link> : job.id}
+                    {job.runId ? (
+                      <Link className="text-brand-700 hover:underline" href={`/runs/${job.runId}`}>
+                        {job.runName}
+                      </Link>
+                    ) : (
+                      job.id
+                    )}
                   </span>
                   <span className="text-right text-xs text-slate-500">
                     <span className="block font-medium text-slate-700" data-testid="estimated-start">
                       {job.estimatedStartAt ? (
-                        <>
-                          starts {job.estimatedStartAt.getTime() - Date.now() < 5_000 ? "now" : <RelativeTime date={job.estimatedStartAt} />}
-                        </>
+                        <>starts {job.estimatedStartAt.getTime() - Date.now() < 5_000 ? "now" : <RelativeTime date={job.estimatedStartAt} />}</>
                       ) : (
                         "start unknown"
                       )}

@@ -26,11 +26,7 @@ export const serverEnvSchema = z.object({
   DATABASE_URL: z
     .preprocess(emptyAsUndefined, postgresUrl.optional())
     .describe("PostgreSQL server to use; unset = the embedded PGlite database in PGLITE_DATA_DIR"),
-  PGLITE_DATA_DIR: z
-    .string()
-    .min(1)
-    .default("./.data/db")
-    .describe("folder of the embedded database (used when DATABASE_URL is unset)"),
+  PGLITE_DATA_DIR: z.string().min(1).default("./.data/db").describe("folder of the embedded database (used when DATABASE_URL is unset)"),
   ARTIFACTS_DIR: z.string().min(1).default("./.data/artifacts").describe("folder for checkpoints and exports"),
   PORT: z.coerce
     .number({ message: "must be a whole number between 1 and 65535" })
@@ -49,19 +45,13 @@ export const serverEnvSchema = z.object({
     .describe(
       "matrix kernel of the js backend; auto takes the native one (AVX-512/AVX2, compiled with g++ on first use) where it builds, else WebAssembly SIMD",
     ),
-  TINKERLAB_AUTH: z
-    .enum(["local", "apikey"])
-    .default("local")
-    .describe("local: every browser is the local user; apikey: every request needs an API key"),
+  TINKERLAB_AUTH: z.enum(["local", "apikey"]).default("local").describe("local: every browser is the local user; apikey: every request needs an API key"),
   TINKERLAB_WORKER_TOKEN: z
     .string()
     .min(16, "must be at least 16 characters")
     .optional()
     .describe("shared secret workers present to the server; unset: the server makes one for its local workers"),
-  TINKERLAB_SERVER_URL: z
-    .url({ message: "must be a URL like http://host:3000" })
-    .optional()
-    .describe("the server a `tinkerlab worker` joins"),
+  TINKERLAB_SERVER_URL: z.url({ message: "must be a URL like http://host:3000" }).optional().describe("the server a `tinkerlab worker` joins"),
   TINKERLAB_LOCAL_WORKERS: z.coerce
     .number({ message: "must be a whole number from 0 to 16" })
     .int("must be a whole number from 0 to 16")
@@ -75,11 +65,7 @@ export const serverEnvSchema = z.object({
     .max(1, "must be a number from 0.01 to 1")
     .default(1)
     .describe("share of this machine's memory a worker offers (set by the server for its local workers)"),
-  TINKERLAB_BASES_DIR: z
-    .string()
-    .min(1)
-    .default("./lib/envs/bases")
-    .describe("folder of the built-in base models, one checkpoint folder per base"),
+  TINKERLAB_BASES_DIR: z.string().min(1).default("./lib/envs/bases").describe("folder of the built-in base models, one checkpoint folder per base"),
   TINKERLAB_EXAMPLES: z
     .enum(["on", "off"], "must be on or off")
     .default("on")

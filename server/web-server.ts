@@ -20,7 +20,7 @@ export type RunningServer = { url: string; database: DatabaseHandle; localWorker
  */
 export async function startWebServer(
   env: ServerEnv,
-  options: { dev?: boolean; root?: string; /** the environment local workers inherit */ workerEnv?: NodeJS.ProcessEnv } = {},
+  options: { dev?: boolean; root?: string /** the environment local workers inherit */; workerEnv?: NodeJS.ProcessEnv } = {},
 ): Promise<RunningServer> {
   const root = path.resolve(options.root ?? process.cwd());
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
@@ -77,7 +77,13 @@ export async function startWebServer(
     onError: (error) => console.error("scheduler pass failed:", error),
   });
   const notices = env.DATABASE_URL ? listenAsServer(env.DATABASE_URL, { jobs: () => scheduler.wake(), runData: announceRunData }) : null;
-  const localWorkers = startLocalWorkers({ count: env.TINKERLAB_LOCAL_WORKERS, serverUrl: localUrl, token, root, env: options.workerEnv ?? ({} as NodeJS.ProcessEnv) });
+  const localWorkers = startLocalWorkers({
+    count: env.TINKERLAB_LOCAL_WORKERS,
+    serverUrl: localUrl,
+    token,
+    root,
+    env: options.workerEnv ?? ({} as NodeJS.ProcessEnv),
+  });
   return {
     url,
     database,

@@ -26,12 +26,7 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
           placeholder="Search by run, experiment or id"
           className="w-72 rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
         />
-        <select
-          name="status"
-          defaultValue={statuses[0] ?? ""}
-          className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
-          aria-label="Status"
-        >
+        <select name="status" defaultValue={statuses[0] ?? ""} className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm" aria-label="Status">
           <option value="">Any status</option>
           {STATUSES.map((s) => (
             <option key={s} value={s}>

@@ -14,7 +14,10 @@ if (dir) {
     session.post("Profiler.stop", (error, result) => {
       if (error) return;
       fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(path.join(dir, `${process.pid}-${path.basename(process.argv[2] ?? process.argv[1] ?? "node")}.cpuprofile`), JSON.stringify(result.profile));
+      fs.writeFileSync(
+        path.join(dir, `${process.pid}-${path.basename(process.argv[2] ?? process.argv[1] ?? "node")}.cpuprofile`),
+        JSON.stringify(result.profile),
+      );
     });
   });
 }

@@ -52,7 +52,18 @@ export function CompareChart({ metric, series, smoothing, x }: { metric: string;
           />
           {smoothing > 0 &&
             drawn.map((s) => (
-              <Line key={`${s.id}-raw`} data={s.data} dataKey="raw" name={`${s.name} (raw)`} stroke={s.color} strokeOpacity={0.2} dot={false} isAnimationActive={false} tooltipType="none" legendType="none" />
+              <Line
+                key={`${s.id}-raw`}
+                data={s.data}
+                dataKey="raw"
+                name={`${s.name} (raw)`}
+                stroke={s.color}
+                strokeOpacity={0.2}
+                dot={false}
+                isAnimationActive={false}
+                tooltipType="none"
+                legendType="none"
+              />
             ))}
           {drawn.map((s) => (
             <Line key={s.id} data={s.data} dataKey="y" name={s.name} stroke={s.color} strokeWidth={1.75} dot={s.data.length < 30} isAnimationActive={false} />

@@ -8,7 +8,14 @@ const DEFAULT_SMOOTHING = 0.6;
 export const MAX_COMPARED = 8;
 
 export function parseCompareState(params: URLSearchParams): CompareState {
-  const runs = [...new Set((params.get("runs") ?? "").split(",").map((s) => s.trim()).filter(Boolean))].slice(0, MAX_COMPARED);
+  const runs = [
+    ...new Set(
+      (params.get("runs") ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ].slice(0, MAX_COMPARED);
   const smoothing = Number(params.get("smooth"));
   return {
     runs,

@@ -119,9 +119,7 @@ export function CompareView() {
             disabled={state.runs.length >= MAX_COMPARED || addable.length === 0}
             onChange={(event) => event.target.value && update({ runs: [...state.runs, event.target.value] })}
           >
-            <option value="">
-              {state.runs.length >= MAX_COMPARED ? `At most ${MAX_COMPARED} runs` : addable.length ? "Add a run…" : "No other runs"}
-            </option>
+            <option value="">{state.runs.length >= MAX_COMPARED ? `At most ${MAX_COMPARED} runs` : addable.length ? "Add a run…" : "No other runs"}</option>
             {addable.map((r) => (
               <option key={r.id} value={r.id}>
                 {r.name} · {r.status}
@@ -134,7 +132,11 @@ export function CompareView() {
       {state.runs.length === 0 ? (
         <Card>
           <EmptyState title="Pick runs to compare">
-            Choose runs above, or tick them in the <Link className="text-brand-700 hover:underline" href="/runs">runs list</Link> and press Compare.
+            Choose runs above, or tick them in the{" "}
+            <Link className="text-brand-700 hover:underline" href="/runs">
+              runs list
+            </Link>{" "}
+            and press Compare.
           </EmptyState>
         </Card>
       ) : (
@@ -203,14 +205,21 @@ export function CompareView() {
             title="Config"
             actions={
               <label className="flex items-center gap-2 text-sm text-slate-600">
-                <input type="checkbox" className="size-4 accent-brand-600" checked={state.differencesOnly} onChange={(event) => update({ differencesOnly: event.target.checked })} />
+                <input
+                  type="checkbox"
+                  className="size-4 accent-brand-600"
+                  checked={state.differencesOnly}
+                  onChange={(event) => update({ differencesOnly: event.target.checked })}
+                />
                 Differences only
               </label>
             }
           >
             <ConfigDiff
               differencesOnly={state.differencesOnly}
-              columns={runs.filter((run) => run.query.data).map((run) => ({ id: run.id, name: run.query.data!.name, color: run.color, config: run.query.data!.config }))}
+              columns={runs
+                .filter((run) => run.query.data)
+                .map((run) => ({ id: run.id, name: run.query.data!.name, color: run.color, config: run.query.data!.config }))}
             />
           </Card>
         </>

@@ -55,7 +55,11 @@ export function ConfigDiff({ columns, differencesOnly }: { columns: ConfigColumn
                 {row.path}
               </th>
               {row.values.map((value, i) => (
-                <td key={columns[i]!.id} className={`max-w-72 truncate px-4 py-1.5 ${row.differs ? "font-medium text-slate-900" : "text-slate-500"}`} title={value}>
+                <td
+                  key={columns[i]!.id}
+                  className={`max-w-72 truncate px-4 py-1.5 ${row.differs ? "font-medium text-slate-900" : "text-slate-500"}`}
+                  title={value}
+                >
                   {value ?? <span className="text-slate-400">—</span>}
                 </td>
               ))}
@@ -64,7 +68,9 @@ export function ConfigDiff({ columns, differencesOnly }: { columns: ConfigColumn
         </tbody>
       </table>
       {shown.length === 0 && (
-        <p className="px-4 py-6 text-center text-sm text-slate-500">{columns.length < 2 ? "Add another run to compare configs." : "The configs are identical."}</p>
+        <p className="px-4 py-6 text-center text-sm text-slate-500">
+          {columns.length < 2 ? "Add another run to compare configs." : "The configs are identical."}
+        </p>
       )}
       <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
         {differing} of {rows.length} settings differ.

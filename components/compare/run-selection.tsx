@@ -48,9 +48,7 @@ function CompareBar() {
       <Button variant="ghost" onClick={selection.clear}>
         Clear
       </Button>
-      <ButtonLink href={compareHref(selection.selected)}>
-        Compare
-      </ButtonLink>
+      <ButtonLink href={compareHref(selection.selected)}>Compare</ButtonLink>
     </div>
   );
 }

@@ -49,7 +49,8 @@ export function BasePicker({ id, invalid, value, onChange }: { id: string; inval
       </select>
       <p className="text-xs text-slate-500" data-testid="base-origin">
         {chosenBuiltin?.origin}
-        {chosenCheckpoint && `${chosenCheckpoint.id}: run ${chosenCheckpoint.runName} (${chosenCheckpoint.experimentName}) at step ${chosenCheckpoint.step}, trained from ${chosenCheckpoint.parentBase ?? "?"}`}
+        {chosenCheckpoint &&
+          `${chosenCheckpoint.id}: run ${chosenCheckpoint.runName} (${chosenCheckpoint.experimentName}) at step ${chosenCheckpoint.step}, trained from ${chosenCheckpoint.parentBase ?? "?"}`}
         {bases.error && `Could not list the bases: ${bases.error.message}`}
       </p>
     </div>

@@ -19,7 +19,17 @@ const numberFormat = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 
 const formatNumber = (n: number) => (Math.abs(n) > 0 && Math.abs(n) < 1e-3 ? n.toExponential() : numberFormat.format(n));
 
 /** The form for an experiment config, one input per schema field; edits go to `onChange(path, value)`. */
-export function ConfigForm({ fields, config, issues, onChange }: { fields: ConfigField[]; config: Config; issues: Map<string, string[]>; onChange: FieldProps["onChange"] }) {
+export function ConfigForm({
+  fields,
+  config,
+  issues,
+  onChange,
+}: {
+  fields: ConfigField[];
+  config: Config;
+  issues: Map<string, string[]>;
+  onChange: FieldProps["onChange"];
+}) {
   const leaves = fields.filter((f) => f.kind !== "object");
   const groups = fields.filter((f) => f.kind === "object");
   return (
@@ -119,7 +129,13 @@ function LeafField({ field, config, issues, onChange }: FieldProps) {
             );
           case "enum":
             return (
-              <select id={id} aria-invalid={invalid} className={inputClass} value={typeof value === "string" ? value : ""} onChange={(event) => set(event.target.value || undefined)}>
+              <select
+                id={id}
+                aria-invalid={invalid}
+                className={inputClass}
+                value={typeof value === "string" ? value : ""}
+                onChange={(event) => set(event.target.value || undefined)}
+              >
                 {value === undefined && <option value="">—</option>}
                 {field.options.map((o) => (
                   <option key={o} value={o}>
@@ -147,11 +163,10 @@ function LeafField({ field, config, issues, onChange }: FieldProps) {
             );
           }
           case "stringList":
-            return (
-              <ListInput id={id} invalid={invalid} value={Array.isArray(value) ? (value as string[]) : []} onChange={set} />
-            );
+            return <ListInput id={id} invalid={invalid} value={Array.isArray(value) ? (value as string[]) : []} onChange={set} />;
           case "string":
-            if (field.path.join(".") === "agent.base") return <BasePicker id={id} invalid={invalid} value={typeof value === "string" ? value : ""} onChange={set} />;
+            if (field.path.join(".") === "agent.base")
+              return <BasePicker id={id} invalid={invalid} value={typeof value === "string" ? value : ""} onChange={set} />;
             return (
               <input
                 id={id}

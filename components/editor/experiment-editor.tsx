@@ -12,7 +12,7 @@ import { RelativeTime } from "@/components/ui/time";
 import { CodeEditor, type EditorDiagnostic } from "./code-editor";
 import { configFields, fieldPaths, issuesByPath, withValueAt } from "./config-fields";
 import { ConfigForm } from "./config-form";
-import { STARTER_ENTRY, starterEnvironment } from "./starter";
+import { STARTER_ENTRY, starterConfig, starterEnvironment } from "./starter";
 import { useLiveValidation } from "./use-live-validation";
 import { ValidationPanel } from "./validation-panel";
 import { VersionViewer, type SavedVersion } from "./version-viewer";
@@ -95,7 +95,14 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const setFile = (path: string, text: string) => setFiles((previous) => ({ ...previous, [path]: text }));
   const startCustom = () => {
     setFiles({ [STARTER_ENTRY]: starterEnvironment });
-    setConfig((c) => ({ ...c, environment: "custom" }));
+    // The starter's base and reply length: a use case's base is made for its own prompts, often too short for others.
+    const agent = (starterConfig("") as { agent: Record<string, unknown> }).agent;
+    setConfig((c) => ({
+      ...c,
+      environment: "custom",
+      protocol: { name: "single-turn" },
+      agent: { ...((c.agent as Record<string, unknown>) ?? {}), base: agent.base, sampling: agent.sampling },
+    }));
     setTab({ kind: "file", path: STARTER_ENTRY });
   };
   const addFile = (name: string) => {
@@ -198,7 +205,12 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
           <div role="tablist" aria-label="Experiment parts" className="flex flex-wrap items-center border-b border-slate-200 px-2">
             {fileNames.map((path) => (
               <span key={path} className="flex items-center">
-                <button role="tab" aria-selected={activePath === path} className={`${tabClass(activePath === path)} font-mono`} onClick={() => showTab({ kind: "file", path })}>
+                <button
+                  role="tab"
+                  aria-selected={activePath === path}
+                  className={`${tabClass(activePath === path)} font-mono`}
+                  onClick={() => showTab({ kind: "file", path })}
+                >
                   {path}
                   {report?.diagnostics.some((d) => d.file === path && d.severity === "error") && (
                     <span className="size-1.5 rounded-full bg-red-500" aria-label="has errors" />
@@ -302,7 +314,8 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
           <Card title="Validation">
             {fileNames.length === 0 ? (
               <p className="px-4 py-3 text-sm text-slate-500">
-                {issues.size ? `The config has ${issues.size} problem${issues.size === 1 ? "" : "s"}.` : "The config is valid."} Built-in environments need no dry run.
+                {issues.size ? `The config has ${issues.size} problem${issues.size === 1 ? "" : "s"}.` : "The config is valid."} Built-in environments need no
+                dry run.
               </p>
             ) : (
               <ValidationPanel
@@ -321,7 +334,9 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                 {versions.data.map((v) => (
                   <li key={v.id} className="flex items-baseline justify-between gap-3 px-4 py-2 text-sm">
                     <span className="min-w-0">
-                      <span className={`font-mono tabular-nums ${v.version === saved.version ? "font-semibold text-brand-700" : "text-slate-700"}`}>v{v.version}</span>
+                      <span className={`font-mono tabular-nums ${v.version === saved.version ? "font-semibold text-brand-700" : "text-slate-700"}`}>
+                        v{v.version}
+                      </span>
                       <span className="ml-2 truncate text-slate-600">{v.message || "—"}</span>
                     </span>
                     <span className="flex shrink-0 items-baseline gap-2 text-xs text-slate-500">
@@ -341,7 +356,9 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             ) : (
               <EmptyState title={versions.isLoading ? "Loading…" : "No versions"} />
             )}
-            <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Each save is a new version; every run keeps a copy of the source and config it was launched with. View an old version to read it or restore it.</p>
+            <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
+              Each save is a new version; every run keeps a copy of the source and config it was launched with. View an old version to read it or restore it.
+            </p>
           </Card>
         </div>
       </div>

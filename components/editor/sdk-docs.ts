@@ -55,7 +55,7 @@ export const environmentFieldDocs = {
     kind: "method",
     detail: "reset({ seed, rng, sample }) → { state, observation }",
     doc: "Starts an episode: the same seed (and sample) must always give the same first state and observation. Draw randomness from `rng`, never Math.random.",
-    snippet: "reset({ rng }) {\n\treturn { state: ${}, observation: \"\" };\n},",
+    snippet: 'reset({ rng }) {\n\treturn { state: ${}, observation: "" };\n},',
   },
   parseAction: {
     kind: "method",
@@ -85,7 +85,7 @@ export const environmentFieldDocs = {
     kind: "method",
     detail: "demonstrate(state) → string",
     doc: "A demonstrator: the action a good player writes in this state. An SFT run with data 'demonstrator' imitates it, and validation's dry run plays it so that a step() failing on real actions is caught before launch.",
-    snippet: "demonstrate(state) {\n\treturn ${\"1\"};\n},",
+    snippet: 'demonstrate(state) {\n\treturn ${"1"};\n},',
   },
   tools: {
     kind: "property",
@@ -120,7 +120,11 @@ export const stepOutcomeDocs = {
     detail: "Record<string, Json>?",
     doc: "JSON shown beside the step in the trajectory viewer. Keys the SDK reads: truncated (true marks the episode cut off), invalid (the step was an invalid action); tool and args are written by the SDK.",
   },
-  metrics: { kind: "property", detail: "Record<string, number>?", doc: "Numbers summed over each episode, then averaged over episodes into the run's env/NAME metrics, e.g. {won: 1}." },
+  metrics: {
+    kind: "property",
+    detail: "Record<string, number>?",
+    doc: "Numbers summed over each episode, then averaged over episodes into the run's env/NAME metrics, e.g. {won: 1}.",
+  },
 } satisfies Record<StepOutcomeField, SdkDoc>;
 
 type RngMethod = keyof Rng;

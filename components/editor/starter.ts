@@ -203,7 +203,12 @@ const config = (protocol: Record<string, unknown>, maxTokens: number, algorithm:
 });
 
 export const starters: Record<StarterKind, Starter> = {
-  "single-turn": { kind: "single-turn", title: "Single turn: one question, one answer", source: singleTurn, config: config({ name: "single-turn" }, 4, { name: "grpo", steps: 60 }) },
+  "single-turn": {
+    kind: "single-turn",
+    title: "Single turn: one question, one answer",
+    source: singleTurn,
+    config: config({ name: "single-turn" }, 8, { name: "grpo", steps: 60 }),
+  },
   "multi-turn": {
     kind: "multi-turn",
     title: "Multi-turn game: several moves, a reward each round",
@@ -211,7 +216,12 @@ export const starters: Record<StarterKind, Starter> = {
     // "scissors" is 8 bytes: the reply needs room for the longest move and its end
     config: config({ name: "multi-turn", history: "last" }, 9, { name: "grpo-per-turn", steps: 80, discount: 0.9 }),
   },
-  "tool-use": { kind: "tool-use", title: "Tool use: call a tool, then answer", source: toolUse, config: config({ name: "multi-turn" }, 16, { name: "grpo", steps: 60 }) },
+  "tool-use": {
+    kind: "tool-use",
+    title: "Tool use: call a tool, then answer",
+    source: toolUse,
+    config: config({ name: "multi-turn" }, 16, { name: "grpo", steps: 60 }),
+  },
   dataset: { kind: "dataset", title: "Dataset: one row per episode", source: dataset, config: config({ name: "single-turn" }, 8, { name: "grpo", steps: 60 }) },
 };
 

@@ -14,7 +14,17 @@ export type SavedVersion = { version: number; files: Record<string, string>; con
  * An earlier version of an experiment, read-only: its files and config as they were saved. "Restore" puts them in
  * the editor as unsaved changes (saving makes them the newest version; nothing is overwritten).
  */
-export function VersionViewer({ experimentId, version, onRestore, onClose }: { experimentId: string; version: number; onRestore(saved: SavedVersion): void; onClose(): void }) {
+export function VersionViewer({
+  experimentId,
+  version,
+  onRestore,
+  onClose,
+}: {
+  experimentId: string;
+  version: number;
+  onRestore(saved: SavedVersion): void;
+  onClose(): void;
+}) {
   const trpc = useTRPC();
   const query = useQuery(trpc.experiments.version.queryOptions({ id: experimentId, version }));
   const [shown, setShown] = useState<string | null>(null);
@@ -36,7 +46,15 @@ export function VersionViewer({ experimentId, version, onRestore, onClose }: { e
           <Button
             variant="secondary"
             disabled={!data}
-            onClick={() => data && onRestore({ version: data.version, files: data.files as Record<string, string>, config: data.config as Record<string, unknown>, message: data.message })}
+            onClick={() =>
+              data &&
+              onRestore({
+                version: data.version,
+                files: data.files as Record<string, string>,
+                config: data.config as Record<string, unknown>,
+                message: data.message,
+              })
+            }
           >
             Restore this version
           </Button>

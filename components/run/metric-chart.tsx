@@ -5,8 +5,7 @@ import { CartesianGrid, Line, LineChart, ReferenceArea, ResponsiveContainer, Too
 import { downsample, smooth, type SeriesPoint } from "@/lib/series";
 
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
-const format = (v: number) =>
-  Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(3)).toString();
+const format = (v: number) => (Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(3)).toString());
 
 /** A range of the x-axis, [from, to], in the chart's x unit (steps or seconds). */
 export type XRange = [number, number];
@@ -83,8 +82,22 @@ export const MetricChart = memo(function MetricChart({
           <LineChart
             data={data}
             margin={{ top: 4, right: 8, bottom: 0, left: -12 }}
-            onMouseDown={onZoom ? (e) => { const v = at(e.activeLabel); if (v !== null) setDrag({ from: v, to: v }); } : undefined}
-            onMouseMove={drag ? (e) => { const v = at(e.activeLabel); if (v !== null) setDrag({ from: drag.from, to: v }); } : undefined}
+            onMouseDown={
+              onZoom
+                ? (e) => {
+                    const v = at(e.activeLabel);
+                    if (v !== null) setDrag({ from: v, to: v });
+                  }
+                : undefined
+            }
+            onMouseMove={
+              drag
+                ? (e) => {
+                    const v = at(e.activeLabel);
+                    if (v !== null) setDrag({ from: drag.from, to: v });
+                  }
+                : undefined
+            }
             onMouseUp={drag ? endDrag : undefined}
             onMouseLeave={drag ? endDrag : undefined}
           >
@@ -99,7 +112,11 @@ export const MetricChart = memo(function MetricChart({
               tickFormatter={(v) => (x === "time" ? `${Math.round(v)}s` : String(v))}
             />
             <YAxis tick={{ fontSize: 10 }} tickFormatter={tick} width={tiny ? 68 : 56} domain={flat !== null ? [flat - 1, flat + 1] : ["auto", "auto"]} />
-            <Tooltip formatter={(v) => format(Number(v))} labelFormatter={(s) => (x === "step" ? `step ${s}` : `${Number(s).toFixed(1)} s`)} contentStyle={{ fontSize: 12 }} />
+            <Tooltip
+              formatter={(v) => format(Number(v))}
+              labelFormatter={(s) => (x === "step" ? `step ${s}` : `${Number(s).toFixed(1)} s`)}
+              contentStyle={{ fontSize: 12 }}
+            />
             {smoothing > 0 && <Line dataKey="raw" stroke="#4f6ef7" strokeOpacity={0.25} dot={false} isAnimationActive={false} />}
             <Line dataKey="smooth" stroke="#3b57e0" strokeWidth={1.75} dot={shown.length < 30} isAnimationActive={false} />
             {drag && drag.from !== drag.to && <ReferenceArea x1={drag.from} x2={drag.to} fill="#3b57e0" fillOpacity={0.12} />}

@@ -137,11 +137,25 @@ export function RolloutsPanel({ runId, live, config }: { runId: string; live: bo
             </label>
             <label className="flex items-center gap-1.5">
               Reward ≥
-              <input type="number" step="any" value={minReward} onChange={(e) => setMinReward(e.target.value)} className="w-16 rounded border border-slate-300 px-1 py-0.5" aria-label="Minimum reward" />
+              <input
+                type="number"
+                step="any"
+                value={minReward}
+                onChange={(e) => setMinReward(e.target.value)}
+                className="w-16 rounded border border-slate-300 px-1 py-0.5"
+                aria-label="Minimum reward"
+              />
             </label>
             <label className="flex items-center gap-1.5">
               ≤
-              <input type="number" step="any" value={maxReward} onChange={(e) => setMaxReward(e.target.value)} className="w-16 rounded border border-slate-300 px-1 py-0.5" aria-label="Maximum reward" />
+              <input
+                type="number"
+                step="any"
+                value={maxReward}
+                onChange={(e) => setMaxReward(e.target.value)}
+                className="w-16 rounded border border-slate-300 px-1 py-0.5"
+                aria-label="Maximum reward"
+              />
             </label>
             <span className="tabular-nums" aria-label="Samples shown">
               {visible.length} of {items.length} samples
@@ -152,7 +166,12 @@ export function RolloutsPanel({ runId, live, config }: { runId: string; live: bo
             </span>
           </div>
           <div className="grid lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
-            <div ref={list} tabIndex={0} className="max-h-[32rem] overflow-auto focus:outline-none focus-visible:ring-2 focus-visible:ring-brand-300" aria-label="Samples">
+            <div
+              ref={list}
+              tabIndex={0}
+              className="max-h-[32rem] overflow-auto focus:outline-none focus-visible:ring-2 focus-visible:ring-brand-300"
+              aria-label="Samples"
+            >
               <table className="w-full text-sm">
                 <thead className="sticky top-0 border-b border-slate-200 bg-white text-left text-xs uppercase tracking-wide text-slate-500">
                   <tr>
@@ -167,7 +186,13 @@ export function RolloutsPanel({ runId, live, config }: { runId: string; live: bo
                   {visible.slice(0, 500).map((item) => {
                     const key = keyOf(item);
                     return (
-                      <tr key={key} data-sample={key} aria-selected={selected === key} onClick={() => setSelected(key)} className={`cursor-pointer ${selected === key ? "bg-brand-50" : "hover:bg-slate-50"}`}>
+                      <tr
+                        key={key}
+                        data-sample={key}
+                        aria-selected={selected === key}
+                        onClick={() => setSelected(key)}
+                        className={`cursor-pointer ${selected === key ? "bg-brand-50" : "hover:bg-slate-50"}`}
+                      >
                         <td className="px-4 py-1.5 tabular-nums">{item.groupIndex}</td>
                         <td className="px-2 py-1.5 tabular-nums">{item.sampleIndex}</td>
                         <td className="px-2 py-1.5 tabular-nums">{item.turns.length}</td>
@@ -232,7 +257,9 @@ function SampleView({
         <span className="tabular-nums">advantage {fixed(item.advantage, 3)}</span>
         {rewardNames.length > 1 && rewardNames.map(([name, value]) => <span key={name} className="tabular-nums">{`${name} ${value.toFixed(3)}`}</span>)}
       </div>
-      {item.prompt && <pre className="max-h-24 overflow-auto rounded bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-500">{item.prompt}</pre>}
+      {item.prompt && (
+        <pre className="max-h-24 overflow-auto rounded bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-500">{item.prompt}</pre>
+      )}
       <ol className="space-y-3 text-sm" aria-label="Turns">
         {item.turns.map((turn, t) => (
           <li key={t} className="rounded-md border border-slate-200">
@@ -302,7 +329,13 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
         <p className="text-xs font-medium text-slate-600">Action tokens by {by === "logprob" ? "probability" : "advantage"}</p>
         <div className="flex gap-1 text-xs" role="radiogroup" aria-label="Colour tokens by">
           {(["logprob", "advantage"] as const).map((b) => (
-            <button key={b} role="radio" aria-checked={by === b} onClick={() => setBy(b)} className={`rounded px-2 py-0.5 ${by === b ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}>
+            <button
+              key={b}
+              role="radio"
+              aria-checked={by === b}
+              onClick={() => setBy(b)}
+              className={`rounded px-2 py-0.5 ${by === b ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}
+            >
               {b}
             </button>
           ))}
@@ -327,20 +360,36 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
       <p className="mt-1 h-4 font-mono text-xs text-slate-600" aria-live="polite" aria-label="Token values">
         {hovered !== null ? describe(hovered) : "Hover a token for its values."}
       </p>
-      {by === "advantage" && !turnOf && <p className="text-xs text-amber-700">The tokens do not spell the turns&apos; actions in order; each is coloured by the sample&apos;s advantage.</p>}
+      {by === "advantage" && !turnOf && (
+        <p className="text-xs text-amber-700">The tokens do not spell the turns&apos; actions in order; each is coloured by the sample&apos;s advantage.</p>
+      )}
     </div>
   );
 }
 
 /** The samples of other steps that had this sample's prompt and task: how the policy's answers to it changed. */
-function PromptAcrossSteps({ runId, split, item, step, onPick }: { runId: string; split: "train" | "eval"; item: RolloutItem; step: number; onPick: (step: number, key: string) => void }) {
+function PromptAcrossSteps({
+  runId,
+  split,
+  item,
+  step,
+  onPick,
+}: {
+  runId: string;
+  split: "train" | "eval";
+  item: RolloutItem;
+  step: number;
+  onPick: (step: number, key: string) => void;
+}) {
   const trpc = useTRPC();
   const observation = item.turns[0]?.observation ?? "";
   const history = useQuery(trpc.runs.promptAcrossSteps.queryOptions({ runId, split, prompt: item.prompt, observation }));
   const steps = history.data?.steps ?? [];
   return (
     <section aria-label="Same prompt across steps">
-      <h3 className="mb-1 text-xs font-medium text-slate-600">This prompt across steps {steps.length > 0 && <span className="font-normal text-slate-500">({steps.length} steps)</span>}</h3>
+      <h3 className="mb-1 text-xs font-medium text-slate-600">
+        This prompt across steps {steps.length > 0 && <span className="font-normal text-slate-500">({steps.length} steps)</span>}
+      </h3>
       {history.isLoading ? (
         <p className="text-xs text-slate-500">Loading…</p>
       ) : steps.length <= 1 ? (

@@ -18,12 +18,17 @@ const ACTIVE = new Set(["queued", "running"]);
 export function RunView({ runId, initialMetrics = null }: { runId: string; initialMetrics?: InitialMetrics }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const run = useQuery({ ...trpc.runs.byId.queryOptions({ id: runId }), refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000) });
+  const run = useQuery({
+    ...trpc.runs.byId.queryOptions({ id: runId }),
+    refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2000),
+  });
   const live = run.data ? ACTIVE.has(run.data.status) : true;
   const { series, origin, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const checkpoints = useQuery({ ...trpc.checkpoints.ofRun.queryOptions({ runId }), refetchInterval: live ? 5000 : false });
-  const control = useMutation(trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }));
+  const control = useMutation(
+    trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
+  );
   const [smoothing, setSmoothing] = useState(0.6);
   const [xAxis, setXAxis] = useState<"step" | "time">("step");
   // One zoom for every chart, as the x-axes are shared: drag across any chart to set it, double-click to clear.
@@ -37,7 +42,18 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     return out;
   }, [series, xAxis]);
   const chart = (name: string) => (
-    <ZoomableChart key={name} runId={runId} name={name} series={series.get(name)!} points={plottedSeries.get(name)!} origin={origin} smoothing={smoothing} x={xAxis} zoom={zoom} onZoom={setZoom} />
+    <ZoomableChart
+      key={name}
+      runId={runId}
+      name={name}
+      series={series.get(name)!}
+      points={plottedSeries.get(name)!}
+      origin={origin}
+      smoothing={smoothing}
+      x={xAxis}
+      zoom={zoom}
+      onZoom={setZoom}
+    />
   );
   // When the run ends, fetch logs and rollouts once more: polling stops, and the last ones came after it.
   useEffect(() => {
@@ -111,30 +127,34 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <div className="mb-2 flex items-center justify-between">
           <h2 className="text-sm font-semibold text-slate-800">Metrics</h2>
           <div className="flex items-center gap-4">
-          <label className="flex items-center gap-2 text-xs text-slate-600">
-            x-axis
-            <select
-              value={xAxis}
-              onChange={(e) => {
-                setXAxis(e.target.value as "step" | "time");
-                setZoom(null);
-              }}
-              className="rounded border border-slate-300 bg-white px-1 py-0.5"
-            >
-              <option value="step">step</option>
-              <option value="time">wall time</option>
-            </select>
-          </label>
-          {zoom && (
-            <button type="button" onClick={() => setZoom(null)} className="rounded border border-slate-300 bg-white px-2 py-0.5 text-xs text-slate-700 hover:bg-slate-50">
-              {xAxis === "step" ? `steps ${Math.round(zoom[0])}–${Math.round(zoom[1])}` : `${zoom[0].toFixed(0)}–${zoom[1].toFixed(0)} s`} · reset zoom
-            </button>
-          )}
-          <label className="flex items-center gap-2 text-xs text-slate-600">
-            Smoothing
-            <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />
-            <span className="w-8 tabular-nums">{smoothing.toFixed(2)}</span>
-          </label>
+            <label className="flex items-center gap-2 text-xs text-slate-600">
+              x-axis
+              <select
+                value={xAxis}
+                onChange={(e) => {
+                  setXAxis(e.target.value as "step" | "time");
+                  setZoom(null);
+                }}
+                className="rounded border border-slate-300 bg-white px-1 py-0.5"
+              >
+                <option value="step">step</option>
+                <option value="time">wall time</option>
+              </select>
+            </label>
+            {zoom && (
+              <button
+                type="button"
+                onClick={() => setZoom(null)}
+                className="rounded border border-slate-300 bg-white px-2 py-0.5 text-xs text-slate-700 hover:bg-slate-50"
+              >
+                {xAxis === "step" ? `steps ${Math.round(zoom[0])}–${Math.round(zoom[1])}` : `${zoom[0].toFixed(0)}–${zoom[1].toFixed(0)} s`} · reset zoom
+              </button>
+            )}
+            <label className="flex items-center gap-2 text-xs text-slate-600">
+              Smoothing
+              <input type="range" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />
+              <span className="w-8 tabular-nums">{smoothing.toFixed(2)}</span>
+            </label>
           </div>
         </div>
         {error && <p className="text-sm text-red-600">Metrics: {error}</p>}
@@ -143,16 +163,12 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             {live ? "Waiting for the first metric points…" : "This run reported no metrics."}
           </p>
         ) : (
-          <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
-            {names.headline.map(chart)}
-          </div>
+          <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">{names.headline.map(chart)}</div>
         )}
         {names.rest.length > 0 && (
           <details className="mt-3" onToggle={(e) => setShowRest((e.target as HTMLDetailsElement).open)}>
             <summary className="cursor-pointer text-sm text-slate-600">All metrics ({names.rest.length} more)</summary>
-            <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">
-              {showRest && names.rest.map(chart)}
-            </div>
+            <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">{showRest && names.rest.map(chart)}</div>
           </details>
         )}
       </section>
@@ -165,7 +181,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         </Card>
         <Card title="Checkpoints">
           <ol className="max-h-96 overflow-auto px-4 py-3 text-xs" aria-label="Checkpoints">
-            {(checkpoints.data ?? []).length === 0 && <li className="text-slate-500">None yet: a run saves one every config.checkpointEvery steps and at its end.</li>}
+            {(checkpoints.data ?? []).length === 0 && (
+              <li className="text-slate-500">None yet: a run saves one every config.checkpointEvery steps and at its end.</li>
+            )}
             {(checkpoints.data ?? []).map((c) => (
               <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
                 <span className="tabular-nums text-slate-700">step {c.step}</span>

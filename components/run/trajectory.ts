@@ -30,7 +30,8 @@ export function algorithmOf(config: unknown): AlgorithmSettings {
   };
 }
 
-const asTrajectory = (item: RolloutItem) => ({ turns: item.turns.map((t) => ({ reward: t.reward ?? 0 })), totalReward: item.totalReward }) as unknown as Trajectory;
+const asTrajectory = (item: RolloutItem) =>
+  ({ turns: item.turns.map((t) => ({ reward: t.reward ?? 0 })), totalReward: item.totalReward }) as unknown as Trajectory;
 
 /** Each turn's discounted return G_t = r_t + γ·G_{t+1}. */
 export const returnsOf = (item: RolloutItem, discount: number) => turnReturns(asTrajectory(item), discount);
@@ -87,7 +88,7 @@ export function tokenTurns(item: RolloutItem): number[] | null {
       i++;
     }
     // Its end-of-turn token, when it has one (an action cut at the token limit has none).
-    if (i < tokens.length && tokens[i]! >= 256) (out.push(t), i++);
+    if (i < tokens.length && tokens[i]! >= 256) out.push(t), i++;
   }
   return i === tokens.length ? out : null;
 }

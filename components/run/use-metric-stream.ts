@@ -51,14 +51,17 @@ export function useMetricStream(runId: string, initial: InitialMetrics = null) {
   const origin = useRef<number | null>(initial ? firstWallTime(initial.event) : null);
   const [series, setSeries] = useState<Map<string, LiveSeries>>(() => (initial ? apply(new Map(), initial.event, origin.current ?? 0) : new Map()));
   const subscription = useSubscription(
-    trpc.runs.metricStream.subscriptionOptions({ runId, lastEventId: initial?.id ?? null }, {
-      onData: ({ data: event }) => {
-        if (event.summary) origin.current = null;
-        origin.current ??= firstWallTime(event) ?? 0;
-        const start = origin.current;
-        setSeries((previous) => apply(previous, event, start));
+    trpc.runs.metricStream.subscriptionOptions(
+      { runId, lastEventId: initial?.id ?? null },
+      {
+        onData: ({ data: event }) => {
+          if (event.summary) origin.current = null;
+          origin.current ??= firstWallTime(event) ?? 0;
+          const start = origin.current;
+          setSeries((previous) => apply(previous, event, start));
+        },
       },
-    }),
+    ),
   );
   // origin: the wall time (ms) that the points' `time` counts from, so points fetched later line up with them.
   return { series, origin: origin.current, error: subscription.error?.message ?? null, status: subscription.status };

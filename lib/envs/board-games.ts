@@ -140,7 +140,13 @@ export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): n
   return empty[Math.floor(rng.uniform() * empty.length)]!;
 }
 
-function boardGame(options: { name: string; size: number; line: number; opponent: OpponentKind; description: string }): EnvironmentDefinition<BoardState, number> {
+function boardGame(options: {
+  name: string;
+  size: number;
+  line: number;
+  opponent: OpponentKind;
+  description: string;
+}): EnvironmentDefinition<BoardState, number> {
   const { size, line } = options;
   return defineEnvironment<BoardState, number>({
     name: options.name,

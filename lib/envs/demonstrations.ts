@@ -130,7 +130,12 @@ export function builderMove(state: BoardState, avoid: ReadonlySet<number> = new 
     const row = Math.floor(i / size);
     const col = i % size;
     let score = 0;
-    for (const [dr, dc] of [[0, 1], [1, 0], [1, 1], [1, -1]] as const) {
+    for (const [dr, dc] of [
+      [0, 1],
+      [1, 0],
+      [1, 1],
+      [1, -1],
+    ] as const) {
       // Windows through (row, col): starting `back` cells behind it along the direction.
       for (let back = 0; back < line; back++) {
         const r0 = row - back * dr;
@@ -167,7 +172,13 @@ function toolUse(state: ToolUseState, rng: Rng, sample: DatasetRow | undefined):
     const expression = String(sample?.expression ?? "");
     const operator = /[-+*/]/.exec(expression)?.[0] ?? "+";
     if (rng.uniform() >= 0.5) return `@calc(${expression})`;
-    return `@calc(${expression.replace(operator, pick(OPERATORS.filter((o) => o !== operator), rng))})`;
+    return `@calc(${expression.replace(
+      operator,
+      pick(
+        OPERATORS.filter((o) => o !== operator),
+        rng,
+      ),
+    )})`;
   }
   return state.lastResult ?? "0";
 }

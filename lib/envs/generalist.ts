@@ -29,9 +29,57 @@ const categories = {
 type Category = keyof typeof categories;
 const categoryNames = Object.keys(categories) as Category[];
 const commonWords = [
-  "sun", "moon", "star", "tree", "rock", "sand", "rain", "snow", "wind", "fire", "lake", "hill", "road", "door", "lamp", "book", "cup", "hat",
-  "box", "key", "ship", "car", "bus", "map", "pen", "bell", "ring", "coin", "rope", "nest", "leaf", "seed", "milk", "bread", "salt", "tea",
-  "river", "stone", "cloud", "chair", "table", "house", "glass", "paper", "clock", "plant", "bird", "fish", "horse", "sheep", "mouse",
+  "sun",
+  "moon",
+  "star",
+  "tree",
+  "rock",
+  "sand",
+  "rain",
+  "snow",
+  "wind",
+  "fire",
+  "lake",
+  "hill",
+  "road",
+  "door",
+  "lamp",
+  "book",
+  "cup",
+  "hat",
+  "box",
+  "key",
+  "ship",
+  "car",
+  "bus",
+  "map",
+  "pen",
+  "bell",
+  "ring",
+  "coin",
+  "rope",
+  "nest",
+  "leaf",
+  "seed",
+  "milk",
+  "bread",
+  "salt",
+  "tea",
+  "river",
+  "stone",
+  "cloud",
+  "chair",
+  "table",
+  "house",
+  "glass",
+  "paper",
+  "clock",
+  "plant",
+  "bird",
+  "fish",
+  "horse",
+  "sheep",
+  "mouse",
 ];
 const allWords = [...commonWords, ...categoryNames.flatMap((c) => categories[c])];
 const letters = [..."abcdefghijklmnopqrstuvwxyz"];
@@ -77,16 +125,34 @@ const skills: Skill[] = [
       if (rule <= 1) {
         const category = pick(rng, categoryNames);
         const answer = pick(rng, categories[category]);
-        const others = distinct(rng, allWords.filter((w) => !(categories[category] as readonly string[]).includes(w)), int(rng, 2, 4));
+        const others = distinct(
+          rng,
+          allWords.filter((w) => !(categories[category] as readonly string[]).includes(w)),
+          int(rng, 2, 4),
+        );
         const options = [...others];
         options.splice(int(rng, 0, options.length), 0, answer);
-        return task(rng, pick(rng, [`Pick the ${category}.`, `Which option is a ${category}?`, `Choose the ${category} from the options.`]), `Options: ${list(options, rng)}`, answer);
+        return task(
+          rng,
+          pick(rng, [`Pick the ${category}.`, `Which option is a ${category}?`, `Choose the ${category} from the options.`]),
+          `Options: ${list(options, rng)}`,
+          answer,
+        );
       }
       if (rule === 2) {
-        const numbers = distinct(rng, Array.from({ length: 99 }, (_, i) => i + 1), int(rng, 3, 5));
+        const numbers = distinct(
+          rng,
+          Array.from({ length: 99 }, (_, i) => i + 1),
+          int(rng, 3, 5),
+        );
         const largest = chance(rng, 0.5);
         const answer = largest ? Math.max(...numbers) : Math.min(...numbers);
-        return task(rng, largest ? pick(rng, ["Pick the largest number.", "Which is the biggest?"]) : pick(rng, ["Pick the smallest number.", "Which is the smallest?"]), `Options: ${list(numbers, rng)}`, answer);
+        return task(
+          rng,
+          largest ? pick(rng, ["Pick the largest number.", "Which is the biggest?"]) : pick(rng, ["Pick the smallest number.", "Which is the smallest?"]),
+          `Options: ${list(numbers, rng)}`,
+          answer,
+        );
       }
       const options = distinct(rng, allWords, int(rng, 3, 5));
       if (rule === 3) {
@@ -133,7 +199,12 @@ const skills: Skill[] = [
         const numbers = Array.from({ length: int(rng, 3, 6) }, () => int(rng, 0, 99));
         const descending = chance(rng, 0.3);
         const sorted = [...numbers].sort((a, b) => (descending ? b - a : a - b));
-        return task(rng, descending ? "Sort the numbers from largest to smallest." : "Sort the numbers from smallest to largest.", numbers.join(" "), sorted.join(" "));
+        return task(
+          rng,
+          descending ? "Sort the numbers from largest to smallest." : "Sort the numbers from smallest to largest.",
+          numbers.join(" "),
+          sorted.join(" "),
+        );
       }
       if (kind === 1) {
         const words = distinct(rng, allWords, int(rng, 3, 5));
@@ -164,7 +235,11 @@ const skills: Skill[] = [
     name: "compare",
     make(rng) {
       const kind = int(rng, 0, 2);
-      const [a, b] = distinct(rng, Array.from({ length: 200 }, (_, i) => i), 2) as [number, number];
+      const [a, b] = distinct(
+        rng,
+        Array.from({ length: 200 }, (_, i) => i),
+        2,
+      ) as [number, number];
       if (kind === 0) {
         const larger = chance(rng, 0.5);
         return task(rng, larger ? `Which is larger, ${a} or ${b}?` : `Which is smaller, ${a} or ${b}?`, "", larger ? Math.max(a, b) : Math.min(a, b));
@@ -244,7 +319,8 @@ const skills: Skill[] = [
         let n = int(rng, 0, 60);
         turns[0] = { role: "system", content: "Count up by one." };
         turns.push({ role: "user", content: `Start at ${n}.` }, { role: "assistant", content: String(n) });
-        for (let i = int(rng, 1, 5); i > 0; i--) turns.push({ role: "user", content: pick(rng, ["next", "Next.", "go on"]) }, { role: "assistant", content: String(++n) });
+        for (let i = int(rng, 1, 5); i > 0; i--)
+          turns.push({ role: "user", content: pick(rng, ["next", "Next.", "go on"]) }, { role: "assistant", content: String(++n) });
       } else if (kind === 1) {
         let total = 0;
         turns[0] = { role: "system", content: "Keep a running total. Reply with the total." };
@@ -271,10 +347,34 @@ export const generalistSkills: readonly Skill[] = skills;
 
 /** Skills the corpus never holds: what the base does on them says how far it generalizes. */
 export const heldOutSkills: readonly Skill[] = [
-  { name: "next-letter", make: (rng) => { const i = int(rng, 0, 24); return task(rng, "Which letter comes next in the alphabet?", letters[i]!, letters[i + 1]!); } },
-  { name: "count-vowels", make: (rng) => { const w = word(rng); return task(rng, "How many vowels are in the word?", w, [...w].filter((c) => "aeiou".includes(c)).length); } },
-  { name: "double", make: (rng) => { const n = int(rng, 1, 49); return task(rng, "Double the number.", String(n), 2 * n); } },
-  { name: "swap-words", make: (rng) => { const [a, b] = distinct(rng, allWords, 2) as [string, string]; return task(rng, "Swap the two words.", `${a} ${b}`, `${b} ${a}`); } },
+  {
+    name: "next-letter",
+    make: (rng) => {
+      const i = int(rng, 0, 24);
+      return task(rng, "Which letter comes next in the alphabet?", letters[i]!, letters[i + 1]!);
+    },
+  },
+  {
+    name: "count-vowels",
+    make: (rng) => {
+      const w = word(rng);
+      return task(rng, "How many vowels are in the word?", w, [...w].filter((c) => "aeiou".includes(c)).length);
+    },
+  },
+  {
+    name: "double",
+    make: (rng) => {
+      const n = int(rng, 1, 49);
+      return task(rng, "Double the number.", String(n), 2 * n);
+    },
+  },
+  {
+    name: "swap-words",
+    make: (rng) => {
+      const [a, b] = distinct(rng, allWords, 2) as [string, string];
+      return task(rng, "Swap the two words.", `${a} ${b}`, `${b} ${a}`);
+    },
+  },
 ];
 
 /** Tokens of a conversation in the chat template (bos, then role, content and end per message; ASCII text). */

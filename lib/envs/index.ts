@@ -101,7 +101,17 @@ export const useCases: Record<string, UseCase> = {
       // sampling 64 walks costs more than a second pass of training on them. GAE's λ at 0.5: the progress term
       // pays each move at once, so a move's credit lies mostly in its own reward, and the later moves' noise
       // weighs less (60 steps: 0.880 against 0.835 at λ 0.95; λ 0, the value head alone, 0.375).
-      algorithm: { name: "ppo", steps: 150, groupSize: 8, groupsPerStep: 8, learningRate: 1e-3, lrSchedule: "cosine", discount: 0.95, gaeLambda: 0.5, epochs: 2 },
+      algorithm: {
+        name: "ppo",
+        steps: 150,
+        groupSize: 8,
+        groupsPerStep: 8,
+        learningRate: 1e-3,
+        lrSchedule: "cosine",
+        discount: 0.95,
+        gaeLambda: 0.5,
+        epochs: 2,
+      },
       evaluation: { every: 20, episodes: 200 },
     },
   },

@@ -120,7 +120,10 @@ export const textWorld = defineEnvironment<WorldState, WorldAction>({
   reset({ rng }) {
     const object = pick(OBJECTS, rng);
     const objectAt = pick(ROOMS, rng);
-    const goal = pick(ROOMS.filter((room) => room !== objectAt), rng);
+    const goal = pick(
+      ROOMS.filter((room) => room !== objectAt),
+      rng,
+    );
     const state: WorldState = { object, objectAt, at: pick(ROOMS, rng), goal, done: false };
     return { state, observation: describe(state) };
   },

@@ -7,11 +7,37 @@ type Template = { text: (a: number, b: number) => string; expression: (a: number
 const between = (rng: Rng, lo: number, hi: number) => lo + Math.floor(rng.uniform() * (hi - lo + 1));
 
 const TEMPLATES: Template[] = [
-  { text: (a, b) => `A box holds ${a} apples. How many apples are in ${b} boxes?`, expression: (a, b) => `${a}*${b}`, operands: (r) => [between(r, 12, 99), between(r, 12, 99)] },
-  { text: (a, b) => `Ann has ${a} coins and finds ${b} more. How many coins now?`, expression: (a, b) => `${a}+${b}`, operands: (r) => [between(r, 100, 999), between(r, 100, 999)] },
-  { text: (a, b) => `A tank holds ${a} liters. ${b} liters leak out. How many are left?`, expression: (a, b) => `${a}-${b}`, operands: (r) => { const a = between(r, 200, 999); return [a, between(r, 100, a - 1)]; } },
-  { text: (a, b) => `${a} cards are shared by ${b} kids equally. How many each?`, expression: (a, b) => `${a}/${b}`, operands: (r) => { const b = between(r, 3, 19); return [b * between(r, 11, 49), b]; } },
-  { text: (a, b) => `A bus has ${a} rows of ${b} seats. How many seats?`, expression: (a, b) => `${a}*${b}`, operands: (r) => [between(r, 11, 49), between(r, 3, 9)] },
+  {
+    text: (a, b) => `A box holds ${a} apples. How many apples are in ${b} boxes?`,
+    expression: (a, b) => `${a}*${b}`,
+    operands: (r) => [between(r, 12, 99), between(r, 12, 99)],
+  },
+  {
+    text: (a, b) => `Ann has ${a} coins and finds ${b} more. How many coins now?`,
+    expression: (a, b) => `${a}+${b}`,
+    operands: (r) => [between(r, 100, 999), between(r, 100, 999)],
+  },
+  {
+    text: (a, b) => `A tank holds ${a} liters. ${b} liters leak out. How many are left?`,
+    expression: (a, b) => `${a}-${b}`,
+    operands: (r) => {
+      const a = between(r, 200, 999);
+      return [a, between(r, 100, a - 1)];
+    },
+  },
+  {
+    text: (a, b) => `${a} cards are shared by ${b} kids equally. How many each?`,
+    expression: (a, b) => `${a}/${b}`,
+    operands: (r) => {
+      const b = between(r, 3, 19);
+      return [b * between(r, 11, 49), b];
+    },
+  },
+  {
+    text: (a, b) => `A bus has ${a} rows of ${b} seats. How many seats?`,
+    expression: (a, b) => `${a}*${b}`,
+    operands: (r) => [between(r, 11, 49), between(r, 3, 9)],
+  },
 ];
 
 export type WordProblem = { question: string; expression: string; answer: number; split: "train" | "test" };

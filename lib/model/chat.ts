@@ -27,11 +27,7 @@ const roleToken: Record<ChatRole, number> = {
  * The chat template: `<|bos|>` then, per message, `<|role|> content <|end|>`. With `addGenerationPrompt` the
  * rendering ends with `<|assistant|>`, ready for sampling the next reply (which should stop at `<|end|>`).
  */
-export function renderChat(
-  tokenizer: ByteTokenizer,
-  messages: readonly ChatMessage[],
-  options: { addGenerationPrompt?: boolean } = {},
-): RenderedChat {
+export function renderChat(tokenizer: ByteTokenizer, messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): RenderedChat {
   const tokens: number[] = [specialTokens.bos];
   const lossMask: number[] = [0];
   for (const message of messages) {

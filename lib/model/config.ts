@@ -4,11 +4,7 @@ import { z } from "zod";
 export const gptConfigSchema = z
   .object({
     vocabSize: z.number().int().min(2).describe("number of token ids the model embeds and predicts"),
-    contextLength: z
-      .number()
-      .int()
-      .min(1)
-      .describe("longest sequence (prompt plus completion) the model can attend over, in tokens"),
+    contextLength: z.number().int().min(1).describe("longest sequence (prompt plus completion) the model can attend over, in tokens"),
     dModel: z.number().int().min(1).describe("width of the residual stream"),
     nLayers: z.number().int().min(1).describe("number of transformer blocks"),
     nHeads: z.number().int().min(1).describe("attention heads per block; dModel must be a multiple of it"),
@@ -56,11 +52,7 @@ export function parseLoraConfig(input: unknown): LoraConfig {
  * Lists every field where `found` (from a checkpoint) differs from `expected` (what the model in memory has),
  * in the words a user needs: "checkpoint has dModel=128, model expects dModel=64".
  */
-export function describeMismatch(
-  found: Record<string, unknown>,
-  expected: Record<string, unknown>,
-  what = "model",
-): string[] {
+export function describeMismatch(found: Record<string, unknown>, expected: Record<string, unknown>, what = "model"): string[] {
   const keys = new Set([...Object.keys(expected), ...Object.keys(found)]);
   const problems: string[] = [];
   for (const key of keys) {

@@ -200,15 +200,7 @@ function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float3
 }
 
 /** y[N,C] from qkv[N,3C]; att[B,H,T,T] keeps the softmax probabilities (zero above the diagonal). */
-function attentionForward(
-  y: Float32Array,
-  att: Float32Array,
-  qkv: Float32Array,
-  B: number,
-  T: number,
-  C: number,
-  H: number,
-): void {
+function attentionForward(y: Float32Array, att: Float32Array, qkv: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
   if (useSimd(T, hd, T)) return attentionForwardSimd(y, att, qkv, B, T, C, H);
   const scale = 1 / Math.sqrt(hd);
@@ -248,16 +240,7 @@ function attentionForward(
 }
 
 /** dqkv[N,3C] (zero on entry) from dy[N,C]. */
-function attentionBackward(
-  dqkv: Float32Array,
-  dy: Float32Array,
-  qkv: Float32Array,
-  att: Float32Array,
-  B: number,
-  T: number,
-  C: number,
-  H: number,
-): void {
+function attentionBackward(dqkv: Float32Array, dy: Float32Array, qkv: Float32Array, att: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
   if (useSimd(T, hd, T)) return attentionBackwardSimd(dqkv, dy, qkv, att, B, T, C, H);
   const scale = 1 / Math.sqrt(hd);
@@ -322,7 +305,9 @@ function embed(x: Float32Array, tokens: Int32Array, T: number, positionOffsets: 
     const tok = tokens[n];
     assert(tok >= 0 && tok < V && Number.isInteger(tok), () => `token id ${tok} is outside the vocabulary 0..${V - 1}`);
     const t = positionOffsets ? positionOffsets[n] : n % T;
-    const xo = n * C, eo = tok * C, po = t * C;
+    const xo = n * C,
+      eo = tok * C,
+      po = t * C;
     for (let c = 0; c < C; c++) x[xo + c] = wte[eo + c] + wpe[po + c];
   }
 }
@@ -355,7 +340,9 @@ function runPass(request: RunRequest): RunResult {
   for (let l = 0; l < config.nLayers; l++) {
     const blk = w.blocks[l];
     const pairs = lora?.blocks[l] ?? {};
-    const ln1 = scratch(N * C), mean1 = scratch(N), rstd1 = scratch(N);
+    const ln1 = scratch(N * C),
+      mean1 = scratch(N),
+      rstd1 = scratch(N);
     layerNormForward(ln1, mean1, rstd1, x, blk.ln1.gain, blk.ln1.bias, N, C);
     const qkv = scratch(N * 3 * C);
     const qkvSaved = linearForward(qkv, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
@@ -366,7 +353,9 @@ function runPass(request: RunRequest): RunResult {
     const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng);
     add(xMid, xMid, x, xMid.length);
 
-    const ln2 = scratch(N * C), mean2 = scratch(N), rstd2 = scratch(N);
+    const ln2 = scratch(N * C),
+      mean2 = scratch(N),
+      rstd2 = scratch(N);
     layerNormForward(ln2, mean2, rstd2, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
     const fc = scratch(N * 4 * C);
     const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng);
@@ -381,7 +370,9 @@ function runPass(request: RunRequest): RunResult {
     x = xOut;
   }
 
-  const lnf = scratch(N * C), meanF = scratch(N), rstdF = scratch(N);
+  const lnf = scratch(N * C),
+    meanF = scratch(N),
+    rstdF = scratch(N);
   layerNormForward(lnf, meanF, rstdF, x, w.lnFinal.gain, w.lnFinal.bias, N, C);
   const logits = scratch(N * V); // [N, V]
   matmul(logits, lnf, w.lmHead, N, C, V, null);
@@ -447,7 +438,9 @@ function runPass(request: RunRequest): RunResult {
 
   if (gw) {
     for (let n = 0; n < N; n++) {
-      const eo = tokens[n] * C, po = (n % T) * C, xo = n * C;
+      const eo = tokens[n] * C,
+        po = (n % T) * C,
+        xo = n * C;
       for (let c = 0; c < C; c++) {
         gw.tokenEmbedding[eo + c] += dx[xo + c];
         gw.positionEmbedding[po + c] += dx[xo + c];
@@ -502,7 +495,9 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const cacheSize = rows * H * Tmax * hd;
   const maxTokens = rows;
   const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
-  const yAt = layout.qkv + maxTokens * 3 * C, scoresAt = yAt + maxTokens * C, basesAt = scoresAt + Tmax + 4;
+  const yAt = layout.qkv + maxTokens * 3 * C,
+    scoresAt = yAt + maxTokens * C,
+    basesAt = scoresAt + Tmax + 4;
   const own = hd % 4 === 0 && simdOpsEnabled() ? takeDecoderMemory(basesAt + 2 * maxTokens) : null;
   const cache = (at: number) => (own ? new Float32Array(own.heap.buffer, at * 4, cacheSize) : new Float32Array(cacheSize));
   const keys = Array.from({ length: L }, (_, l) => cache(layout.keys + l * cacheSize));
@@ -543,14 +538,17 @@ function createDecoder(model: ModelView, rows: number): Decoder {
     });
     let x = scratch(N * C);
     embed(x, tokens, m, positions, model);
-    const h = scratch(N * C), mean = scratch(N), rstd = scratch(N);
+    const h = scratch(N * C),
+      mean = scratch(N),
+      rstd = scratch(N);
     const qkv = scratch(N * 3 * C);
     const y = scratch(N * C);
     const fc = scratch(N * 4 * C);
     for (let l = 0; l < L; l++) {
       const blk = w.blocks[l];
       const pairs = lora?.blocks[l] ?? {};
-      const K = keys[l], Vc = vals[l];
+      const K = keys[l],
+        Vc = vals[l];
       layerNormForward(h, mean, rstd, x, blk.ln1.gain, blk.ln1.bias, N, C);
       linearForward(qkv, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined);
       for (let n = 0; n < N; n++) {
@@ -573,7 +571,8 @@ function createDecoder(model: ModelView, rows: number): Decoder {
           bases![i] = rowIds[Math.floor((n0 + i) / m)] * H * Tmax * hd * 4;
           lens![i] = positions[n0 + i] + 1;
         }
-        const kAt = (layout.keys + l * cacheSize) * 4, vAt = (layout.vals + l * cacheSize) * 4;
+        const kAt = (layout.keys + l * cacheSize) * 4,
+          vAt = (layout.vals + l * cacheSize) * 4;
         own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, count, H, hd, C, Tmax, inv);
         y.set(own.heap.subarray(yAt, yAt + count * C), n0 * C);
       }

@@ -46,15 +46,7 @@ export function add(out: Float32Array, a: Float32Array, b: Float32Array, n: numb
 }
 
 /** out[M,N] = a[M,K] @ b[K,N] (+ bias[N]). */
-export function matmul(
-  out: Float32Array,
-  a: Float32Array,
-  b: Float32Array,
-  M: number,
-  K: number,
-  N: number,
-  bias: Float32Array | null,
-): void {
+export function matmul(out: Float32Array, a: Float32Array, b: Float32Array, M: number, K: number, N: number, bias: Float32Array | null): void {
   if (useSimd(M, K, N)) {
     // The bias goes in first (a memcpy per row) and the product accumulates onto it.
     if (bias) for (let i = 0; i < M; i++) out.set(bias, i * N);
@@ -70,22 +62,23 @@ export function matmul(
 }
 
 /** out[M,N] += scale * a[M,K] @ b[K,N]. Four rows at a time, so each row of b is loaded once per four rows. */
-export function matmulAccumulate(
-  out: Float32Array,
-  a: Float32Array,
-  b: Float32Array,
-  M: number,
-  K: number,
-  N: number,
-  scale: number,
-): void {
+export function matmulAccumulate(out: Float32Array, a: Float32Array, b: Float32Array, M: number, K: number, N: number, scale: number): void {
   if (useSimd(M, K, N)) return simdGemm!.multiply(out, rowMajor(a, M, K), rowMajor(b, K, N), true, scale);
   let i = 0;
   for (; i + 4 <= M; i += 4) {
-    const o0 = i * N, o1 = o0 + N, o2 = o1 + N, o3 = o2 + N;
-    const a0 = i * K, a1 = a0 + K, a2 = a1 + K, a3 = a2 + K;
+    const o0 = i * N,
+      o1 = o0 + N,
+      o2 = o1 + N,
+      o3 = o2 + N;
+    const a0 = i * K,
+      a1 = a0 + K,
+      a2 = a1 + K,
+      a3 = a2 + K;
     for (let k = 0; k < K; k++) {
-      const x0 = a[a0 + k] * scale, x1 = a[a1 + k] * scale, x2 = a[a2 + k] * scale, x3 = a[a3 + k] * scale;
+      const x0 = a[a0 + k] * scale,
+        x1 = a[a1 + k] * scale,
+        x2 = a[a2 + k] * scale,
+        x3 = a[a3 + k] * scale;
       const bk = k * N;
       for (let j = 0; j < N; j++) {
         const w = b[bk + j];
@@ -97,7 +90,8 @@ export function matmulAccumulate(
     }
   }
   for (; i < M; i++) {
-    const o = i * N, ai = i * K;
+    const o = i * N,
+      ai = i * K;
     for (let k = 0; k < K; k++) {
       const x = a[ai + k] * scale;
       if (x === 0) continue;
@@ -108,22 +102,17 @@ export function matmulAccumulate(
 }
 
 /** out[M,K] (+)= scale * dy[M,N] @ w[K,N]^T — the input gradient of a linear layer. */
-export function matmulTransB(
-  out: Float32Array,
-  dy: Float32Array,
-  w: Float32Array,
-  M: number,
-  N: number,
-  K: number,
-  accumulate: boolean,
-  scale: number,
-): void {
+export function matmulTransB(out: Float32Array, dy: Float32Array, w: Float32Array, M: number, N: number, K: number, accumulate: boolean, scale: number): void {
   if (useSimd(M, N, K)) return simdGemm!.multiply(out, rowMajor(dy, M, N), transposed(w, K, N), accumulate, scale);
   for (let i = 0; i < M; i++) {
-    const d = i * N, o = i * K;
+    const d = i * N,
+      o = i * K;
     for (let k = 0; k < K; k++) {
       const wk = k * N;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0;
       let j = 0;
       for (; j + 4 <= N; j += 4) {
         s0 += dy[d + j] * w[wk + j];
@@ -139,22 +128,23 @@ export function matmulTransB(
 }
 
 /** out[K,N] += scale * a[M,K]^T @ dy[M,N] — the weight gradient of a linear layer. */
-export function matmulTransAAccumulate(
-  out: Float32Array,
-  a: Float32Array,
-  dy: Float32Array,
-  M: number,
-  K: number,
-  N: number,
-  scale: number,
-): void {
+export function matmulTransAAccumulate(out: Float32Array, a: Float32Array, dy: Float32Array, M: number, K: number, N: number, scale: number): void {
   if (useSimd(K, M, N)) return simdGemm!.multiply(out, transposed(a, M, K), rowMajor(dy, M, N), true, scale);
   let i = 0;
   for (; i + 4 <= M; i += 4) {
-    const a0 = i * K, a1 = a0 + K, a2 = a1 + K, a3 = a2 + K;
-    const d0 = i * N, d1 = d0 + N, d2 = d1 + N, d3 = d2 + N;
+    const a0 = i * K,
+      a1 = a0 + K,
+      a2 = a1 + K,
+      a3 = a2 + K;
+    const d0 = i * N,
+      d1 = d0 + N,
+      d2 = d1 + N,
+      d3 = d2 + N;
     for (let k = 0; k < K; k++) {
-      const x0 = a[a0 + k] * scale, x1 = a[a1 + k] * scale, x2 = a[a2 + k] * scale, x3 = a[a3 + k] * scale;
+      const x0 = a[a0 + k] * scale,
+        x1 = a[a1 + k] * scale,
+        x2 = a[a2 + k] * scale,
+        x3 = a[a3 + k] * scale;
       const o = k * N;
       for (let j = 0; j < N; j++) {
         out[o + j] += x0 * dy[d0 + j] + x1 * dy[d1 + j] + x2 * dy[d2 + j] + x3 * dy[d3 + j];
@@ -162,7 +152,8 @@ export function matmulTransAAccumulate(
     }
   }
   for (; i < M; i++) {
-    const ai = i * K, d = i * N;
+    const ai = i * K,
+      d = i * N;
     for (let k = 0; k < K; k++) {
       const x = a[ai + k] * scale;
       if (x === 0) continue;
@@ -226,8 +217,10 @@ export function layerNormBackward(
   if (ops()?.layerNormBackward(dx, dGain, dBias, dy, x, mean, rstd, gain, M, C)) return;
   for (let i = 0; i < M; i++) {
     const r = i * C;
-    const m = mean[i], s = rstd[i];
-    let meanDy = 0, meanDyXhat = 0;
+    const m = mean[i],
+      s = rstd[i];
+    let meanDy = 0,
+      meanDyXhat = 0;
     for (let c = 0; c < C; c++) {
       const g = dy[r + c] * gain[c];
       meanDy += g;

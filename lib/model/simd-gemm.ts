@@ -44,69 +44,158 @@ function tileFunction(R: number, layout: "row" | "col"): WasmFunction {
   // i32 locals: tile counter, j, k counter, B pointer, C pointer, A and C band starts, a scratch pointer, R row pointers
   const [TILE, J, KC, PB, PC, ABAND, CBAND, PT, PA] = [12, 13, 14, 15, 16, 17, 18, 19, 20];
   const nI32 = 8 + R;
-  const ACC = 12 + nI32, B0 = ACC + 2 * R, B1 = B0 + 1, AV = B0 + 2, SC = B0 + 3;
+  const ACC = 12 + nI32,
+    B0 = ACC + 2 * R,
+    B1 = B0 + 1,
+    AV = B0 + 2,
+    SC = B0 + 3;
   const rows = Array.from({ length: R }, (_, r) => r);
   // one k step: B's row k into two vectors, then each row's A value times both
   const step = (aPtr: (r: number) => number, aOffset: (r: number) => number) => [
-    ...get(PB), ...simd.load, ...memarg(4, 0), ...set(B0),
-    ...get(PB), ...simd.load, ...memarg(4, 16), ...set(B1),
+    ...get(PB),
+    ...simd.load,
+    ...memarg(4, 0),
+    ...set(B0),
+    ...get(PB),
+    ...simd.load,
+    ...memarg(4, 16),
+    ...set(B1),
     ...rows.flatMap((r) => [
-      ...get(aPtr(r)), ...simd.load32Splat, ...memarg(2, aOffset(r)), ...set(AV),
-      ...get(ACC + 2 * r), ...get(AV), ...get(B0), ...simd.mul, ...simd.add, ...set(ACC + 2 * r),
-      ...get(ACC + 2 * r + 1), ...get(AV), ...get(B1), ...simd.mul, ...simd.add, ...set(ACC + 2 * r + 1),
+      ...get(aPtr(r)),
+      ...simd.load32Splat,
+      ...memarg(2, aOffset(r)),
+      ...set(AV),
+      ...get(ACC + 2 * r),
+      ...get(AV),
+      ...get(B0),
+      ...simd.mul,
+      ...simd.add,
+      ...set(ACC + 2 * r),
+      ...get(ACC + 2 * r + 1),
+      ...get(AV),
+      ...get(B1),
+      ...simd.mul,
+      ...simd.add,
+      ...set(ACC + 2 * r + 1),
     ]),
     ...addTo(PB, get(S_B)),
   ];
   const kLoop =
     layout === "row"
       ? [
-          ...get(ABAND), ...set(PA),
+          ...get(ABAND),
+          ...set(PA),
           ...rows.slice(1).flatMap((r) => [...get(PA + r - 1), ...get(S_ROW), op.i32Add, ...set(PA + r)]),
-          ...whileNot([...get(KC), op.i32Eqz], [
-            ...step((r) => PA + r, () => 0),
-            ...rows.flatMap((r) => addTo(PA + r, c32(4))),
-            ...get(KC), ...c32(1), op.i32Sub, ...set(KC),
-          ]),
+          ...whileNot(
+            [...get(KC), op.i32Eqz],
+            [
+              ...step(
+                (r) => PA + r,
+                () => 0,
+              ),
+              ...rows.flatMap((r) => addTo(PA + r, c32(4))),
+              ...get(KC),
+              ...c32(1),
+              op.i32Sub,
+              ...set(KC),
+            ],
+          ),
         ]
       : [
-          ...get(ABAND), ...set(PA),
-          ...whileNot([...get(KC), op.i32Eqz], [
-            ...step(() => PA, (r) => 4 * r),
-            ...addTo(PA, get(S_COL)),
-            ...get(KC), ...c32(1), op.i32Sub, ...set(KC),
-          ]),
+          ...get(ABAND),
+          ...set(PA),
+          ...whileNot(
+            [...get(KC), op.i32Eqz],
+            [
+              ...step(
+                () => PA,
+                (r) => 4 * r,
+              ),
+              ...addTo(PA, get(S_COL)),
+              ...get(KC),
+              ...c32(1),
+              op.i32Sub,
+              ...set(KC),
+            ],
+          ),
         ];
   const body = [
-    ...get(SCALE), ...simd.splat, ...set(SC),
-    ...get(PA0), ...set(ABAND), ...get(PC0), ...set(CBAND), ...get(SIZE_M), ...set(TILE),
-    ...whileNot([...get(TILE), op.i32Eqz], [
-      ...c32(0), ...set(J), ...get(CBAND), ...set(PC),
-      ...whileNot([...get(J), ...get(SIZE_N), op.i32GeU], [
-        ...Array.from({ length: 2 * R }, (_, t) => [...simd.const, ...new Array(16).fill(0), ...set(ACC + t)]).flat(),
-        ...get(PB0), ...get(J), ...c32(2), op.i32Shl, op.i32Add, ...set(PB),
-        ...get(SIZE_K), ...set(KC),
-        ...kLoop,
-        // C tile = scale * acc (+ C tile when accumulating)
-        ...get(PC), ...set(PT),
-        ...rows.flatMap((r) => [
-          ...[0, 1].flatMap((h) => [
-            ...get(ACC + 2 * r + h), ...get(SC), ...simd.mul, ...set(ACC + 2 * r + h),
-            ...get(ACCUM), op.if, voidBlock,
-            ...get(ACC + 2 * r + h), ...get(PT), ...simd.load, ...memarg(4, 16 * h), ...simd.add, ...set(ACC + 2 * r + h),
-            op.end,
-            ...get(PT), ...get(ACC + 2 * r + h), ...simd.store, ...memarg(4, 16 * h),
-          ]),
-          ...addTo(PT, get(S_C)),
-        ]),
-        ...addTo(J, c32(8)),
-        ...addTo(PC, c32(32)),
-      ]),
-      ...addTo(ABAND, layout === "row" ? [...get(S_ROW), ...c32(R), op.i32Mul] : c32(4 * R)),
-      ...addTo(CBAND, [...get(S_C), ...c32(R), op.i32Mul]),
-      ...get(TILE), ...c32(1), op.i32Sub, ...set(TILE),
-    ]),
+    ...get(SCALE),
+    ...simd.splat,
+    ...set(SC),
+    ...get(PA0),
+    ...set(ABAND),
+    ...get(PC0),
+    ...set(CBAND),
+    ...get(SIZE_M),
+    ...set(TILE),
+    ...whileNot(
+      [...get(TILE), op.i32Eqz],
+      [
+        ...c32(0),
+        ...set(J),
+        ...get(CBAND),
+        ...set(PC),
+        ...whileNot(
+          [...get(J), ...get(SIZE_N), op.i32GeU],
+          [
+            ...Array.from({ length: 2 * R }, (_, t) => [...simd.const, ...new Array(16).fill(0), ...set(ACC + t)]).flat(),
+            ...get(PB0),
+            ...get(J),
+            ...c32(2),
+            op.i32Shl,
+            op.i32Add,
+            ...set(PB),
+            ...get(SIZE_K),
+            ...set(KC),
+            ...kLoop,
+            // C tile = scale * acc (+ C tile when accumulating)
+            ...get(PC),
+            ...set(PT),
+            ...rows.flatMap((r) => [
+              ...[0, 1].flatMap((h) => [
+                ...get(ACC + 2 * r + h),
+                ...get(SC),
+                ...simd.mul,
+                ...set(ACC + 2 * r + h),
+                ...get(ACCUM),
+                op.if,
+                voidBlock,
+                ...get(ACC + 2 * r + h),
+                ...get(PT),
+                ...simd.load,
+                ...memarg(4, 16 * h),
+                ...simd.add,
+                ...set(ACC + 2 * r + h),
+                op.end,
+                ...get(PT),
+                ...get(ACC + 2 * r + h),
+                ...simd.store,
+                ...memarg(4, 16 * h),
+              ]),
+              ...addTo(PT, get(S_C)),
+            ]),
+            ...addTo(J, c32(8)),
+            ...addTo(PC, c32(32)),
+          ],
+        ),
+        ...addTo(ABAND, layout === "row" ? [...get(S_ROW), ...c32(R), op.i32Mul] : c32(4 * R)),
+        ...addTo(CBAND, [...get(S_C), ...c32(R), op.i32Mul]),
+        ...get(TILE),
+        ...c32(1),
+        op.i32Sub,
+        ...set(TILE),
+      ],
+    ),
   ];
-  return { params: paramTypes, locals: [[nI32, i32], [2 * R + 4, v128]], body };
+  return {
+    params: paramTypes,
+    locals: [
+      [nI32, i32],
+      [2 * R + 4, v128],
+    ],
+    body,
+  };
 }
 
 /** Function index of the tile function for R rows in a layout (index 0 is `gemm`). */
@@ -118,27 +207,97 @@ const tileIndex = (R: number, layout: "row" | "col") => (layout === "row" ? 0 : 
  */
 function gemmFunction(): WasmFunction {
   const [RS, KS, FULL, REM, A2, C2, LAYOUT] = [12, 13, 14, 15, 16, 17, 18];
-  const call = (fn: (layout: "row" | "col") => number, a: number, c: number, tiles: number[]) =>
-    [...get(LAYOUT), op.if, voidBlock, ...args(a, c, tiles), op.call, ...uleb(fn("row")), op.else, ...args(a, c, tiles), op.call, ...uleb(fn("col")), op.end];
+  const call = (fn: (layout: "row" | "col") => number, a: number, c: number, tiles: number[]) => [
+    ...get(LAYOUT),
+    op.if,
+    voidBlock,
+    ...args(a, c, tiles),
+    op.call,
+    ...uleb(fn("row")),
+    op.else,
+    ...args(a, c, tiles),
+    op.call,
+    ...uleb(fn("col")),
+    op.end,
+  ];
   const args = (a: number, c: number, tiles: number[]) => [
-    ...get(a), ...get(PB0), ...get(c), ...tiles, ...get(SIZE_K), ...get(SIZE_N), ...get(RS), ...get(KS),
-    ...get(S_B), ...c32(2), op.i32Shl, ...get(S_C), ...c32(2), op.i32Shl, ...get(ACCUM), ...get(SCALE),
+    ...get(a),
+    ...get(PB0),
+    ...get(c),
+    ...tiles,
+    ...get(SIZE_K),
+    ...get(SIZE_N),
+    ...get(RS),
+    ...get(KS),
+    ...get(S_B),
+    ...c32(2),
+    op.i32Shl,
+    ...get(S_C),
+    ...c32(2),
+    op.i32Shl,
+    ...get(ACCUM),
+    ...get(SCALE),
   ];
   const body = [
     // row layout when A's columns are adjacent, else col layout (the caller guarantees A's rows are then adjacent)
-    ...get(S_COL), ...c32(1), op.i32Eq, ...set(LAYOUT),
-    ...get(LAYOUT), op.if, voidBlock,
-    ...get(S_ROW), ...c32(2), op.i32Shl, ...set(RS), ...c32(4), ...set(KS),
+    ...get(S_COL),
+    ...c32(1),
+    op.i32Eq,
+    ...set(LAYOUT),
+    ...get(LAYOUT),
+    op.if,
+    voidBlock,
+    ...get(S_ROW),
+    ...c32(2),
+    op.i32Shl,
+    ...set(RS),
+    ...c32(4),
+    ...set(KS),
     op.else,
-    ...c32(4), ...set(RS), ...get(S_COL), ...c32(2), op.i32Shl, ...set(KS),
+    ...c32(4),
+    ...set(RS),
+    ...get(S_COL),
+    ...c32(2),
+    op.i32Shl,
+    ...set(KS),
     op.end,
-    ...get(SIZE_M), ...c32(tileRows), op.i32DivU, ...set(FULL),
-    ...get(SIZE_M), ...get(FULL), ...c32(tileRows), op.i32Mul, op.i32Sub, ...set(REM),
+    ...get(SIZE_M),
+    ...c32(tileRows),
+    op.i32DivU,
+    ...set(FULL),
+    ...get(SIZE_M),
+    ...get(FULL),
+    ...c32(tileRows),
+    op.i32Mul,
+    op.i32Sub,
+    ...set(REM),
     ...call((l) => tileIndex(tileRows, l), PA0, PC0, get(FULL)),
-    ...get(PA0), ...get(FULL), ...c32(tileRows), op.i32Mul, ...get(RS), op.i32Mul, op.i32Add, ...set(A2),
-    ...get(PC0), ...get(FULL), ...c32(tileRows), op.i32Mul, ...get(S_C), ...c32(2), op.i32Shl, op.i32Mul, op.i32Add, ...set(C2),
+    ...get(PA0),
+    ...get(FULL),
+    ...c32(tileRows),
+    op.i32Mul,
+    ...get(RS),
+    op.i32Mul,
+    op.i32Add,
+    ...set(A2),
+    ...get(PC0),
+    ...get(FULL),
+    ...c32(tileRows),
+    op.i32Mul,
+    ...get(S_C),
+    ...c32(2),
+    op.i32Shl,
+    op.i32Mul,
+    op.i32Add,
+    ...set(C2),
     ...Array.from({ length: tileRows - 1 }, (_, i) => i + 1).flatMap((R) => [
-      ...get(REM), ...c32(R), op.i32Eq, op.if, voidBlock, ...call((l) => tileIndex(R, l), A2, C2, c32(1)), op.end,
+      ...get(REM),
+      ...c32(R),
+      op.i32Eq,
+      op.if,
+      voidBlock,
+      ...call((l) => tileIndex(R, l), A2, C2, c32(1)),
+      op.end,
     ]),
   ];
   return { name: "gemm", params: paramTypes, locals: [[7, i32]], body };
@@ -409,7 +568,9 @@ function createSimdGemm(): SimdGemm | null {
     const found = inMemory(v.data);
     if (found) return [found.byteOffset + v.offset * 4, v.rowStride, v.colStride];
     const contiguousRows = v.colStride === 1;
-    const count = contiguousRows ? v.rows : v.cols, len = contiguousRows ? v.cols : v.rows, stride = contiguousRows ? v.rowStride : v.colStride;
+    const count = contiguousRows ? v.rows : v.cols,
+      len = contiguousRows ? v.cols : v.rows,
+      stride = contiguousRows ? v.rowStride : v.colStride;
     const pitch = (len + 3) & ~3;
     const base = scratch((count + 4) * pitch);
     if (stride === pitch) {
@@ -489,7 +650,9 @@ function createSimdGemm(): SimdGemm | null {
       return { heap: new Float32Array(own.buffer), exports: instance.exports as Record<string, (...args: number[]) => void> };
     },
     multiply(out, a, b, accumulate, scale, outOffset = 0, outRowStride = b.cols) {
-      const M = a.rows, K = a.cols, N = b.cols;
+      const M = a.rows,
+        K = a.cols,
+        N = b.cols;
       if (b.rows !== K) throw new Error(`matmul of [${M}, ${K}] by [${b.rows}, ${N}]: inner sizes differ`);
       if (a.colStride !== 1 && a.rowStride !== 1) {
         throw new Error(`matmul: the left operand needs a row or column stride of 1 (got ${a.rowStride} and ${a.colStride})`);
@@ -503,7 +666,9 @@ function createSimdGemm(): SimdGemm | null {
         const [aPtr, ars, acs] = place(a);
         // B: the native kernel reads it in either layout, in place or as it lies (a transposed weight is then one
         // contiguous copy); the WebAssembly kernel needs contiguous rows of a multiple of 8, else a copy as [K, N8].
-        let bPtr: number, brs: number, bcs = 1;
+        let bPtr: number,
+          brs: number,
+          bcs = 1;
         const bHere = inMemory(b.data);
         if (native && (b.colStride === 1 || b.rowStride === 1)) {
           [bPtr, brs, bcs] = place(b);
@@ -511,12 +676,14 @@ function createSimdGemm(): SimdGemm | null {
           [bPtr, brs] = [bHere.byteOffset + b.offset * 4, b.rowStride];
         } else {
           const base = scratch(K * Nk);
-          const bd = b.data, stride = b.colStride;
+          const bd = b.data,
+            stride = b.colStride;
           if (stride === 1 && N === Nk && b.rowStride === N) {
             heap.set(bd.subarray(b.offset, b.offset + K * N), base); // one copy for a whole packed matrix
           } else {
             for (let k = 0; k < K; k++) {
-              const dst = base + k * Nk, src = b.offset + k * b.rowStride;
+              const dst = base + k * Nk,
+                src = b.offset + k * b.rowStride;
               if (stride === 1) heap.set(bd.subarray(src, src + N), dst);
               else for (let j = 0; j < N; j++) heap[dst + j] = bd[src + j * stride];
             }

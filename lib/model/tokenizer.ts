@@ -72,9 +72,7 @@ export class ByteTokenizer {
   static fromJSON(spec: TokenizerSpec): ByteTokenizer {
     const tokenizer = new ByteTokenizer();
     if (spec.type !== "byte" || JSON.stringify(spec.specialTokens) !== JSON.stringify(specialTokens)) {
-      throw new Error(
-        `checkpoint tokenizer ${JSON.stringify(spec)} differs from this byte tokenizer ${JSON.stringify(tokenizer.toJSON())}`,
-      );
+      throw new Error(`checkpoint tokenizer ${JSON.stringify(spec)} differs from this byte tokenizer ${JSON.stringify(tokenizer.toJSON())}`);
     }
     return tokenizer;
   }

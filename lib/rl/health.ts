@@ -41,17 +41,20 @@ export class RunHealth {
       [
         "truncated",
         turns > 0 && truncated >= 0.5,
-        () => `${pct(truncated)} of step ${step}'s episodes were cut off (maxTurns, or the context filled up) for ${PERSIST.truncated} steps: most episodes never reach their end or their reward`,
+        () =>
+          `${pct(truncated)} of step ${step}'s episodes were cut off (maxTurns, or the context filled up) for ${PERSIST.truncated} steps: most episodes never reach their end or their reward`,
       ],
       [
         "invalid-actions",
         invalid >= 0.5,
-        () => `${pct(invalid)} of step ${step}'s actions were invalid for ${PERSIST["invalid-actions"]} steps: declare the legal actions (actions) so sampling is held to them, or start from a base that writes this format (SFT on a demonstrator)`,
+        () =>
+          `${pct(invalid)} of step ${step}'s actions were invalid for ${PERSIST["invalid-actions"]} steps: declare the legal actions (actions) so sampling is held to them, or start from a base that writes this format (SFT on a demonstrator)`,
       ],
       [
         "no-signal",
         flat,
-        () => `rewards were the same within every group for ${PERSIST["no-signal"]} steps (up to step ${step}): group-relative advantages are all zero, so nothing is learned. Make the reward tell better actions from worse, or raise the sampling temperature`,
+        () =>
+          `rewards were the same within every group for ${PERSIST["no-signal"]} steps (up to step ${step}): group-relative advantages are all zero, so nothing is learned. Make the reward tell better actions from worse, or raise the sampling temperature`,
       ],
       [
         "zero-gradient",

@@ -34,7 +34,13 @@ export type EpisodePlayer = (
 function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
   if (!("reset" in environment)) throw new Error(`environment '${environment.name}' has no definition here: pass playEpisodes`);
   const definition = environment as EnvironmentDefinition<any, any, any>;
-  return (protocol, starts, act, options) => runEpisodes(protocol, starts.map((start) => ({ ...start, session: new EnvironmentSession(definition) })), act, options);
+  return (protocol, starts, act, options) =>
+    runEpisodes(
+      protocol,
+      starts.map((start) => ({ ...start, session: new EnvironmentSession(definition) })),
+      act,
+      options,
+    );
 }
 
 /**

@@ -66,7 +66,11 @@ export function toConversations(trajectories: Trajectory[], history: "full" | "l
  * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen: each
  * turn's action is `demonstrate(episode)`, the environment's demonstrate(state) in that episode's state.
  */
-export async function demonstrationConversations(protocol: Protocol, starts: EpisodeStart[], demonstrate: (episode: number) => string | null): Promise<Conversation[]> {
+export async function demonstrationConversations(
+  protocol: Protocol,
+  starts: EpisodeStart[],
+  demonstrate: (episode: number) => string | null,
+): Promise<Conversation[]> {
   const trajectories = await runEpisodes(protocol, starts, async (requests) => requests.map(({ episode }) => ({ text: demonstrate(episode) ?? "" })));
   return toConversations(trajectories, protocol.history);
 }
@@ -84,7 +88,9 @@ export function sftBatch(conversations: Conversation[], seed: number, step: numb
 export function fitConversations(policy: PolicyModel, conversations: Conversation[]): { kept: Conversation[]; dropped: number } {
   const kept = conversations.filter((c) => renderChat(policy.tokenizer as ByteTokenizer, c).tokens.length <= policy.contextLength);
   if (kept.length === 0) {
-    throw new Error(`none of the ${conversations.length} conversations fits the model's context of ${policy.contextLength} tokens; pick a base with a longer context or shorter conversations`);
+    throw new Error(
+      `none of the ${conversations.length} conversations fits the model's context of ${policy.contextLength} tokens; pick a base with a longer context or shorter conversations`,
+    );
   }
   return { kept, dropped: conversations.length - kept.length };
 }
@@ -123,7 +129,12 @@ export async function trainSft(options: {
     });
     const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
     await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
-    await hooks.onRollouts?.(step, "eval", result.trajectories.map((t) => [t]), null);
+    await hooks.onRollouts?.(
+      step,
+      "eval",
+      result.trajectories.map((t) => [t]),
+      null,
+    );
   };
   let step = options.startStep ?? 0;
   if (step === 0) await runEvaluation(0);
@@ -138,7 +149,12 @@ export async function trainSft(options: {
     });
     step += 1;
     const seconds = (performance.now() - started) / 1000;
-    await hooks.onMetrics?.(step, { ...metrics, "train/lr": learningRate, "perf/step_seconds": seconds, "perf/tokens_per_s": (metrics["train/tokens"] ?? 0) / seconds });
+    await hooks.onMetrics?.(step, {
+      ...metrics,
+      "train/lr": learningRate,
+      "perf/step_seconds": seconds,
+      "perf/tokens_per_s": (metrics["train/tokens"] ?? 0) / seconds,
+    });
     if (evaluatesAfter(step)) await runEvaluation(step);
     if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, {});
     // a turn of the event loop, as the RL loop takes: reports and heartbeats leave while it trains

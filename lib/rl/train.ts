@@ -114,7 +114,12 @@ export async function trainRl(options: {
     evaluations.push({ step, score: result.score });
     const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
     await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
-    await hooks.onRollouts?.(step, "eval", result.trajectories.map((t) => [t]), null);
+    await hooks.onRollouts?.(
+      step,
+      "eval",
+      result.trajectories.map((t) => [t]),
+      null,
+    );
   };
 
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a

@@ -214,7 +214,8 @@ function range(low: number, high: number): number[] {
 function build(node: Node, nfa: NfaBuilder): Fragment {
   switch (node.type) {
     case "bytes": {
-      const start = nfa.state(), end = nfa.state();
+      const start = nfa.state(),
+        end = nfa.state();
       nfa.edges[start]!.push([node.set, end]);
       return { start, end };
     }
@@ -239,7 +240,8 @@ function build(node: Node, nfa: NfaBuilder): Fragment {
       return { start, end: at };
     }
     case "alt": {
-      const start = nfa.state(), end = nfa.state();
+      const start = nfa.state(),
+        end = nfa.state();
       for (const option of node.options) {
         const fragment = build(option, nfa);
         nfa.epsilon[start]!.push(fragment.start);
@@ -276,7 +278,8 @@ function build(node: Node, nfa: NfaBuilder): Fragment {
 
 /** A list's automaton: a trie of the actions' bytes. */
 function listNfa(actions: string[], nfa: NfaBuilder): Fragment {
-  const start = nfa.state(), end = nfa.state();
+  const start = nfa.state(),
+    end = nfa.state();
   const children = new Map<number, Map<number, number>>();
   for (const action of actions) {
     let at = start;
@@ -309,7 +312,8 @@ export class ActionAutomaton {
     let fragment: Fragment;
     if ("actions" in constraint) fragment = listNfa(checkActionList(constraint.actions), builder);
     else {
-      if (typeof constraint.pattern !== "string" || constraint.pattern.length === 0) throw new Error(`an action pattern must be a non-empty string; got ${JSON.stringify(constraint.pattern)}`);
+      if (typeof constraint.pattern !== "string" || constraint.pattern.length === 0)
+        throw new Error(`an action pattern must be a non-empty string; got ${JSON.stringify(constraint.pattern)}`);
       if (constraint.pattern.length > MAX_PATTERN_LENGTH) throw new Error(`an action pattern holds at most ${MAX_PATTERN_LENGTH} characters`);
       fragment = build(new PatternParser(constraint.pattern).parse(), builder);
     }
@@ -396,7 +400,10 @@ export function automatonFor(constraint: ActionConstraint): ActionAutomaton {
 /** A short human description of a constraint, for the trajectory viewer and logs. */
 export function describeConstraint(constraint: ActionConstraint): string {
   if ("pattern" in constraint) return `pattern ${constraint.pattern}`;
-  const shown = constraint.actions.slice(0, 20).map((a) => JSON.stringify(a)).join(", ");
+  const shown = constraint.actions
+    .slice(0, 20)
+    .map((a) => JSON.stringify(a))
+    .join(", ");
   return constraint.actions.length > 20 ? `${shown}, … (${constraint.actions.length} in all)` : shown;
 }
 

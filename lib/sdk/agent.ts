@@ -13,20 +13,24 @@ export const agentSchema = z.object({
     .min(1, "name a base model: a built-in base (e.g. 'arithmetic-base') or a checkpoint id")
     .describe("the base model: a built-in base checkpoint or a checkpoint of an earlier run"),
   training: z
-    .discriminatedUnion("mode", [
-      z.object({
-        mode: z.literal("lora"),
-        rank: rangedInt(1, 256).default(8).describe("LoRA rank r"),
-        alpha: ranged(0.1, 1024).default(16).describe("LoRA scale numerator: the update is (alpha / rank)·B·A"),
-        dropout: ranged(0, 0.9).default(0).describe("dropout on the adapter's input during training"),
-        targets: z
-          .array(z.enum(loraTargets, `targets are ${loraTargets.join(", ")}`))
-          .min(1, "name at least one target module")
-          .default(["attn_qkv", "attn_proj", "mlp_fc", "mlp_proj"])
-          .describe("the layers that get adapters"),
-      }),
-      z.object({ mode: z.literal("full") }),
-    ], { message: "must be 'lora' or 'full'" })
+    .discriminatedUnion(
+      "mode",
+      [
+        z.object({
+          mode: z.literal("lora"),
+          rank: rangedInt(1, 256).default(8).describe("LoRA rank r"),
+          alpha: ranged(0.1, 1024).default(16).describe("LoRA scale numerator: the update is (alpha / rank)·B·A"),
+          dropout: ranged(0, 0.9).default(0).describe("dropout on the adapter's input during training"),
+          targets: z
+            .array(z.enum(loraTargets, `targets are ${loraTargets.join(", ")}`))
+            .min(1, "name at least one target module")
+            .default(["attn_qkv", "attn_proj", "mlp_fc", "mlp_proj"])
+            .describe("the layers that get adapters"),
+        }),
+        z.object({ mode: z.literal("full") }),
+      ],
+      { message: "must be 'lora' or 'full'" },
+    )
     .default({ mode: "lora", rank: 8, alpha: 16, dropout: 0, targets: ["attn_qkv", "attn_proj", "mlp_fc", "mlp_proj"] })
     .describe("LoRA adapters on a frozen base, or full-parameter training"),
   sampling: z

@@ -30,9 +30,12 @@ export function rangeMessage(min: number, max: number, integer = false) {
 }
 
 /** A number field from min to max whose every error states the range. */
-export const rangedNumber = (min: number, max: number) =>
-  z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
+export const rangedNumber = (min: number, max: number) => z.number(rangeMessage(min, max)).min(min, rangeMessage(min, max)).max(max, rangeMessage(min, max));
 
 /** A whole-number field from min to max whose every error states the range. */
 export const rangedInt = (min: number, max: number) =>
-  z.number(rangeMessage(min, max, true)).int(rangeMessage(min, max, true)).min(min, rangeMessage(min, max, true)).max(max, rangeMessage(min, max, true));
+  z
+    .number(rangeMessage(min, max, true))
+    .int(rangeMessage(min, max, true))
+    .min(min, rangeMessage(min, max, true))
+    .max(max, rangeMessage(min, max, true));

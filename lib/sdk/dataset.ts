@@ -98,7 +98,8 @@ export function parseConversations(text: string, name = "dataset"): ChatMessage[
     if (!Array.isArray(messages) || messages.length === 0) throw new Error(`${where}: each line must be {"messages": [...]} with at least one message`);
     const checked = messages.map((message: unknown, m) => {
       const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
-      if (typeof role !== "string" || !ROLES.has(role)) throw new Error(`${where}: messages[${m}].role must be system, user or assistant; got ${JSON.stringify(role)}`);
+      if (typeof role !== "string" || !ROLES.has(role))
+        throw new Error(`${where}: messages[${m}].role must be system, user or assistant; got ${JSON.stringify(role)}`);
       if (typeof content !== "string") throw new Error(`${where}: messages[${m}].content must be a string`);
       return { role, content } as ChatMessage;
     });

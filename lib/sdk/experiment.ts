@@ -15,7 +15,10 @@ export const policyLosses = ["importance_sampling", "ppo", "cispo"] as const;
 export const lrSchedules = ["constant", "cosine", "linear"] as const;
 
 export const algorithmSchema = z.object({
-  name: z.enum(algorithmNames, `must be one of ${algorithmNames.join(", ")}`).default("grpo").describe("the RL algorithm (or sft)"),
+  name: z
+    .enum(algorithmNames, `must be one of ${algorithmNames.join(", ")}`)
+    .default("grpo")
+    .describe("the RL algorithm (or sft)"),
   steps: rangedInt(1, 1_000_000).default(100).describe("training steps (one optimizer update per step)"),
   groupSize: rangedInt(1, 1024).default(8).describe("episodes per prompt (seed); GRPO and RLOO compare within a group"),
   groupsPerStep: rangedInt(1, 4096).default(8).describe("prompts (groups) per training step"),
@@ -28,10 +31,15 @@ export const algorithmSchema = z.object({
   minLrRatio: ranged(0, 1).default(0.1).describe("the learning rate at the last step of a decaying schedule, as a share of the peak"),
   weightDecay: ranged(0, 1).default(0).describe("AdamW decoupled weight decay"),
   gradClip: ranged(0, 1e6).default(1).describe("clip the global gradient norm to this (0 = off)"),
-  loss: z.enum(policyLosses, `must be one of ${policyLosses.join(", ")}`).default("ppo").describe("policy loss on the primitives"),
+  loss: z
+    .enum(policyLosses, `must be one of ${policyLosses.join(", ")}`)
+    .default("ppo")
+    .describe("policy loss on the primitives"),
   clipRange: ranged(0, 10).default(0.2).describe("PPO clip range ε: ratios are clipped to [1-ε, 1+ε]"),
   klCoef: ranged(0, 100).default(0).describe("weight of the KL penalty against the reference policy"),
-  entropyCoef: ranged(0, 10).default(0).describe("weight of an entropy bonus on the policy's tokens, which keeps it exploring (0 = off); entropy is always logged"),
+  entropyCoef: ranged(0, 10)
+    .default(0)
+    .describe("weight of an entropy bonus on the policy's tokens, which keeps it exploring (0 = off); entropy is always logged"),
   discount: ranged(0, 1).default(1).describe("discount γ of per-turn returns"),
   gaeLambda: ranged(0, 1).default(0.95).describe("GAE λ (PPO)"),
   valueCoef: ranged(0, 100).default(0.5).describe("weight of the value loss (PPO)"),
@@ -71,7 +79,9 @@ export const experimentSchema = z.object({
     .object({
       every: rangedInt(0, 1_000_000).default(10).describe("evaluate every N steps (0 = only before and after)"),
       episodes: rangedInt(1, 100_000).default(64).describe("held-out episodes per evaluation"),
-      seedOffset: rangedInt(0, 2 ** 30).default(1_000_000).describe("held-out seeds start here, apart from training seeds"),
+      seedOffset: rangedInt(0, 2 ** 30)
+        .default(1_000_000)
+        .describe("held-out seeds start here, apart from training seeds"),
       temperature: ranged(0, 5).default(0).describe("sampling temperature for evaluation (0 = greedy)"),
     })
     .default({ every: 10, episodes: 64, seedOffset: 1_000_000, temperature: 0 })
@@ -82,14 +92,20 @@ export const experimentSchema = z.object({
         .enum(["demonstrator", "dataset"], "must be demonstrator or dataset")
         .default("demonstrator")
         .describe("what SFT imitates: the environment's demonstrate(state), or an uploaded dataset of conversations"),
-      dataset: z.string().max(200).default("").describe('the uploaded dataset of conversations (data: dataset): JSONL lines {"messages": [{"role", "content"}, …]}'),
+      dataset: z
+        .string()
+        .max(200)
+        .default("")
+        .describe('the uploaded dataset of conversations (data: dataset): JSONL lines {"messages": [{"role", "content"}, …]}'),
       demonstrations: rangedInt(1, 100_000).default(2000).describe("demonstration episodes played once before training, then sampled into batches"),
       batchSize: rangedInt(1, 4096).default(32).describe("conversations per optimizer step"),
     })
     .default({ data: "demonstrator", dataset: "", demonstrations: 2000, batchSize: 32 })
     .describe("supervised fine-tuning (algorithm sft): what to imitate and how much at a time"),
   checkpointEvery: rangedInt(0, 1_000_000).default(25).describe("save a resumable checkpoint every N steps (0 = only at the end)"),
-  seed: rangedInt(0, 2 ** 31 - 1).default(0).describe("seed of the whole run: model init, sampling, environments"),
+  seed: rangedInt(0, 2 ** 31 - 1)
+    .default(0)
+    .describe("seed of the whole run: model init, sampling, environments"),
 });
 
 export type ExperimentConfig = z.infer<typeof experimentSchema>;

@@ -35,11 +35,7 @@ export async function createTRPCContext(opts: { headers: Headers }): Promise<Con
   return createContextInner({ database, workerToken, ...(await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH)) });
 }
 
-export async function authenticate(
-  db: Database,
-  headers: Headers,
-  mode: AuthMode,
-): Promise<{ user: User | null; rejectedApiKey?: boolean }> {
+export async function authenticate(db: Database, headers: Headers, mode: AuthMode): Promise<{ user: User | null; rejectedApiKey?: boolean }> {
   const header = headers.get("authorization");
   const key = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
   if (key) {

@@ -35,7 +35,8 @@ export async function createDataset(
   if (!NAME.test(name)) throw new DatasetError(`name: use 1-64 lowercase letters, digits or '-', starting with a letter or digit; got ${JSON.stringify(name)}`);
   if ((builtInDatasets as readonly string[]).includes(name)) throw new DatasetError(`name: '${name}' is a built-in dataset; choose another name`);
   const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > MAX_DATASET_BYTES) throw new DatasetError(`the dataset is ${(bytes / 2 ** 20).toFixed(1)} MiB; at most ${MAX_DATASET_BYTES / 2 ** 20} MiB is accepted`);
+  if (bytes > MAX_DATASET_BYTES)
+    throw new DatasetError(`the dataset is ${(bytes / 2 ** 20).toFixed(1)} MiB; at most ${MAX_DATASET_BYTES / 2 ** 20} MiB is accepted`);
   const testShare = input.testShare ?? 0.2;
   if (!(testShare >= 0 && testShare < 1)) throw new DatasetError(`testShare must be at least 0 and below 1; got ${testShare}`);
   const [existing] = await db.select({ id: datasets.id }).from(datasets).where(eq(datasets.name, name));

@@ -1,19 +1,7 @@
 import { relations } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
 import type { Footprint } from "../scheduler";
-import {
-  bigserial,
-  boolean,
-  doublePrecision,
-  index,
-  integer,
-  jsonb,
-  pgEnum,
-  pgTable,
-  text,
-  timestamp,
-  uniqueIndex,
-} from "drizzle-orm/pg-core";
+import { bigserial, boolean, doublePrecision, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 /*
  * One schema for the embedded PGlite database and for a PostgreSQL server. Ids are prefixed text (`run_…`) so a
@@ -145,11 +133,7 @@ export const runs = pgTable(
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
   },
-  (t) => [
-    index("runs_experiment_idx").on(t.experimentId, t.createdAt),
-    index("runs_created_idx").on(t.createdAt),
-    index("runs_status_idx").on(t.status),
-  ],
+  (t) => [index("runs_experiment_idx").on(t.experimentId, t.createdAt), index("runs_created_idx").on(t.createdAt), index("runs_status_idx").on(t.status)],
 );
 
 /**
@@ -168,10 +152,7 @@ export const metricPoints = pgTable(
     value: doublePrecision("value").notNull(),
     wallTime: timestamp("wall_time", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [
-    uniqueIndex("metric_points_run_name_step_uq").on(t.runId, t.name, t.step),
-    index("metric_points_run_seq_idx").on(t.runId, t.seq),
-  ],
+  (t) => [uniqueIndex("metric_points_run_name_step_uq").on(t.runId, t.name, t.step), index("metric_points_run_seq_idx").on(t.runId, t.seq)],
 );
 
 export type RolloutTurn = {
@@ -277,7 +258,6 @@ export const devices = pgTable(
   (t) => [index("devices_worker_idx").on(t.workerId)],
 );
 
-
 export const jobs = pgTable(
   "jobs",
   {
@@ -306,10 +286,7 @@ export const jobs = pgTable(
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
   },
-  (t) => [
-    index("jobs_status_priority_idx").on(t.status, t.priority, t.submittedAt),
-    index("jobs_worker_idx").on(t.workerId),
-  ],
+  (t) => [index("jobs_status_priority_idx").on(t.status, t.priority, t.submittedAt), index("jobs_worker_idx").on(t.workerId)],
 );
 
 // ── sharing ──────────────────────────────────────────────────────────────────────────────────────────────────

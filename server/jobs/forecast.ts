@@ -16,7 +16,15 @@ export async function estimateQueuedStarts(db: Database, policy: SchedulingPolic
   const ids = [...state.devices.flatMap((d) => d.jobs.map((j) => j.id)), ...state.queue.map((j) => j.id)];
   if (state.queue.length === 0) return new Map();
   const rows = await db
-    .select({ id: jobs.id, runId: jobs.runId, status: jobs.status, estimatedSeconds: jobs.estimatedSeconds, startedAt: jobs.startedAt, step: runs.step, totalSteps: runs.totalSteps })
+    .select({
+      id: jobs.id,
+      runId: jobs.runId,
+      status: jobs.status,
+      estimatedSeconds: jobs.estimatedSeconds,
+      startedAt: jobs.startedAt,
+      step: runs.step,
+      totalSteps: runs.totalSteps,
+    })
     .from(jobs)
     .leftJoin(runs, eq(runs.id, jobs.runId))
     .where(inArray(jobs.id, ids));
@@ -28,7 +36,10 @@ export async function estimateQueuedStarts(db: Database, policy: SchedulingPolic
         (await db.execute(sql`
           select r.run_id as "runId", min(p.step)::int as first, max(p.step)::int as last,
                  extract(epoch from max(p.wall_time) - min(p.wall_time))::float8 as seconds
-          from unnest(array[${sql.join(runIds.map((id) => sql`${id}`), sql`, `)}]::text[]) as r(run_id)
+          from unnest(array[${sql.join(
+            runIds.map((id) => sql`${id}`),
+            sql`, `,
+          )}]::text[]) as r(run_id)
           cross join lateral (
             select m.step, m.wall_time from ${metricPoints} m where m.run_id = r.run_id order by m.seq desc limit 500
           ) p

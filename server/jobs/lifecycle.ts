@@ -76,7 +76,10 @@ export async function stopRun(db: Database, runId: string, why: "cancel" | "paus
       .where(and(eq(jobs.id, job.id), inArray(jobs.status, ["placing", "running"])))
       .returning({ workerId: jobs.workerId });
     if (!active) {
-      throw new RunStateError(`Run '${runId}' is ${job.status}; only a queued${why === "cancel" ? ", paused" : ""} or running run can be ${final}.`, "CONFLICT");
+      throw new RunStateError(
+        `Run '${runId}' is ${job.status}; only a queued${why === "cancel" ? ", paused" : ""} or running run can be ${final}.`,
+        "CONFLICT",
+      );
     }
     if (active.workerId) await notifyJobs(tx, { placedOn: [active.workerId] });
     return "requested";
@@ -203,9 +206,16 @@ export async function expireLeases(db: Database, now = new Date()): Promise<stri
       .where(and(eq(workers.status, "alive"), lt(workers.heartbeatAt, cutoff)))
       .returning({ id: workers.id });
     if (dead.length === 0) return [];
-    const requeued = await requeueJobsOf(tx, dead.map((w) => w.id), `worker lost (no heartbeat for ${LEASE_SECONDS} s); resuming from the last checkpoint`);
+    const requeued = await requeueJobsOf(
+      tx,
+      dead.map((w) => w.id),
+      `worker lost (no heartbeat for ${LEASE_SECONDS} s); resuming from the last checkpoint`,
+    );
     for (const job of requeued) {
-      if (job.runId) await tx.insert(runLogs).values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
+      if (job.runId)
+        await tx
+          .insert(runLogs)
+          .values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
     }
     return requeued.map((job) => job.id);
   });

@@ -52,7 +52,12 @@ export type ReportInput = {
  */
 export async function storeReport(db: Database, input: ReportInput): Promise<string> {
   const now = new Date().toISOString();
-  const metrics = (input.metrics ?? []).map((m) => ({ step: m.step, name: storable(m.name), value: float(m.value), wallTime: m.wallTime?.toISOString() ?? now }));
+  const metrics = (input.metrics ?? []).map((m) => ({
+    step: m.step,
+    name: storable(m.name),
+    value: float(m.value),
+    wallTime: m.wallTime?.toISOString() ?? now,
+  }));
   const rolloutRows = (input.rollouts ?? []).map((r) => {
     const clean = storable(r);
     return { ...clean, totalReward: float(clean.totalReward), advantage: clean.advantage === null ? null : float(clean.advantage) };

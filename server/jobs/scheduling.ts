@@ -175,7 +175,15 @@ export async function schedulerTick(db: Database, policy: SchedulingPolicy, now 
     const placedOn = new Set<string>();
     const workerOf = new Map<string, string>();
     if (decisions.some((d) => d.type === "place")) {
-      for (const row of await tx.select({ id: devices.id, workerId: devices.workerId }).from(devices).where(inArray(devices.id, state.devices.map((d) => d.capacity.id)))) {
+      for (const row of await tx
+        .select({ id: devices.id, workerId: devices.workerId })
+        .from(devices)
+        .where(
+          inArray(
+            devices.id,
+            state.devices.map((d) => d.capacity.id),
+          ),
+        )) {
         workerOf.set(row.id, row.workerId);
       }
     }

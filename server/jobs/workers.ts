@@ -28,7 +28,11 @@ export async function registerWorker(db: Database, input: { hostname: string; pi
  */
 export async function heartbeat(db: Database, workerId: string) {
   const now = new Date();
-  const [worker] = await db.update(workers).set({ heartbeatAt: now }).where(and(eq(workers.id, workerId), eq(workers.status, "alive"))).returning({ id: workers.id });
+  const [worker] = await db
+    .update(workers)
+    .set({ heartbeatAt: now })
+    .where(and(eq(workers.id, workerId), eq(workers.status, "alive")))
+    .returning({ id: workers.id });
   if (!worker) throw new WorkerConflictError(`Worker '${workerId}' lost its lease; register again.`, "PRECONDITION_FAILED");
   await db
     .update(jobs)

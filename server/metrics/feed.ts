@@ -237,7 +237,10 @@ export class RunFeed {
   /** Drops the feed once nobody has watched it, nor has the run reported, for a while (sooner once it ended). */
   private dropWhenIdle() {
     if (this.idle) clearTimeout(this.idle);
-    this.idle = setTimeout(() => this.subscriptions.size === 0 && this.onDrop(), this.ended || this.failure ? Math.min(this.options.idleMs, 30_000) : this.options.idleMs);
+    this.idle = setTimeout(
+      () => this.subscriptions.size === 0 && this.onDrop(),
+      this.ended || this.failure ? Math.min(this.options.idleMs, 30_000) : this.options.idleMs,
+    );
     this.idle.unref?.();
   }
 

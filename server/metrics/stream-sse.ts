@@ -42,18 +42,30 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   try {
     const raw = url.searchParams.get("input");
     const parsed = metricStreamInput.safeParse(raw === null ? undefined : superjson.deserialize(JSON.parse(raw)));
-    if (!parsed.success) return { error: errorEvent("BAD_REQUEST", `input: ${z.prettifyError(parsed.error)} (expected {"json":{"runId":"run_…","lastEventId"?: "<sequence number>"}})`) };
+    if (!parsed.success)
+      return {
+        error: errorEvent("BAD_REQUEST", `input: ${z.prettifyError(parsed.error)} (expected {"json":{"runId":"run_…","lastEventId"?: "<sequence number>"}})`),
+      };
     input = parsed.data;
   } catch {
     return { error: errorEvent("BAD_REQUEST", 'input: not JSON; expected ?input={"json":{"runId":"run_…"}} (URL-encoded)') };
   }
   const context = await createTRPCContext({ headers: requestHeaders });
   if (!context.user) {
-    return { error: errorEvent("UNAUTHORIZED", context.rejectedApiKey ? "The API key in the Authorization header is unknown or revoked." : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.") };
+    return {
+      error: errorEvent(
+        "UNAUTHORIZED",
+        context.rejectedApiKey
+          ? "The API key in the Authorization header is unknown or revoked."
+          : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.",
+      ),
+    };
   }
-  const lastEventId = requestHeaders.get("last-event-id") ?? url.searchParams.get("lastEventId") ?? url.searchParams.get("Last-Event-Id") ?? input.lastEventId ?? null;
+  const lastEventId =
+    requestHeaders.get("last-event-id") ?? url.searchParams.get("lastEventId") ?? url.searchParams.get("Last-Event-Id") ?? input.lastEventId ?? null;
   const after = lastEventId === null ? 0 : Number(lastEventId);
-  if (!Number.isSafeInteger(after) || after < 0) return { error: errorEvent("BAD_REQUEST", `lastEventId: '${lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`) };
+  if (!Number.isSafeInteger(after) || after < 0)
+    return { error: errorEvent("BAD_REQUEST", `lastEventId: '${lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`) };
   return { feed: runFeed(context.db, input.runId), after };
 }
 
@@ -61,10 +73,7 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
  * Sends the feed to one viewer after `after` through `out`, with pings while idle, until the run ends (return), it
  * fails (an error event) or the viewer is cut off for falling too far behind. Returns the function that stops it.
  */
-function streamFeed(
-  { feed, after }: Extract<Opened, { feed: unknown }>,
-  out: { write(bytes: Uint8Array): void; backlog(): number; end(): void },
-): () => void {
+function streamFeed({ feed, after }: Extract<Opened, { feed: unknown }>, out: { write(bytes: Uint8Array): void; backlog(): number; end(): void }): () => void {
   let open = true;
   let lastWrite = Date.now();
   let unsubscribe = () => {};

@@ -66,10 +66,7 @@ export function writeCheckpoint(
   let previous: string | null = null;
   try {
     for (const [file, content] of Object.entries(files)) {
-      const bytes =
-        content.kind === "json"
-          ? new TextEncoder().encode(JSON.stringify(content.value, null, 2) + "\n")
-          : encodeSafetensors(content.tensors);
+      const bytes = content.kind === "json" ? new TextEncoder().encode(JSON.stringify(content.value, null, 2) + "\n") : encodeSafetensors(content.tensors);
       writeDurable(join(tmp, file), bytes);
       hooks.afterFile?.(file);
     }
@@ -111,9 +108,7 @@ export function readCheckpoint(dir: string): CheckpointReader {
   let folder = resolve(dir);
   if (!existsSync(folder)) {
     const parent = dirname(folder);
-    const stepAside = existsSync(parent)
-      ? readdirSync(parent).find((f) => f.startsWith(`.${basename(folder)}.old-`))
-      : undefined;
+    const stepAside = existsSync(parent) ? readdirSync(parent).find((f) => f.startsWith(`.${basename(folder)}.old-`)) : undefined;
     if (!stepAside) throw new Error(`no checkpoint at '${dir}'`);
     folder = join(parent, stepAside);
   }
@@ -121,9 +116,7 @@ export function readCheckpoint(dir: string): CheckpointReader {
   if (!existsSync(manifestPath)) throw new Error(`'${dir}' is not a checkpoint: it has no manifest.json`);
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as CheckpointManifest;
   if (manifest.format !== checkpointFormat || manifest.version !== checkpointVersion) {
-    throw new Error(
-      `'${dir}' has format ${manifest.format} v${manifest.version}; this code reads ${checkpointFormat} v${checkpointVersion}`,
-    );
+    throw new Error(`'${dir}' has format ${manifest.format} v${manifest.version}; this code reads ${checkpointFormat} v${checkpointVersion}`);
   }
   for (const file of manifest.files) {
     if (!existsSync(join(folder, file))) throw new Error(`checkpoint '${dir}' lists ${file} but it is missing`);

@@ -21,16 +21,8 @@ export const lossNames = ["cross_entropy", "importance_sampling", "ppo", "cispo"
 export type LossName = (typeof lossNames)[number];
 
 export const lossConfigSchema = z.object({
-  temperature: z
-    .number()
-    .positive()
-    .default(1)
-    .describe("logprobs are of softmax(logits / temperature); use the temperature the samples were drawn at"),
-  clipLow: z
-    .number()
-    .min(0)
-    .optional()
-    .describe("ppo/cispo: the ratio is clipped below at 1 - clipLow (default 0.2 for ppo, no lower clip for cispo)"),
+  temperature: z.number().positive().default(1).describe("logprobs are of softmax(logits / temperature); use the temperature the samples were drawn at"),
+  clipLow: z.number().min(0).optional().describe("ppo/cispo: the ratio is clipped below at 1 - clipLow (default 0.2 for ppo, no lower clip for cispo)"),
   clipHigh: z.number().min(0).optional().describe("ppo/cispo: the ratio is clipped above at 1 + clipHigh (default 0.2)"),
   klCoef: z.number().min(0).default(0).describe("weight of the KL penalty against the reference policy (0 = off)"),
   valueCoef: z.number().min(0).default(0.5).describe("weight of the value head's MSE loss, used when the batch has returns"),
@@ -39,10 +31,7 @@ export const lossConfigSchema = z.object({
     .min(0)
     .default(0)
     .describe("weight η of an entropy bonus at the weighted tokens: the loss subtracts η·H, keeping the policy exploring (0 = off)"),
-  normalize: z
-    .enum(["tokens", "none"])
-    .default("tokens")
-    .describe("tokens: divide the summed loss by the summed weights; none: keep the sum"),
+  normalize: z.enum(["tokens", "none"]).default("tokens").describe("tokens: divide the summed loss by the summed weights; none: keep the sum"),
 });
 export type LossConfig = z.infer<typeof lossConfigSchema>;
 export type LossConfigInput = z.input<typeof lossConfigSchema>;
@@ -96,8 +85,14 @@ export function computeLoss(
   for (let b = 0; b < B; b++) for (let i = 1; i < lengths[b]; i++) weightSum += batch.weights?.[b][i] ?? 1;
   const denom = config.normalize === "tokens" ? Math.max(weightSum, 1e-12) : 1;
 
-  let policyLoss = 0, klSum = 0, valueLoss = 0, entropySum = 0;
-  let ratioSum = 0, ratioMin = Infinity, ratioMax = -Infinity, clipped = 0;
+  let policyLoss = 0,
+    klSum = 0,
+    valueLoss = 0,
+    entropySum = 0;
+  let ratioSum = 0,
+    ratioMin = Infinity,
+    ratioMax = -Infinity,
+    clipped = 0;
   const probs = new Float64Array(V);
   for (let b = 0; b < B; b++) {
     for (let i = 1; i < lengths[b]; i++) {
@@ -125,7 +120,8 @@ export function computeLoss(
           l = -r * A;
           g = -r * A;
         } else if (loss === "ppo") {
-          const unclipped = r * A, clippedObjective = rClipped * A;
+          const unclipped = r * A,
+            clippedObjective = rClipped * A;
           if (unclipped <= clippedObjective) {
             l = -unclipped;
             g = -r * A;

@@ -10,16 +10,8 @@ export const adamParamsSchema = z.object({
     .default([0.9, 0.999])
     .describe("decay rates of the first and second moment estimates"),
   eps: z.number().positive().default(1e-8).describe("added to the root of the second moment"),
-  weightDecay: z
-    .number()
-    .min(0)
-    .default(0)
-    .describe("decoupled weight decay (AdamW) on matrices and embeddings; biases and LayerNorm are not decayed"),
-  gradClip: z
-    .number()
-    .min(0)
-    .default(0)
-    .describe("rescale gradients whose global L2 norm exceeds this (0 = no clipping)"),
+  weightDecay: z.number().min(0).default(0).describe("decoupled weight decay (AdamW) on matrices and embeddings; biases and LayerNorm are not decayed"),
+  gradClip: z.number().min(0).default(0).describe("rescale gradients whose global L2 norm exceeds this (0 = no clipping)"),
 });
 export type AdamParams = z.infer<typeof adamParamsSchema>;
 export type AdamParamsInput = z.input<typeof adamParamsSchema>;
@@ -38,8 +30,21 @@ function sumOfSquares(g: Float32Array): number {
 }
 
 /** m, v and w updated in place: w = w·decay - stepSize·m / (sqrt(v·invBc2) + eps). */
-function adamUpdate(w: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, clip: number, b1: number, b2: number, stepSize: number, invBc2: number, eps: number, decay: number): void {
-  const c1 = 1 - b1, c2 = 1 - b2;
+function adamUpdate(
+  w: Float32Array,
+  g: Float32Array,
+  m: Float32Array,
+  v: Float32Array,
+  clip: number,
+  b1: number,
+  b2: number,
+  stepSize: number,
+  invBc2: number,
+  eps: number,
+  decay: number,
+): void {
+  const c1 = 1 - b1,
+    c2 = 1 - b2;
   for (let i = 0; i < w.length; i++) {
     const gi = g[i] * clip;
     const mi = b1 * m[i] + c1 * gi;
@@ -71,7 +76,13 @@ export class AdamW {
   apply(input: AdamParamsInput): { gradNorm: number; step: number } {
     const parsed = adamParamsSchema.safeParse(input);
     if (!parsed.success) throw new Error(`invalid optimizer settings: ${z.prettifyError(parsed.error)}`);
-    const { lr, betas: [b1, b2], eps, weightDecay, gradClip } = parsed.data;
+    const {
+      lr,
+      betas: [b1, b2],
+      eps,
+      weightDecay,
+      gradClip,
+    } = parsed.data;
     const norm = this.gradNorm();
     if (!Number.isFinite(norm)) throw new Error(`gradient norm is ${norm}; refusing to apply a non-finite update`);
     const clip = gradClip > 0 && norm > gradClip ? gradClip / norm : 1;
@@ -101,7 +112,10 @@ export class AdamW {
 
   loadState(tensors: TensorMap, step: number, source: string): void {
     this.params.forEach((p, k) => {
-      for (const [prefix, buf] of [["m.", this.m[k]], ["v.", this.v[k]]] as const) {
+      for (const [prefix, buf] of [
+        ["m.", this.m[k]],
+        ["v.", this.v[k]],
+      ] as const) {
         const t = tensors.get(prefix + p.name);
         if (!t || t.data.length !== buf.length) {
           throw new Error(`${source} has no optimizer tensor '${prefix}${p.name}' of shape [${p.shape}]`);

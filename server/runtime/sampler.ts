@@ -84,7 +84,9 @@ function drawToken(logits: Float32Array, offset: number, V: number, p: SamplePar
   // Truncation: the most likely tokens first, the top K of them, then the shortest prefix reaching topP.
   const order = Array.from({ length: V }, (_, j) => j).sort((a, b) => probs[b] - probs[a] || a - b);
   const k = p.topK > 0 ? Math.min(p.topK, V) : V;
-  let kept = 0, mass = 0, keptMass = 0;
+  let kept = 0,
+    mass = 0,
+    keptMass = 0;
   for (let i = 0; i < k; i++) mass += probs[order[i]];
   for (; kept < k; kept++) {
     keptMass += probs[order[kept]];

@@ -41,8 +41,7 @@ export function createTfjsEngine(tf: TF, name: string): Engine {
       return y;
     };
     const geluK = Math.sqrt(2 / Math.PI);
-    const gelu = (x: Tensor) =>
-      tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), 0.044715)), geluK))));
+    const gelu = (x: Tensor) => tf.mul(tf.mul(x, 0.5), tf.add(1, tf.tanh(tf.mul(tf.add(x, tf.mul(tf.pow(x, 3), 0.044715)), geluK))));
 
     const oneHot = tf.cast(tf.oneHot(tf.tensor1d(tokens, "int32"), V), "float32"); // [N, V]
     const positions = tf.slice(get("wpe"), [0, 0], [T, C]); // [T, C]

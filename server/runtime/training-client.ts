@@ -247,7 +247,9 @@ export class TrainingClient {
     const problems = describeMismatch(ckpt.json("model_config.json"), this.base.config);
     const found = manifest.contents === "merged" ? "full" : manifest.contents;
     if (found !== this.mode) {
-      problems.push(`checkpoint holds ${found === "lora" ? "a LoRA adapter" : "full weights"}, client trains ${this.mode === "lora" ? "a LoRA adapter" : "full weights"}`);
+      problems.push(
+        `checkpoint holds ${found === "lora" ? "a LoRA adapter" : "full weights"}, client trains ${this.mode === "lora" ? "a LoRA adapter" : "full weights"}`,
+      );
     }
     if (this.mode === "lora" && found === "lora") {
       problems.push(...describeMismatch(ckpt.json("lora_config.json"), this.loraConfig!, "client"));
@@ -267,10 +269,7 @@ export class TrainingClient {
       this.optimizer.loadState(ckpt.tensors("optimizer.safetensors"), state.step, source);
       this.rng = Rng.fromState(state.rng);
     } else {
-      const params =
-        this.view.lora !== null
-          ? listLoraParameters(this.view.lora, this.view.weights)
-          : listGPTParameters(this.view.weights, this.base.config);
+      const params = this.view.lora !== null ? listLoraParameters(this.view.lora, this.view.weights) : listGPTParameters(this.view.weights, this.base.config);
       assignParameters(params, ckpt.tensors("weights.safetensors"), source);
       this.optimizer.reset();
     }

@@ -187,7 +187,10 @@ export function locateFunction(compiled: Pick<CompiledEnvironment, "files" | "en
 }
 
 function normalizeUserPath(name: string): string {
-  const normalized = path.posix.normalize(name.replace(/\\/g, "/")).replace(/^(\.\/)+/, "").replace(/^\/+/, "");
+  const normalized = path.posix
+    .normalize(name.replace(/\\/g, "/"))
+    .replace(/^(\.\/)+/, "")
+    .replace(/^\/+/, "");
   if (normalized.startsWith("../")) throw new Error(`file '${name}' is outside the experiment`);
   return normalized;
 }
@@ -195,12 +198,7 @@ function normalizeUserPath(name: string): string {
 function fromEsbuild(message: esbuild.Message, severity: "error" | "warning"): SandboxDiagnostic {
   const location = message.location;
   const file = location?.file ? (userSourceName(location.file) ?? location.file) : null;
-  return diagnostic(
-    "syntax",
-    message.text,
-    location && file ? { file, line: location.line, column: location.column + 1 } : null,
-    severity,
-  );
+  return diagnostic("syntax", message.text, location && file ? { file, line: location.line, column: location.column + 1 } : null, severity);
 }
 
 function diagnostic(

@@ -89,7 +89,9 @@ export class QuickJSEngine {
     // QuickJS's own limit (setMemoryLimit) counts allocations, not their sizes, in this build (malloc_usable_size
     // is unavailable), so the hard cap is the instance's linear memory: its baseline plus memoryMb, never more.
     const wasmMemory = new WebAssembly.Memory({ initial: baselinePages, maximum: baselinePages + limits.memoryMb * 16 });
-    const module = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule } : { wasmMemory }));
+    const module = await newQuickJSWASMModuleFromVariant(
+      newVariant(RELEASE_SYNC, options.wasmModule ? { wasmMemory, wasmModule: options.wasmModule } : { wasmMemory }),
+    );
     const runtime = module.newRuntime();
     runtime.setMemoryLimit(limits.memoryMb * 1024 * 1024);
     runtime.setMaxStackSize(limits.maxStackKb * 1024);
@@ -113,7 +115,10 @@ export class QuickJSEngine {
       const error = context.dump(result.error) as unknown;
       result.error.dispose();
       disposeQuietly(context, runtime);
-      return { engine: null, outcome: loadOverrun ? { ok: false, reason: "overrun", memoryMb } : { ok: false, reason: "threw", error: errorFields(error), memoryMb } };
+      return {
+        engine: null,
+        outcome: loadOverrun ? { ok: false, reason: "overrun", memoryMb } : { ok: false, reason: "threw", error: errorFields(error), memoryMb },
+      };
     }
     result.value.dispose();
     const bridge = registered as BridgeHandles | null;

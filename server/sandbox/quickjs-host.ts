@@ -17,7 +17,18 @@ import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } fro
 import type { SandboxLimits } from "./limits";
 import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
 import type { ThreadData } from "./thread-entry";
-import { ANSWERED, BATCH_RAN_AT, BATCH_STARTED_AT, CURRENT_OP, Mailbox, type MailboxRequest, OP_CPU_AT, OP_STARTED_AT, REQUESTED, sharedBytes } from "./mailbox";
+import {
+  ANSWERED,
+  BATCH_RAN_AT,
+  BATCH_STARTED_AT,
+  CURRENT_OP,
+  Mailbox,
+  type MailboxRequest,
+  OP_CPU_AT,
+  OP_STARTED_AT,
+  REQUESTED,
+  sharedBytes,
+} from "./mailbox";
 import { FAILED, type GuestOp, type GuestResponse, encodeRequest, processCpuMs } from "./wire";
 
 /** A batch's answer as the thread posted it, before `parse`. */
@@ -52,9 +63,11 @@ const FRAME = /^(\s*at )(.*?) \((?:[^()]*?)?sandbox\.js:(\d+):(\d+)\)$/;
 const epochNow = () => performance.timeOrigin + performance.now();
 
 /** `Atomics.waitAsync` (ES2024, in Node since 16; this project's TypeScript lib is ES2023). */
-const waitAsync = (Atomics as unknown as {
-  waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
-}).waitAsync;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { async: false; value: string } | { async: true; value: Promise<string> };
+  }
+).waitAsync;
 
 /**
  * One crossing's times, epoch milliseconds: the host posted the batch, the thread took it (so `startedAt -
@@ -386,7 +399,13 @@ export class QuickJSSandbox {
   private take(budgets: OpBudget[], label: string): BatchAnswer {
     if (this.crossingLog) {
       const { clock } = this;
-      this.crossingLog.push({ ops: this.postedOps, postedAt: this.postedAt, startedAt: clock[BATCH_STARTED_AT]!, ranAt: clock[BATCH_RAN_AT]!, takenAt: epochNow() });
+      this.crossingLog.push({
+        ops: this.postedOps,
+        postedAt: this.postedAt,
+        startedAt: clock[BATCH_STARTED_AT]!,
+        ranAt: clock[BATCH_RAN_AT]!,
+        takenAt: epochNow(),
+      });
     }
     const startedAt = this.hostWorkStart();
     const taken = this.mailbox.take();
@@ -609,7 +628,12 @@ export function classifyFatal(
 
 function describeLoadFailure(outcome: Extract<LoadOutcome, { ok: false }>, compiled: CompiledEnvironment, limits: SandboxLimits): SandboxError {
   if (outcome.reason === "overrun") {
-    return new SandboxLimitError("cpuMsPerEpisode", limits.cpuMsPerEpisode, null, `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms`);
+    return new SandboxLimitError(
+      "cpuMsPerEpisode",
+      limits.cpuMsPerEpisode,
+      null,
+      `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms`,
+    );
   }
   if (outcome.reason === "no-bridge") {
     return new SandboxError("contract", "the environment's code replaced the sandbox bridge before it loaded; it cannot be run");

@@ -451,7 +451,11 @@ export class SandboxedEnvironmentPool {
    */
   claimBank(starts: readonly { seed: number; sample?: DatasetRow }[]): { base: number; prepared: boolean } {
     const prepared = this.prepared;
-    if (prepared && prepared.starts.length === starts.length && starts.every((start, i) => start.seed === prepared.starts[i]!.seed && start.sample === prepared.starts[i]!.sample)) {
+    if (
+      prepared &&
+      prepared.starts.length === starts.length &&
+      starts.every((start, i) => start.seed === prepared.starts[i]!.seed && start.sample === prepared.starts[i]!.sample)
+    ) {
       this.prepared = null;
       return { base: prepared.base, prepared: true };
     }
@@ -855,7 +859,9 @@ export async function runSandboxedEpisodes(
     const from = cuts[first]!;
     const ahead = first > 0 && next ? next : null;
     const aheadResets: SlotStart[] = ahead ? ahead.map(({ seed, sample }, i) => ({ slot: nextBase + i, seed, sample, index: i })) : [];
-    const resets: SlotStart[] = prepared ? [] : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
+    const resets: SlotStart[] = prepared
+      ? []
+      : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
     try {
       if (ahead) pool.setPrepared(null); // the other bank is overwritten from here on
       if (resets.length === 0 && ahead) {
@@ -1078,7 +1084,12 @@ function checkDescription(value: unknown): EnvironmentDescription {
     scoreName: typeof record.scoreName === "string" ? record.scoreName : null,
     hasRender: record.hasRender === true,
     hasDemonstrator: record.hasDemonstrator === true,
-    actions: record.actions === "state" ? "state" : record.actions === null || record.actions === undefined ? null : checkConstraint(record.actions, "the environment's actions"),
+    actions:
+      record.actions === "state"
+        ? "state"
+        : record.actions === null || record.actions === undefined
+          ? null
+          : checkConstraint(record.actions, "the environment's actions"),
     exportName: record.exportName,
   };
 }

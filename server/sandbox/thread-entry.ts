@@ -28,7 +28,9 @@ async function main() {
   const { code, fileName, limits, shared, port, wasmModule } = workerData as ThreadData;
   const mailbox = new Mailbox(shared);
   const { control, clock } = mailbox;
-  const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"), { wasmModule: wasmModule ?? undefined });
+  const { engine, outcome } = await QuickJSEngine.load(code, fileName, limits, () => parentPort!.postMessage("evaluating"), {
+    wasmModule: wasmModule ?? undefined,
+  });
   parentPort!.postMessage(outcome);
   if (!engine) return;
   // The first turn of this thread's event loop after loading can stall for a few hundred milliseconds (V8

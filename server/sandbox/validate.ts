@@ -99,7 +99,14 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       try {
         samples = datasetRows(name, options.datasetFiles).slice(0, 20);
       } catch (error) {
-        diagnostics.push({ severity: "error", message: `data.dataset: ${(error as Error).message}`, file: compiled.compiled.entry, line: null, column: null, source: "runtime" });
+        diagnostics.push({
+          severity: "error",
+          message: `data.dataset: ${(error as Error).message}`,
+          file: compiled.compiled.entry,
+          line: null,
+          column: null,
+          source: "runtime",
+        });
         return report();
       }
     }

@@ -18,7 +18,11 @@ const NEVER_ENDS = FORECAST_HORIZON_SECONDS * 10;
  * it, or null when that cannot be told. `remainingSeconds` gives each job's work left, running or queued; a job
  * missing from it, or null there, has no estimate.
  */
-export function forecastStarts(state: ClusterState, policy: SchedulingPolicy, remainingSeconds: ReadonlyMap<string, number | null>): Map<string, number | null> {
+export function forecastStarts(
+  state: ClusterState,
+  policy: SchedulingPolicy,
+  remainingSeconds: ReadonlyMap<string, number | null>,
+): Map<string, number | null> {
   const deviceIds = new Map<string, string>();
   const footprints = new Map<string, Footprint>();
   const submittedAt = new Map<string, number>();

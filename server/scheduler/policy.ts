@@ -274,7 +274,10 @@ class PackingPass {
     // Most passes find nothing free: skip the scan when even the emptiest device is too small.
     if (footprint.ownMemoryMb > this.largestFreeMemory) return null;
     const fitsBeforeReservation =
-      reservation !== null && job.estimatedSeconds !== null && Number.isFinite(reservation.startsAt) && this.state.now + job.estimatedSeconds <= reservation.startsAt;
+      reservation !== null &&
+      job.estimatedSeconds !== null &&
+      Number.isFinite(reservation.startsAt) &&
+      this.state.now + job.estimatedSeconds <= reservation.startsAt;
 
     let best: Placement | null = null;
     for (let i = 0; i < this.devices.length; i++) {
@@ -354,7 +357,8 @@ class PackingPass {
         const sharesBase = base !== null && (bases.get(base) ?? 0) > 0;
         const fitsCompute = count === 0 || slots + job.footprint.computeSlots <= device.capacity.computeSlots;
         if (free >= memoryToAdd(job.footprint, sharesBase) && fitsCompute) {
-          if (best === null || victims.length < best.victims.length || (victims.length === best.victims.length && lost < best.lost)) best = { device: i, victims: [...victims], lost };
+          if (best === null || victims.length < best.victims.length || (victims.length === best.victims.length && lost < best.lost))
+            best = { device: i, victims: [...victims], lost };
           break;
         }
       }
@@ -404,9 +408,7 @@ class PackingPass {
       let count = this.jobCount[i];
       const needed = memoryToAdd(footprint, headSharesBase);
       const fits = () => free >= needed && (count === 0 || slots + footprint.computeSlots <= device.capacity.computeSlots);
-      const ending = device.jobs
-        .filter((r) => r.estimatedEndAt !== null && !this.preempted.has(r.id))
-        .sort((a, b) => a.estimatedEndAt! - b.estimatedEndAt!);
+      const ending = device.jobs.filter((r) => r.estimatedEndAt !== null && !this.preempted.has(r.id)).sort((a, b) => a.estimatedEndAt! - b.estimatedEndAt!);
       const sharers = new Map(device.residentBases);
       for (const running of ending) {
         if (best !== null && running.estimatedEndAt! >= best.startsAt) break;

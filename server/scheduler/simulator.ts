@@ -10,14 +10,7 @@
  */
 import { EventQueue } from "./event-queue";
 import { transition, type JobState } from "@/lib/lifecycle";
-import {
-  describeDevice,
-  type ClusterState,
-  type DeviceState,
-  type QueuedJob,
-  type RunningJob,
-  type SchedulingPolicy,
-} from "./policy";
+import { describeDevice, type ClusterState, type DeviceState, type QueuedJob, type RunningJob, type SchedulingPolicy } from "./policy";
 import { checkEverFits, estimateFootprint, type DeviceCapacity, type Footprint } from "./resources";
 import type { Trace, TraceAction, TraceJob } from "./trace";
 

@@ -110,8 +110,7 @@ export function generateTraceFrom(shape: TraceShape, seed: number): Trace {
   };
   const choose = <T>(values: readonly T[]): T => values[Math.floor(rng.uniform() * values.length)];
   /** Log-normal around a median, clamped: run times have a long right tail. */
-  const duration = (median: number, sigma: number) =>
-    Math.round(Math.min(median * 12, Math.max(median / 8, median * Math.exp(sigma * rng.normal()))));
+  const duration = (median: number, sigma: number) => Math.round(Math.min(median * 12, Math.max(median / 8, median * Math.exp(sigma * rng.normal()))));
   // A few users submit most of the work (Zipf), as in any shared cluster.
   const userWeights: Record<string, number> = {};
   for (let u = 0; u < shape.users; u++) userWeights[`user-${u}`] = 1 / (u + 1);

@@ -46,11 +46,7 @@ const actionSchema = z.object({
 export const traceSchema = z
   .object({
     name: z.string().min(1),
-    checkpointIntervalSeconds: z
-      .number()
-      .positive()
-      .default(600)
-      .describe("training jobs checkpoint after every this many seconds of progress"),
+    checkpointIntervalSeconds: z.number().positive().default(600).describe("training jobs checkpoint after every this many seconds of progress"),
     models: z.record(z.string(), modelSchema),
     devices: z.array(deviceGroupSchema).min(1),
     jobs: z.array(traceJobSchema),
@@ -62,7 +58,10 @@ export const traceSchema = z
       if (ids.has(job.id)) ctx.addIssue({ code: "custom", path: ["jobs", i, "id"], message: `duplicate job id '${job.id}'` });
       ids.add(job.id);
       if (!(job.model in trace.models)) {
-        const known = Object.keys(trace.models).map((m) => `'${m}'`).join(", ") || "none";
+        const known =
+          Object.keys(trace.models)
+            .map((m) => `'${m}'`)
+            .join(", ") || "none";
         ctx.addIssue({ code: "custom", path: ["jobs", i, "model"], message: `unknown model '${job.model}'; models has ${known}` });
       }
     });
@@ -81,7 +80,10 @@ export function parseTrace(input: unknown, source = "trace"): Trace {
   const parsed = traceSchema.safeParse(input);
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
-    const path = issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("").replace(/^\./, "");
+    const path = issue.path
+      .map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`))
+      .join("")
+      .replace(/^\./, "");
     return `  ${path || "(top level)"}: ${issue.message}`;
   });
   throw new Error(`${source} is not a valid trace:\n${problems.join("\n")}`);

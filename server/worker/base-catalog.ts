@@ -13,7 +13,10 @@ const basesDir = () => path.resolve(serverEnv().TINKERLAB_BASES_DIR);
 export function builtinBaseNames(): string[] {
   const dir = basesDir();
   if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir).filter((name) => fs.existsSync(path.join(dir, name, "manifest.json"))).sort();
+  return fs
+    .readdirSync(dir)
+    .filter((name) => fs.existsSync(path.join(dir, name, "manifest.json")))
+    .sort();
 }
 
 export function baseModelDir(name: string): string {

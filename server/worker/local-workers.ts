@@ -16,7 +16,14 @@ export function workerCommand(root: string, flags = rolloutProcessFlags(), scrip
   return [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), ...flags, script, ...args];
 }
 
-export function startLocalWorkers(options: { count: number; serverUrl: string; token: string; root: string; env: NodeJS.ProcessEnv; log?: (line: string) => void }) {
+export function startLocalWorkers(options: {
+  count: number;
+  serverUrl: string;
+  token: string;
+  root: string;
+  env: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}) {
   const log = options.log ?? console.log;
   const children = new Set<ChildProcess>();
   let closing = false;

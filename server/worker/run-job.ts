@@ -49,7 +49,9 @@ export async function runJob(options: {
   const custom = config.environment === "custom";
   const useCase = useCases[config.environment];
   if (!useCase && !custom) {
-    throw new Error(`Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}, or "custom" for the experiment's own environment.ts.`);
+    throw new Error(
+      `Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}, or "custom" for the experiment's own environment.ts.`,
+    );
   }
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
@@ -125,7 +127,16 @@ export async function runJob(options: {
       const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
       const { kept, dropped } = fitConversations(policy, conversations);
       const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
-      reports.push({ workerId, jobId, logs: [{ level: dropped > 0 ? "warn" : "info", message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.` }] });
+      reports.push({
+        workerId,
+        jobId,
+        logs: [
+          {
+            level: dropped > 0 ? "warn" : "info",
+            message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.`,
+          },
+        ],
+      });
       return trainSft({ config, policy, conversations: kept, environment, protocol, dataset, startStep, hooks, playEpisodes });
     })().finally(() => pool?.dispose());
     await reports.flush();
@@ -149,7 +160,11 @@ export async function runJob(options: {
 }
 
 /** How a training loop's end becomes the job's outcome; paused or preempted work is saved first, to resume. */
-async function endOf(result: { steps: number; stopped: boolean }, save: (steps: number) => Promise<void>, stopRequested: () => StopReason | null): Promise<JobOutcome> {
+async function endOf(
+  result: { steps: number; stopped: boolean },
+  save: (steps: number) => Promise<void>,
+  stopRequested: () => StopReason | null,
+): Promise<JobOutcome> {
   if (!result.stopped) return { outcome: "completed", reason: null };
   const why = stopRequested()!;
   if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };
@@ -198,7 +213,9 @@ async function sftConversations(
     return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows), protocol.history);
   }
   if (!pool!.environment.hasDemonstrator) {
-    throw new Error("sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, or use an uploaded dataset");
+    throw new Error(
+      "sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, or use an uploaded dataset",
+    );
   }
   const rng = new Rng(config.seed);
   const conversations: Conversation[] = [];

@@ -11,7 +11,11 @@ import { WORKER_TOKEN_HEADER } from "../api/routers/worker";
 export function createWorkerApi(serverUrl: string, token: string) {
   return createTRPCClient<AppRouter>({
     links: [
-      httpBatchLink({ url: `${serverUrl.replace(/\/$/, "")}/api/trpc`, transformer: superjson, headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" } }),
+      httpBatchLink({
+        url: `${serverUrl.replace(/\/$/, "")}/api/trpc`,
+        transformer: superjson,
+        headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" },
+      }),
     ],
   });
 }

@@ -46,7 +46,9 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     backend: backend.capabilities.backend,
     devices: [{ kind: "cpu", name: device.id, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
   });
-  log(`registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`);
+  log(
+    `registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`,
+  );
 
   const running = new Map<string, { step: number; stop: StopReason | null }>();
   const leave = async () => {

@@ -71,9 +71,7 @@ describe("comparing runs", () => {
       const run = await call<{ name: string }>("runs.byId", { id: runId }, "GET");
       const box = page.getByLabel(`Select ${run.name} to compare`);
       // A click before the table hydrates is undone by React; click until the selection holds it.
-      await expect
-        .poll(async () => (await box.isChecked()) || (await box.click(), box.isChecked()), { timeout: 60_000, interval: 500 })
-        .toBe(true);
+      await expect.poll(async () => (await box.isChecked()) || (await box.click(), box.isChecked()), { timeout: 60_000, interval: 500 }).toBe(true);
     }
     await page.getByRole("region", { name: "Selected runs" }).getByText("2 runs selected").waitFor();
     await page.getByRole("region", { name: "Selected runs" }).getByRole("link", { name: "Compare" }).click();
@@ -114,7 +112,11 @@ describe("comparing runs", () => {
     expect(await page.getByLabel("Smoothing").inputValue()).toBe("0.9");
     expect(await page.getByRole("radio", { name: "Wall time" }).getAttribute("aria-checked")).toBe("true");
     expect(await page.getByLabel("Differences only").isChecked()).toBe(true);
-    await page.getByRole("figure", { name: `chart ${other}` }).locator(".recharts-line-curve").first().waitFor({ state: "attached" });
+    await page
+      .getByRole("figure", { name: `chart ${other}` })
+      .locator(".recharts-line-curve")
+      .first()
+      .waitFor({ state: "attached" });
     await page.screenshot({ path: path.join(SCREENSHOTS, "compare-wall-time.png"), fullPage: true });
   }, 120_000);
 });

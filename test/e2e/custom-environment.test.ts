@@ -32,7 +32,13 @@ it("trains an experiment's own environment in the sandbox", async () => {
   const { id } = await call<{ id: string }>("experiments.create", {
     name: "custom",
     files: { "environment.ts": source },
-    config: { name: "custom", environment: "custom", agent: { base: "tiny-base", sampling: { maxTokens: 2 } }, algorithm: { name: "grpo", steps: 6, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 4 } },
+    config: {
+      name: "custom",
+      environment: "custom",
+      agent: { base: "tiny-base", sampling: { maxTokens: 2 } },
+      algorithm: { name: "grpo", steps: 6, groupSize: 4, groupsPerStep: 2 },
+      evaluation: { every: 0, episodes: 4 },
+    },
   });
   const { runId } = await call<{ runId: string }>("runs.launch", { experimentId: id });
   let run = { status: "queued", step: 0, reason: null as string | null };

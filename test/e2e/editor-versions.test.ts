@@ -58,7 +58,12 @@ describe("old versions in the editor", () => {
     await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect.poll(() => page.getByTestId("editor-state").textContent(), { timeout: 20_000 }).toBe("version 3 · saved");
 
-    const saved = await callProcedure<{ latestVersion: number; latest: { files: Record<string, string>; config: Record<string, unknown>; message: string } }>(server, "experiments.byId", { id }, "GET");
+    const saved = await callProcedure<{ latestVersion: number; latest: { files: Record<string, string>; config: Record<string, unknown>; message: string } }>(
+      server,
+      "experiments.byId",
+      { id },
+      "GET",
+    );
     expect(saved.latestVersion).toBe(3);
     expect(saved.latest.files["environment.ts"]).toBe(V1);
     expect(saved.latest.config).toEqual(config);

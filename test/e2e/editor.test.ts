@@ -161,7 +161,10 @@ describe("the experiment editor", () => {
     await page.keyboard.press("Delete");
     await page.locator(".cm-lintRange-error").first().waitFor({ timeout: 60_000 });
     const problems = page.getByRole("list", { name: "Problems" });
-    await problems.getByText(/Cannot find name 'nswer'/).first().waitFor();
+    await problems
+      .getByText(/Cannot find name 'nswer'/)
+      .first()
+      .waitFor();
     const line = starterEnvironment.split("\n").findIndex((l) => l.includes("const correct = answer")) + 1;
     expect(await problems.innerText()).toContain(`environment.ts:${line}:`);
     await page.screenshot({ path: path.join(SCREENSHOTS, "editor-diagnostic.png"), fullPage: true });

@@ -87,6 +87,8 @@ describe("run page charts", () => {
   }, 180_000);
 
   it("refuses a zoom range that runs backwards, naming the fields", async () => {
-    await expect(callProcedure(server, "runs.metricRange", { runId, name: "reward/mean", fromStep: 10, toStep: 5 }, "GET")).rejects.toThrow(/fromStep must not be after toStep/);
+    await expect(callProcedure(server, "runs.metricRange", { runId, name: "reward/mean", fromStep: 10, toStep: 5 }, "GET")).rejects.toThrow(
+      /fromStep must not be after toStep/,
+    );
   });
 });

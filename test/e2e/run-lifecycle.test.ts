@@ -67,7 +67,9 @@ describe("a run's life", () => {
       expect(early).toBe(paused.step);
       await page.getByRole("button", { name: "Resume" }).click();
       await page.getByText("completed", { exact: true }).waitFor({ timeout: 300_000 });
-      await page.waitForFunction((n) => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === String(n), steps, { timeout: 30_000 });
+      await page.waitForFunction((n) => document.querySelector('figure[aria-label="chart reward/mean"]')?.getAttribute("data-points") === String(n), steps, {
+        timeout: 30_000,
+      });
       expect(await points()).toBe(steps);
       await page.screenshot({ path: path.join(SCREENSHOTS, "run.png"), fullPage: true });
     } finally {

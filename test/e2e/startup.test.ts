@@ -18,7 +18,10 @@ describe("start-up refuses bad configuration with one clear message", () => {
 
   it("an unreachable database", async () => {
     const closedPort = await freePort();
-    const { code, output } = await startExpectingFailure({ DATABASE_URL: `postgres://postgres@127.0.0.1:${closedPort}/tinkerlab`, PORT: String(await freePort()) });
+    const { code, output } = await startExpectingFailure({
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${closedPort}/tinkerlab`,
+      PORT: String(await freePort()),
+    });
     expect(code).toBe(1);
     expect(output).toContain(`Cannot reach the PostgreSQL server at 127.0.0.1:${closedPort}/tinkerlab`);
     expect(output).toContain("unset DATABASE_URL to use the embedded database");

@@ -158,7 +158,11 @@ describe("the trajectory viewer", () => {
     expect(download.suggestedFilename()).toBe(`${runId}-train-step-1.jsonl`);
     const file = path.join(tempDir("download"), "rollouts.jsonl");
     await download.saveAs(file);
-    const lines = fs.readFileSync(file, "utf8").trimEnd().split("\n").map((line) => JSON.parse(line));
+    const lines = fs
+      .readFileSync(file, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(lines).toHaveLength(8);
     expect(lines[0]).toMatchObject({ runId, split: "train", step: 1, groupIndex: 0, sampleIndex: 0, prompt: "Answer with a number." });
     expect(lines[3].turns.map((t: { action: string }) => t.action)).toEqual(["4", "5"]);

@@ -26,7 +26,10 @@ afterAll(async () => {
 /** A finished LoRA run on arithmetic-base with a checkpoint at step 40 (its folder holds the model's config). */
 async function finishedRun() {
   const caller = callerFor(handle);
-  const experiment = await caller.experiments.create({ name: "source", config: { name: "source", environment: "arithmetic", agent: { base: "arithmetic-base" } } });
+  const experiment = await caller.experiments.create({
+    name: "source",
+    config: { name: "source", environment: "arithmetic", agent: { base: "arithmetic-base" } },
+  });
   const runId = newId("run");
   await handle.db.insert(runs).values({
     id: runId,
@@ -50,8 +53,17 @@ describe("checkpoints as bases", () => {
   it("lists built-in bases and run checkpoints with their shape and origin", async () => {
     const { id } = await finishedRun();
     const bases = await callerFor(handle).checkpoints.bases();
-    expect(bases.builtin.find((b) => b.name === "arithmetic-base")).toMatchObject({ shape: { contextLength: 24 }, origin: expect.stringMatching(/arithmetic demonstrator/) });
-    expect(bases.checkpoints.find((c) => c.id === id)).toMatchObject({ step: 40, runName: "source-run", mode: "lora", parentBase: "arithmetic-base", shape: { contextLength: 24, dModel: 64 } });
+    expect(bases.builtin.find((b) => b.name === "arithmetic-base")).toMatchObject({
+      shape: { contextLength: 24 },
+      origin: expect.stringMatching(/arithmetic demonstrator/),
+    });
+    expect(bases.checkpoints.find((c) => c.id === id)).toMatchObject({
+      step: 40,
+      runName: "source-run",
+      mode: "lora",
+      parentBase: "arithmetic-base",
+      shape: { contextLength: 24, dModel: 64 },
+    });
   });
 
   it("launches a run from a checkpoint, which shows where its base came from", async () => {
@@ -70,7 +82,10 @@ describe("checkpoints as bases", () => {
 
   it("refuses a checkpoint that does not exist, naming it", async () => {
     const caller = callerFor(handle);
-    const experiment = await caller.experiments.create({ name: "missing", config: { name: "missing", environment: "arithmetic", agent: { base: "ckpt_nothere" } } });
+    const experiment = await caller.experiments.create({
+      name: "missing",
+      config: { name: "missing", environment: "arithmetic", agent: { base: "ckpt_nothere" } },
+    });
     await expect(caller.runs.launch({ experimentId: experiment.id })).rejects.toThrow(/agent.base: No checkpoint named 'ckpt_nothere'/);
   });
 });

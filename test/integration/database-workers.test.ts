@@ -83,7 +83,14 @@ async function runLog(handle: DatabaseHandle, runId: string) {
 
 /** Which worker process started each job, from the workers' own logs: `[worker PID] job JOB (run RUN) started`. */
 function starts(all: DatabaseWorker[]) {
-  return all.flatMap((w) => [...w.output().matchAll(/\[worker (\d+)\] job (job_\w+) \(run (run_\w+)\) started( from step \d+)?/g)].map((m) => ({ pid: Number(m[1]), jobId: m[2]!, runId: m[3]!, resumed: !!m[4] })));
+  return all.flatMap((w) =>
+    [...w.output().matchAll(/\[worker (\d+)\] job (job_\w+) \(run (run_\w+)\) started( from step \d+)?/g)].map((m) => ({
+      pid: Number(m[1]),
+      jobId: m[2]!,
+      runId: m[3]!,
+      resumed: !!m[4],
+    })),
+  );
 }
 
 describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABASE_URL)", () => {
@@ -146,7 +153,14 @@ describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABAS
     const jobOf = async (runId: string) => (await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, runId)))[0]!.id;
     const [lowJob, highJob] = [await jobOf(low), await jobOf(high)];
     const events = [...worker.output().matchAll(/\] job (job_\w+) (?:\(run run_\w+\) )?(started|preempted|completed)/g)].map((m) => `${m[1]} ${m[2]}`);
-    expect(events).toEqual([`${lowJob} started`, `${lowJob} preempted`, `${highJob} started`, `${highJob} completed`, `${lowJob} started`, `${lowJob} completed`]);
+    expect(events).toEqual([
+      `${lowJob} started`,
+      `${lowJob} preempted`,
+      `${highJob} started`,
+      `${highJob} completed`,
+      `${lowJob} started`,
+      `${lowJob} completed`,
+    ]);
     const rewardSteps = await metricSteps(handle, low, "reward/mean");
     expect(rewardSteps).toHaveLength(80);
     expect(new Set(rewardSteps).size).toBe(80);

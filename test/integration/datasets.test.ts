@@ -17,7 +17,16 @@ beforeAll(async () => {
 afterAll(() => db.close());
 
 const rows = Array.from({ length: 50 }, (_, i) => JSON.stringify({ question: `${i}+1`, answer: i + 1 })).join("\n");
-const conversations = ["a", "b"].map((c) => JSON.stringify({ messages: [{ role: "user", content: c }, { role: "assistant", content: c.toUpperCase() }] })).join("\n");
+const conversations = ["a", "b"]
+  .map((c) =>
+    JSON.stringify({
+      messages: [
+        { role: "user", content: c },
+        { role: "assistant", content: c.toUpperCase() },
+      ],
+    }),
+  )
+  .join("\n");
 
 describe("datasets", () => {
   it("stores rows split 80/20 (rows that name their split keep it), lists and previews them", async () => {
@@ -37,19 +46,29 @@ describe("datasets", () => {
 
   it("refuses bad input naming the line, a taken name and a bad name; nothing is stored", async () => {
     const caller = callerFor(handle);
-    await expect(caller.datasets.upload({ name: "broken", text: '{"a": 1}\n{"a": [1, 2]}' })).rejects.toThrow(/broken:2: field 'a' must be a string, number, boolean or null; got an array/);
+    await expect(caller.datasets.upload({ name: "broken", text: '{"a": 1}\n{"a": [1, 2]}' })).rejects.toThrow(
+      /broken:2: field 'a' must be a string, number, boolean or null; got an array/,
+    );
     await expect(caller.datasets.upload({ name: "sums", text: rows })).rejects.toThrow(/a dataset named 'sums' exists already/);
     await expect(caller.datasets.upload({ name: "Bad Name", text: rows })).rejects.toThrow(/name: use 1-64 lowercase letters/);
     await expect(caller.datasets.upload({ name: "word-problems", text: rows })).rejects.toThrow(/is a built-in dataset/);
     await expect(caller.datasets.upload({ name: "badsplit", text: '{"a": 1, "split": "dev"}' })).rejects.toThrow(/split "dev"; a split is "train" or "test"/);
-    await expect(caller.datasets.upload({ name: "chats", text: '{"messages": [{"role": "robot", "content": "x"}]}' })).rejects.toThrow(/chats:1: messages\[0\].role must be system, user or assistant/);
+    await expect(caller.datasets.upload({ name: "chats", text: '{"messages": [{"role": "robot", "content": "x"}]}' })).rejects.toThrow(
+      /chats:1: messages\[0\].role must be system, user or assistant/,
+    );
     expect((await caller.datasets.list()).uploaded.map((d) => d.name).sort()).toEqual(["named", "sums"]);
   });
 
   it("launches an SFT run on an uploaded dataset of conversations as an sft job, and names a wrong one", async () => {
     const caller = callerFor(handle);
     await caller.datasets.upload({ name: "chats", text: conversations });
-    const config = { name: "sft", environment: "arithmetic", agent: { base: "arithmetic-base", sampling: { maxTokens: 5 } }, algorithm: { name: "sft", steps: 10 }, sft: { data: "dataset", dataset: "chats" } };
+    const config = {
+      name: "sft",
+      environment: "arithmetic",
+      agent: { base: "arithmetic-base", sampling: { maxTokens: 5 } },
+      algorithm: { name: "sft", steps: 10 },
+      sft: { data: "dataset", dataset: "chats" },
+    };
     const experiment = await caller.experiments.create({ name: "sft", config });
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });
     const [job] = await handle.db.select({ kind: jobs.kind }).from(jobs).where(eq(jobs.runId, runId));

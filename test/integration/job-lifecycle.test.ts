@@ -31,20 +31,48 @@ beforeEach(async () => {
   await handle.db.delete(jobs);
   await handle.db.delete(devices);
   await handle.db.delete(workers);
-  ({ workerId } = await registerWorker(handle.db, { hostname: "test", pid: 1, backend: "js", devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }] }));
+  ({ workerId } = await registerWorker(handle.db, {
+    hostname: "test",
+    pid: 1,
+    backend: "js",
+    devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+  }));
 });
 
 /** A run with one job, put straight into `state` (test set-up writes the tables directly; the code never does). */
 async function jobIn(state: JobState) {
   const runId = newId("run");
-  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps: 10, status: runStateOf(state) });
+  await handle.db
+    .insert(runs)
+    .values({
+      id: runId,
+      experimentId,
+      experimentVersionId: versionId,
+      createdBy: LOCAL_USER.id,
+      name: runId,
+      config: {},
+      seed: 0,
+      totalSteps: 10,
+      status: runStateOf(state),
+    });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,
-    resources: { kind: "rl", mode: "full", baseModel: "tiny", model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 }, batchSize: 8, contextLength: 48, computeSlots: 1 },
+    resources: {
+      kind: "rl",
+      mode: "full",
+      baseModel: "tiny",
+      model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 },
+      batchSize: 8,
+      contextLength: 48,
+      computeSlots: 1,
+    },
   });
   const held = state === "placing" || state === "running";
-  await handle.db.update(jobs).set({ status: state, workerId: held ? workerId : null }).where(eq(jobs.id, jobId));
+  await handle.db
+    .update(jobs)
+    .set({ status: state, workerId: held ? workerId : null })
+    .where(eq(jobs.id, jobId));
   return { runId, jobId };
 }
 
@@ -93,7 +121,9 @@ describe("lifecycle operations", () => {
 
   it("finishing a job that is still being placed as completed is refused by the state machine", async () => {
     const ids = await jobIn("placing");
-    await expect(finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "completed", reason: null })).rejects.toThrow(/is placing; it cannot end as completed/);
+    await expect(finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "completed", reason: null })).rejects.toThrow(
+      /is placing; it cannot end as completed/,
+    );
     expect(await statesOf(ids)).toEqual({ job: "placing", run: "queued" });
   });
 
@@ -137,7 +167,10 @@ describe("lifecycle operations", () => {
     const ids = await jobIn("running");
     await recordCheckpoint(handle.db, { workerId, jobId: ids.jobId, step: 3, path: "/tmp/ckpt", sizeBytes: 10 });
     await finishJob(handle.db, { workerId, jobId: ids.jobId, outcome: "preempted", reason: "preempted at step 3" });
-    const [job] = await handle.db.select({ status: jobs.status, attempts: jobs.attempts, workerId: jobs.workerId, lastCheckpointId: jobs.lastCheckpointId }).from(jobs).where(eq(jobs.id, ids.jobId));
+    const [job] = await handle.db
+      .select({ status: jobs.status, attempts: jobs.attempts, workerId: jobs.workerId, lastCheckpointId: jobs.lastCheckpointId })
+      .from(jobs)
+      .where(eq(jobs.id, ids.jobId));
     expect(job).toMatchObject({ status: "queued", attempts: 1, workerId: null });
     expect(job!.lastCheckpointId).toMatch(/^ckpt_/);
     expect((await statesOf(ids)).run).toBe("queued");

@@ -77,7 +77,10 @@ describe("runs", () => {
     const runId = runIds[1]!;
     const point = { runId, name: "reward/mean", step: 3, value: 0.5 };
     await handle.db.insert(metricPoints).values(point).onConflictDoNothing();
-    await handle.db.insert(metricPoints).values({ ...point, value: 0.7 }).onConflictDoNothing();
+    await handle.db
+      .insert(metricPoints)
+      .values({ ...point, value: 0.7 })
+      .onConflictDoNothing();
     const rows = await handle.db.query.metricPoints.findMany({ where: (m, { eq }) => eq(m.runId, runId) });
     expect(rows).toHaveLength(1);
     expect(rows[0]!.value).toBe(0.5);

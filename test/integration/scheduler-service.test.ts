@@ -36,17 +36,28 @@ beforeEach(async () => {
 
 async function submit(priority = 0, totalSteps = 10) {
   const runId = newId("run");
-  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
+  await handle.db
+    .insert(runs)
+    .values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,
     priority,
-    resources: { kind: "rl", mode: "full", baseModel: "tiny", model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 }, batchSize: 8, contextLength: 48, computeSlots: 1 },
+    resources: {
+      kind: "rl",
+      mode: "full",
+      baseModel: "tiny",
+      model: { name: "tiny", parameters: 1e6, dModel: 64, nLayers: 2 },
+      batchSize: 8,
+      contextLength: 48,
+      computeSlots: 1,
+    },
   });
   return jobId;
 }
 
-const oneSlotWorker = () => registerWorker(handle.db, { hostname: "test", pid: 1, backend: "js", devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }] });
+const oneSlotWorker = () =>
+  registerWorker(handle.db, { hostname: "test", pid: 1, backend: "js", devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }] });
 
 describe("scheduling passes over the database", () => {
   it("two passes at once place one job on a one-slot device, not two", async () => {
@@ -86,7 +97,9 @@ describe("scheduling passes over the database", () => {
     // 10 of its 40 steps done, one every 2 s: 30 steps (60 s) to go.
     const [{ runId }] = await handle.db.select({ runId: jobs.runId }).from(jobs).where(eq(jobs.id, first));
     const now = Date.now();
-    await handle.db.insert(metricPoints).values(Array.from({ length: 10 }, (_, i) => ({ runId: runId!, step: i + 1, name: "reward/mean", value: 0, wallTime: new Date(now - (9 - i) * 2000) })));
+    await handle.db
+      .insert(metricPoints)
+      .values(Array.from({ length: 10 }, (_, i) => ({ runId: runId!, step: i + 1, name: "reward/mean", value: 0, wallTime: new Date(now - (9 - i) * 2000) })));
     await handle.db.update(runs).set({ step: 10 }).where(eq(runs.id, runId!));
     const second = await submit(0, 20);
     const third = await submit(0, 20);

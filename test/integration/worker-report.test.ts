@@ -23,16 +23,43 @@ beforeAll(async () => {
   const created = await callerFor(handle).experiments.create({ name: "reports" });
   experimentId = created.id;
   versionId = created.versionId;
-  ({ workerId } = await registerWorker(handle.db, { hostname: "test", pid: 1, backend: "test", devices: [{ kind: "cpu", name: "cpu", memoryMb: 1024, computeSlots: 1 }] }));
+  ({ workerId } = await registerWorker(handle.db, {
+    hostname: "test",
+    pid: 1,
+    backend: "test",
+    devices: [{ kind: "cpu", name: "cpu", memoryMb: 1024, computeSlots: 1 }],
+  }));
 });
 afterAll(() => db.close());
 
 /** A running run and its job, held by `owner`. */
 async function runningJob(owner = workerId) {
   const runId = newId("run");
-  await handle.db.insert(runs).values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, status: "running", config: {}, seed: 1, totalSteps: 100 });
+  await handle.db
+    .insert(runs)
+    .values({
+      id: runId,
+      experimentId,
+      experimentVersionId: versionId,
+      createdBy: LOCAL_USER.id,
+      name: runId,
+      status: "running",
+      config: {},
+      seed: 1,
+      totalSteps: 100,
+    });
   const jobId = newId("job");
-  await handle.db.insert(jobs).values({ id: jobId, kind: "rl", runId, userId: LOCAL_USER.id, status: "running", footprint: { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: 100, computeSlots: 1, breakdown: {} }, workerId: owner });
+  await handle.db
+    .insert(jobs)
+    .values({
+      id: jobId,
+      kind: "rl",
+      runId,
+      userId: LOCAL_USER.id,
+      status: "running",
+      footprint: { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: 100, computeSlots: 1, breakdown: {} },
+      workerId: owner,
+    });
   return { runId, jobId };
 }
 
@@ -52,7 +79,11 @@ const rollout = (step: number, i: number, extra: Partial<RolloutInput> = {}): Ro
 });
 
 const pointsOf = (runId: string) =>
-  handle.db.select({ name: metricPoints.name, step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime }).from(metricPoints).where(eq(metricPoints.runId, runId)).orderBy(asc(metricPoints.seq));
+  handle.db
+    .select({ name: metricPoints.name, step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
+    .from(metricPoints)
+    .where(eq(metricPoints.runId, runId))
+    .orderBy(asc(metricPoints.seq));
 const rolloutsOf = (runId: string) => handle.db.select().from(rollouts).where(eq(rollouts.runId, runId)).orderBy(asc(rollouts.seq));
 
 describe("storeReport", () => {
@@ -79,7 +110,10 @@ describe("storeReport", () => {
         { step: 3, name: "reward/mean", value: 0.125, wallTime },
         { step: 3, name: "loss", value: -2.5e-7, wallTime },
       ],
-      rollouts: [rollout(3, 0), rollout(3, 1, { advantage: null, tokens: null, tokenLogprobs: null, split: "eval", turns: [{ observation: "o", action: "a", render: "▣\n□" }] })],
+      rollouts: [
+        rollout(3, 0),
+        rollout(3, 1, { advantage: null, tokens: null, tokenLogprobs: null, split: "eval", turns: [{ observation: "o", action: "a", render: "▣\n□" }] }),
+      ],
       logs: [{ level: "warn", message: "slow step" }],
     });
     expect(stored).toBe(runId);
@@ -88,10 +122,48 @@ describe("storeReport", () => {
       { name: "loss", step: 3, value: -2.5e-7, wallTime },
     ]);
     const rows = await rolloutsOf(runId);
-    expect(rows.map(({ step, split, groupIndex, sampleIndex, prompt, turns, rewards, totalReward, advantage, tokens, tokenLogprobs }) => ({ step, split, groupIndex, sampleIndex, prompt, turns, rewards, totalReward, advantage, tokens, tokenLogprobs }))).toEqual([
-      { step: 3, split: "train", groupIndex: 0, sampleIndex: 0, prompt: "Add.", turns: rollout(3, 0).turns, rewards: { env: 1 }, totalReward: 1, advantage: 0.5, tokens: [49, 10], tokenLogprobs: [-0.25, -1.5] },
+    expect(
+      rows.map(({ step, split, groupIndex, sampleIndex, prompt, turns, rewards, totalReward, advantage, tokens, tokenLogprobs }) => ({
+        step,
+        split,
+        groupIndex,
+        sampleIndex,
+        prompt,
+        turns,
+        rewards,
+        totalReward,
+        advantage,
+        tokens,
+        tokenLogprobs,
+      })),
+    ).toEqual([
+      {
+        step: 3,
+        split: "train",
+        groupIndex: 0,
+        sampleIndex: 0,
+        prompt: "Add.",
+        turns: rollout(3, 0).turns,
+        rewards: { env: 1 },
+        totalReward: 1,
+        advantage: 0.5,
+        tokens: [49, 10],
+        tokenLogprobs: [-0.25, -1.5],
+      },
       // Absent values are SQL nulls, not JSON nulls.
-      { step: 3, split: "eval", groupIndex: 0, sampleIndex: 1, prompt: "Add.", turns: [{ observation: "o", action: "a", render: "▣\n□" }], rewards: { env: 1 }, totalReward: 1, advantage: null, tokens: null, tokenLogprobs: null },
+      {
+        step: 3,
+        split: "eval",
+        groupIndex: 0,
+        sampleIndex: 1,
+        prompt: "Add.",
+        turns: [{ observation: "o", action: "a", render: "▣\n□" }],
+        rewards: { env: 1 },
+        totalReward: 1,
+        advantage: null,
+        tokens: null,
+        tokenLogprobs: null,
+      },
     ]);
     const logs = await handle.db.select({ level: runLogs.level, message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, runId));
     expect(logs).toEqual([{ level: "warn", message: "slow step" }]);
@@ -102,7 +174,13 @@ describe("storeReport", () => {
   it("stores a point or rollout sent twice once, keeps points in the order sent, and leaves the step alone when none is given", async () => {
     const { runId, jobId } = await runningJob();
     const names = Array.from({ length: 40 }, (_, i) => `m/${String(39 - i).padStart(2, "0")}`); // sent in reverse name order
-    const report = { workerId, jobId, step: 7, metrics: names.map((name, i) => ({ step: 7, name, value: i })), rollouts: [0, 1, 2, 3].map((i) => rollout(7, i)) };
+    const report = {
+      workerId,
+      jobId,
+      step: 7,
+      metrics: names.map((name, i) => ({ step: 7, name, value: i })),
+      rollouts: [0, 1, 2, 3].map((i) => rollout(7, i)),
+    };
     await storeReport(handle.db, report);
     await storeReport(handle.db, report); // a retry after a lost answer
     await storeReport(handle.db, { workerId, jobId, metrics: [{ step: 8, name: "m/00", value: 1 }] });
@@ -125,7 +203,9 @@ describe("storeReport", () => {
         { step: 1, name: "nan", value: NaN },
         { step: 1, name: "odd\u0000name", value: 1 },
       ],
-      rollouts: [rollout(1, 0, { prompt: "a\u0000b", turns: [{ observation: "x\ud800y", action: "\udc00z", info: { "k\u0000": "v\u0000" } }], totalReward: -Infinity })],
+      rollouts: [
+        rollout(1, 0, { prompt: "a\u0000b", turns: [{ observation: "x\ud800y", action: "\udc00z", info: { "k\u0000": "v\u0000" } }], totalReward: -Infinity }),
+      ],
     });
     const points = await pointsOf(runId);
     expect(points.map((p) => [p.name, p.value])).toEqual([
@@ -141,9 +221,21 @@ describe("storeReport", () => {
   });
 
   it("refuses a report for a job that is not the worker's, or no job, and stores nothing", async () => {
-    const { workerId: other } = await registerWorker(handle.db, { hostname: "other", pid: 2, backend: "test", devices: [{ kind: "cpu", name: "cpu", memoryMb: 1024, computeSlots: 1 }] });
+    const { workerId: other } = await registerWorker(handle.db, {
+      hostname: "other",
+      pid: 2,
+      backend: "test",
+      devices: [{ kind: "cpu", name: "cpu", memoryMb: 1024, computeSlots: 1 }],
+    });
     const { runId, jobId } = await runningJob(other);
-    const report = { workerId, jobId, step: 5, metrics: [{ step: 5, name: "loss", value: 1 }], rollouts: [rollout(5, 0)], logs: [{ level: "info" as const, message: "x" }] };
+    const report = {
+      workerId,
+      jobId,
+      step: 5,
+      metrics: [{ step: 5, name: "loss", value: 1 }],
+      rollouts: [rollout(5, 0)],
+      logs: [{ level: "info" as const, message: "x" }],
+    };
     const moved = await storeReport(handle.db, report).catch((error) => error);
     expect(moved).toBeInstanceOf(WorkerConflictError);
     expect(moved).toMatchObject({ code: "CONFLICT", message: expect.stringContaining("no longer assigned") });

@@ -67,7 +67,8 @@ describe("architecture", () => {
         const targetModule = moduleOf(`${target}/x`) ?? moduleOf(target);
         const targetParts = target.split("/");
         if (!targetModule || !indexed.has(targetModule) || moduleOf(file) === targetModule) continue;
-        if (targetParts.length > 2 && targetParts[2] !== "index") offenders.push(`${file}:${lineOf(text, match.index!)}: imports ${spec}, past ${targetModule}/index.ts`);
+        if (targetParts.length > 2 && targetParts[2] !== "index")
+          offenders.push(`${file}:${lineOf(text, match.index!)}: imports ${spec}, past ${targetModule}/index.ts`);
       }
     }
     expect(offenders).toEqual([]);

@@ -36,8 +36,7 @@ export default async function ExperimentPage({ params }: Props) {
         title={experiment.name}
         subtitle={
           <>
-            {experiment.description || "No description"} · version {experiment.latestVersion} · created{" "}
-            <RelativeTime date={experiment.createdAt} />
+            {experiment.description || "No description"} · version {experiment.latestVersion} · created <RelativeTime date={experiment.createdAt} />
           </>
         }
         actions={
@@ -51,16 +50,10 @@ export default async function ExperimentPage({ params }: Props) {
       />
       <div className="grid gap-6 lg:grid-cols-3">
         <Card title="Runs" className="lg:col-span-2">
-          {runs.items.length > 0 ? (
-            <RunsTable runs={runs.items} />
-          ) : (
-            <p className="px-4 py-6 text-sm text-slate-500">No runs of this experiment yet.</p>
-          )}
+          {runs.items.length > 0 ? <RunsTable runs={runs.items} /> : <p className="px-4 py-6 text-sm text-slate-500">No runs of this experiment yet.</p>}
         </Card>
         <Card title={`Config (v${experiment.latestVersion})`}>
-          <pre className="overflow-auto px-4 py-3 font-mono text-xs text-slate-700">
-            {JSON.stringify(experiment.latest?.config ?? {}, null, 2)}
-          </pre>
+          <pre className="overflow-auto px-4 py-3 font-mono text-xs text-slate-700">{JSON.stringify(experiment.latest?.config ?? {}, null, 2)}</pre>
         </Card>
         <Card title="Source" className="lg:col-span-3">
           {files.length === 0 ? (

@@ -14,7 +14,8 @@ import { createTRPCRouter, protectedProcedure } from "../trpc";
 
 /** What made each built-in base, in a few words. */
 function builtinOrigin(name: string): string {
-  if (name === "generalist-base") return "SFT on a generated corpus of generic skills (pick an option, copy, reverse, sort, count, compare, arithmetic, several turns)";
+  if (name === "generalist-base")
+    return "SFT on a generated corpus of generic skills (pick an option, copy, reverse, sort, count, compare, arithmetic, several turns)";
   const recipe = builtInBases[name];
   return recipe ? `SFT on the ${recipe.useCase} demonstrator (${recipe.sft.steps} steps)` : "a shipped checkpoint";
 }
@@ -33,7 +34,16 @@ export const checkpointsRouter = createTRPCRouter({
   bases: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(500).default(200) }).default({ limit: 200 })).query(async ({ ctx, input }) => {
     const builtin = builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), shape: shapeOf(() => baseModelShape(name)) }));
     const rows = await ctx.db
-      .select({ id: checkpoints.id, step: checkpoints.step, path: checkpoints.path, createdAt: checkpoints.createdAt, runId: runs.id, runName: runs.name, experimentName: experiments.name, config: runs.config })
+      .select({
+        id: checkpoints.id,
+        step: checkpoints.step,
+        path: checkpoints.path,
+        createdAt: checkpoints.createdAt,
+        runId: runs.id,
+        runName: runs.name,
+        experimentName: experiments.name,
+        config: runs.config,
+      })
       .from(checkpoints)
       .innerJoin(runs, eq(runs.id, checkpoints.runId))
       .innerJoin(experiments, eq(experiments.id, runs.experimentId))

@@ -40,9 +40,11 @@ export const datasetsRouter = createTRPCRouter({
       }
     }),
 
-  preview: protectedProcedure.input(z.object({ name: z.string().min(1).max(64), limit: z.number().int().min(1).max(100).default(20) })).query(async ({ ctx, input }) => {
-    const [row] = await ctx.db.select({ path: datasets.path }).from(datasets).where(eq(datasets.name, input.name));
-    if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No dataset named '${input.name}'` });
-    return { rows: previewDataset(row.path, input.limit) };
-  }),
+  preview: protectedProcedure
+    .input(z.object({ name: z.string().min(1).max(64), limit: z.number().int().min(1).max(100).default(20) }))
+    .query(async ({ ctx, input }) => {
+      const [row] = await ctx.db.select({ path: datasets.path }).from(datasets).where(eq(datasets.name, input.name));
+      if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No dataset named '${input.name}'` });
+      return { rows: previewDataset(row.path, input.limit) };
+    }),
 });

@@ -17,7 +17,10 @@ export const sourceFilesSchema = z
       .string()
       .max(200)
       .regex(/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/, "file paths use letters, digits, '_', '.', '-' and '/'")
-      .refine((p) => !p.split("/").some((part) => part === "." || part === ".."), "file paths use letters, digits, '_', '.', '-' and '/', without '.' or '..' parts"),
+      .refine(
+        (p) => !p.split("/").some((part) => part === "." || part === ".."),
+        "file paths use letters, digits, '_', '.', '-' and '/', without '.' or '..' parts",
+      ),
     z.string().max(MAX_FILE_BYTES, `a source file holds at most ${MAX_FILE_BYTES / 1024} KiB`),
   )
   .refine((files) => Object.keys(files).length <= 50, "an experiment holds at most 50 files")
@@ -69,17 +72,15 @@ export const experimentsRouter = createTRPCRouter({
     })),
   ),
 
-  list: protectedProcedure
-    .input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
-    .query(async ({ ctx, input }) => {
-      const runCount = sql<number>`(select count(*)::int from ${runs} where ${runs.experimentId} = ${experiments.id})`;
-      return ctx.db
-        .select({ ...experimentColumns, runCount })
-        .from(experiments)
-        .where(eq(experiments.archived, false))
-        .orderBy(desc(experiments.updatedAt))
-        .limit(input.limit);
-    }),
+  list: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })).query(async ({ ctx, input }) => {
+    const runCount = sql<number>`(select count(*)::int from ${runs} where ${runs.experimentId} = ${experiments.id})`;
+    return ctx.db
+      .select({ ...experimentColumns, runCount })
+      .from(experiments)
+      .where(eq(experiments.archived, false))
+      .orderBy(desc(experiments.updatedAt))
+      .limit(input.limit);
+  }),
 
   byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
     const experiment = await requireExperiment(ctx.db, input.id);
@@ -104,7 +105,11 @@ export const experimentsRouter = createTRPCRouter({
   version: protectedProcedure.input(z.object({ id: z.string().min(1), version: z.number().int().min(1) })).query(async ({ ctx, input }) => {
     const experiment = await requireExperiment(ctx.db, input.id);
     const row = await savedVersion(ctx.db, input.id, input.version);
-    if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.` });
+    if (!row)
+      throw new TRPCError({
+        code: "NOT_FOUND",
+        message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.`,
+      });
     return row;
   }),
 
@@ -124,7 +129,10 @@ export const experimentsRouter = createTRPCRouter({
       if (input.template !== undefined) {
         const useCase = useCases[input.template];
         if (!useCase) {
-          throw new TRPCError({ code: "BAD_REQUEST", message: `template: no built-in template '${input.template}'; templates: ${Object.keys(useCases).join(", ")}` });
+          throw new TRPCError({
+            code: "BAD_REQUEST",
+            message: `template: no built-in template '${input.template}'; templates: ${Object.keys(useCases).join(", ")}`,
+          });
         }
         // A template's config is the starting point; what the caller gave wins.
         if (Object.keys(input.config).length === 0) input.config = { ...useCase.template, name: input.name } as Record<string, unknown>;
@@ -212,7 +220,13 @@ export const experimentsRouter = createTRPCRouter({
       }
       try {
         const datasets = await datasetFiles(ctx.db);
-        return await validateInChildProcess(input.files, { entry: input.entry, episodes: input.episodes, typeCheck: input.typeCheck, context, datasetFiles: datasets });
+        return await validateInChildProcess(input.files, {
+          entry: input.entry,
+          episodes: input.episodes,
+          typeCheck: input.typeCheck,
+          context,
+          datasetFiles: datasets,
+        });
       } catch (error) {
         throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (error as Error).message });
       }

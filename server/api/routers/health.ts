@@ -18,10 +18,7 @@ export async function checkHealth(ctx: Pick<Context, "db" | "database">) {
     training: {
       requested: serverEnv().TINKERLAB_BACKEND,
       /** The backends the live workers train with. */
-      workers: await ctx.db
-        .select({ id: workers.id, hostname: workers.hostname, backend: workers.backend })
-        .from(workers)
-        .where(eq(workers.status, "alive")),
+      workers: await ctx.db.select({ id: workers.id, hostname: workers.hostname, backend: workers.backend }).from(workers).where(eq(workers.status, "alive")),
     },
   };
 }

@@ -82,9 +82,16 @@ export const runsRouter = createTRPCRouter({
       }
       if (config.algorithm.name === "sft" && config.sft.data === "dataset") {
         const file = (await datasetFiles(ctx.db))[config.sft.dataset];
-        if (!file) throw new TRPCError({ code: "BAD_REQUEST", message: `sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page` });
+        if (!file)
+          throw new TRPCError({
+            code: "BAD_REQUEST",
+            message: `sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`,
+          });
         if (file.kind !== "conversations") {
-          throw new TRPCError({ code: "BAD_REQUEST", message: `sft.dataset: '${config.sft.dataset}' holds rows, not conversations; SFT needs JSONL lines {"messages": [{"role", "content"}, …]}` });
+          throw new TRPCError({
+            code: "BAD_REQUEST",
+            message: `sft.dataset: '${config.sft.dataset}' holds rows, not conversations; SFT needs JSONL lines {"messages": [{"role", "content"}, …]}`,
+          });
         }
       }
       let shape;
@@ -131,20 +138,18 @@ export const runsRouter = createTRPCRouter({
     }),
 
   /** Cancel, pause or resume a run: a running job stops at its next step (pause saves a checkpoint first). */
-  control: protectedProcedure
-    .input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) }))
-    .mutation(async ({ ctx, input }) => {
-      try {
-        if (input.action === "resume") {
-          await resumeRun(ctx.db, input.id);
-          return { state: "queued" as const };
-        }
-        return { state: await stopRun(ctx.db, input.id, input.action) };
-      } catch (error) {
-        if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
-        throw error;
+  control: protectedProcedure.input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) })).mutation(async ({ ctx, input }) => {
+    try {
+      if (input.action === "resume") {
+        await resumeRun(ctx.db, input.id);
+        return { state: "queued" as const };
       }
-    }),
+      return { state: await stopRun(ctx.db, input.id, input.action) };
+    } catch (error) {
+      if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
+      throw error;
+    }
+  }),
 
   /** Metric points after a sequence number (0 = from the start): the run page polls or streams from here. */
   metrics: protectedProcedure
@@ -182,7 +187,14 @@ export const runsRouter = createTRPCRouter({
       const rows = await ctx.db
         .select({ step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
         .from(metricPoints)
-        .where(and(eq(metricPoints.runId, input.runId), eq(metricPoints.name, input.name), gte(metricPoints.step, input.fromStep), lte(metricPoints.step, input.toStep)))
+        .where(
+          and(
+            eq(metricPoints.runId, input.runId),
+            eq(metricPoints.name, input.name),
+            gte(metricPoints.step, input.fromStep),
+            lte(metricPoints.step, input.toStep),
+          ),
+        )
         .orderBy(asc(metricPoints.step));
       const points = rows.map((r) => ({ step: r.step, value: r.value, wallTime: r.wallTime.getTime() }));
       return { points: downsample(points, input.maxPoints), count: points.length };
@@ -198,7 +210,10 @@ export const runsRouter = createTRPCRouter({
   metricStream: protectedProcedure.input(metricStreamInput).subscription(async function* ({ ctx, input, signal }) {
     const after = Number(input.lastEventId ?? 0);
     if (!Number.isSafeInteger(after) || after < 0) {
-      throw new TRPCError({ code: "BAD_REQUEST", message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)` });
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`,
+      });
     }
     try {
       for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
@@ -230,7 +245,10 @@ export const runsRouter = createTRPCRouter({
     .input(z.object({ runId: z.string().min(1), split: z.enum(["train", "eval"]).default("train"), step: z.number().int().min(0).optional() }))
     .query(async ({ ctx, input }) => {
       const ofRun = and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split));
-      const [bounds] = await ctx.db.select({ first: min(rollouts.step), last: max(rollouts.step) }).from(rollouts).where(ofRun);
+      const [bounds] = await ctx.db
+        .select({ first: min(rollouts.step), last: max(rollouts.step) })
+        .from(rollouts)
+        .where(ofRun);
       const step = input.step ?? bounds?.last ?? null;
       const none = { step: null, firstStep: null, lastStep: null, prevStep: null, nextStep: null, items: [] };
       if (step === null) return none;
@@ -250,8 +268,14 @@ export const runsRouter = createTRPCRouter({
           .from(rollouts)
           .where(and(ofRun, eq(rollouts.step, step)))
           .orderBy(asc(rollouts.groupIndex), asc(rollouts.sampleIndex)),
-        ctx.db.select({ step: max(rollouts.step) }).from(rollouts).where(and(ofRun, lt(rollouts.step, step))),
-        ctx.db.select({ step: min(rollouts.step) }).from(rollouts).where(and(ofRun, gt(rollouts.step, step))),
+        ctx.db
+          .select({ step: max(rollouts.step) })
+          .from(rollouts)
+          .where(and(ofRun, lt(rollouts.step, step))),
+        ctx.db
+          .select({ step: min(rollouts.step) })
+          .from(rollouts)
+          .where(and(ofRun, gt(rollouts.step, step))),
       ]);
       return { step, firstStep: bounds?.first ?? null, lastStep: bounds?.last ?? null, prevStep: prev?.step ?? null, nextStep: next?.step ?? null, items };
     }),
@@ -272,7 +296,13 @@ export const runsRouter = createTRPCRouter({
     )
     .query(async ({ ctx, input }) => {
       const rows = await ctx.db
-        .select({ step: rollouts.step, groupIndex: rollouts.groupIndex, sampleIndex: rollouts.sampleIndex, totalReward: rollouts.totalReward, action: sql<string | null>`${rollouts.turns}->0->>'action'` })
+        .select({
+          step: rollouts.step,
+          groupIndex: rollouts.groupIndex,
+          sampleIndex: rollouts.sampleIndex,
+          totalReward: rollouts.totalReward,
+          action: sql<string | null>`${rollouts.turns}->0->>'action'`,
+        })
         .from(rollouts)
         .where(
           and(
@@ -285,7 +315,14 @@ export const runsRouter = createTRPCRouter({
               ctx.db
                 .selectDistinct({ step: rollouts.step })
                 .from(rollouts)
-                .where(and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split), eq(rollouts.prompt, input.prompt), sql`${rollouts.turns}->0->>'observation' = ${input.observation}`))
+                .where(
+                  and(
+                    eq(rollouts.runId, input.runId),
+                    eq(rollouts.split, input.split),
+                    eq(rollouts.prompt, input.prompt),
+                    sql`${rollouts.turns}->0->>'observation' = ${input.observation}`,
+                  ),
+                )
                 .orderBy(desc(rollouts.step))
                 .limit(input.limit),
             ),

@@ -13,66 +13,88 @@ export const schedulerRouter = createTRPCRouter({
    * Devices and what runs on each, the queue in the order the scheduler considers it with each job's estimated
    * start (the policy run forward in the simulator, see server/jobs/forecast.ts), and recent utilisation.
    */
-  overview: protectedProcedure.input(z.object({ windowMinutes: z.number().int().min(5).max(24 * 60).default(60) }).default({ windowMinutes: 60 })).query(async ({ ctx, input }) => {
-    const deviceRows = await ctx.db
-      .select({
-        id: devices.id,
-        name: devices.name,
-        kind: devices.kind,
-        memoryMb: devices.memoryMb,
-        computeSlots: devices.computeSlots,
-        workerId: workers.id,
-        hostname: workers.hostname,
-        pid: workers.pid,
-        backend: workers.backend,
-        heartbeatAt: workers.heartbeatAt,
-      })
-      .from(devices)
-      .innerJoin(workers, eq(workers.id, devices.workerId))
-      .where(eq(workers.status, "alive"))
-      .orderBy(asc(workers.startedAt));
-    const jobColumns = {
-      id: jobs.id,
-      runId: jobs.runId,
-      runName: runs.name,
-      status: jobs.status,
-      priority: jobs.priority,
-      mode: jobs.mode,
-      kind: jobs.kind,
-      footprint: jobs.footprint,
-      deviceId: jobs.deviceId,
-      reason: jobs.reason,
-      submittedAt: jobs.submittedAt,
-      startedAt: jobs.startedAt,
-      step: runs.step,
-      totalSteps: runs.totalSteps,
-    };
-    const active = await ctx.db.select(jobColumns).from(jobs).leftJoin(runs, eq(runs.id, jobs.runId)).where(inArray(jobs.status, ["placing", "running"]));
-    const queue = await ctx.db
-      .select(jobColumns)
-      .from(jobs)
-      .leftJoin(runs, eq(runs.id, jobs.runId))
-      .where(eq(jobs.status, "queued"))
-      .orderBy(desc(jobs.priority), asc(jobs.submittedAt));
-    const since = new Date(Date.now() - input.windowMinutes * 60_000);
-    const recent = await ctx.db
-      .select({ startedAt: jobs.startedAt, finishedAt: jobs.finishedAt, slots: jobs.footprint })
-      .from(jobs)
-      .where(and(or(isNull(jobs.finishedAt), gt(jobs.finishedAt, since)), inArray(jobs.status, ["running", "placing", "completed", "failed", "cancelled", "paused"])));
-    const totalSlots = deviceRows.reduce((sum, d) => sum + d.computeSlots, 0);
-    const estimates = await estimateQueuedStarts(ctx.db, policy);
-    return {
-      devices: deviceRows.map((device) => ({ ...device, jobs: active.filter((job) => job.deviceId === device.id) })),
-      queue: queue.map((job, position) => ({
-        ...job,
-        position: position + 1,
-        estimatedStartAt: estimates.get(job.id)?.startsAt ?? null,
-        workLeftSeconds: estimates.get(job.id)?.workLeftSeconds ?? null,
-      })),
-      utilization: utilizationSeries(recent, since, totalSlots),
-      totalSlots,
-    };
-  }),
+  overview: protectedProcedure
+    .input(
+      z
+        .object({
+          windowMinutes: z
+            .number()
+            .int()
+            .min(5)
+            .max(24 * 60)
+            .default(60),
+        })
+        .default({ windowMinutes: 60 }),
+    )
+    .query(async ({ ctx, input }) => {
+      const deviceRows = await ctx.db
+        .select({
+          id: devices.id,
+          name: devices.name,
+          kind: devices.kind,
+          memoryMb: devices.memoryMb,
+          computeSlots: devices.computeSlots,
+          workerId: workers.id,
+          hostname: workers.hostname,
+          pid: workers.pid,
+          backend: workers.backend,
+          heartbeatAt: workers.heartbeatAt,
+        })
+        .from(devices)
+        .innerJoin(workers, eq(workers.id, devices.workerId))
+        .where(eq(workers.status, "alive"))
+        .orderBy(asc(workers.startedAt));
+      const jobColumns = {
+        id: jobs.id,
+        runId: jobs.runId,
+        runName: runs.name,
+        status: jobs.status,
+        priority: jobs.priority,
+        mode: jobs.mode,
+        kind: jobs.kind,
+        footprint: jobs.footprint,
+        deviceId: jobs.deviceId,
+        reason: jobs.reason,
+        submittedAt: jobs.submittedAt,
+        startedAt: jobs.startedAt,
+        step: runs.step,
+        totalSteps: runs.totalSteps,
+      };
+      const active = await ctx.db
+        .select(jobColumns)
+        .from(jobs)
+        .leftJoin(runs, eq(runs.id, jobs.runId))
+        .where(inArray(jobs.status, ["placing", "running"]));
+      const queue = await ctx.db
+        .select(jobColumns)
+        .from(jobs)
+        .leftJoin(runs, eq(runs.id, jobs.runId))
+        .where(eq(jobs.status, "queued"))
+        .orderBy(desc(jobs.priority), asc(jobs.submittedAt));
+      const since = new Date(Date.now() - input.windowMinutes * 60_000);
+      const recent = await ctx.db
+        .select({ startedAt: jobs.startedAt, finishedAt: jobs.finishedAt, slots: jobs.footprint })
+        .from(jobs)
+        .where(
+          and(
+            or(isNull(jobs.finishedAt), gt(jobs.finishedAt, since)),
+            inArray(jobs.status, ["running", "placing", "completed", "failed", "cancelled", "paused"]),
+          ),
+        );
+      const totalSlots = deviceRows.reduce((sum, d) => sum + d.computeSlots, 0);
+      const estimates = await estimateQueuedStarts(ctx.db, policy);
+      return {
+        devices: deviceRows.map((device) => ({ ...device, jobs: active.filter((job) => job.deviceId === device.id) })),
+        queue: queue.map((job, position) => ({
+          ...job,
+          position: position + 1,
+          estimatedStartAt: estimates.get(job.id)?.startsAt ?? null,
+          workLeftSeconds: estimates.get(job.id)?.workLeftSeconds ?? null,
+        })),
+        utilization: utilizationSeries(recent, since, totalSlots),
+        totalSlots,
+      };
+    }),
 });
 
 /** Busy compute slots over capacity, per minute of the window (jobs still running count up to now). */

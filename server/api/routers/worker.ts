@@ -66,7 +66,9 @@ export const workerRouter = createTRPCRouter({
         hostname: z.string().min(1),
         pid: z.number().int(),
         backend: z.string().min(1),
-        devices: z.array(z.object({ kind: z.enum(["cpu", "gpu"]), name: z.string(), memoryMb: z.number().int().positive(), computeSlots: z.number().int().positive() })).min(1),
+        devices: z
+          .array(z.object({ kind: z.enum(["cpu", "gpu"]), name: z.string(), memoryMb: z.number().int().positive(), computeSlots: z.number().int().positive() }))
+          .min(1),
       }),
     )
     .mutation(({ ctx, input }) => registerWorker(ctx.db, input)),
@@ -77,7 +79,9 @@ export const workerRouter = createTRPCRouter({
     .mutation(({ ctx, input }) => heartbeat(ctx.db, input.workerId)),
 
   /** Takes a placed job: returns everything needed to run it, and where to resume from. */
-  claim: workerProcedure.input(z.object({ workerId: z.string(), jobId: z.string() })).mutation(({ ctx, input }) => claimJob(ctx.db, input.workerId, input.jobId)),
+  claim: workerProcedure
+    .input(z.object({ workerId: z.string(), jobId: z.string() }))
+    .mutation(({ ctx, input }) => claimJob(ctx.db, input.workerId, input.jobId)),
 
   /** Stores metric points and rollouts; a point or rollout sent twice (after a retry) is stored once. */
   report: workerProcedure
@@ -88,8 +92,14 @@ export const workerRouter = createTRPCRouter({
         step: z.number().int().min(0).optional(),
         metrics: z.array(metricPointSchema).max(REPORT_LIMITS.metrics).default([]),
         rollouts: z.array(rolloutSchema).max(REPORT_LIMITS.rollouts).default([]),
-        logs: z.array(z.object({ level: z.enum(["info", "warn", "error"]), message: z.string().max(10_000) })).max(REPORT_LIMITS.logs).default([]),
-        warnings: z.array(z.object({ code: z.string().max(100), step: z.number().int().min(0), message: z.string().max(2_000) })).max(20).default([]),
+        logs: z
+          .array(z.object({ level: z.enum(["info", "warn", "error"]), message: z.string().max(10_000) }))
+          .max(REPORT_LIMITS.logs)
+          .default([]),
+        warnings: z
+          .array(z.object({ code: z.string().max(100), step: z.number().int().min(0), message: z.string().max(2_000) }))
+          .max(20)
+          .default([]),
       }),
     )
     .mutation(async ({ ctx, input }) => {
@@ -103,7 +113,14 @@ export const workerRouter = createTRPCRouter({
 
   /** Ends the worker's part in a job: done, failed, stopped as asked, or handed back to the queue. */
   finish: workerProcedure
-    .input(z.object({ workerId: z.string(), jobId: z.string(), outcome: z.enum(["completed", "failed", "cancelled", "paused", "preempted"]), reason: z.string().max(10_000).nullable() }))
+    .input(
+      z.object({
+        workerId: z.string(),
+        jobId: z.string(),
+        outcome: z.enum(["completed", "failed", "cancelled", "paused", "preempted"]),
+        reason: z.string().max(10_000).nullable(),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       const { runId } = await finishJob(ctx.db, input);
       announceRunData(runId);

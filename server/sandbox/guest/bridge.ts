@@ -9,7 +9,16 @@
  * "1" or NaN, a done of 1, an async step. The host checks every answer again; this half only makes the errors
  * precise (it knows which function and which field) and keeps oversized values from being serialized at all.
  */
-import { type DatasetRow, type EnvironmentDefinition, type Json, type SessionFields, type StepOutcome, EnvironmentSession, defineEnvironment, legalActionsOf } from "@/lib/sdk/environment";
+import {
+  type DatasetRow,
+  type EnvironmentDefinition,
+  type Json,
+  type SessionFields,
+  type StepOutcome,
+  EnvironmentSession,
+  defineEnvironment,
+  legalActionsOf,
+} from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type EnvironmentDescription, FAILED, type GuestFailure, type GuestOp, type GuestRequest, type GuestSummaryWire } from "../wire";
 
@@ -240,7 +249,15 @@ function answer(op: GuestOp): void {
     case "summary": {
       const session = sessionAt(op[1]);
       const { state, turns, totalReward, done, truncated, invalidActions } = session.summary();
-      const value: GuestSummaryWire = { turns, totalReward, done, truncated, invalidActions, breakdown: session.rewardBreakdown(), stateJson: stateAsJson(state) };
+      const value: GuestSummaryWire = {
+        turns,
+        totalReward,
+        done,
+        truncated,
+        invalidActions,
+        breakdown: session.rewardBreakdown(),
+        stateJson: stateAsJson(state),
+      };
       recordChars += value.stateJson === null ? 0 : value.stateJson.length;
       records.push(1, value);
       return;
@@ -292,10 +309,7 @@ function checkJsonSize(what: string, value: unknown): number {
 
 function isDefinitionLike(value: unknown): boolean {
   return (
-    value !== null &&
-    typeof value === "object" &&
-    typeof (value as AnyDefinition).reset === "function" &&
-    typeof (value as AnyDefinition).step === "function"
+    value !== null && typeof value === "object" && typeof (value as AnyDefinition).reset === "function" && typeof (value as AnyDefinition).step === "function"
   );
 }
 
@@ -304,15 +318,9 @@ function findDefinition(userModule: Record<string, unknown>): { exportName: stri
   const named = objectKeys(userModule).filter((key) => key !== "default" && isDefinitionLike(userModule[key]));
   if (named.length === 1) return { exportName: named[0]!, value: userModule[named[0]!] };
   if (named.length === 0) {
-    throw new ContractViolation(
-      "module",
-      "the entry file exports no environment; write `export default defineEnvironment({ ... })`",
-    );
+    throw new ContractViolation("module", "the entry file exports no environment; write `export default defineEnvironment({ ... })`");
   }
-  throw new ContractViolation(
-    "module",
-    `the entry file exports several environments (${named.join(", ")}); make the one to run the default export`,
-  );
+  throw new ContractViolation("module", `the entry file exports several environments (${named.join(", ")}); make the one to run the default export`);
 }
 
 /**
@@ -352,10 +360,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
     parseAction(text, state) {
       const result = user.parseAction(text, state);
       if (result === null || typeof result !== "object") {
-        throw new ContractViolation(
-          "parseAction",
-          `parseAction() must return { ok: true, action } or { ok: false, error }; got ${describeValue(result)}`,
-        );
+        throw new ContractViolation("parseAction", `parseAction() must return { ok: true, action } or { ok: false, error }; got ${describeValue(result)}`);
       }
       const { ok, action, error } = result as { ok: unknown; action: unknown; error: unknown };
       if (ok === true) {
@@ -382,10 +387,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
         throw new ContractViolation("step", `step() returned done ${describeValue(done)}; done must be true or false`);
       }
       if (observation !== undefined && observation !== null && typeof observation !== "string") {
-        throw new ContractViolation(
-          "step",
-          `step() returned observation ${describeValue(observation)}; observation must be a string or left out`,
-        );
+        throw new ContractViolation("step", `step() returned observation ${describeValue(observation)}; observation must be a string or left out`);
       }
       stepOutcome.state = next;
       stepOutcome.observation = (observation ?? undefined) as string | undefined;
@@ -395,10 +397,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
       return stepOutcome;
     },
-    render:
-      typeof user.render === "function"
-        ? (state) => expectString("render", "its return value", user.render!(state))
-        : undefined,
+    render: typeof user.render === "function" ? (state) => expectString("render", "its return value", user.render!(state)) : undefined,
     tools: user.tools ? guardTools(user.tools) : undefined,
     rewardFunctions: user.rewardFunctions ? guardRewardFunctions(user.rewardFunctions) : undefined,
     score:
@@ -424,10 +423,7 @@ function guardTools(tools: NonNullable<AnyDefinition["tools"]>): NonNullable<Any
       run(args, state) {
         const answer = tool.run(args, state);
         if (typeof answer === "string") return answer;
-        pendingViolation ??= new ContractViolation(
-          `tools.${name}.run`,
-          `tool '${name}' returned ${describeValue(answer)}; a tool must return a string`,
-        );
+        pendingViolation ??= new ContractViolation(`tools.${name}.run`, `tool '${name}' returned ${describeValue(answer)}; a tool must return a string`);
         return "";
       },
     };
@@ -442,10 +438,7 @@ function guardRewardFunctions(functions: NonNullable<AnyDefinition["rewardFuncti
     guarded[name] = (summary) => {
       const value = apply(fn, functions, [summary]);
       if (typeof value !== "number" || !isFiniteNumber(value)) {
-        throw new ContractViolation(
-          `rewardFunctions.${name}`,
-          `reward function '${name}' returned ${describeValue(value)}; a reward must be a finite number`,
-        );
+        throw new ContractViolation(`rewardFunctions.${name}`, `reward function '${name}' returned ${describeValue(value)}; a reward must be a finite number`);
       }
       return value;
     };
@@ -465,7 +458,8 @@ function rejectPromise(fn: string, value: object): void {
 
 function expectString(fn: string, field: string, value: unknown): string {
   if (typeof value === "string") return value;
-  const where = field === "its return value" ? `${fn}() returned ${describeValue(value)}` : `${fn === field ? "" : `${fn}() returned `}${field} ${describeValue(value)}`;
+  const where =
+    field === "its return value" ? `${fn}() returned ${describeValue(value)}` : `${fn === field ? "" : `${fn}() returned `}${field} ${describeValue(value)}`;
   throw new ContractViolation(fn, `${where}; ${field === "its return value" ? "it" : field} must be a string`);
 }
 
@@ -584,12 +578,7 @@ function hardenRealm(): void {
   const blocked = function Function() {
     throw new EvalError("code generation (eval, new Function) is disabled in the sandbox");
   };
-  const prototypes = [
-    Function.prototype,
-    getPrototypeOf(async function () {}),
-    getPrototypeOf(function* () {}),
-    getPrototypeOf(async function* () {}),
-  ];
+  const prototypes = [Function.prototype, getPrototypeOf(async function () {}), getPrototypeOf(function* () {}), getPrototypeOf(async function* () {})];
   defineProperty(blocked, "prototype", { value: Function.prototype });
   for (const prototype of prototypes) defineProperty(prototype, "constructor", { value: blocked, writable: false, configurable: false });
   defineProperty(global, "Function", { value: blocked, writable: false, configurable: false });

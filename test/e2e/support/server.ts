@@ -160,11 +160,28 @@ export async function claimJobAsWorker(server: { url: string }, token: string): 
  * A server with no local workers and a tiny built-in base, and a run of `algorithm` on arithmetic launched on it,
  * for a test that then plays the worker (claimJobAsWorker) and reports exactly what it wants the pages to show.
  */
-export async function startServerWithRunForTestWorker(token: string, name: string, algorithm: Record<string, unknown>): Promise<{ server: TestServer; runId: string }> {
+export async function startServerWithRunForTestWorker(
+  token: string,
+  name: string,
+  algorithm: Record<string, unknown>,
+): Promise<{ server: TestServer; runId: string }> {
   const basesDir = tempDir("bases");
   await saveTinyBase(basesDir);
-  const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts"), TINKERLAB_LOCAL_WORKERS: "0", TINKERLAB_WORKER_TOKEN: token });
-  const config = { name, environment: "arithmetic", agent: { base: "tiny-base", sampling: { maxTokens: 3 } }, algorithm, evaluation: { every: 0, episodes: 8 }, checkpointEvery: 0 };
+  const server = await startServer({
+    TINKERLAB_BASES_DIR: basesDir,
+    TINKERLAB_EXAMPLES: "off",
+    ARTIFACTS_DIR: tempDir("artifacts"),
+    TINKERLAB_LOCAL_WORKERS: "0",
+    TINKERLAB_WORKER_TOKEN: token,
+  });
+  const config = {
+    name,
+    environment: "arithmetic",
+    agent: { base: "tiny-base", sampling: { maxTokens: 3 } },
+    algorithm,
+    evaluation: { every: 0, episodes: 8 },
+    checkpointEvery: 0,
+  };
   const { id } = await callProcedure<{ id: string }>(server, "experiments.create", { name, config });
   const { runId } = await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: id });
   return { server, runId };

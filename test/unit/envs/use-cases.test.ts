@@ -144,7 +144,9 @@ describe("text-world demonstrator", () => {
         const move = demonstrators["text-world"]!(state, rng, undefined);
         const target = state.objectAt === "hand" ? state.goal : state.objectAt;
         if (state.at !== target && move.startsWith("go ")) {
-          const shortest = (Object.entries(HOUSE[state.at]!) as [Direction, string][]).filter(([, room]) => distance(room, target) < distance(state.at, target)).map(([d]) => d);
+          const shortest = (Object.entries(HOUSE[state.at]!) as [Direction, string][])
+            .filter(([, room]) => distance(room, target) < distance(state.at, target))
+            .map(([d]) => d);
           const onlyHorizontal = shortest.length === 1 && ["east", "west"].includes(shortest[0]!);
           const other = shortest[0] === "east" ? "west" : "east";
           if (onlyHorizontal && HOUSE[state.at]![other]) {

@@ -23,7 +23,9 @@ afterAll(() => handle.close());
 
 async function newRun(status: "running" | "completed" = "running") {
   const id = newId("run");
-  await handle.db.insert(runs).values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status, config: {}, seed: 1, totalSteps: 1000 });
+  await handle.db
+    .insert(runs)
+    .values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status, config: {}, seed: 1, totalSteps: 1000 });
   return id;
 }
 
@@ -46,7 +48,18 @@ function recorder() {
   };
   // Every step received, a summary's included (a short series' summary holds all of its points).
   const steps = (name: string) => frames.flatMap((f) => f.data.series.filter((s) => s.name === name).flatMap((s) => s.steps));
-  return { sink, frames, texts, steps, get ended() { return ended; }, get failed() { return failed; } };
+  return {
+    sink,
+    frames,
+    texts,
+    steps,
+    get ended() {
+      return ended;
+    },
+    get failed() {
+      return failed;
+    },
+  };
 }
 
 const until = async (check: () => boolean, ms = 10_000) => {
@@ -136,7 +149,11 @@ describe("run feed", () => {
 
   it("gives a late subscriber the history, then the live tail", async () => {
     const runId = await newRun();
-    await report(runId, Array.from({ length: 5000 }, (_, i) => i + 1), ["reward/mean"]);
+    await report(
+      runId,
+      Array.from({ length: 5000 }, (_, i) => i + 1),
+      ["reward/mean"],
+    );
     const feed = runFeed(handle.db, runId, { minReadGapMs: 0, buckets: 100 });
     const early = recorder();
     const stopEarly = feed.subscribe(early.sink);
@@ -214,7 +231,12 @@ describe("run feed", () => {
     await report(runId, [3]);
     const resumed = await caller.runs.metricStream({ runId, lastEventId: first[0] });
     const next = (await resumed[Symbol.asyncIterator]().next()).value as unknown as [string, { series: { name: string; steps: number[] }[] }];
-    expect(next[1].series.map((s) => [s.name, s.steps])).toEqual([["loss", [3]], ["reward/mean", [3]]]);
-    await expect((await caller.runs.metricStream({ runId, lastEventId: "x" }))[Symbol.asyncIterator]().next()).rejects.toThrow("lastEventId: 'x' is not an event id");
+    expect(next[1].series.map((s) => [s.name, s.steps])).toEqual([
+      ["loss", [3]],
+      ["reward/mean", [3]],
+    ]);
+    await expect((await caller.runs.metricStream({ runId, lastEventId: "x" }))[Symbol.asyncIterator]().next()).rejects.toThrow(
+      "lastEventId: 'x' is not an event id",
+    );
   });
 });

@@ -45,7 +45,9 @@ afterAll(async () => {
 
 async function newRun() {
   const id = newId("run");
-  await handle.db.insert(runs).values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status: "running", config: {}, seed: 1, totalSteps: 1000 });
+  await handle.db
+    .insert(runs)
+    .values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status: "running", config: {}, seed: 1, totalSteps: 1000 });
   return id;
 }
 
@@ -77,9 +79,20 @@ function viewer(runId: string, lastEventId?: string) {
     response.on("end", () => (ended = true));
   });
   request.on("error", () => {});
-  const data = () => events.filter((e) => e.type === "message").map((e) => ({ id: e.id!, ...(superjson.deserialize(JSON.parse(e.data)) as { series: { name: string; steps: number[] }[]; summary?: unknown }) }));
+  const data = () =>
+    events
+      .filter((e) => e.type === "message")
+      .map((e) => ({ id: e.id!, ...(superjson.deserialize(JSON.parse(e.data)) as { series: { name: string; steps: number[] }[]; summary?: unknown }) }));
   const steps = (name = "loss") => data().flatMap((d) => d.series.filter((s) => s.name === name).flatMap((s) => s.steps));
-  return { events, data, steps, close: () => request.destroy(), get ended() { return ended; } };
+  return {
+    events,
+    data,
+    steps,
+    close: () => request.destroy(),
+    get ended() {
+      return ended;
+    },
+  };
 }
 
 const until = async (check: () => boolean, ms = 15_000) => {
@@ -163,7 +176,9 @@ describe("metric stream over HTTP", () => {
     await until(() => overSocket.ended);
     const url = `${base}/api/trpc/runs.metricStream?input=${encodeURIComponent(JSON.stringify({ json: { runId } }))}`;
     const fromRoute = await (await metricStreamResponse(new Request(url))).text();
-    const socketText = overSocket.events.map((e) => `${e.type === "message" ? "" : `event: ${e.type}\n`}${e.id ? `id: ${e.id}\n` : ""}data: ${e.data}\n\n`).join("");
+    const socketText = overSocket.events
+      .map((e) => `${e.type === "message" ? "" : `event: ${e.type}\n`}${e.id ? `id: ${e.id}\n` : ""}data: ${e.data}\n\n`)
+      .join("");
     expect(fromRoute).toBe(socketText);
     expect(overSocket.events.map((e) => e.type)).toEqual(["connected", "message", "return"]);
   });

@@ -20,13 +20,18 @@ describe.each(["never", ...(simdAvailable() ? ["auto"] : [])] as SimdMode[])("th
     const weights = initGPTWeights(config, rng);
     for (const p of listGPTParameters(weights, config)) for (let i = 0; i < p.data.length; i++) p.data[i] += 0.3 * rng.normal();
     const model: ModelView = { config, weights, lora: null, valueHead: null };
-    const T = config.contextLength, V = config.vocabSize, rows = 3;
+    const T = config.contextLength,
+      V = config.vocabSize,
+      rows = 3;
     const sequences = Array.from({ length: rows }, () => Array.from({ length: T }, () => Math.floor(rng.uniform() * V)));
     const { logits } = jsEngine.run({ model, tokens: Int32Array.from(sequences.flat()), batch: rows, seqLen: T });
     const decoder = jsEngine.createDecoder(model, rows);
     try {
       const prompt = 5; // a prefill of rows × 5 tokens (more than `rows` tokens), then one token at a time
-      let step = decoder.extend([0, 1, 2], sequences.map((s) => s.slice(0, prompt)));
+      let step = decoder.extend(
+        [0, 1, 2],
+        sequences.map((s) => s.slice(0, prompt)),
+      );
       for (let t = prompt - 1; t < T; t++) {
         for (let r = 0; r < rows; r++) {
           for (let v = 0; v < V; v++) {
@@ -34,7 +39,11 @@ describe.each(["never", ...(simdAvailable() ? ["auto"] : [])] as SimdMode[])("th
             expect(Math.abs(step[r * V + v] - expected), `row ${r} position ${t} logit ${v}`).toBeLessThan(1e-4);
           }
         }
-        if (t + 1 < T) step = decoder.extend([0, 1, 2], sequences.map((s) => [s[t + 1]]));
+        if (t + 1 < T)
+          step = decoder.extend(
+            [0, 1, 2],
+            sequences.map((s) => [s[t + 1]]),
+          );
       }
     } finally {
       decoder.dispose();

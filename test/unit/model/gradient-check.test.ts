@@ -5,18 +5,13 @@ import { jsEngine } from "@/lib/model/gpt";
 import { type SimdMode, setSimdMode, simdAvailable } from "@/lib/model/kernels";
 import { cloneLoraAdapter, initLoraAdapter, listLoraParameters } from "@/lib/model/lora";
 import { Rng } from "@/lib/model/rng";
-import {
-  type NamedParameter,
-  cloneGPTWeights,
-  initGPTWeights,
-  initValueHead,
-  listGPTParameters,
-  listValueHeadParameters,
-} from "@/lib/model/weights";
+import { type NamedParameter, cloneGPTWeights, initGPTWeights, initValueHead, listGPTParameters, listValueHeadParameters } from "@/lib/model/weights";
 
 // A deliberately odd-shaped tiny model so that index mix-ups between dimensions show up as wrong gradients.
 const config: GPTConfig = { vocabSize: 11, contextLength: 7, dModel: 12, nLayers: 2, nHeads: 3 };
-const B = 2, T = 6, N = B * T;
+const B = 2,
+  T = 6,
+  N = B * T;
 
 function randomize(params: NamedParameter[], rng: Rng, std: number) {
   // Larger-than-init weights make every path (attention, GELU, LayerNorm) matter to the loss.

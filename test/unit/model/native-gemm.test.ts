@@ -25,18 +25,31 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
   // Heights around the 8- and 6-row tiles, widths around the 32- and 16-column tiles and the 256-column block,
   // inner sizes past the 256-row block (K > block: several blocks accumulated), widths not a multiple of 8.
   const shapes: [number, number, number][] = [
-    [1, 1, 8], [3, 5, 16], [7, 9, 40], [9, 300, 24], [13, 513, 264], [33, 257, 19], [21, 700, 72], [70, 40, 520],
+    [1, 1, 8],
+    [3, 5, 16],
+    [7, 9, 40],
+    [9, 300, 24],
+    [13, 513, 264],
+    [33, 257, 19],
+    [21, 700, 72],
+    [70, 40, 520],
   ];
   it.each(shapes)("agrees with the WebAssembly kernel and float64 for M=%i K=%i N=%i on every instruction set", (M, K, N) => {
     const mark = gemm.arena.mark();
     try {
       for (const isa of kernel.supported()) {
         kernel.setIsa(isa);
-        for (const [aLayout, bLayout] of [["rows", "rows"], ["columns", "rows"], ["rows", "columns"]] as const) {
+        for (const [aLayout, bLayout] of [
+          ["rows", "rows"],
+          ["columns", "rows"],
+          ["rows", "columns"],
+        ] as const) {
           for (const inArena of [false, true]) {
             for (const accumulate of [false, true]) {
               const alloc = (n: number) => (inArena ? fill(gemm.arena.alloc(n)) : fill(new Float32Array(n)));
-              const aOffset = 3, outOffset = 2, outRowStride = N + 5;
+              const aOffset = 3,
+                outOffset = 2,
+                outRowStride = N + 5;
               const aData = alloc(aOffset + (M + 1) * (K + 1));
               const a = aLayout === "rows" ? rowMajor(aData, M, K, aOffset, K + 1) : transposed(aData, K, M, aOffset, M + 1);
               const b = bLayout === "rows" ? rowMajor(alloc(K * N), K, N) : transposed(alloc(N * (K + 2)), N, K, 0, K + 2);
@@ -54,7 +67,8 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
               const got = run(kernel);
               for (let i = 0; i < M; i++) {
                 for (let j = 0; j < N; j++) {
-                  let exact = 0, magnitude = 0;
+                  let exact = 0,
+                    magnitude = 0;
                   for (let k = 0; k < K; k++) {
                     exact += at(a, i, k) * at(b, k, j);
                     magnitude += Math.abs(at(a, i, k) * at(b, k, j));

@@ -29,9 +29,7 @@ describe("safetensors", () => {
   });
 
   it("refuses a shape that does not match the data, and a truncated file", () => {
-    expect(() => encodeSafetensors(new Map([["x", { shape: [3], data: new Float32Array(2) }]]))).toThrow(
-      /'x' has shape \[3\] \(3 values\) but 2 values/,
-    );
+    expect(() => encodeSafetensors(new Map([["x", { shape: [3], data: new Float32Array(2) }]]))).toThrow(/'x' has shape \[3\] \(3 values\) but 2 values/);
     const bytes = encodeSafetensors(new Map([["x", { shape: [4], data: new Float32Array(4) }]]));
     expect(() => decodeSafetensors(bytes.subarray(0, bytes.length - 4))).toThrow(/do not fit/);
   });

@@ -27,8 +27,19 @@ describe.skipIf(!simdGemm)("the WebAssembly SIMD matrix kernel", () => {
   // cache block, widths that are and are not multiples of 8, both layouts of A, operands in and out of the
   // kernel's memory, strided output, accumulation and scale.
   const shapes: [number, number, number][] = [
-    [1, 1, 8], [2, 3, 8], [3, 4, 16], [4, 5, 8], [5, 7, 24], [6, 8, 8], [7, 9, 16], [11, 13, 5], [12, 16, 40],
-    [13, 300, 8], [64, 32, 64], [100, 257, 19], [37, 520, 24],
+    [1, 1, 8],
+    [2, 3, 8],
+    [3, 4, 16],
+    [4, 5, 8],
+    [5, 7, 24],
+    [6, 8, 8],
+    [7, 9, 16],
+    [11, 13, 5],
+    [12, 16, 40],
+    [13, 300, 8],
+    [64, 32, 64],
+    [100, 257, 19],
+    [37, 520, 24],
   ];
   it.each(shapes)("matches a float64 product for M=%i K=%i N=%i in every layout", (M, K, N) => {
     const mark = gemm.arena.mark();
@@ -37,7 +48,10 @@ describe.skipIf(!simdGemm)("the WebAssembly SIMD matrix kernel", () => {
         for (const inArena of [false, true]) {
           for (const accumulate of [false, true]) {
             const alloc = (n: number) => (inArena ? fill(gemm.arena.alloc(n)) : fill(new Float32Array(n)));
-            const aOffset = 3, bOffset = 5, outOffset = 2, outRowStride = N + 3;
+            const aOffset = 3,
+              bOffset = 5,
+              outOffset = 2,
+              outRowStride = N + 3;
             const aData = alloc(aOffset + (M + 1) * (K + 1));
             // A stored as [M, K] rows (read as is) or as [K, M] rows (read transposed), row stride padded by one
             const a = aLayout === "rows" ? rowMajor(aData, M, K, aOffset, K + 1) : transposed(aData, K, M, aOffset, M + 1);
@@ -60,7 +74,9 @@ describe.skipIf(!simdGemm)("the WebAssembly SIMD matrix kernel", () => {
   });
 
   it("reads a pinned array from its copy until unpinned, and a release below the pin drops it", () => {
-    const M = 5, K = 24, N = 16;
+    const M = 5,
+      K = 24,
+      N = 16;
     const a = fill(new Float32Array(M * K));
     const b = fill(new Float32Array(K * N));
     const product = () => {

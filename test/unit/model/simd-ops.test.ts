@@ -1,13 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  add,
-  columnSumAccumulate,
-  geluBackward,
-  geluForward,
-  layerNormBackward,
-  layerNormForward,
-  setSimdMode,
-} from "@/lib/model/kernels";
+import { add, columnSumAccumulate, geluBackward, geluForward, layerNormBackward, layerNormForward, setSimdMode } from "@/lib/model/kernels";
 import { Rng } from "@/lib/model/rng";
 import { simdGemm } from "@/lib/model/simd-gemm";
 
@@ -43,14 +35,17 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     mark = arena.mark();
     const n = 4096;
     const x = inArena(n, 4); // |x| up to ~15: both the rational part and the clamp of tanh are exercised
-    const out = arena.alloc(n), tanh = arena.alloc(n);
+    const out = arena.alloc(n),
+      tanh = arena.alloc(n);
     expect(ops.gelu(out, x, n, tanh)).toBe(true);
-    const refOut = new Float32Array(n), refTanh = new Float32Array(n);
+    const refOut = new Float32Array(n),
+      refTanh = new Float32Array(n);
     plain(() => geluForward(refOut, copy(x), n, refTanh));
     expectClose(out, refOut, 1e-6, "gelu");
     expectClose(tanh, refTanh, 1e-6, "tanh");
     for (let i = 0; i < n; i++) expect(Math.abs(tanh[i] - Math.tanh(Math.sqrt(2 / Math.PI) * (x[i] + 0.044715 * x[i] ** 3)))).toBeLessThan(1e-6);
-    const dy = inArena(n), dx = arena.alloc(n);
+    const dy = inArena(n),
+      dx = arena.alloc(n);
     expect(ops.geluBackward(dx, dy, x, tanh, n)).toBe(true);
     const refDx = new Float32Array(n);
     plain(() => geluBackward(refDx, copy(dy), copy(x), copy(tanh), n));
@@ -59,16 +54,24 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
 
   it("column sums and sums match the plain loops, into arrays outside the kernel's memory too", () => {
     mark = arena.mark();
-    const M = 37, N = 48;
+    const M = 37,
+      N = 48;
     const dy = inArena(M * N);
     const out = Float32Array.from({ length: N }, () => rng.normal()); // a JS array, like a bias gradient
     const ref = copy(out);
     expect(ops.columnSum(out, dy, M, N)).toBe(true);
     plain(() => columnSumAccumulate(ref, copy(dy), M, N));
     expectClose(out, ref, 1e-6, "column sum");
-    const a = inArena(100), b = inArena(100), sum = arena.alloc(100);
+    const a = inArena(100),
+      b = inArena(100),
+      sum = arena.alloc(100);
     expect(ops.add(sum, a, b, 100)).toBe(true);
-    expectClose(sum, Float32Array.from(a, (v, i) => v + b[i]), 1e-7, "sum");
+    expectClose(
+      sum,
+      Float32Array.from(a, (v, i) => v + b[i]),
+      1e-7,
+      "sum",
+    );
     // widths the kernels do not take are refused, and the caller's plain loop runs instead
     expect(ops.columnSum(out, dy, M * 2, N / 2)).toBe(false);
     expect(ops.add(sum, a, b, 99)).toBe(false);
@@ -78,7 +81,8 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
 
   it("the causal softmax and its gradient match float64, with scores far apart and masked lanes", () => {
     mark = arena.mark();
-    const blocks = 3, T = 12; // rows end inside a vector of four: lanes past the diagonal must be masked
+    const blocks = 3,
+      T = 12; // rows end inside a vector of four: lanes past the diagonal must be masked
     const n = blocks * T * T;
     const scores = inArena(n, 20); // differences of ±60 and more: exp's range reduction and clamp are exercised
     const att = arena.alloc(n);
@@ -86,7 +90,8 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     expect(ops.causalSoftmax(att, blocks, T)).toBe(true);
     const expected = new Float64Array(n);
     for (let r = 0; r < blocks * T; r++) {
-      const i = r % T, row = r * T;
+      const i = r % T,
+        row = r * T;
       const max = Math.max(...scores.subarray(row, row + i + 1));
       let sum = 0;
       for (let j = 0; j <= i; j++) sum += Math.exp(scores[row + j] - max);
@@ -95,7 +100,8 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     for (let k = 0; k < n; k++) expect(Math.abs(att[k] - expected[k]), `att[${k}]`).toBeLessThan(1e-6);
     for (let r = 0; r < blocks * T; r++) for (let j = (r % T) + 1; j < T; j++) expect(att[r * T + j]).toBe(0);
 
-    const dAtt = inArena(n), scale = 0.25;
+    const dAtt = inArena(n),
+      scale = 0.25;
     const refD = Float64Array.from(dAtt);
     expect(ops.softmaxBackward(dAtt, att, blocks * T, T, scale)).toBe(true);
     for (let r = 0; r < blocks * T; r++) {
@@ -110,13 +116,16 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
 
   it("LayerNorm and its gradient match the plain loops", () => {
     mark = arena.mark();
-    const M = 19, C = 24;
+    const M = 19,
+      C = 24;
     const x = inArena(M * C, 3);
     for (let i = 0; i < M * C; i++) x[i] += 2; // a mean away from zero
     for (let c = 0; c < C; c++) x[c] = 2 + 1e-3 * rng.normal(); // a row whose variance is below eps
     const gain = Float32Array.from({ length: C }, () => 1 + 0.3 * rng.normal());
     const bias = Float32Array.from({ length: C }, () => rng.normal());
-    const out = arena.alloc(M * C), mean = arena.alloc(M), rstd = arena.alloc(M);
+    const out = arena.alloc(M * C),
+      mean = arena.alloc(M),
+      rstd = arena.alloc(M);
     expect(ops.layerNorm(out, mean, rstd, x, gain, bias, M, C)).toBe(true);
     const ref = { out: new Float32Array(M * C), mean: new Float32Array(M), rstd: new Float32Array(M) };
     plain(() => layerNormForward(ref.out, ref.mean, ref.rstd, copy(x), gain, bias, M, C));
@@ -125,8 +134,10 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     expectClose(mean, ref.mean, 1e-6, "mean");
     expectClose(rstd, ref.rstd, 1e-5, "rstd");
 
-    const dy = inArena(M * C), dx = inArena(M * C);
-    const dGain = Float32Array.from({ length: C }, () => rng.normal()), dBias = Float32Array.from({ length: C }, () => rng.normal());
+    const dy = inArena(M * C),
+      dx = inArena(M * C);
+    const dGain = Float32Array.from({ length: C }, () => rng.normal()),
+      dBias = Float32Array.from({ length: C }, () => rng.normal());
     const dx0 = copy(dx);
     const refD = { dx: copy(dx), dGain: copy(dGain), dBias: copy(dBias) };
     expect(ops.layerNormBackward(dx, dGain, dBias, dy, x, mean, rstd, gain, M, C)).toBe(true);
@@ -137,6 +148,11 @@ describe.skipIf(!simdGemm?.sharing)("the WebAssembly SIMD elementwise operations
     // without parameter gradients (a frozen LayerNorm), dx alone
     const dx2 = arena.alloc(M * C);
     expect(ops.layerNormBackward(dx2, null, null, dy, x, mean, rstd, gain, M, C)).toBe(true);
-    expectClose(dx2, Float32Array.from(refD.dx, (v, i) => v - dx0[i]), 1e-4, "dx alone");
+    expectClose(
+      dx2,
+      Float32Array.from(refD.dx, (v, i) => v - dx0[i]),
+      1e-4,
+      "dx alone",
+    );
   });
 });

@@ -1,14 +1,6 @@
 /** Advantage estimators and the rollout-to-batch plumbing, on hand-made trajectories. */
 import { describe, expect, it } from "vitest";
-import {
-  baselineSubtracted,
-  generalizedAdvantages,
-  groupNormalized,
-  leaveOneOut,
-  perTurnGroupNormalized,
-  turnReturns,
-  whiten,
-} from "@/lib/rl/advantages";
+import { baselineSubtracted, generalizedAdvantages, groupNormalized, leaveOneOut, perTurnGroupNormalized, turnReturns, whiten } from "@/lib/rl/advantages";
 import { chunkBatch, toTrainingBatch } from "@/lib/rl/rollouts";
 import type { Trajectory } from "@/lib/sdk/protocol";
 
@@ -56,7 +48,10 @@ describe("advantage estimators", () => {
   it("per-turn GRPO compares each turn with the group's returns at the same turn", () => {
     // Both episodes end with reward 1 at their last turn; the late turns are not favoured for being late.
     const [group] = perTurnGroupNormalized([[episode([0, 1]), episode([0, 0, 1])]], 1, false);
-    expect(group).toEqual([[0, 0], [0, 0, 0]]);
+    expect(group).toEqual([
+      [0, 0],
+      [0, 0, 0],
+    ]);
     const [shorter] = perTurnGroupNormalized([[episode([-0.1, 1]), episode([-0.1, -0.1, 1])]], 1, false);
     expect(shorter![0]![0]).toBeGreaterThan(0); // the first move of the shorter solution is the better one
     expect(shorter![1]![0]).toBeLessThan(0);
@@ -87,11 +82,26 @@ describe("training batches", () => {
   it("one row per turn: only the action carries weight, sampler logprobs and the advantage", () => {
     const groups = [[episode([0, 1])]];
     const batch = toTrainingBatch(groups, [[[0.3, 0.7]]], [[[1, 1]]]);
-    expect(batch.tokens).toEqual([[257, 0, 100], [257, 1, 101]]);
-    expect(batch.weights).toEqual([[0, 0, 1], [0, 0, 1]]);
-    expect(batch.samplingLogprobs).toEqual([[0, 0, -0.5], [0, 0, -0.5]]);
-    expect(batch.advantages).toEqual([[0, 0, 0.3], [0, 0, 0.7]]);
-    expect(batch.returns).toEqual([[0, 0, 1], [0, 0, 1]]);
+    expect(batch.tokens).toEqual([
+      [257, 0, 100],
+      [257, 1, 101],
+    ]);
+    expect(batch.weights).toEqual([
+      [0, 0, 1],
+      [0, 0, 1],
+    ]);
+    expect(batch.samplingLogprobs).toEqual([
+      [0, 0, -0.5],
+      [0, 0, -0.5],
+    ]);
+    expect(batch.advantages).toEqual([
+      [0, 0, 0.3],
+      [0, 0, 0.7],
+    ]);
+    expect(batch.returns).toEqual([
+      [0, 0, 1],
+      [0, 0, 1],
+    ]);
     expect(chunkBatch(batch, 1).map((c) => c.tokens.length)).toEqual([1, 1]);
     expect(chunkBatch(batch, 1)[1]!.advantages).toEqual([[0, 0, 0.7]]);
   });

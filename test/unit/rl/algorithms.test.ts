@@ -140,7 +140,12 @@ describe("RL algorithms on a tiny model", () => {
     const calls: { starts: number[]; next: number[] | null }[] = [];
     const playEpisodes: EpisodePlayer = (protocol, starts, act, options) => {
       calls.push({ starts: starts.map((start) => start.seed), next: options.next?.map((start) => start.seed) ?? null });
-      return runEpisodes(protocol, starts.map((start) => ({ ...start, session: new EnvironmentSession(digitOnce) })), act, options);
+      return runEpisodes(
+        protocol,
+        starts.map((start) => ({ ...start, session: new EnvironmentSession(digitOnce) })),
+        act,
+        options,
+      );
     };
     await trainRl({ config, policy: tinyPolicy(), environment: digitOnce, protocol: singleTurn(), playEpisodes });
     // Evaluation (held-out seeds, each played once), step 1, step 2, evaluation, step 3, evaluation: each is told

@@ -24,7 +24,10 @@ const episode = (reward: number, over: Partial<Trajectory> = {}): Trajectory => 
 describe("RunHealth", () => {
   it("reports rewards that are the same within every group after five steps, once", () => {
     const health = new RunHealth({ contextLength: 64, maxTokens: 8 });
-    const flat = [[episode(1), episode(1)], [episode(0), episode(0)]];
+    const flat = [
+      [episode(1), episode(1)],
+      [episode(0), episode(0)],
+    ];
     const raised: HealthWarning[] = [];
     for (let step = 1; step <= 8; step++) raised.push(...health.observe(step, flat, { "train/grad_norm": 0.5 }));
     expect(raised.map((w) => [w.code, w.step])).toEqual([["no-signal", 5]]);
@@ -80,6 +83,8 @@ describe("a run whose prompt does not fit the base's context", () => {
     expect(result.steps).toBe(3);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ code: "no-turns", step: 1 });
-    expect(warnings[0]!.message).toMatch(/ended before its first turn: the prompt and the reply \(agent.sampling.maxTokens=4\) do not fit the base's context of 32 tokens/);
+    expect(warnings[0]!.message).toMatch(
+      /ended before its first turn: the prompt and the reply \(agent.sampling.maxTokens=4\) do not fit the base's context of 32 tokens/,
+    );
   });
 });

@@ -27,31 +27,42 @@ const smoke: Record<string, { steps: number; groupsPerStep?: number; episodes: n
 };
 
 describe("use cases learn from their shipped bases", () => {
-  it.each(Object.keys(smoke))("%s: a few RL steps raise the reward above the base's", async (name) => {
-    const useCase = useCases[name]!;
-    const settings = smoke[name]!;
-    const config = defineExperiment({
-      ...useCase.template,
-      algorithm: { ...useCase.template.algorithm, steps: settings.steps, groupsPerStep: settings.groupsPerStep ?? useCase.template.algorithm?.groupsPerStep },
-      evaluation: { every: 0, episodes: settings.episodes },
-      seed: 1,
-    });
-    const base = BaseModel.load(builtInBaseDir(config.agent.base));
-    const training = config.agent.training;
-    const client = new TrainingClient(base, { lora: training.mode === "lora" ? training : undefined, valueHead: config.agent.valueHead, seed: 1 });
-    const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
-    const { environment, protocol } = useCase;
-    const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
-    // Sampled (temperature 1) unless the use case says greedy: on a few episodes it moves smoothly with the policy.
-    const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
-    const meanReward = async () => {
-      const { trajectories } = await evaluate({ policy, environment, protocol, specs, maxTokens: config.agent.sampling.maxTokens, temperature: settings.greedy ? 0 : 1 });
-      return trajectories.reduce((a, t) => a + t.totalReward, 0) / trajectories.length;
-    };
-    const before = await meanReward();
-    await trainRl({ config, policy, environment, protocol, dataset });
-    const after = await meanReward();
-    console.log(`${name}: ${settings.greedy ? "greedy" : "sampled"} reward ${before.toFixed(3)} -> ${after.toFixed(3)}`);
-    expect(after).toBeGreaterThan(before);
-  }, 240_000); // tic-tac-toe takes ~35 s alone, and the suite runs other files beside it
+  it.each(Object.keys(smoke))(
+    "%s: a few RL steps raise the reward above the base's",
+    async (name) => {
+      const useCase = useCases[name]!;
+      const settings = smoke[name]!;
+      const config = defineExperiment({
+        ...useCase.template,
+        algorithm: { ...useCase.template.algorithm, steps: settings.steps, groupsPerStep: settings.groupsPerStep ?? useCase.template.algorithm?.groupsPerStep },
+        evaluation: { every: 0, episodes: settings.episodes },
+        seed: 1,
+      });
+      const base = BaseModel.load(builtInBaseDir(config.agent.base));
+      const training = config.agent.training;
+      const client = new TrainingClient(base, { lora: training.mode === "lora" ? training : undefined, valueHead: config.agent.valueHead, seed: 1 });
+      const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
+      const { environment, protocol } = useCase;
+      const dataset = environment.data.kind === "dataset" ? readBuiltInDataset(environment.data.dataset) : undefined;
+      // Sampled (temperature 1) unless the use case says greedy: on a few episodes it moves smoothly with the policy.
+      const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
+      const meanReward = async () => {
+        const { trajectories } = await evaluate({
+          policy,
+          environment,
+          protocol,
+          specs,
+          maxTokens: config.agent.sampling.maxTokens,
+          temperature: settings.greedy ? 0 : 1,
+        });
+        return trajectories.reduce((a, t) => a + t.totalReward, 0) / trajectories.length;
+      };
+      const before = await meanReward();
+      await trainRl({ config, policy, environment, protocol, dataset });
+      const after = await meanReward();
+      console.log(`${name}: ${settings.greedy ? "greedy" : "sampled"} reward ${before.toFixed(3)} -> ${after.toFixed(3)}`);
+      expect(after).toBeGreaterThan(before);
+    },
+    240_000,
+  ); // tic-tac-toe takes ~35 s alone, and the suite runs other files beside it
 });

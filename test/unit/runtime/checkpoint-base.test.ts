@@ -9,7 +9,12 @@ import { TrainingClient } from "@/server/runtime/training-client";
 const dir = mkdtempSync(join(tmpdir(), "tinkerlab-ckpt-base-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const config = { vocabSize: 262, contextLength: 24, dModel: 16, nLayers: 2, nHeads: 2 };
-const data = { tokens: [[257, 72, 105, 33, 261], [257, 79, 107, 261, 10]] };
+const data = {
+  tokens: [
+    [257, 72, 105, 33, 261],
+    [257, 79, 107, 261, 10],
+  ],
+};
 
 async function trained(client: TrainingClient) {
   for (let i = 0; i < 8; i++) {

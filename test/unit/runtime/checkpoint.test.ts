@@ -23,24 +23,16 @@ describe("checkpoint compatibility", () => {
     const path = join(dir, "d16");
     await new TrainingClient(BaseModel.create(tiny)).saveState(path);
     const wider = new TrainingClient(BaseModel.create({ ...tiny, dModel: 32, nHeads: 4 }));
-    await expect(wider.loadState(path)).rejects.toThrow(
-      /checkpoint has dModel=16, model expects dModel=32; checkpoint has nHeads=2, model expects nHeads=4/,
-    );
-    expect(() => BaseModel.load(path, { expect: { ...tiny, contextLength: 8 } })).toThrow(
-      /checkpoint has contextLength=16, model expects contextLength=8/,
-    );
+    await expect(wider.loadState(path)).rejects.toThrow(/checkpoint has dModel=16, model expects dModel=32; checkpoint has nHeads=2, model expects nHeads=4/);
+    expect(() => BaseModel.load(path, { expect: { ...tiny, contextLength: 8 } })).toThrow(/checkpoint has contextLength=16, model expects contextLength=8/);
   });
 
   it("refuses an adapter of another rank or a checkpoint of another mode", async () => {
     const base = BaseModel.create(tiny);
     const path = join(dir, "rank4");
     await new TrainingClient(base, { lora: { rank: 4 } }).saveState(path);
-    await expect(new TrainingClient(base, { lora: { rank: 8 } }).loadState(path)).rejects.toThrow(
-      /checkpoint has rank=4, client expects rank=8/,
-    );
-    await expect(new TrainingClient(base).loadState(path)).rejects.toThrow(
-      /checkpoint holds a LoRA adapter, client trains full weights/,
-    );
+    await expect(new TrainingClient(base, { lora: { rank: 8 } }).loadState(path)).rejects.toThrow(/checkpoint has rank=4, client expects rank=8/);
+    await expect(new TrainingClient(base).loadState(path)).rejects.toThrow(/checkpoint holds a LoRA adapter, client trains full weights/);
   });
 });
 

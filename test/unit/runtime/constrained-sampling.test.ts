@@ -61,7 +61,9 @@ describe("constrained sampling", () => {
   });
 
   it("refuses a token its allowed set does not hold, and a constraint list of the wrong length", async () => {
-    await expect(client.forward({ tokens: [[1, 2, 3]], allowedTokens: [[null, [5], null]] })).rejects.toThrow(/batch.tokens\[0\]\[1\] is token 2, which batch.allowedTokens\[0\]\[1\] does not allow/);
+    await expect(client.forward({ tokens: [[1, 2, 3]], allowedTokens: [[null, [5], null]] })).rejects.toThrow(
+      /batch.tokens\[0\]\[1\] is token 2, which batch.allowedTokens\[0\]\[1\] does not allow/,
+    );
     await expect(client.sample([prompt("a")], 1, { constraints: [] })).rejects.toThrow(/give one \(or null\) per prompt/);
   });
 });

@@ -14,7 +14,8 @@ describe.skipIf(!simdGemm?.sharing)("the helper thread for matrix products", () 
     const config = { vocabSize: 64, contextLength: 64, dModel: 64, nLayers: 1, nHeads: 4 };
     const rng = new Rng(1);
     const model: ModelView = { config, weights: initGPTWeights(config, rng), lora: null, valueHead: null };
-    const B = 8, T = 64;
+    const B = 8,
+      T = 64;
     const tokens = Int32Array.from({ length: B * T }, () => Math.floor(rng.uniform() * config.vocabSize));
     const dLogits = Float32Array.from({ length: B * T * config.vocabSize }, () => rng.normal());
     const pass = () => {

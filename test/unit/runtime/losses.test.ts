@@ -5,7 +5,12 @@ import { type LossName, computeLoss, parseLossConfig, requireLossInputs } from "
 
 const V = 7;
 const rng = new Rng(11);
-const batch: Batch = { tokens: [[1, 4, 2, 6, 0], [3, 3, 5]] };
+const batch: Batch = {
+  tokens: [
+    [1, 4, 2, 6, 0],
+    [3, 3, 5],
+  ],
+};
 const packed = packBatch(batch, V, 8);
 const logits = Float32Array.from({ length: packed.B * packed.T * V }, () => rng.normal());
 const values = Float32Array.from({ length: packed.B * packed.T }, () => rng.normal());
@@ -14,7 +19,10 @@ const current = tokenLogprobs(logits, packed, V, 0.8);
 // Sampling logprobs near the current ones, so some ratios fall inside the clip range and some outside.
 const rlBatch: Batch = {
   ...batch,
-  weights: [[0, 1, 1, 0.5, 1], [0, 1, 1]],
+  weights: [
+    [0, 1, 1, 0.5, 1],
+    [0, 1, 1],
+  ],
   samplingLogprobs: current.map((r) => r.map((lp) => lp + rng.normal() * 0.6)),
   advantages: perToken(() => rng.normal()),
   returns: perToken(() => rng.normal()),
@@ -36,9 +44,7 @@ function check(loss: LossName, configInput: Parameters<typeof parseLossConfig>[1
     arr[i] = original;
     const numeric = (up - down) / (2 * eps);
     if (grad[i] !== 0) nonzero++;
-    expect(Math.abs(numeric - grad[i]), `${loss} ${what}[${i}]: analytic ${grad[i]}, numeric ${numeric}`).toBeLessThan(
-      2e-3 * Math.abs(numeric) + 2e-4,
-    );
+    expect(Math.abs(numeric - grad[i]), `${loss} ${what}[${i}]: analytic ${grad[i]}, numeric ${numeric}`).toBeLessThan(2e-3 * Math.abs(numeric) + 2e-4);
   };
   for (let i = 0; i < logits.length; i++) probe(logits, out.dLogits, i, "logits");
   for (let i = 0; i < values.length; i++) probe(values, out.dValues!, i, "values");

@@ -8,7 +8,12 @@ import { BaseModel } from "@/server/runtime/base-model";
 import { TrainingClient } from "@/server/runtime/training-client";
 
 const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 2, nHeads: 2 };
-const batch = { tokens: [[1, 5, 9, 13, 17, 21, 25, 29], [2, 4, 6, 8, 10, 12]] };
+const batch = {
+  tokens: [
+    [1, 5, 9, 13, 17, 21, 25, 29],
+    [2, 4, 6, 8, 10, 12],
+  ],
+};
 const dir = mkdtempSync(join(tmpdir(), "tinkerlab-client-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -18,7 +23,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  */
 async function pretrainedBase(seed: number): Promise<BaseModel> {
   const client = new TrainingClient(BaseModel.create(tiny, { seed }));
-  const data = { tokens: [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8]] };
+  const data = {
+    tokens: [
+      [3, 1, 4, 1, 5, 9, 2, 6, 5, 3],
+      [2, 7, 1, 8, 2, 8, 1, 8, 2, 8],
+    ],
+  };
   for (let i = 0; i < 30; i++) {
     await client.forwardBackward(data, "cross_entropy");
     await client.optimStep({ lr: 3e-2 });
@@ -38,7 +48,12 @@ describe("full-parameter SFT", () => {
       ["2+2", "four"],
       ["color?", "blue"],
       ["bye", "see you"],
-    ].map(([q, a]) => renderChat(base.tokenizer, [{ role: "user", content: q }, { role: "assistant", content: a }]));
+    ].map(([q, a]) =>
+      renderChat(base.tokenizer, [
+        { role: "user", content: q },
+        { role: "assistant", content: a },
+      ]),
+    );
     const data = { tokens: chats.map((c) => c.tokens), weights: chats.map((c) => c.lossMask) };
     const client = new TrainingClient(base);
     const first = await client.forwardBackward(data, "cross_entropy");
@@ -144,9 +159,7 @@ describe("LoRA clients on one shared base", () => {
     }
     expect((await b.forward(other)).logprobs).toEqual((await alone.forward(other)).logprobs);
     expect((await a.forward(other)).logprobs).not.toEqual((await b.forward(other)).logprobs);
-    expect((await b.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples).toEqual(
-      (await alone.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples,
-    );
+    expect((await b.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples).toEqual((await alone.sample([[1]], 2, { seed: 9, maxTokens: 6 })).samples);
   });
 });
 
@@ -192,7 +205,9 @@ describe("forward", () => {
       all.logprobs[b]!.forEach((lp, i) => expect(lp).toBeCloseTo(alone.logprobs[0]![i]!, 5));
       all.values![b]!.forEach((v, i) => expect(v).toBeCloseTo(alone.values![0]![i]!, 5));
     }
-    await expect(client.forward({ tokens: [...rows, Array(17).fill(1)] })).rejects.toThrow(/batch.tokens\[1200\] has 17 tokens, over the model's contextLength=16/);
+    await expect(client.forward({ tokens: [...rows, Array(17).fill(1)] })).rejects.toThrow(
+      /batch.tokens\[1200\] has 17 tokens, over the model's contextLength=16/,
+    );
   });
 });
 

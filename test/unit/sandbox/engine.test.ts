@@ -6,15 +6,29 @@ import { type GuestOp, encodeRequest } from "@/server/sandbox/wire";
 import { envSource } from "./helpers";
 
 async function load(lowLevelCalls: boolean) {
-  const source = envSource({ step: `if (action === "spin") while (true) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1) + " é", reward: 0.5, done: false, info: { action } };` });
+  const source = envSource({
+    step: `if (action === "spin") while (true) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1) + " é", reward: 0.5, done: false, info: { action } };`,
+  });
   const compiled = await compileEnvironment({ "environment.ts": source });
   if (!compiled.ok) throw new Error(compiled.diagnostics[0]!.message);
-  const { engine, outcome } = await QuickJSEngine.load(compiled.compiled.code, "sandbox.js", { memoryMb: 32, maxStackKb: 256, cpuMsPerEpisode: 1_000 }, () => {}, { lowLevelCalls });
+  const { engine, outcome } = await QuickJSEngine.load(
+    compiled.compiled.code,
+    "sandbox.js",
+    { memoryMb: 32, maxStackKb: 256, cpuMsPerEpisode: 1_000 },
+    () => {},
+    { lowLevelCalls },
+  );
   expect(outcome).toEqual({ ok: true });
   return engine!;
 }
 
-const ops: GuestOp[] = [["configure", 100_000], ["reset", 0, 1, null], ["step", 0, "go"], ["step", 0, "ünïcode ✓"], ["step", 9, "no episode"]];
+const ops: GuestOp[] = [
+  ["configure", 100_000],
+  ["reset", 0, 1, null],
+  ["step", 0, "go"],
+  ["step", 0, "ünïcode ✓"],
+  ["step", 9, "no episode"],
+];
 
 describe("QuickJSEngine", () => {
   it("answers the same through the low-level calls as through the public API, failures and interrupts included", async () => {

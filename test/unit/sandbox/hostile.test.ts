@@ -85,7 +85,10 @@ describe("hostile environments", () => {
   });
 
   it("stops a memory bomb at the memory limit", async () => {
-    const pool = await createPool({ step: `const hoard: number[][] = []; while (true) hoard.push(new Array(100_000).fill(state.n));` }, { ...fastLimits, cpuMsPerCall: 1_000, cpuMsPerEpisode: 2_000 });
+    const pool = await createPool(
+      { step: `const hoard: number[][] = []; while (true) hoard.push(new Array(100_000).fill(state.n));` },
+      { ...fastLimits, cpuMsPerCall: 1_000, cpuMsPerEpisode: 2_000 },
+    );
     const error = await stepUntilError(pool);
     expect(error).toBeInstanceOf(SandboxLimitError);
     expect(error.limit).toBe("memoryMb");
@@ -131,7 +134,10 @@ describe("hostile environments", () => {
     expect(error.message).toContain("step 1 of episode 0 (seed 1): info as JSON is 180,010 characters; limit maxObservationChars=100,000");
     pool.dispose();
     // the whole answer is over the limit, no field is: nothing to reject
-    const fits = await createPool({ step: `return { state, observation: "x".repeat(60_000), reward: 0, done: false, info: { note: "y".repeat(60_000) } };`, extra: `  render: () => "z".repeat(60_000),` });
+    const fits = await createPool({
+      step: `return { state, observation: "x".repeat(60_000), reward: 0, done: false, info: { note: "y".repeat(60_000) } };`,
+      extra: `  render: () => "z".repeat(60_000),`,
+    });
     fits.resetMany([{ slot: 0, seed: 1 }]);
     const [step] = fits.stepMany([{ slot: 0, action: "go" }]);
     expect([step!.observation!.length, step!.render!.length, (step!.info.note as string).length]).toEqual([60_000, 60_000, 60_000]);
@@ -230,7 +236,14 @@ describe("hostile environments", () => {
   });
 
   it("reports thrown non-Error values clearly", async () => {
-    for (const thrown of [`42`, `"a string"`, `null`, `undefined`, `{ toString() { throw new Error("no") } }`, `new Proxy({}, { get() { throw new Error("trap") }, getPrototypeOf() { throw new Error("trap") } })`]) {
+    for (const thrown of [
+      `42`,
+      `"a string"`,
+      `null`,
+      `undefined`,
+      `{ toString() { throw new Error("no") } }`,
+      `new Proxy({}, { get() { throw new Error("trap") }, getPrototypeOf() { throw new Error("trap") } })`,
+    ]) {
       const pool = await createPool({ step: `throw ${thrown};` });
       const error = await stepUntilError(pool);
       expect(error).toBeInstanceOf(SandboxError);
@@ -253,12 +266,27 @@ describe("hostile environments", () => {
 
   it("turns a returned Proxy or a throwing getter into a clear error", async () => {
     const cases = [
-      { step: `return new Proxy({}, { get: (_t, key) => key === "then" ? undefined : 1 }) as any;`, expected: /done 1 \(a number\); done must be true or false/ },
-      { step: `return { state, observation: "o", get reward(): number { throw new Error("getter says no"); }, done: false };`, expected: /threw Error: getter says no \(at environment\.ts:15:/ },
+      {
+        step: `return new Proxy({}, { get: (_t, key) => key === "then" ? undefined : 1 }) as any;`,
+        expected: /done 1 \(a number\); done must be true or false/,
+      },
+      {
+        step: `return { state, observation: "o", get reward(): number { throw new Error("getter says no"); }, done: false };`,
+        expected: /threw Error: getter says no \(at environment\.ts:15:/,
+      },
       { step: `return new Proxy({}, { get() { while (true) {} } }) as any;`, expected: /exceeded cpuMsPerCall=100 ms/ },
-      { step: `return Promise.resolve({ state, reward: 1, done: true }) as any;`, expected: /step\(\) returned a Promise; environment functions must be synchronous/ },
-      { reset: `return Promise.resolve({ state: { n: 0 }, observation: "start" }) as any;`, expected: /reset\(\) returned a Promise; environment functions must be synchronous/ },
-      { parseAction: `return Promise.resolve({ ok: true, action: text }) as any;`, expected: /parseAction\(\) returned a Promise; environment functions must be synchronous/ },
+      {
+        step: `return Promise.resolve({ state, reward: 1, done: true }) as any;`,
+        expected: /step\(\) returned a Promise; environment functions must be synchronous/,
+      },
+      {
+        reset: `return Promise.resolve({ state: { n: 0 }, observation: "start" }) as any;`,
+        expected: /reset\(\) returned a Promise; environment functions must be synchronous/,
+      },
+      {
+        parseAction: `return Promise.resolve({ ok: true, action: text }) as any;`,
+        expected: /parseAction\(\) returned a Promise; environment functions must be synchronous/,
+      },
       { step: `const o: any = { state, observation: "o", reward: 1, done: false, info: {} }; o.info.self = o.info; return o;`, expected: /info/ },
     ];
     for (const { expected, ...parts } of cases) {
@@ -281,7 +309,10 @@ describe("hostile environments", () => {
     expect(error.kind).toBe("contract");
     expect(error.message).toContain("maxTurns must be a whole number from 1 to 1000");
     // ...and a legal but long episode is cut by the server's limit
-    const pool = await createPool({ maxTurns: 1000, step: `return { state, observation: "again", reward: 0, done: false };` }, { ...fastLimits, maxStepsPerEpisode: 20 });
+    const pool = await createPool(
+      { maxTurns: 1000, step: `return { state, observation: "again", reward: 0, done: false };` },
+      { ...fastLimits, maxStepsPerEpisode: 20 },
+    );
     const stepError = await stepUntilError(pool, 100);
     expect(stepError.limit).toBe("maxStepsPerEpisode");
     expect(stepError.message).toContain("episode 0 (seed 1) did not end within maxStepsPerEpisode=20 steps");
@@ -293,7 +324,11 @@ describe("hostile environments", () => {
     const limits = { ...fastLimits, cpuMsPerCall: 100, cpuMsPerEpisode: 5_000, memoryMb: 128 };
     const bound = 2 * limits.cpuMsPerCall + 50;
     const cases: [string, string, string][] = [
-      ["a default sort of a million numbers", `const numbers = Array.from({ length: 1_000_000 }, (_, i) => (i * 7919) % 1_000_003);`, `numbers.slice().sort();`],
+      [
+        "a default sort of a million numbers",
+        `const numbers = Array.from({ length: 1_000_000 }, (_, i) => (i * 7919) % 1_000_003);`,
+        `numbers.slice().sort();`,
+      ],
       ["an indexOf that compares 8 billion characters", "", `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");`],
       ["JSON.parse of a 6 MB array", `const big = "[" + "1,".repeat(3_000_000) + "1]";`, `JSON.parse(big);`],
     ];
@@ -319,22 +354,37 @@ describe("hostile environments", () => {
       expect((cpu.user + cpu.system) / 1000).toBeLessThanOrEqual(bound + 100);
       // the run stays failed with that reason, and the thread is gone (it no longer burns CPU)
       expect(() => pool.resetMany([{ slot: 0, seed: 9 }])).toThrow(error.message);
-      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe("stopped");
+      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe(
+        "stopped",
+      );
       expectBystanderUnaffected();
     });
 
     it("stops one while this thread does not wait for it (stepManyAsync), as the blocking call does", async () => {
       const pool = await createPool(
-        { top: cases[0]![1], step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` },
+        {
+          top: cases[0]![1],
+          step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };`,
+        },
         limits,
       );
-      pool.resetMany([{ slot: 0, seed: 0 }, { slot: 1, seed: 1 }]);
-      const error = await firstError(() => pool.stepManyAsync([{ slot: 0, action: "go" }, { slot: 1, action: "heavy" }]));
+      pool.resetMany([
+        { slot: 0, seed: 0 },
+        { slot: 1, seed: 1 },
+      ]);
+      const error = await firstError(() =>
+        pool.stepManyAsync([
+          { slot: 0, action: "go" },
+          { slot: 1, action: "heavy" },
+        ]),
+      );
       expect(error).toBeInstanceOf(SandboxLimitError);
       expect(error.message).toMatch(/^step 1 of episode 1 \(seed 1\) exceeded cpuMsPerCall=100 ms \(ran \d+ ms; stopped by the watchdog\)$/);
       expect(error.reached).toBeLessThanOrEqual(bound);
       await expect(pool.stepManyAsync([{ slot: 0, action: "go" }])).rejects.toThrow(error.message);
-      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe("stopped");
+      await expect(Promise.race([pool.stopped.then(() => "stopped"), new Promise((resolve) => setTimeout(resolve, 2_000, "still running"))])).resolves.toBe(
+        "stopped",
+      );
       expectBystanderUnaffected();
     });
 
@@ -342,10 +392,16 @@ describe("hostile environments", () => {
       // The event loop's wait (the watchdog, here) starts from one immediate for every batch posted until it runs:
       // the first batch's immediate is the one that must watch the second.
       const pool = await createPool(
-        { top: cases[0]![1], step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };` },
+        {
+          top: cases[0]![1],
+          step: `if (action === "heavy") { ${cases[0]![2]} } return { state: { n: state.n + 1 }, observation: "x", reward: 0, done: false };`,
+        },
         limits,
       );
-      pool.resetMany([{ slot: 0, seed: 0 }, { slot: 1, seed: 1 }]);
+      pool.resetMany([
+        { slot: 0, seed: 0 },
+        { slot: 1, seed: 1 },
+      ]);
       const first = pool.stepManyAsync([{ slot: 0, action: "go" }]);
       expect(pool.waitForAnswer()).toBe(true);
       expect((await first)[0]).toMatchObject({ observation: "x" }); // promise callbacks only: no turn of the event loop
@@ -357,9 +413,7 @@ describe("hostile environments", () => {
     });
 
     it("stops one at load time under cpuMsPerEpisode", async () => {
-      const error = await firstError(() =>
-        createPool({ top: `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");` }, { ...limits, cpuMsPerEpisode: 200 }),
-      );
+      const error = await firstError(() => createPool({ top: `"a".repeat(4_000_000).indexOf("a".repeat(2_000) + "b");` }, { ...limits, cpuMsPerEpisode: 200 }));
       expect(error).toBeInstanceOf(SandboxLimitError);
       expect(error.message).toBe("loading the environment exceeded cpuMsPerEpisode=200 ms (stopped by the watchdog)");
       expectBystanderUnaffected();
@@ -368,7 +422,9 @@ describe("hostile environments", () => {
     it("lets a batch of long native calls run when each op stays within its own limit", async () => {
       // eight ops of one ~100-200 ms sort each: together far over one op's limit, each well under it
       const pool = await createPool(
-        { step: `Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 100_003).sort(); return { state: { n: state.n + 1 }, observation: "sorted", reward: 0, done: false };` },
+        {
+          step: `Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 100_003).sort(); return { state: { n: state.n + 1 }, observation: "sorted", reward: 0, done: false };`,
+        },
         { ...limits, cpuMsPerCall: 1_000 },
       );
       const slots = [0, 1, 2, 3, 4, 5, 6, 7];

@@ -179,7 +179,11 @@ describe("runSandboxedEpisodes in lanes", () => {
     );
     // Three lanes of 8: lane 0's resets, then lanes 1 and 2's together; each lane's steps go while the next samples.
     expect(events.slice(0, 9)).toEqual(["reset 0 ×8", "reset 8 ×16", "act 0", "step 0 ×8", "act 8", "step 8 ×8", "act 16", "step 16 ×8", "act 0"]);
-    const native = await runEpisodes(multiTurn(), grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })), scripted(4));
+    const native = await runEpisodes(
+      multiTurn(),
+      grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })),
+      scripted(4),
+    );
     expect(played).toEqual(native);
     pool.dispose();
   });
@@ -191,14 +195,23 @@ describe("runSandboxedEpisodes in lanes", () => {
     const calls: number[][] = [];
     const played = await runSandboxedEpisodes(singleTurn(), pool, grouped, scripted(5, calls));
     expect(calls.map((call) => call[0])).toEqual(laneStarts(grouped, 4));
-    expect(played).toEqual(await runEpisodes(singleTurn(), grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })), scripted(5)));
+    expect(played).toEqual(
+      await runEpisodes(
+        singleTurn(),
+        grouped.map(({ seed }) => ({ session: new EnvironmentSession(dice), seed })),
+        scripted(5),
+      ),
+    );
     pool.dispose();
   });
 
   it("samples the same tokens and logprobs overlapped as not, with a real model", async () => {
     const pool = await SandboxedEnvironmentPool.create(diceFiles);
     const play = async (overlap: boolean, temperature: number) =>
-      runSandboxedEpisodes(multiTurn("agent", "last"), pool, grouped, policyActor(tinyPolicy(), { maxTokens: 2, temperature, stop: [] }), { lanes: 2, overlap });
+      runSandboxedEpisodes(multiTurn("agent", "last"), pool, grouped, policyActor(tinyPolicy(), { maxTokens: 2, temperature, stop: [] }), {
+        lanes: 2,
+        overlap,
+      });
     for (const temperature of [1, 0]) {
       const overlapped = await play(true, temperature);
       expect(await play(false, temperature)).toEqual(overlapped);
@@ -223,7 +236,9 @@ describe("runSandboxedEpisodes in lanes", () => {
   });
 
   it("fails with the first lane's error once every lane has stopped", async () => {
-    const pool = await createPool({ step: `if (action === "boom") throw new Error("boom at " + state.n); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: state.n >= 3 };` });
+    const pool = await createPool({
+      step: `if (action === "boom") throw new Error("boom at " + state.n); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: state.n >= 3 };`,
+    });
     const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i }));
     let calls = 0;
     const act = async (requests: ActRequest[]) => {
@@ -254,7 +269,11 @@ describe("runSandboxedEpisodes in lanes", () => {
     };
     const next = grouped.map(({ seed }) => ({ seed: seed + 100 }));
     const native = async (starts: { seed: number }[], seed: number) =>
-      runEpisodes(multiTurn(), starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })), scripted(seed));
+      runEpisodes(
+        multiTurn(),
+        starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })),
+        scripted(seed),
+      );
     // The first batch: its own resets in two crossings, the second with the next batch's (in the other bank).
     expect(await runSandboxedEpisodes(multiTurn(), pool, grouped, logged(scripted(3)), { next })).toEqual(await native(grouped, 3));
     expect(events.slice(0, 3)).toEqual(["reset 0 ×12", `reset 12 ×${12 + 24}`, "act 0"]);
@@ -272,7 +291,11 @@ describe("runSandboxedEpisodes in lanes", () => {
     const next = grouped.map(({ seed }) => ({ seed: seed + 100 }));
     const other = grouped.map(({ seed }) => ({ seed: seed + 200 }));
     const native = async (starts: { seed: number }[], seed: number) =>
-      runEpisodes(singleTurn(), starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })), scripted(seed));
+      runEpisodes(
+        singleTurn(),
+        starts.map(({ seed: s }) => ({ session: new EnvironmentSession(dice), seed: s })),
+        scripted(seed),
+      );
     await runSandboxedEpisodes(singleTurn(), pool, grouped, scripted(3), { next });
     // An evaluation in between plays other starts: it resets its own, in the bank the prepared ones are not in.
     events.length = 0;
@@ -292,7 +315,9 @@ describe("runSandboxedEpisodes in lanes", () => {
   });
 
   it("names episodes by their place in the batch in errors, whichever bank they play in", async () => {
-    const pool = await createPool({ step: `if (action === "boom") throw new Error("boom"); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: true };` });
+    const pool = await createPool({
+      step: `if (action === "boom") throw new Error("boom"); return { state: { n: state.n + 1 }, observation: "n", reward: 0, done: true };`,
+    });
     const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i }));
     const next = Array.from({ length: 8 }, (_, i) => ({ seed: 10 + i }));
     await runSandboxedEpisodes(singleTurn(), pool, starts, async (requests) => requests.map(() => ({ text: "go" })), { next });
@@ -313,7 +338,9 @@ describe("runSandboxedEpisodes in lanes", () => {
 
   it("rejects a lane count that is not a whole number", async () => {
     const pool = await SandboxedEnvironmentPool.create(diceFiles);
-    await expect(runSandboxedEpisodes(multiTurn(), pool, grouped, scripted(1), { lanes: 1.5 })).rejects.toThrow("lanes must be a whole number of at least 1; got 1.5");
+    await expect(runSandboxedEpisodes(multiTurn(), pool, grouped, scripted(1), { lanes: 1.5 })).rejects.toThrow(
+      "lanes must be a whole number of at least 1; got 1.5",
+    );
     pool.dispose();
   });
 });

@@ -53,10 +53,16 @@ describe("legal actions in the sandbox", () => {
       actions: (state) => ["1", "2", "3"].filter((k) => Number(k) <= state.n),
     });
     const native: (ActRequest["legalActions"] | undefined)[][] = [];
-    const expected = await runEpisodes(multiTurn(), starts.map((s) => ({ ...s, session: new EnvironmentSession(definition) })), largest(native));
+    const expected = await runEpisodes(
+      multiTurn(),
+      starts.map((s) => ({ ...s, session: new EnvironmentSession(definition) })),
+      largest(native),
+    );
     // The sandbox plays in lanes, so its rounds come in parts: compare episode by episode.
     expect(sandboxed.flat()).toHaveLength(native.flat().length);
-    expect(trajectories.map((t) => t.turns.map((turn) => [turn.action, turn.legalActions]))).toEqual(expected.map((t) => t.turns.map((turn) => [turn.action, turn.legalActions])));
+    expect(trajectories.map((t) => t.turns.map((turn) => [turn.action, turn.legalActions]))).toEqual(
+      expected.map((t) => t.turns.map((turn) => [turn.action, turn.legalActions])),
+    );
     // seed 2 starts at 7: 3, 3, then only 1 is legal
     expect(trajectories[2]!.turns.map((turn) => turn.legalActions)).toEqual([{ actions: ["1", "2", "3"] }, { actions: ["1", "2", "3"] }, { actions: ["1"] }]);
   });
@@ -70,6 +76,8 @@ describe("legal actions in the sandbox", () => {
   it("fails the step whose state gives no legal action, naming actions(state)", async () => {
     const pool = await createPool({ ...countdown, extra: `actions: (state) => (state.n > 5 ? ["1"] : []),` });
     pools.push(pool);
-    await expect(runSandboxedEpisodes(multiTurn(), pool, [{ seed: 0 }], async (r) => r.map(() => ({ text: "1" })), {})).rejects.toThrow(/actions\(state\) is empty/);
+    await expect(runSandboxedEpisodes(multiTurn(), pool, [{ seed: 0 }], async (r) => r.map(() => ({ text: "1" })), {})).rejects.toThrow(
+      /actions\(state\) is empty/,
+    );
   });
 });

@@ -5,7 +5,16 @@ import { describe, expect, it, vi } from "vitest";
 import { EnvironmentSession } from "@/lib/sdk/environment";
 import { type ActRequest, multiTurn, runEpisodes } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
-import { type CrossingTiming, type HostWork, SandboxError, SandboxLimitError, SandboxedEnvironmentPool, compileEnvironment, resolveSandboxLimits, runSandboxedEpisodes } from "@/server/sandbox";
+import {
+  type CrossingTiming,
+  type HostWork,
+  SandboxError,
+  SandboxLimitError,
+  SandboxedEnvironmentPool,
+  compileEnvironment,
+  resolveSandboxLimits,
+  runSandboxedEpisodes,
+} from "@/server/sandbox";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 import counts from "./fixtures/counts-env";
 import dice from "./fixtures/dice-env";
@@ -34,7 +43,12 @@ describe("sandboxed environments", () => {
       policy(1),
     );
     const pool = await SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } });
-    const sandboxed = await runSandboxedEpisodes(multiTurn(), pool, seeds.map((seed) => ({ seed })), policy(1));
+    const sandboxed = await runSandboxedEpisodes(
+      multiTurn(),
+      pool,
+      seeds.map((seed) => ({ seed })),
+      policy(1),
+    );
     expect(sandboxed).toEqual(native);
     expect(native.some((t) => t.invalidActions > 0) && native.some((t) => t.score === 1)).toBe(true);
     // the per-session surface, one crossing per call, agrees too
@@ -49,7 +63,9 @@ describe("sandboxed environments", () => {
   });
 
   it("answers each step as the native session does: step cost, truncation, invalid actions, info, metrics, reward functions", async () => {
-    const pool = await SandboxedEnvironmentPool.create({ files: { "counts-env.ts": readFileSync(fileURLToPath(new URL("./fixtures/counts-env.ts", import.meta.url)), "utf8") } });
+    const pool = await SandboxedEnvironmentPool.create({
+      files: { "counts-env.ts": readFileSync(fileURLToPath(new URL("./fixtures/counts-env.ts", import.meta.url)), "utf8") },
+    });
     // per seed, the actions of one episode: ended by the environment, cut short at maxTurns, with invalid actions
     const scripts = [["go", "stop"], ["go", "go", "go", "go"], ["?", "go", "?", "go"], ["stop"], ["?", "?", "stop"]];
     const seen = { steps: 0, truncated: 0, invalid: 0, info: 0, metrics: 0 };
@@ -159,7 +175,9 @@ describe("sandboxed environments", () => {
   it("resets and steps without blocking this thread (resetManyAsync, stepManyAsync), with the same answers", async () => {
     const [sync, overlapped] = await Promise.all([0, 1].map(() => SandboxedEnvironmentPool.create({ files: { "dice-env.ts": diceSource } })));
     const slots = [0, 1, 2, 3];
-    expect(await overlapped!.resetManyAsync(slots.map((slot) => ({ slot, seed: 40 + slot })))).toEqual(sync!.resetMany(slots.map((slot) => ({ slot, seed: 40 + slot }))));
+    expect(await overlapped!.resetManyAsync(slots.map((slot) => ({ slot, seed: 40 + slot })))).toEqual(
+      sync!.resetMany(slots.map((slot) => ({ slot, seed: 40 + slot }))),
+    );
     for (const action of ["3", "seven", "@remaining()", "5"]) {
       const live = slots.filter((slot) => !sync!.slotView(slot)!.done);
       const steps = live.map((slot) => ({ slot, action }));
@@ -170,8 +188,13 @@ describe("sandboxed environments", () => {
     overlapped!.dispose();
 
     // ~30 ms of work a step in the sandbox: this thread's timers run meanwhile; a second batch must wait its turn.
-    const slow = await createPool({ step: `const until = Date.now() + 30; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
-    slow.resetMany([{ slot: 0, seed: 1 }, { slot: 1, seed: 2 }]);
+    const slow = await createPool({
+      step: `const until = Date.now() + 30; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
+    });
+    slow.resetMany([
+      { slot: 0, seed: 1 },
+      { slot: 1, seed: 2 },
+    ]);
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 1);
     const [first] = await slow.stepManyAsync([{ slot: 0, action: "go" }]);
@@ -180,7 +203,9 @@ describe("sandboxed environments", () => {
     expect(ticks).toBeGreaterThan(0);
     // Another async batch while one is in flight is refused; a synchronous call waits for it, in order.
     const pending = slow.stepManyAsync([{ slot: 0, action: "go" }]);
-    await expect(slow.stepManyAsync([{ slot: 1, action: "go" }])).rejects.toThrow("the sandbox is already running a batch; wait for its answer before sending another");
+    await expect(slow.stepManyAsync([{ slot: 1, action: "go" }])).rejects.toThrow(
+      "the sandbox is already running a batch; wait for its answer before sending another",
+    );
     expect(slow.stepMany([{ slot: 0, action: "go" }])[0]).toMatchObject({ observation: "n=3" });
     expect((await pending)[0]).toMatchObject({ observation: "n=2" });
     expect(slow.stepMany([{ slot: 1, action: "go" }])[0]).toMatchObject({ observation: "n=1" });
@@ -189,7 +214,9 @@ describe("sandboxed environments", () => {
 
   it("settles an async batch at once when this thread asks after the sandbox has answered (takeIfAnswered)", async () => {
     // A step of ~20 ms: not answered when first asked.
-    const pool = await createPool({ step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    const pool = await createPool({
+      step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
+    });
     pool.resetMany([{ slot: 0, seed: 1 }]);
     const sandbox = (pool as unknown as { sandbox: { takeIfAnswered(): boolean } }).sandbox;
     const events: string[] = [];
@@ -215,7 +242,9 @@ describe("sandboxed environments", () => {
 
   it("blocks for an async batch's answer when asked (waitForAnswer), and settles it before the next task", async () => {
     // A step of ~20 ms: the wait must outlast it.
-    const pool = await createPool({ step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    const pool = await createPool({
+      step: `const until = Date.now() + 20; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
+    });
     pool.resetMany([{ slot: 0, seed: 1 }]);
     const events: string[] = [];
     const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]).then(([step]) => events.push(`answer ${step!.observation}`));
@@ -233,7 +262,12 @@ describe("sandboxed environments", () => {
 
   it("blocks for an answer no longer than asked (waitForAnswer), leaving a longer batch to the event loop", async () => {
     // A step of ~150 ms: longer than the wait.
-    const pool = await createPool({ step: `const until = Date.now() + 150; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` }, { ...fastLimits, cpuMsPerCall: 1_000 });
+    const pool = await createPool(
+      {
+        step: `const until = Date.now() + 150; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
+      },
+      { ...fastLimits, cpuMsPerCall: 1_000 },
+    );
     pool.resetMany([{ slot: 0, seed: 1 }]);
     const stepping = pool.stepManyAsync([{ slot: 0, action: "go" }]);
     const started = performance.now();
@@ -253,14 +287,27 @@ describe("sandboxed environments", () => {
     await pool.stepManyAsync([0, 1].map((slot) => ({ slot, action: "go" })));
     pool.recordHostWork(null);
     pool.stepMany([{ slot: 2, action: "go" }]); // not recorded
-    expect(log.map(({ what, ops }) => `${what} ${ops}`)).toEqual(["build 3", "post 3", "take 3", "parse 3", "settle 3", "build 2", "post 2", "take 2", "parse 2", "settle 2"]);
+    expect(log.map(({ what, ops }) => `${what} ${ops}`)).toEqual([
+      "build 3",
+      "post 3",
+      "take 3",
+      "parse 3",
+      "settle 3",
+      "build 2",
+      "post 2",
+      "take 2",
+      "parse 2",
+      "settle 2",
+    ]);
     expect(log.every(({ ms }) => ms >= 0 && ms < 1_000)).toBe(true);
     pool.dispose();
   });
 
   it("records each crossing's post, the thread's start and end of its run, and the take, in order (recordCrossings)", async () => {
     // A step of at least 5 ms (Date.now counts whole milliseconds): the thread's run is measurably inside the crossing.
-    const pool = await createPool({ step: `const until = Date.now() + 6; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };` });
+    const pool = await createPool({
+      step: `const until = Date.now() + 6; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
+    });
     const log: CrossingTiming[] = [];
     pool.recordCrossings(log);
     pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
@@ -304,7 +351,14 @@ describe("sandboxed environments", () => {
   });
 
   it("maps a runtime throw to the user's file, line and column, through a second file", async () => {
-    const helper = ["// helpers", "export function explode(n: number): number {", "  if (n > 0) throw new RangeError(`too far: ${n}`);", "  return n;", "}", ""].join("\n");
+    const helper = [
+      "// helpers",
+      "export function explode(n: number): number {",
+      "  if (n > 0) throw new RangeError(`too far: ${n}`);",
+      "  return n;",
+      "}",
+      "",
+    ].join("\n");
     const source = envSource({ top: `import { explode } from "./helper";`, step: `return { state, reward: explode(state.n + 1), done: true };` });
     const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": source, "helper.ts": helper } });
     pool.resetMany([{ slot: 0, seed: 3 }]);
@@ -346,7 +400,10 @@ describe("validateExperimentSource", () => {
   });
 
   it("flags a string reward and a NaN reward with the field named", async () => {
-    for (const [reward, shown] of [[`"1"`, `"1" (a string)`], ["NaN", "NaN"]] as const) {
+    for (const [reward, shown] of [
+      [`"1"`, `"1" (a string)`],
+      ["NaN", "NaN"],
+    ] as const) {
       const report = await validateExperimentSource(
         { "environment.ts": envSource({ step: `return { state, observation: "o", reward: ${reward} as any, done: false };` }) },
         { typeCheck: false },

@@ -11,7 +11,10 @@ describe("starters", () => {
   for (const starter of Object.values(starters)) {
     it(`${starter.kind}: validates, and its demonstrator earns a reward in the dry run`, async () => {
       const maxTokens = (starter.config("mine") as { agent: { sampling: { maxTokens: number } } }).agent.sampling.maxTokens;
-      const report = await validateExperimentSource({ "environment.ts": starter.source }, { typeCheck: true, context: { base: "generalist-base", contextLength: 256, maxTokens } });
+      const report = await validateExperimentSource(
+        { "environment.ts": starter.source },
+        { typeCheck: true, context: { base: "generalist-base", contextLength: 256, maxTokens } },
+      );
       expect(report.diagnostics.filter((d) => d.severity !== "info")).toEqual([]);
       expect(report.environment?.hasDemonstrator).toBe(true);
       expect(report.environment?.actions).not.toBeNull();

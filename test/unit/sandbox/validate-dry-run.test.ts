@@ -27,7 +27,12 @@ describe("validation's dry run", () => {
 
   it("warns when none of its actions parsed, naming what to declare", async () => {
     const report = await validateExperimentSource(files(""), { typeCheck: false });
-    expect(report.diagnostics).toContainEqual(expect.objectContaining({ severity: "warning", message: expect.stringMatching(/none of the dry run's \d+ actions parsed, so step\(\) never ran: declare the legal actions/) }));
+    expect(report.diagnostics).toContainEqual(
+      expect.objectContaining({
+        severity: "warning",
+        message: expect.stringMatching(/none of the dry run's \d+ actions parsed, so step\(\) never ran: declare the legal actions/),
+      }),
+    );
   });
 
   it("warns when maxTokens is too short for the longest legal action and its end", async () => {
@@ -35,15 +40,30 @@ describe("validation's dry run", () => {
       typeCheck: false,
       context: { base: "tiny-base", contextLength: 256, maxTokens: 6 },
     });
-    expect(report.diagnostics).toContainEqual(expect.objectContaining({ severity: "warning", message: expect.stringMatching(/"take 1" is 6 tokens and its turn ends with one more, but agent.sampling.maxTokens is 6: .*Set maxTokens to at least 7/) }));
+    expect(report.diagnostics).toContainEqual(
+      expect.objectContaining({
+        severity: "warning",
+        message: expect.stringMatching(
+          /"take 1" is 6 tokens and its turn ends with one more, but agent.sampling.maxTokens is 6: .*Set maxTokens to at least 7/,
+        ),
+      }),
+    );
   });
 
   it("refuses a first prompt that leaves the reply no room in the base's context, naming both lengths", async () => {
     // bos + <system> "play" <end> + <user> "start" <end> + <assistant> = 1 + 6 + 7 + 1 = 15 tokens
-    const fits = await validateExperimentSource(files(`actions: ["take 1"],`), { typeCheck: false, context: { base: "tiny-base", contextLength: 23, maxTokens: 8 } });
+    const fits = await validateExperimentSource(files(`actions: ["take 1"],`), {
+      typeCheck: false,
+      context: { base: "tiny-base", contextLength: 23, maxTokens: 8 },
+    });
     expect(fits.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
-    const over = await validateExperimentSource(files(`actions: ["take 1"],`), { typeCheck: false, context: { base: "tiny-base", contextLength: 22, maxTokens: 8 } });
+    const over = await validateExperimentSource(files(`actions: ["take 1"],`), {
+      typeCheck: false,
+      context: { base: "tiny-base", contextLength: 22, maxTokens: 8 },
+    });
     expect(over.ok).toBe(false);
-    expect(over.diagnostics.find((d) => d.severity === "error")?.message).toMatch(/is 15 tokens, and the agent writes up to 8 \(agent.sampling.maxTokens\): 23 in all, but base 'tiny-base' holds 22 tokens/);
+    expect(over.diagnostics.find((d) => d.severity === "error")?.message).toMatch(
+      /is 15 tokens, and the agent writes up to 8 \(agent.sampling.maxTokens\): 23 in all, but base 'tiny-base' holds 22 tokens/,
+    );
   });
 });

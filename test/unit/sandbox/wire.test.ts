@@ -45,7 +45,12 @@ function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample
 describe("the wire", () => {
   it("answers like the native session: prompts by row, metrics as pairs, info, invalid actions and truncation", async () => {
     const pool = await SandboxedEnvironmentPool.create({ files: { "environment.ts": rowSource } });
-    const rows = [{ topic: "cats", text: "a" }, { topic: "cats", text: "b" }, { topic: "dogs", text: "c" }, { topic: "cats", text: "d" }];
+    const rows = [
+      { topic: "cats", text: "a" },
+      { topic: "cats", text: "b" },
+      { topic: "dogs", text: "c" },
+      { topic: "cats", text: "d" },
+    ];
     // the same prompt in a row crosses once and a changed one in full; the host restores each
     const starts = [...rows, ...rows].map((sample, i) => ({ seed: i, sample }));
     const { native, sandboxed } = playBoth(pool, starts, ["go", "bad", "info", "stop", "never"]);
@@ -67,7 +72,7 @@ describe("the wire", () => {
   it("carries any text exactly, however much of it one crossing holds", async () => {
     const pool = await SandboxedEnvironmentPool.create({ files: { "rows-env.ts": rowSource } });
     // 12 episodes of 90,000 characters: several times what the guest serializes at once, so it hands them over in parts
-    const texts = ["é".repeat(90_000), "x\u2028\"\\\n\t".repeat(15_000), "😀".repeat(45_000), "\ud800 lone " + "y".repeat(89_993)];
+    const texts = ["é".repeat(90_000), 'x\u2028"\\\n\t'.repeat(15_000), "😀".repeat(45_000), "\ud800 lone " + "y".repeat(89_993)];
     const starts = Array.from({ length: 12 }, (_, i) => ({ seed: i, sample: { topic: "t", text: texts[i % texts.length]! } }));
     const { native, sandboxed } = playBoth(pool, starts, ["go", "stop"]);
     expect(sandboxed).toEqual(native);
@@ -76,7 +81,11 @@ describe("the wire", () => {
   });
 
   it("names the metric that is not a finite number, at the user's step", async () => {
-    for (const [metrics, shown] of [["{ a: 1, b: NaN }", "metrics.b NaN"], [`{ a: "1" }`, `metrics.a "1" (a string)`], ["[1]", "metrics an array"]] as const) {
+    for (const [metrics, shown] of [
+      ["{ a: 1, b: NaN }", "metrics.b NaN"],
+      [`{ a: "1" }`, `metrics.a "1" (a string)`],
+      ["[1]", "metrics an array"],
+    ] as const) {
       const pool = await createPool({ step: `return { state, observation: "o", reward: 0, done: false, metrics: ${metrics} as any };` });
       pool.resetMany([{ slot: 0, seed: 1 }]);
       const error = await firstError(() => pool.stepMany([{ slot: 0, action: "go" }]));
@@ -89,9 +98,20 @@ describe("the wire", () => {
   });
 
   it("fails with a clear error when user code forges the answers through toJSON", async () => {
-    const pool = await createPool({ step: `(Array.prototype as any).toJSON = function () { return [1, 2, 3]; }; return { state, observation: "o", reward: 0, done: false };` }, fastLimits);
-    pool.resetMany([{ slot: 0, seed: 1 }, { slot: 1, seed: 2 }]);
-    const error = await firstError(() => pool.stepMany([{ slot: 0, action: "go" }, { slot: 1, action: "go" }]));
+    const pool = await createPool(
+      { step: `(Array.prototype as any).toJSON = function () { return [1, 2, 3]; }; return { state, observation: "o", reward: 0, done: false };` },
+      fastLimits,
+    );
+    pool.resetMany([
+      { slot: 0, seed: 1 },
+      { slot: 1, seed: 2 },
+    ]);
+    const error = await firstError(() =>
+      pool.stepMany([
+        { slot: 0, action: "go" },
+        { slot: 1, action: "go" },
+      ]),
+    );
     expect(error).toBeInstanceOf(SandboxError);
     expect(error.message).toMatch(/the sandbox answered a batch of 2 step calls with 2 ops in a malformed shape|the answer is malformed/);
     expect(() => pool.resetMany([{ slot: 0, seed: 1 }])).toThrow(error.message);
@@ -99,10 +119,35 @@ describe("the wire", () => {
   });
 
   it("sends batches of steps and of resets by columns, and other batches as their ops", async () => {
-    expect(JSON.parse(encodeRequest([["step", 3, "a"], ["step", 5, "b"]]))).toEqual(["step", [3, 5], ["a", "b"]]);
-    expect(JSON.parse(encodeRequest([["reset", 0, 7, null], ["reset", 1, 8, null]]))).toEqual(["reset", [0, 1], [7, 8], 0]);
-    expect(JSON.parse(encodeRequest([["reset", 0, 7, null], ["reset", 1, 8, { q: "x" }]]))).toEqual(["reset", [0, 1], [7, 8], [null, { q: "x" }]]);
-    const mixed: GuestOp[] = [["reset", 0, 7, null], ["step", 0, "a"], ["score", 0]];
+    expect(
+      JSON.parse(
+        encodeRequest([
+          ["step", 3, "a"],
+          ["step", 5, "b"],
+        ]),
+      ),
+    ).toEqual(["step", [3, 5], ["a", "b"]]);
+    expect(
+      JSON.parse(
+        encodeRequest([
+          ["reset", 0, 7, null],
+          ["reset", 1, 8, null],
+        ]),
+      ),
+    ).toEqual(["reset", [0, 1], [7, 8], 0]);
+    expect(
+      JSON.parse(
+        encodeRequest([
+          ["reset", 0, 7, null],
+          ["reset", 1, 8, { q: "x" }],
+        ]),
+      ),
+    ).toEqual(["reset", [0, 1], [7, 8], [null, { q: "x" }]]);
+    const mixed: GuestOp[] = [
+      ["reset", 0, 7, null],
+      ["step", 0, "a"],
+      ["score", 0],
+    ];
     expect(JSON.parse(encodeRequest(mixed))).toEqual(["ops", mixed]);
     // the guest answers each form alike: one flat array of records, the repeated prompt as true
     const compiled = await compileEnvironment({ "environment.ts": envSource() });
@@ -113,8 +158,18 @@ describe("the wire", () => {
       return answer.ok ? (JSON.parse(answer.results) as unknown[]) : answer;
     };
     expect(run([["configure", 100_000]])).toEqual([0]);
-    expect(run([["reset", 0, 1, null], ["reset", 1, 2, null]])).toEqual([3, "start", "play", null, 3, "start", true, null]);
-    expect(run([["step", 0, "go"], ["step", 1, "go"]])).toEqual([4, "n=1", 1, 0, null, 4, "n=1", 1, 0, null]);
+    expect(
+      run([
+        ["reset", 0, 1, null],
+        ["reset", 1, 2, null],
+      ]),
+    ).toEqual([3, "start", "play", null, 3, "start", true, null]);
+    expect(
+      run([
+        ["step", 0, "go"],
+        ["step", 1, "go"],
+      ]),
+    ).toEqual([4, "n=1", 1, 0, null, 4, "n=1", 1, 0, null]);
     expect(run(mixed)).toEqual([3, "start", true, null, 4, "n=1", 1, 0, null, 1, 1]);
   });
 });

@@ -5,8 +5,27 @@ import type { DeviceCapacity, Footprint } from "@/server/scheduler/resources";
 
 const oneSlot: DeviceCapacity = { id: "cpu-a", kind: "cpu", memoryMb: 8_000, computeSlots: 1 };
 const footprint: Footprint = { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: 1_000, computeSlots: 1, breakdown: {} };
-const running = (id: string, extra: Partial<RunningJob> = {}): RunningJob => ({ id, userId: "u", priority: 0, footprint, preemptible: true, estimatedEndAt: null, secondsSinceCheckpoint: 0, ...extra });
-const queued = (id: string, submittedAt: number, extra: Partial<QueuedJob> = {}): QueuedJob => ({ id, userId: "u", priority: 0, submittedAt, kind: "rl", mode: "full", footprint, estimatedSeconds: null, ...extra });
+const running = (id: string, extra: Partial<RunningJob> = {}): RunningJob => ({
+  id,
+  userId: "u",
+  priority: 0,
+  footprint,
+  preemptible: true,
+  estimatedEndAt: null,
+  secondsSinceCheckpoint: 0,
+  ...extra,
+});
+const queued = (id: string, submittedAt: number, extra: Partial<QueuedJob> = {}): QueuedJob => ({
+  id,
+  userId: "u",
+  priority: 0,
+  submittedAt,
+  kind: "rl",
+  mode: "full",
+  footprint,
+  estimatedSeconds: null,
+  ...extra,
+});
 
 function cluster(devices: [DeviceCapacity, RunningJob[]][], queue: QueuedJob[], now: number): ClusterState {
   const states = devices.map(([capacity, jobs]) => describeDevice(capacity, jobs));
@@ -17,8 +36,17 @@ describe("forecast of queued jobs' starts", () => {
   const now = 1_000_000;
 
   it("runs the policy forward: each job starts when the one ahead ends, none behind a job of unknown length", () => {
-    const state = cluster([[oneSlot, [running("a", { estimatedEndAt: now + 600 })]]], [queued("b", now - 30), queued("c", now - 20), queued("d", now - 10)], now);
-    const left = new Map([["a", 600], ["b", 300], ["c", null], ["d", 100]]);
+    const state = cluster(
+      [[oneSlot, [running("a", { estimatedEndAt: now + 600 })]]],
+      [queued("b", now - 30), queued("c", now - 20), queued("d", now - 10)],
+      now,
+    );
+    const left = new Map([
+      ["a", 600],
+      ["b", 300],
+      ["c", null],
+      ["d", 100],
+    ]);
     const starts = forecastStarts(state, createPackingPolicy(), left);
     // b when a ends; c when b ends (5 s of start-up, then 300 s of work); d waits behind c, which nobody can time.
     expect(starts.get("b")).toBeCloseTo(now + 600, 6);
@@ -36,7 +64,16 @@ describe("forecast of queued jobs' starts", () => {
       [queued("late", now - 50), queued("urgent", now - 5, { priority: 3 })],
       now,
     );
-    const starts = forecastStarts(state, createPackingPolicy(), new Map([["a", 1_000], ["x", 200], ["late", 100], ["urgent", 50]]));
+    const starts = forecastStarts(
+      state,
+      createPackingPolicy(),
+      new Map([
+        ["a", 1_000],
+        ["x", 200],
+        ["late", 100],
+        ["urgent", 50],
+      ]),
+    );
     expect(starts.get("urgent")).toBe(now);
     // "late" (submitted before the preempted a was requeued) takes the device the urgent job frees: 5 s of
     // start-up and 50 s of work later, before x ends at 200 s.

@@ -20,7 +20,17 @@ function full(ownMemoryMb: number, computeSlots: number): Footprint {
   return { sharedBase: null, baseMemoryMb: 0, ownMemoryMb, computeSlots, breakdown: {} };
 }
 function queued(id: string, footprint: Footprint, extra: Partial<QueuedJob> = {}): QueuedJob {
-  return { id, userId: "alice", priority: 0, submittedAt: 0, kind: "rl", mode: footprint.sharedBase ? "lora" : "full", footprint, estimatedSeconds: null, ...extra };
+  return {
+    id,
+    userId: "alice",
+    priority: 0,
+    submittedAt: 0,
+    kind: "rl",
+    mode: footprint.sharedBase ? "lora" : "full",
+    footprint,
+    estimatedSeconds: null,
+    ...extra,
+  };
 }
 function running(id: string, footprint: Footprint, extra: Partial<RunningJob> = {}): RunningJob {
   return { id, userId: "alice", priority: 0, footprint, preemptible: true, estimatedEndAt: null, secondsSinceCheckpoint: 0, ...extra };
@@ -39,24 +49,24 @@ describe("packing policy", () => {
       ],
       [queued("q0", lora("llama-8b"))],
     );
-    expect(createPackingPolicy().decide(state)).toEqual([
-      { type: "place", jobId: "q0", deviceId: "d0", sharesBase: "llama-8b", backfilled: false },
-    ]);
+    expect(createPackingPolicy().decide(state)).toEqual([{ type: "place", jobId: "q0", deviceId: "d0", sharesBase: "llama-8b", backfilled: false }]);
     expect(createFifoBaselinePolicy().decide(state)).toEqual([]);
   });
 
   it("orders a priority class by each user's slots in use (fair share)", () => {
     const state = cluster(
-      [
-        [{ ...big, id: "d0" }, [running("a1", full(10_000, 2)), running("a2", full(10_000, 2)), running("a3", full(10_000, 2))]],
-      ],
+      [[{ ...big, id: "d0" }, [running("a1", full(10_000, 2)), running("a2", full(10_000, 2)), running("a3", full(10_000, 2))]]],
       [queued("a4", full(10_000, 2), { submittedAt: 1 }), queued("b1", full(10_000, 2), { userId: "bob", submittedAt: 2 })],
     );
     const decisions = createPackingPolicy().decide(state);
     expect(decisions.filter((d) => d.type === "place").map((d) => d.jobId)).toEqual(["b1"]);
     // With equal usage the older job goes first.
     const even = cluster([[big, []]], [queued("a", full(70_000, 8), { submittedAt: 1 }), queued("b", full(70_000, 8), { userId: "bob", submittedAt: 2 })]);
-    expect(createPackingPolicy().decide(even).map((d) => d.jobId)).toEqual(["a"]);
+    expect(
+      createPackingPolicy()
+        .decide(even)
+        .map((d) => d.jobId),
+    ).toEqual(["a"]);
   });
 
   it("preempts the cheapest lower-priority job through its checkpoint for a higher-priority one", () => {

@@ -92,7 +92,12 @@ describe("simulator", () => {
 
   it("is never worse than the baseline on small generated traces, light or overloaded", () => {
     for (const seed of [1, 2, 3]) {
-      for (const [preset, offeredLoad] of [["mixed-8", 0.8], ["lora-heavy", 1.0], ["mixed-8", 0.5], ["lora-heavy", 1.3]] as const) {
+      for (const [preset, offeredLoad] of [
+        ["mixed-8", 0.8],
+        ["lora-heavy", 1.0],
+        ["mixed-8", 0.5],
+        ["lora-heavy", 1.3],
+      ] as const) {
         const trace = generateTrace(preset, seed, { jobs: 150, offeredLoad });
         const packed = simulate(trace, createPackingPolicy());
         const baseline = simulate(trace, createFifoBaselinePolicy());

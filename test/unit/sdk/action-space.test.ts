@@ -10,7 +10,17 @@ const matches = (constraint: ConstructorParameters<typeof ActionAutomaton>[0], t
 
 describe("action automata", () => {
   it("a list accepts exactly its actions, prefixes of each other included", () => {
-    expect(matches({ actions: ["1", "10", "take 2", "é"] }, ["1", "10", "take 2", "é", "", "1 ", "100", "take", "e"])).toEqual([true, true, true, true, false, false, false, false, false]);
+    expect(matches({ actions: ["1", "10", "take 2", "é"] }, ["1", "10", "take 2", "é", "", "1 ", "100", "take", "e"])).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it("a pattern matches whole actions only", () => {
@@ -50,7 +60,12 @@ describe("an environment's legal actions", () => {
     maxTurns: 5,
     reset: () => ({ state: { left: 5 }, observation: "5 left" }),
     parseAction: (text: string) => ({ ok: true as const, action: Number(text) }),
-    step: (state: { left: number }, take: number) => ({ state: { left: state.left - take }, reward: 0, done: state.left - take <= 0, observation: `${state.left - take} left` }),
+    step: (state: { left: number }, take: number) => ({
+      state: { left: state.left - take },
+      reward: 0,
+      done: state.left - take <= 0,
+      observation: `${state.left - take} left`,
+    }),
   };
 
   it("follows the state when actions is a function, and is null once the episode ends", () => {

@@ -21,7 +21,8 @@ describe("experiment configs", () => {
   });
 
   it("schedule the learning rate: warm-up, then cosine or linear decay to the floor at the last step", () => {
-    const algorithm = (extra: object) => defineExperiment({ name: "s", environment: "arithmetic", agent: { base: "b" }, algorithm: { steps: 11, learningRate: 1e-3, ...extra } }).algorithm;
+    const algorithm = (extra: object) =>
+      defineExperiment({ name: "s", environment: "arithmetic", agent: { base: "b" }, algorithm: { steps: 11, learningRate: 1e-3, ...extra } }).algorithm;
     const constant = algorithm({});
     expect([0, 5, 10].map((s) => learningRateAt(constant, s))).toEqual([1e-3, 1e-3, 1e-3]);
     const cosine = algorithm({ lrSchedule: "cosine", minLrRatio: 0.1 });
@@ -43,7 +44,10 @@ describe("experiment configs", () => {
 
 describe("datasets", () => {
   it("parse JSONL and CSV rows, numbers as numbers", () => {
-    expect(parseDataset('{"q":"1+1","a":2}\n\n{"q":"2+2","a":4}\n', "jsonl")).toEqual([{ q: "1+1", a: 2 }, { q: "2+2", a: 4 }]);
+    expect(parseDataset('{"q":"1+1","a":2}\n\n{"q":"2+2","a":4}\n', "jsonl")).toEqual([
+      { q: "1+1", a: 2 },
+      { q: "2+2", a: 4 },
+    ]);
     expect(parseDataset('question,answer\n"a, ""quoted"" one",3\nplain,4.5\n', "csv")).toEqual([
       { question: 'a, "quoted" one', answer: 3 },
       { question: "plain", answer: 4.5 },
@@ -52,7 +56,7 @@ describe("datasets", () => {
 
   it("name the line of a bad row", () => {
     expect(() => parseDataset('{"q":1}\n{oops}\n', "jsonl", "upload.jsonl")).toThrow(/^upload\.jsonl:2: not valid JSON/);
-    expect(() => parseDataset('[1,2]\n', "jsonl", "u")).toThrow(/u:1: each line must be a JSON object .* got an array/);
+    expect(() => parseDataset("[1,2]\n", "jsonl", "u")).toThrow(/u:1: each line must be a JSON object .* got an array/);
     expect(() => parseDataset("a,b\n1\n", "csv", "u.csv")).toThrow("u.csv: row 2 has 1 fields; the header has 2");
     expect(() => parseDataset('a\n"open\n', "csv", "u.csv")).toThrow(/a quoted field is not closed/);
   });

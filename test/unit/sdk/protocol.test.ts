@@ -48,7 +48,11 @@ describe("protocols", () => {
     const starts = [{ session: new EnvironmentSession(ticTacToe), seed: 3 }];
     await runEpisodes(multiTurn("agent", "last"), starts, (requests) => {
       seen.push(requests[0]!.messages.length);
-      const board = requests[0]!.messages.at(-1)!.content.split("\n").slice(1).map((row) => row.slice(2));
+      const board = requests[0]!.messages
+        .at(-1)!
+        .content.split("\n")
+        .slice(1)
+        .map((row) => row.slice(2));
       const free = board.join("").indexOf(".");
       return Promise.resolve([{ text: `${"abc"[free % 3]}${Math.floor(free / 3) + 1}` }]);
     });

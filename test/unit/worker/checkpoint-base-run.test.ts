@@ -40,7 +40,16 @@ async function play(name: string, steps: number, base?: JobSpec["base"]) {
   const { config } = tinyExperiment(name, steps);
   const spec = {
     job: { id: `job_${name}`, runId: `run_${name}`, kind: "rl", mode: "lora", lastCheckpointId: null, attempts: 0 },
-    run: { id: `run_${name}`, config: { ...config, agent: { ...config.agent, training: { mode: "lora", rank: 4 } }, algorithm: { ...config.algorithm, learningRate: 3e-2, entropyCoef: 0.5 } }, seed: 1, files: {} },
+    run: {
+      id: `run_${name}`,
+      config: {
+        ...config,
+        agent: { ...config.agent, training: { mode: "lora", rank: 4 } },
+        algorithm: { ...config.algorithm, learningRate: 3e-2, entropyCoef: 0.5 },
+      },
+      seed: 1,
+      files: {},
+    },
     resume: null,
     base: base ?? { kind: "builtin", name: "tiny-base" },
   } as unknown as JobSpec;
@@ -57,7 +66,16 @@ describe("a run from a checkpoint", () => {
     const before = first.evalAt(0);
     const after = first.evalAt(10);
     expect(Object.keys(after).length).toBeGreaterThan(0);
-    const second = await play("second", 1, { kind: "checkpoint", id: "ckpt_first", path: last.path, step: 10, runId: "run_first", runName: "first", mode: "lora", parent: { kind: "builtin", name: "tiny-base" } });
+    const second = await play("second", 1, {
+      kind: "checkpoint",
+      id: "ckpt_first",
+      path: last.path,
+      step: 10,
+      runId: "run_first",
+      runName: "first",
+      mode: "lora",
+      parent: { kind: "builtin", name: "tiny-base" },
+    });
     expect(second.evalAt(0)).toEqual(after);
     const ended = first.logprobsAt(10);
     const started = second.logprobsAt(0);

@@ -7,7 +7,19 @@ import type { ReportInput } from "@/server/jobs";
 import { mergeReports, REPORT_LIMITS, ReportQueue } from "@/server/worker/report-queue";
 
 const point = (step: number, name = "loss") => ({ step, name, value: step });
-const rollout = (step: number) => ({ step, split: "train" as const, groupIndex: 0, sampleIndex: 0, prompt: "", turns: [], rewards: {}, totalReward: 0, advantage: null, tokens: null, tokenLogprobs: null });
+const rollout = (step: number) => ({
+  step,
+  split: "train" as const,
+  groupIndex: 0,
+  sampleIndex: 0,
+  prompt: "",
+  turns: [],
+  rewards: {},
+  totalReward: 0,
+  advantage: null,
+  tokens: null,
+  tokenLogprobs: null,
+});
 
 /** A server that takes `ms` per report and records what it got. */
 function slowServer(ms = 20) {
@@ -51,7 +63,9 @@ describe("ReportQueue", () => {
   it("sends reports apart when together they would exceed what one report may carry", () => {
     const many = Array.from({ length: REPORT_LIMITS.metrics - 1 }, (_, i) => point(i));
     expect(mergeReports({ workerId: "w", jobId: "j", metrics: many }, { workerId: "w", jobId: "j", metrics: [point(1), point(2)] })).toBeNull();
-    expect(mergeReports({ workerId: "w", jobId: "j", metrics: many }, { workerId: "w", jobId: "j", metrics: [point(1)] })?.metrics).toHaveLength(REPORT_LIMITS.metrics);
+    expect(mergeReports({ workerId: "w", jobId: "j", metrics: many }, { workerId: "w", jobId: "j", metrics: [point(1)] })?.metrics).toHaveLength(
+      REPORT_LIMITS.metrics,
+    );
     expect(mergeReports({ workerId: "w", jobId: "j", step: 4 }, { workerId: "w", jobId: "j", step: 3 })).toEqual({ workerId: "w", jobId: "j", step: 4 });
   });
 
@@ -71,9 +85,12 @@ describe("ReportQueue", () => {
     expect(calls).toBe(2);
     expect(received).toEqual([{ workerId: "w", jobId: "j", step: 1, metrics: [point(1)], rollouts: [rollout(1)] }]);
 
-    const refused = new ReportQueue<ReportInput>(async () => {
-      throw new Error("Job 'j' is no longer assigned to worker 'w'");
-    }, { merge: mergeReports, retryDelayMs: 1 });
+    const refused = new ReportQueue<ReportInput>(
+      async () => {
+        throw new Error("Job 'j' is no longer assigned to worker 'w'");
+      },
+      { merge: mergeReports, retryDelayMs: 1 },
+    );
     refused.push({ workerId: "w", jobId: "j", step: 2, metrics: [point(2)] });
     await expect(refused.flush()).rejects.toThrow(/no longer assigned/);
     expect(() => refused.push({ workerId: "w", jobId: "j", step: 3 })).toThrow(/no longer assigned/);

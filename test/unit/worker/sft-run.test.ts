@@ -93,17 +93,33 @@ describe("SFT on a worker", () => {
     const checkpoint = sft.saved.at(-1)!;
     expect(checkpoint.step).toBe(40);
 
-    const rl = await play(
-      { ...sftConfig({}), algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 30 } },
-      { base: { kind: "checkpoint", id: "ckpt_sft", path: checkpoint.path, step: 40, runId: "run_sft", runName: "sft", mode: "full", parent: { kind: "builtin", name: "tiny-base" } } } as never,
-    );
+    const rl = await play({ ...sftConfig({}), algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 30 } }, {
+      base: {
+        kind: "checkpoint",
+        id: "ckpt_sft",
+        path: checkpoint.path,
+        step: 40,
+        runId: "run_sft",
+        runName: "sft",
+        mode: "full",
+        parent: { kind: "builtin", name: "tiny-base" },
+      },
+    } as never);
     expect(rl.outcome).toEqual({ outcome: "completed", reason: null });
     expect(rl.series("eval/score")[0]).toBe(after);
   }, 120_000);
 
   it("imitates an uploaded dataset of conversations", async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-data-")), "ds.jsonl");
-    const lines = ["red", "blue", "green"].map((c) => JSON.stringify({ messages: [{ role: "system", content: "Say it." }, { role: "user", content: c }, { role: "assistant", content: c }] }));
+    const lines = ["red", "blue", "green"].map((c) =>
+      JSON.stringify({
+        messages: [
+          { role: "system", content: "Say it." },
+          { role: "user", content: c },
+          { role: "assistant", content: c },
+        ],
+      }),
+    );
     fs.writeFileSync(file, lines.join("\n"));
     const sft = await play(sftConfig({ data: "dataset", dataset: "colours" }), { datasets: { colours: { path: file, kind: "conversations" } } } as never);
     expect(sft.outcome.outcome).toBe("completed");
@@ -113,10 +129,16 @@ describe("SFT on a worker", () => {
 
   it("plays a dataset environment's demonstrator on its training rows", async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-rows-")), "rows.jsonl");
-    fs.writeFileSync(file, ["red", "blue", "green", "red", "blue"].map((colour, i) => JSON.stringify({ colour, split: i === 4 ? "test" : "train" })).join("\n"));
+    fs.writeFileSync(
+      file,
+      ["red", "blue", "green", "red", "blue"].map((colour, i) => JSON.stringify({ colour, split: i === 4 ? "test" : "train" })).join("\n"),
+    );
     const fromRows = colours
       .replace('data: { kind: "free" },', 'data: { kind: "dataset", dataset: "colour-rows" },')
-      .replace("reset: ({ rng }) => {\n    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;", "reset: ({ sample }) => {\n    const colour = String(sample!.colour);");
+      .replace(
+        "reset: ({ rng }) => {\n    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;",
+        "reset: ({ sample }) => {\n    const colour = String(sample!.colour);",
+      );
     expect(fromRows).toContain("sample!.colour");
     const sft = await play(sftConfig({ data: "demonstrator", demonstrations: 20 }), {
       run: { id: "run_sft", config: sftConfig({ data: "demonstrator", demonstrations: 20 }), seed: 1, files: { "environment.ts": fromRows } },
@@ -127,7 +149,14 @@ describe("SFT on a worker", () => {
   }, 120_000);
 
   it("fails with a message naming what is missing when the environment has no demonstrator", async () => {
-    const spec = { run: { id: "run_sft", config: sftConfig({ data: "demonstrator" }), seed: 1, files: { "environment.ts": colours.replace("demonstrate: (state) => state.colour,", "") } } };
+    const spec = {
+      run: {
+        id: "run_sft",
+        config: sftConfig({ data: "demonstrator" }),
+        seed: 1,
+        files: { "environment.ts": colours.replace("demonstrate: (state) => state.colour,", "") },
+      },
+    };
     await expect(play(sftConfig({ data: "demonstrator" }), spec as never)).rejects.toThrow(/defines no demonstrate\(state\)/);
   }, 60_000);
 });

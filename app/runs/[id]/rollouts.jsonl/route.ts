@@ -23,7 +23,11 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     await caller.runs.byId({ id });
     const result = await caller.runs.rollouts({ runId: id, split, step });
     if (result.step === null) return text(404, `Run '${id}' has no ${split} rollouts yet.`);
-    if (result.items.length === 0) return text(404, `Run '${id}' has no ${split} rollouts at step ${result.step}; its ${split} rollouts span steps ${result.firstStep} to ${result.lastStep}.`);
+    if (result.items.length === 0)
+      return text(
+        404,
+        `Run '${id}' has no ${split} rollouts at step ${result.step}; its ${split} rollouts span steps ${result.firstStep} to ${result.lastStep}.`,
+      );
     const body = result.items.map((item) => JSON.stringify({ runId: id, split, step: result.step, ...item })).join("\n") + "\n";
     return new Response(body, {
       headers: {
