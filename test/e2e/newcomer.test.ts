@@ -1,0 +1,73 @@
+/**
+ * A newcomer's first run, in Chromium: start "your own environment" from the single-turn starter, edit it, pick
+ * the generalist base in the base picker, launch, and watch the reward rise on the run page.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { callProcedure, launchBrowser, ROOT, startServer, tempDir, type TestServer } from "./support/server";
+
+const SCREENSHOTS = path.join(ROOT, "test-results", "screenshots");
+let server: TestServer;
+let browser: BrowserContext;
+let page: Page;
+
+beforeAll(async () => {
+  server = await startServer({ TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
+  browser = await launchBrowser();
+  page = await browser.newPage();
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe("a newcomer's own environment", () => {
+  it("is written from a starter, trained from the generalist base, and its reward rises", async () => {
+    await page.goto(server.url);
+    await page.getByRole("button", { name: "New experiment" }).click();
+    const form = page.getByRole("form", { name: "New experiment" });
+    await form.getByLabel("Name").fill("my-first-env");
+    await form.getByLabel("Start from").selectOption("custom:single-turn");
+    await form.getByRole("button", { name: "Create experiment" }).click();
+    await page.waitForURL(/\/experiments\/exp_[a-z0-9]+$/);
+    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByRole("tab", { name: "environment.ts" }).waitFor();
+
+    // Make it the user's own: a different system prompt.
+    await page.locator(".cm-line", { hasText: 'systemPrompt: "Which is larger?",' }).first().click();
+    await page.keyboard.press("End");
+    for (let i = 0; i < '"Which is larger?",'.length; i++) await page.keyboard.press("Backspace");
+    await page.keyboard.type('"Pick the larger.",');
+    const status = page.getByTestId("validation-status");
+    await status.getByText("No problems").waitFor({ timeout: 90_000 });
+
+    // The base picker lists the generalist base with its size and context; a short run.
+    await page.getByRole("tab", { name: "Config" }).click();
+    const config = page.getByRole("form", { name: "Config form" });
+    const picker = config.locator('[data-field="agent.base"] select');
+    await picker.selectOption("generalist-base");
+    expect(await config.getByTestId("base-origin").innerText()).toMatch(/generic skills/);
+    expect(await picker.locator("option:checked").innerText()).toMatch(/generalist-base · [\d.]+K params · context 256/);
+    await config.getByLabel("Steps").fill("30");
+    await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-config.png"), fullPage: true });
+    await page.getByRole("button", { name: "Save & launch" }).click();
+    await page.waitForURL(/\/runs\/run_[a-z0-9]+$/, { timeout: 60_000 });
+    const runId = page.url().split("/").at(-1)!;
+
+    // The run page shows where its base came from, then the run completes.
+    await page.getByLabel("Base").getByText("generalist-base").waitFor();
+    await page.getByText("completed").first().waitFor({ timeout: 240_000 });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-run.png"), fullPage: true });
+    const { points } = await callProcedure<{ points: { name: string; step: number; value: number }[] }>(server, "runs.metrics", { runId }, "GET");
+    const reward = points.filter((p) => p.name === "reward/mean").sort((a, b) => a.step - b.step).map((p) => p.value);
+    expect(reward).toHaveLength(30);
+    const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.1);
+    // The legal actions kept every sampled answer valid.
+    const invalid = points.filter((p) => p.name === "episode/invalid_actions").map((p) => p.value);
+    expect(Math.max(...invalid)).toBe(0);
+  }, 420_000);
+});
