@@ -26,9 +26,9 @@
  * /proc/self/task/<tid>/schedstat, read around each sandboxed rollout), whose work lanes hide only while it runs.
  * Each rollout is also cut at its `sample` calls (before the first, each sampling, the gaps, after the last): for
  * the variants that sample in lanes, which part of the rollout the sandbox lengthens. And the sandboxed rollout's
- * crossings in order (`pool.recordCrossings`): when each was posted, the thread's wake-up, its run, and how long
+ * crossings in order (a probe's `crossing` hook, `pool.installProbe`): when each was posted, the thread's wake-up, its run, and how long
  * its answer waited for this thread. And this thread's own sandbox functions inside the sandboxed rollout
- * (`pool.recordHostWork`): building each batch, posting it, taking its answer, parsing and settling it, per
+ * (its `hostWork` hook): building each batch, posting it, taking its answer, parsing and settling it, per
  * rollout and per call (they cost several times more there than in a loop of their own).
  * The last line is one JSON object with every figure.
  */
@@ -103,7 +103,7 @@ type Rollout = {
   /** Sandboxed: each crossing's times, and the end of the last `sample` call (epoch ms). */
   crossings: CrossingTiming[];
   lastSampleEnd: number;
-  /** Sandboxed: each call of this thread's sandbox functions (`pool.recordHostWork`). */
+  /** Sandboxed: each call of this thread's sandbox functions (the probe's `hostWork`). */
   host: HostWork[];
 };
 const hostWorkKinds = ["build", "post", "take", "parse", "settle"] as const;
@@ -171,11 +171,13 @@ for (const name of args.only) {
   const once = async (variant: VariantName, seed: number): Promise<Rollout> => {
     timing.marks = [];
     const threadBefore = variant === "sandboxed" ? schedstat(sandboxThreads) : null;
-    const blockedBefore = pool.blockedMs;
     const crossings: CrossingTiming[] = [];
-    pool.recordCrossings(variant === "sandboxed" ? crossings : null);
     const host: HostWork[] = [];
-    pool.recordHostWork(variant === "sandboxed" ? host : null);
+    let blocked = 0;
+    // The sandbox's timings come through the hooks this bench installs; the native variants install none.
+    pool.installProbe(
+      variant === "sandboxed" ? { crossing: (timing) => crossings.push(timing), hostWork: (work) => host.push(work), blocked: (ms) => (blocked += ms) } : null,
+    );
     const start = performance.now();
     const groups = await collectGroups({
       policy,
@@ -195,7 +197,7 @@ for (const name of args.only) {
     const rollout: Rollout = {
       wall,
       sampling: segments.reduce((sum, ms, i) => (i % 2 === 1 ? sum + ms : sum), 0),
-      blocked: pool.blockedMs - blockedBefore,
+      blocked,
       calls: timing.marks.length / 2,
       steps: groups.flat().reduce((sum, trajectory) => sum + trajectory.turns.length, 0),
       thread: threadBefore && threadAfter ? { run: threadAfter.run - threadBefore.run, wait: threadAfter.wait - threadBefore.wait } : null,
@@ -204,8 +206,7 @@ for (const name of args.only) {
       lastSampleEnd: performance.timeOrigin + (timing.marks.at(-1) ?? end),
       host,
     };
-    pool.recordCrossings(null);
-    pool.recordHostWork(null);
+    pool.installProbe(null);
     await policyUpdate(
       client,
       toTrainingBatch(groups, groupNormalized(groups, true)),

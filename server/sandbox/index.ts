@@ -26,4 +26,4 @@ export {
 export { defaultLanes, laneShape, laneStarts } from "./lanes";
 export { validateInChildProcess } from "./validate-in-child";
 export type { EnvironmentDescription } from "./wire";
-export type { CrossingTiming, HostWork } from "./quickjs-host";
+export type { CrossingTiming, HostWork, SandboxProbe } from "./quickjs-host";

@@ -31,7 +31,7 @@ export const BUDGET_MS = 8;
 export const ANSWER_MEMORY_MB = 9;
 /**
  * As Float64: when the thread took the last batch ([BATCH_STARTED_AT]) and when it had run it, before writing the
- * answer ([BATCH_RAN_AT]), epoch milliseconds: the host reads them as it takes the answer (`crossingLog`).
+ * answer ([BATCH_RAN_AT]), epoch milliseconds: the host reads them as it takes the answer (a probe's `crossing`).
  */
 export const BATCH_STARTED_AT = 12;
 export const BATCH_RAN_AT = 13;

@@ -84,6 +84,19 @@ export type CrossingTiming = { ops: number; postedAt: number; startedAt: number;
  */
 export type HostWork = { what: "build" | "post" | "take" | "parse" | "settle"; ops: number; ms: number };
 
+/**
+ * What a bench observes of a sandbox, through hooks it installs (`pool.installProbe`); production installs none,
+ * and then nothing is timed or kept.
+ */
+export interface SandboxProbe {
+  /** Each call of the host thread's sandbox functions (see HostWork). */
+  hostWork?(work: HostWork): void;
+  /** Each crossing's times, as its answer is taken. */
+  crossing?(timing: CrossingTiming): void;
+  /** Each time the host thread blocked for an answer, in milliseconds. */
+  blocked?(ms: number): void;
+}
+
 /** Terminates the thread of a sandbox that was dropped without dispose(). */
 const orphans = new FinalizationRegistry<Worker>((worker) => void worker.terminate());
 
@@ -99,23 +112,20 @@ export class QuickJSSandbox {
   /** An immediate is set to start the event loop's wait for whichever batch is then in flight. */
   private watchScheduled = false;
   private lastMemoryMb = 0;
-  private blocked = 0;
   /** The last batch posted: when (epoch milliseconds), and its ops. */
   private postedAt = 0;
   private postedOps = 0;
-  /** When set, each crossing's times are added to it as its answer is taken (bench:sandbox-anatomy). */
-  crossingLog: CrossingTiming[] | null = null;
-  /** When set, each call of this thread's sandbox functions is added to it (see HostWork), by this class and its pool. */
-  hostLog: HostWork[] | null = null;
+  /** A bench's hooks (SandboxProbe), or null. */
+  probe: SandboxProbe | null = null;
 
-  /** When a function `logHostWork` will time started: the clock's reading while `hostLog` is set (else 0, unread). */
+  /** When a function `logHostWork` will time started: the clock's reading while a probe takes host work (else 0, unread). */
   hostWorkStart(): number {
-    return this.hostLog ? performance.now() : 0;
+    return this.probe?.hostWork ? performance.now() : 0;
   }
 
-  /** Adds a call that started at `startedAt` (`hostWorkStart`) to `hostLog`, if set. */
+  /** Hands a call that started at `startedAt` (`hostWorkStart`) to the probe, if one takes host work. */
   logHostWork(what: HostWork["what"], ops: number, startedAt: number): void {
-    this.hostLog?.push({ what, ops, ms: performance.now() - startedAt });
+    this.probe?.hostWork?.({ what, ops, ms: performance.now() - startedAt });
   }
   private readonly mailbox: Mailbox;
   private readonly control: Int32Array;
@@ -338,7 +348,7 @@ export class QuickJSSandbox {
    */
   private blockForAnswer(budgets: OpBudget[], postedAt: number, until = Infinity): boolean {
     if (Atomics.load(this.control, ANSWERED) === 1) return true;
-    const blockedFrom = performance.now();
+    const blockedFrom = this.probe?.blocked ? performance.now() : 0;
     try {
       while (Atomics.load(this.control, ANSWERED) !== 1) {
         const left = until - performance.now();
@@ -347,13 +357,8 @@ export class QuickJSSandbox {
       }
       return true;
     } finally {
-      this.blocked += performance.now() - blockedFrom;
+      if (blockedFrom) this.probe!.blocked!(performance.now() - blockedFrom);
     }
-  }
-
-  /** How long this thread has blocked for the sandbox's answers so far, in milliseconds (bench:sandbox-anatomy). */
-  get blockedMs(): number {
-    return this.blocked;
   }
 
   /** Takes `answerAsync`'s answer and settles its promise with it (or with the failure the answer is). */
@@ -397,9 +402,9 @@ export class QuickJSSandbox {
 
   /** The batch's answer, once the thread has given it; a failure of the guest as a whole fails the sandbox. */
   private take(budgets: OpBudget[], label: string): BatchAnswer {
-    if (this.crossingLog) {
+    if (this.probe?.crossing) {
       const { clock } = this;
-      this.crossingLog.push({
+      this.probe.crossing({
         ops: this.postedOps,
         postedAt: this.postedAt,
         startedAt: clock[BATCH_STARTED_AT]!,

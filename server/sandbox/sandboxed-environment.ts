@@ -17,7 +17,7 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { LaneSchedule, laneShape, laneStarts } from "./lanes";
-import { type CrossingTiming, type HostWork, type OpBudget, QuickJSSandbox, classifyFatal } from "./quickjs-host";
+import { type OpBudget, QuickJSSandbox, type SandboxProbe, classifyFatal } from "./quickjs-host";
 import {
   type EnvironmentDescription,
   type GuestEpisodeEnd,
@@ -224,19 +224,9 @@ export class SandboxedEnvironmentPool {
     this.sandbox.takeIfAnswered();
   }
 
-  /** How long the host thread has blocked for this pool's answers so far, in milliseconds. */
-  get blockedMs(): number {
-    return this.sandbox.blockedMs;
-  }
-
-  /** Adds each crossing's times to `log` from now on (null: stops); see `QuickJSSandbox.crossingLog`. */
-  recordCrossings(log: CrossingTiming[] | null): void {
-    this.sandbox.crossingLog = log;
-  }
-
-  /** Adds each call of this thread's sandbox functions to `log` from now on (null: stops); see `HostWork`. */
-  recordHostWork(log: HostWork[] | null): void {
-    this.sandbox.hostLog = log;
+  /** Installs a bench's hooks (null: removes them): crossings' times, the host's sandbox work, its blocked waits. */
+  installProbe(probe: SandboxProbe | null): void {
+    this.sandbox.probe = probe;
   }
 
   /** @internal The async batch posted is still running (false once it has been answered and taken). */

@@ -279,13 +279,14 @@ describe("sandboxed environments", () => {
     pool.dispose();
   });
 
-  it("records each call of this thread's sandbox functions, with its ops and time, while asked (recordHostWork)", async () => {
+  it("hands a probe each call of this thread's sandbox functions, with its ops and time, while one is installed", async () => {
     const pool = await createPool();
     const log: HostWork[] = [];
-    pool.recordHostWork(log);
+    let blockedMs = 0;
+    pool.installProbe({ hostWork: (work) => log.push(work), blocked: (ms) => (blockedMs += ms) });
     pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
     await pool.stepManyAsync([0, 1].map((slot) => ({ slot, action: "go" })));
-    pool.recordHostWork(null);
+    pool.installProbe(null);
     pool.stepMany([{ slot: 2, action: "go" }]); // not recorded
     expect(log.map(({ what, ops }) => `${what} ${ops}`)).toEqual([
       "build 3",
@@ -300,19 +301,20 @@ describe("sandboxed environments", () => {
       "settle 2",
     ]);
     expect(log.every(({ ms }) => ms >= 0 && ms < 1_000)).toBe(true);
+    expect(blockedMs).toBeGreaterThan(0);
     pool.dispose();
   });
 
-  it("records each crossing's post, the thread's start and end of its run, and the take, in order (recordCrossings)", async () => {
+  it("hands a probe each crossing's post, the thread's start and end of its run, and the take, in order", async () => {
     // A step of at least 5 ms (Date.now counts whole milliseconds): the thread's run is measurably inside the crossing.
     const pool = await createPool({
       step: `const until = Date.now() + 6; while (Date.now() < until) {} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`,
     });
     const log: CrossingTiming[] = [];
-    pool.recordCrossings(log);
+    pool.installProbe({ crossing: (timing) => log.push(timing) });
     pool.resetMany([0, 1, 2].map((slot) => ({ slot, seed: slot })));
     await pool.stepManyAsync([0, 1].map((slot) => ({ slot, action: "go" })));
-    pool.recordCrossings(null);
+    pool.installProbe(null);
     pool.stepMany([{ slot: 2, action: "go" }]); // not recorded
     expect(log.map((crossing) => crossing.ops)).toEqual([3, 2]);
     for (const { postedAt, startedAt, ranAt, takenAt } of log) {
