@@ -16,6 +16,7 @@ import {
   listValueHeadParameters,
   parametersToTensorMap,
 } from "@/lib/model/weights";
+import type { TrainingPrimitives } from "@/lib/rl/primitives";
 import type { BaseModel } from "./base-model";
 import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
 import { type CheckpointFile, readCheckpoint, writeCheckpoint } from "./checkpoint-store";
@@ -62,7 +63,8 @@ interface TrainerState {
   rng: RngState;
 }
 
-export class TrainingClient {
+/** The primitives every algorithm and script is written on (lib/rl/primitives.ts): adding one there fails here until it is implemented. */
+export class TrainingClient implements TrainingPrimitives {
   readonly mode: "full" | "lora";
   private readonly view: ModelView;
   private readonly reference: ModelView;
