@@ -6,7 +6,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { validateInChildProcess } from "../../server/sandbox";
+import { validateInChildProcess } from "../../server/validation";
 
 let failed = false;
 for (const file of process.argv.slice(2)) {

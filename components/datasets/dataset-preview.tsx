@@ -24,7 +24,9 @@ export function DatasetPreview({ kind, rows, fields }: { kind: "rows" | "convers
             <div className="min-w-0 flex-1 space-y-1.5">
               {((row as { messages?: { role: string; content: string }[] }).messages ?? []).map((message, m) => (
                 <div key={m} className="flex items-start gap-2 text-sm">
-                  <span className={`w-18 shrink-0 rounded px-1.5 py-0.5 text-center text-xs font-medium ${roleStyles[message.role] ?? roleStyles.system}`}>{message.role}</span>
+                  <span className={`w-18 shrink-0 rounded px-1.5 py-0.5 text-center text-xs font-medium ${roleStyles[message.role] ?? roleStyles.system}`}>
+                    {message.role}
+                  </span>
                   <p className="min-w-0 whitespace-pre-wrap break-words text-slate-700">{message.content}</p>
                 </div>
               ))}
@@ -37,7 +39,7 @@ export function DatasetPreview({ kind, rows, fields }: { kind: "rows" | "convers
   // Every field the rows have, in the dataset's order, with the split last.
   const seen = new Set(fields);
   const columns = [...fields];
-  for (const row of rows) for (const key of Object.keys(row as object)) if (!seen.has(key)) (seen.add(key), columns.push(key));
+  for (const row of rows) for (const key of Object.keys(row as object)) if (!seen.has(key)) seen.add(key), columns.push(key);
   const ordered = [...columns.filter((c) => c !== "split"), ...columns.filter((c) => c === "split")];
   return (
     <div className="overflow-x-auto">
@@ -61,7 +63,9 @@ export function DatasetPreview({ kind, rows, fields }: { kind: "rows" | "convers
                 return (
                   <td key={column} className="max-w-md px-4 py-1.5 font-mono text-xs text-slate-700">
                     {column === "split" && (value === "train" || value === "test") ? (
-                      <span className={`rounded-full px-2 py-0.5 font-sans font-medium ring-1 ring-inset ${value === "test" ? "bg-amber-50 text-amber-800 ring-amber-300" : "bg-slate-100 text-slate-700 ring-slate-300"}`}>
+                      <span
+                        className={`rounded-full px-2 py-0.5 font-sans font-medium ring-1 ring-inset ${value === "test" ? "bg-amber-50 text-amber-800 ring-amber-300" : "bg-slate-100 text-slate-700 ring-slate-300"}`}
+                      >
                         {value}
                       </span>
                     ) : (

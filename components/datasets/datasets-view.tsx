@@ -71,8 +71,8 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
   const example = current?.name ?? "NAME";
 
   return (
-    <div className="grid gap-6 lg:grid-cols-3">
-      <div className="min-w-0 space-y-6 lg:col-span-2">
+    <div className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_22rem]">
+      <div className="min-w-0 space-y-6">
         <Card title={`Datasets (${entries.length})`}>
           <div className="overflow-x-auto">
             <table className="w-full text-sm" aria-label="Datasets">
@@ -81,8 +81,7 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                   <th className="px-4 py-2 font-medium">Name</th>
                   <th className="px-4 py-2 font-medium">Kind</th>
                   <th className="px-4 py-2 text-right font-medium">Rows</th>
-                  <th className="px-4 py-2 text-right font-medium">Train / test</th>
-                  <th className="px-4 py-2 font-medium">Fields</th>
+                  <th className="whitespace-nowrap px-4 py-2 text-right font-medium">Train / test</th>
                   <th className="px-4 py-2 text-right font-medium">Size</th>
                   <th className="px-4 py-2 font-medium">Created</th>
                 </tr>
@@ -98,35 +97,47 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                       className={`cursor-pointer align-top ${active ? "bg-brand-50" : "hover:bg-slate-50"}`}
                     >
                       <td className="px-4 py-2">
-                        <button
-                          type="button"
-                          aria-pressed={active}
-                          onClick={(event) => {
-                            event.stopPropagation();
-                            setSelected(active ? null : entry.name);
-                          }}
-                          className={`font-mono font-medium hover:underline ${active ? "text-brand-700" : "text-slate-800 hover:text-brand-700"}`}
-                        >
-                          {entry.name}
-                        </button>
-                        {entry.builtIn && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-500">built-in</span>}
-                        {entry.description && <p className="max-w-xs truncate text-xs text-slate-500" title={entry.description}>{entry.description}</p>}
+                        <div className="whitespace-nowrap">
+                          <button
+                            type="button"
+                            aria-pressed={active}
+                            onClick={(event) => {
+                              event.stopPropagation();
+                              setSelected(active ? null : entry.name);
+                            }}
+                            className={`font-mono font-medium hover:underline ${active ? "text-brand-700" : "text-slate-800 hover:text-brand-700"}`}
+                          >
+                            {entry.name}
+                          </button>
+                          {entry.builtIn && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-500">built-in</span>}
+                        </div>
+                        {entry.description && (
+                          <p className="max-w-64 truncate text-xs text-slate-500" title={entry.description}>
+                            {entry.description}
+                          </p>
+                        )}
+                        {entry.fields.length > 0 && (
+                          <p className="max-w-64 truncate font-mono text-xs text-slate-400" title={entry.fields.join(", ")}>
+                            {entry.kind === "conversations" ? "roles" : "fields"}: {entry.fields.join(", ")}
+                          </p>
+                        )}
                       </td>
                       <td className="px-4 py-2">
                         {entry.kind ? (
-                          <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ring-1 ring-inset ${kindStyles[entry.kind]}`}>{entry.kind}</span>
+                          <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ring-1 ring-inset ${kindStyles[entry.kind]}`}>
+                            {entry.kind}
+                          </span>
                         ) : (
                           "—"
                         )}
                       </td>
                       <td className="px-4 py-2 text-right tabular-nums text-slate-700">{entry.rowCount !== null ? count(entry.rowCount) : "—"}</td>
-                      <td className="px-4 py-2 text-right tabular-nums text-slate-600">
+                      <td className="whitespace-nowrap px-4 py-2 text-right tabular-nums text-slate-600">
                         {entry.trainRows !== null && entry.testRows !== null ? `${count(entry.trainRows)} / ${count(entry.testRows)}` : "—"}
                       </td>
-                      <td className="max-w-56 px-4 py-2 font-mono text-xs text-slate-600" title={entry.fields.join(", ")}>
-                        <span className="line-clamp-2">{entry.fields.length > 0 ? entry.fields.join(", ") : "—"}</span>
+                      <td className="whitespace-nowrap px-4 py-2 text-right tabular-nums text-slate-600">
+                        {entry.sizeBytes !== null ? formatBytes(entry.sizeBytes) : "—"}
                       </td>
-                      <td className="whitespace-nowrap px-4 py-2 text-right tabular-nums text-slate-600">{entry.sizeBytes !== null ? formatBytes(entry.sizeBytes) : "—"}</td>
                       <td className="whitespace-nowrap px-4 py-2 text-slate-500">{entry.createdAt ? <RelativeTime date={entry.createdAt} /> : "—"}</td>
                     </tr>
                   );
@@ -135,7 +146,9 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
             </table>
           </div>
           {list.data.uploaded.length === 0 && (
-            <EmptyState title="No uploaded datasets yet">Upload a JSONL or CSV file to train an environment on your own rows, or an SFT run on your own conversations.</EmptyState>
+            <EmptyState title="No uploaded datasets yet">
+              Upload a JSONL or CSV file to train an environment on your own rows, or an SFT run on your own conversations.
+            </EmptyState>
           )}
         </Card>
 
@@ -149,7 +162,9 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
             actions={
               <div className="flex items-center gap-3">
                 <span className="text-xs text-slate-500">
-                  {previewRows ? `first ${previewRows.length} of ${current.rowCount !== null ? count(current.rowCount) : "?"} ${current.kind === "conversations" ? "conversations" : "rows"}` : ""}
+                  {previewRows
+                    ? `first ${previewRows.length} of ${current.rowCount !== null ? count(current.rowCount) : "?"} ${current.kind === "conversations" ? "conversations" : "rows"}`
+                    : ""}
                 </span>
                 <Button variant="ghost" onClick={() => setSelected(null)}>
                   Close
@@ -182,19 +197,21 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
         <Card title="Using a dataset">
           <div className="space-y-3 px-4 py-3 text-sm text-slate-600">
             <p>
-              <span className="font-medium text-slate-800">Rows</span> feed an environment, one row per episode as its <code className="font-mono text-xs">sample</code>. Training draws the train rows; evaluation the test rows. In the environment:
+              <span className="font-medium text-slate-800">Rows</span> feed an environment, one row per episode as its{" "}
+              <code className="font-mono text-xs">sample</code>. Training draws the train rows; evaluation the test rows. In the environment:
             </p>
-            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`data: { kind: "dataset", dataset: "${example}" }`}</pre>
+            <pre className="whitespace-pre-wrap break-words rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`data: { kind: "dataset", dataset: "${example}" }`}</pre>
             <p>
-              <span className="font-medium text-slate-800">Conversations</span> train an SFT run (algorithm <code className="font-mono text-xs">sft</code>) to imitate the assistant&apos;s messages. In the experiment&apos;s config:
+              <span className="font-medium text-slate-800">Conversations</span> train an SFT run (algorithm <code className="font-mono text-xs">sft</code>) to
+              imitate the assistant&apos;s messages. In the experiment&apos;s config:
             </p>
-            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`sft: { data: "dataset", dataset: "${example}" }`}</pre>
-            <p>A JSONL file whose lines hold a messages array is read as conversations, one per line:</p>
-            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`{"messages": [{"role": "user", "content": "2+3?"},
-              {"role": "assistant", "content": "5"}]}`}</pre>
-            <p>
-              Anything else is rows: JSONL with one flat object per line (strings, numbers, booleans or null), or CSV with a header row.
-            </p>
+            <pre className="whitespace-pre-wrap break-words rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`sft: { data: "dataset", dataset: "${example}" }`}</pre>
+            <p>A JSONL file whose lines hold a messages array is read as conversations, one per line (wrapped here):</p>
+            <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">{`{"messages": [
+  {"role": "user", "content": "2+3?"},
+  {"role": "assistant", "content": "5"}
+]}`}</pre>
+            <p>Anything else is rows: JSONL with one flat object per line (strings, numbers, booleans or null), or CSV with a header row.</p>
           </div>
         </Card>
       </div>

@@ -101,13 +101,7 @@ export function UploadForm({ onUploaded }: { onUploaded: (dataset: Uploaded) => 
       <div className="grid grid-cols-[1fr_auto] gap-3">
         <label className="block">
           <span className="text-sm font-medium text-slate-700">Name</span>
-          <input
-            name="name"
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-            placeholder="e.g. math-facts"
-            className={`${input} font-mono`}
-          />
+          <input name="name" value={name} onChange={(event) => setName(event.target.value)} placeholder="e.g. math-facts" className={`${input} font-mono`} />
         </label>
         <label className="block">
           <span className="text-sm font-medium text-slate-700">Format</span>
@@ -141,7 +135,8 @@ export function UploadForm({ onUploaded }: { onUploaded: (dataset: Uploaded) => 
           className={`${input} w-28 tabular-nums`}
         />
         <span className="mt-1 block text-xs text-slate-500">
-          Share of the rows held out for evaluation. Rows with a &quot;split&quot; field (&quot;train&quot; or &quot;test&quot;) keep theirs; conversations are all for training.
+          Share of the rows held out for evaluation. Rows with a &quot;split&quot; field (&quot;train&quot; or &quot;test&quot;) keep theirs; conversations are
+          all for training.
         </span>
       </label>
       {error && (

@@ -24,6 +24,6 @@ export {
   type SandboxedSummary,
 } from "./sandboxed-environment";
 export { defaultLanes, laneShape, laneStarts } from "./lanes";
-export { validateInChildProcess } from "./validate-in-child";
+export type { ValidateOptions, ValidationReport } from "./validate";
 export type { EnvironmentDescription } from "./wire";
 export type { CrossingTiming, HostWork, SandboxProbe } from "./quickjs-host";

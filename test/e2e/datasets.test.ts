@@ -80,8 +80,19 @@ describe("the datasets page", () => {
 
   it("uploads SFT conversations, recognised by their messages", async () => {
     const conversations = [
-      { messages: [{ role: "user", content: "What is 2+3?" }, { role: "assistant", content: "5" }] },
-      { messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Capital of France?" }, { role: "assistant", content: "Paris" }] },
+      {
+        messages: [
+          { role: "user", content: "What is 2+3?" },
+          { role: "assistant", content: "5" },
+        ],
+      },
+      {
+        messages: [
+          { role: "system", content: "Be brief." },
+          { role: "user", content: "Capital of France?" },
+          { role: "assistant", content: "Paris" },
+        ],
+      },
     ];
     await chooseFile("chats.jsonl", jsonl(conversations));
     const form = page.getByRole("form", { name: "Upload a dataset" });
@@ -104,13 +115,13 @@ describe("the datasets page", () => {
     await alert.waitFor();
     expect(await alert.innerText()).toMatch(/^broken:3: not valid JSON/);
     expect(await row("broken").count()).toBe(0);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "datasets-refused.png"), fullPage: true });
 
     // A name taken already is refused with the server's reason too.
     await chooseFile("math-facts.csv", Buffer.from("question,answer\n1+1,2\n"));
-    expect(await form.getByLabel("Format").inputValue()).toBe("csv");
+    await expect.poll(() => form.getByLabel("Format").inputValue()).toBe("csv");
     await form.getByRole("button", { name: "Upload" }).click();
     await form.getByRole("alert").getByText("a dataset named 'math-facts' exists already; choose another name").waitFor();
-    await page.screenshot({ path: path.join(SCREENSHOTS, "datasets-refused.png"), fullPage: true });
   });
 
   it("lists the uploaded datasets after a reload", async () => {

@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
-import { validateInChildProcess } from "../../sandbox";
+import { validateInChildProcess } from "../../validation";
 import { datasetFiles } from "../../datasets";
 import { resolveBase } from "../../jobs";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";

@@ -1,8 +1,12 @@
+/**
+ * The web server's side of validation: user code is compiled, type-checked and dry-run in a child process
+ * (server/sandbox/validate-cli.ts), never in the web server, which imports only this module and the sandbox's
+ * types (the sandbox's code would bring esbuild and QuickJS into the server's bundle).
+ */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import path from "node:path";
 import readline from "node:readline";
-import type { SourceFiles } from "./compile";
-import type { ValidateOptions, ValidationReport } from "./validate";
+import type { SourceFiles, ValidateOptions, ValidationReport } from "../sandbox";
 
 type Pending = { resolve(report: ValidationReport): void; reject(error: Error): void; timer: NodeJS.Timeout };
 
