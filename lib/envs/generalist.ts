@@ -396,7 +396,7 @@ export const generalistRecipe = {
    * what the skills need, and reply tokens alone (about 7 per conversation) gave too little signal (after 2,000
    * steps the reply-only model copied no word exactly).
    */
-  sft: { steps: 7000, batch: 32, learningRate: 2e-3, promptWeight: 0.3, seed: 7 },
+  sft: { steps: 4000, batch: 32, learningRate: 2e-3, promptWeight: 0.3, seed: 7 },
 };
 
 /** Generation seeds of held-out evaluation conversations start here, apart from any training seed. */
