@@ -20,7 +20,7 @@ export type StepOutcome<State> = {
   reward: number;
   done: boolean;
   info?: Record<string, Json>;
-  /** Numbers to average into the run's metrics, e.g. {won: 1}. */
+  /** Numbers summed over each episode, then averaged over episodes into the run's env/NAME metrics, e.g. {won: 1}. */
   metrics?: Record<string, number>;
 };
 
@@ -38,11 +38,14 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
   /** "free": the environment makes its own problems from the seed; "dataset": it reads one row per episode. */
   data: { kind: "free" } | { kind: "dataset"; dataset: string };
   systemPrompt: string | ((sample: Sample | undefined) => string);
-  /** Turns before the episode is cut off (a cut-off episode is done, with no extra reward). */
+  /**
+   * Turns before the episode is cut off (tool calls and invalid actions count as turns). A cut-off episode is done
+   * and marked truncated; its reward functions still run.
+   */
   maxTurns: number;
   /** What an unparseable action costs, and whether the episode goes on after one. */
   invalidAction?: { penalty: number; endEpisode: boolean };
-  /** Per-step cost added to every step's reward (a negative number), e.g. for a text world. */
+  /** Added to every step's reward, tool calls and invalid actions included: a number ≤ 0, e.g. -0.01 for a text world. */
   stepCost?: number;
   reset(context: { seed: number; rng: Rng; sample?: Sample }): { state: State; observation: string };
   parseAction(text: string, state: State): ParseResult<Action>;
@@ -50,16 +53,15 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
   /** The environment's own picture of the state (a board), shown in the trajectory viewer. */
   render?(state: State): string;
   /**
-   * The legal actions, when the environment knows them: a list, a function of the state giving the actions legal
-   * there, or `{ pattern }`, a regular expression the whole action matches (lib/sdk/action-space.ts says which
-   * syntax). The policy's sampling is then constrained to them, so it cannot write an invalid action; tool calls
-   * stay allowed beside them. `parseAction` still turns the action's text into the environment's action.
+   * The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`,
+   * classes like `[a-z]` or `[^,]`, `\d \w \s`, groups `( )` and `(?: )`, `|`, `* + ? {n,m}`). Sampling is
+   * constrained to them, so the policy cannot write an invalid action as long as agent.sampling.maxTokens covers the
+   * longest one (plus its end); tool calls stay allowed.
    */
   actions?: readonly string[] | ((state: State) => readonly string[]) | { pattern: string };
   /**
-   * A demonstrator: the action text a good player would write in `state`. SFT from the workbench imitates it
-   * (an "SFT" run whose data is "demonstrator"), and validation's dry run plays it, so a `step` that fails on real
-   * actions is caught before launch.
+   * A demonstrator: the action a good player writes in this state. An SFT run with data 'demonstrator' imitates
+   * it, and validation's dry run plays it so that a step() failing on real actions is caught before launch.
    */
   demonstrate?(state: State): string;
   /** Tools the agent may call with `@name(args)`; the answer comes back as the next observation. */
