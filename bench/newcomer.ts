@@ -113,7 +113,16 @@ const met = (r: (typeof results)[number]) => r.after - r.before >= 0.3 && r.afte
 console.log(
   formatTable(
     ["environment", "metric", "before", "after", "optimum", "steps", "seconds", "target met"],
-    results.map((r) => [r.name, r.metric, r.before.toFixed(3), r.after.toFixed(3), String(r.optimum), String(r.steps), String(r.seconds), met(r) ? "yes" : "no"]),
+    results.map((r) => [
+      r.name,
+      r.metric,
+      r.before.toFixed(3),
+      r.after.toFixed(3),
+      String(r.optimum),
+      String(r.steps),
+      String(r.seconds),
+      met(r) ? "yes" : "no",
+    ]),
   ),
 );
 console.log(

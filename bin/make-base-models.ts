@@ -127,7 +127,9 @@ async function makeGeneralist() {
     loss = metrics["loss/sft"]!;
     tokens += metrics["train/tokens"]!;
     if (step % 100 === 0)
-      console.log(`${name} step ${step} loss ${loss.toFixed(3)} (${((performance.now() - started) / 1000).toFixed(0)} s, ${Math.round(tokens)} weighted tokens)`);
+      console.log(
+        `${name} step ${step} loss ${loss.toFixed(3)} (${((performance.now() - started) / 1000).toFixed(0)} s, ${Math.round(tokens)} weighted tokens)`,
+      );
     if (evalEvery > 0 && step > 0 && step % evalEvery === 0) await report(step, loss);
   }
   const scores = await report(steps, loss);

@@ -18,7 +18,11 @@ const gemm = simdGemm;
 const native = await loadNativeKernel();
 if (!native.kernel) console.error(`native kernel unavailable: ${native.reason}`);
 
-const tokens = 2048, C = 128, V = 128, T = 64, hd = 32;
+const tokens = 2048,
+  C = 128,
+  V = 128,
+  T = 64,
+  hd = 32;
 type Product = { name: string; a: MatrixView; b: MatrixView; accumulate: boolean };
 const rng = new Rng(3);
 const matrix = (rows: number, cols: number) => {
@@ -30,8 +34,18 @@ const x = (cols: number) => matrix(tokens, cols);
 // weights stay ordinary arrays, as the engine keeps them (copied into the memory per product)
 const weight = (rows: number, cols: number) => Float32Array.from(matrix(rows, cols));
 const products: Product[] = [];
-for (const [nIn, nOut, what] of [[C, 3 * C, "qkv"], [C, 4 * C, "mlp fc"], [4 * C, C, "mlp proj"], [C, V, "lm head"]] as const) {
-  products.push({ name: `X·W ${what} [${tokens}x${nIn}]·[${nIn}x${nOut}]`, a: rowMajor(x(nIn), tokens, nIn), b: rowMajor(weight(nIn, nOut), nIn, nOut), accumulate: false });
+for (const [nIn, nOut, what] of [
+  [C, 3 * C, "qkv"],
+  [C, 4 * C, "mlp fc"],
+  [4 * C, C, "mlp proj"],
+  [C, V, "lm head"],
+] as const) {
+  products.push({
+    name: `X·W ${what} [${tokens}x${nIn}]·[${nIn}x${nOut}]`,
+    a: rowMajor(x(nIn), tokens, nIn),
+    b: rowMajor(weight(nIn, nOut), nIn, nOut),
+    accumulate: false,
+  });
   products.push({ name: `dY·Wᵀ ${what}`, a: rowMajor(x(nOut), tokens, nOut), b: transposed(weight(nIn, nOut), nIn, nOut), accumulate: false });
   products.push({ name: `Xᵀ·dY ${what}`, a: transposed(x(nIn), tokens, nIn), b: rowMajor(x(nOut), tokens, nOut), accumulate: true });
 }

@@ -107,9 +107,7 @@ async function build(path: string, compiler: string): Promise<void> {
   };
   try {
     const objects = units.map((u) => join(work, u.source.replace(/\.cc$/, ".o")));
-    await Promise.all(
-      units.map((u, i) => compile([...commonFlags, ...u.flags, `-I${include}`, "-c", join(sourceDir, u.source), "-o", objects[i]])),
-    );
+    await Promise.all(units.map((u, i) => compile([...commonFlags, ...u.flags, `-I${include}`, "-c", join(sourceDir, u.source), "-o", objects[i]])));
     const output = join(work, "gemm.node");
     await compile(["-shared", "-pthread", "-o", output, ...objects]);
     await rename(output, path);

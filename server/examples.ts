@@ -17,16 +17,14 @@ export async function ensureExampleExperiments(db: Database) {
         description: useCase.environment.description ?? useCase.title,
         template: name,
       });
-      await tx
-        .insert(experimentVersions)
-        .values({
-          id: newId("ver"),
-          experimentId: id,
-          version: 1,
-          files: {},
-          config: useCase.template as Record<string, unknown>,
-          message: "built-in example",
-        });
+      await tx.insert(experimentVersions).values({
+        id: newId("ver"),
+        experimentId: id,
+        version: 1,
+        files: {},
+        config: useCase.template as Record<string, unknown>,
+        message: "built-in example",
+      });
     });
   }
 }

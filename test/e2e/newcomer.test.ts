@@ -62,7 +62,10 @@ describe("a newcomer's own environment", () => {
     await page.getByText("completed").first().waitFor({ timeout: 240_000 });
     await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-run.png"), fullPage: true });
     const { points } = await callProcedure<{ points: { name: string; step: number; value: number }[] }>(server, "runs.metrics", { runId }, "GET");
-    const reward = points.filter((p) => p.name === "reward/mean").sort((a, b) => a.step - b.step).map((p) => p.value);
+    const reward = points
+      .filter((p) => p.name === "reward/mean")
+      .sort((a, b) => a.step - b.step)
+      .map((p) => p.value);
     expect(reward).toHaveLength(30);
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
     expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.1);

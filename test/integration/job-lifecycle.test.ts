@@ -42,19 +42,17 @@ beforeEach(async () => {
 /** A run with one job, put straight into `state` (test set-up writes the tables directly; the code never does). */
 async function jobIn(state: JobState) {
   const runId = newId("run");
-  await handle.db
-    .insert(runs)
-    .values({
-      id: runId,
-      experimentId,
-      experimentVersionId: versionId,
-      createdBy: LOCAL_USER.id,
-      name: runId,
-      config: {},
-      seed: 0,
-      totalSteps: 10,
-      status: runStateOf(state),
-    });
+  await handle.db.insert(runs).values({
+    id: runId,
+    experimentId,
+    experimentVersionId: versionId,
+    createdBy: LOCAL_USER.id,
+    name: runId,
+    config: {},
+    seed: 0,
+    totalSteps: 10,
+    status: runStateOf(state),
+  });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,

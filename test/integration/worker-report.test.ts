@@ -35,31 +35,27 @@ afterAll(() => db.close());
 /** A running run and its job, held by `owner`. */
 async function runningJob(owner = workerId) {
   const runId = newId("run");
-  await handle.db
-    .insert(runs)
-    .values({
-      id: runId,
-      experimentId,
-      experimentVersionId: versionId,
-      createdBy: LOCAL_USER.id,
-      name: runId,
-      status: "running",
-      config: {},
-      seed: 1,
-      totalSteps: 100,
-    });
+  await handle.db.insert(runs).values({
+    id: runId,
+    experimentId,
+    experimentVersionId: versionId,
+    createdBy: LOCAL_USER.id,
+    name: runId,
+    status: "running",
+    config: {},
+    seed: 1,
+    totalSteps: 100,
+  });
   const jobId = newId("job");
-  await handle.db
-    .insert(jobs)
-    .values({
-      id: jobId,
-      kind: "rl",
-      runId,
-      userId: LOCAL_USER.id,
-      status: "running",
-      footprint: { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: 100, computeSlots: 1, breakdown: {} },
-      workerId: owner,
-    });
+  await handle.db.insert(jobs).values({
+    id: jobId,
+    kind: "rl",
+    runId,
+    userId: LOCAL_USER.id,
+    status: "running",
+    footprint: { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: 100, computeSlots: 1, breakdown: {} },
+    workerId: owner,
+  });
   return { runId, jobId };
 }
 
