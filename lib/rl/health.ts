@@ -16,6 +16,12 @@ const PERSIST: Record<HealthCode, number> = { "no-turns": 1, truncated: 3, "inva
 export class RunHealth {
   private readonly streaks = new Map<HealthCode, number>();
   private readonly raised = new Set<HealthCode>();
+  /**
+   * Whether a step has had a learning signal yet (rewards that differ within a group, a gradient). Equal rewards
+   * and a zero gradient are a broken run only before that: a policy that has learned its task answers each prompt
+   * the same way, and then they are what success looks like.
+   */
+  private learned = false;
 
   constructor(private readonly context: { contextLength: number; maxTokens: number }) {}
 
@@ -29,6 +35,7 @@ export class RunHealth {
     const sized = groups.filter((group) => group.length > 1);
     const flat = sized.length > 0 && sized.every((group) => group.every((t) => t.totalReward === group[0]!.totalReward));
     const gradNorm = metrics["train/grad_norm"];
+    const signal = !flat && gradNorm !== undefined && gradNorm > 0;
     const pct = (share: number) => `${Math.round(share * 100)}%`;
     const signs: [HealthCode, boolean, () => string][] = [
       [
@@ -52,16 +59,17 @@ export class RunHealth {
       ],
       [
         "no-signal",
-        flat,
+        flat && !this.learned,
         () =>
-          `rewards were the same within every group for ${PERSIST["no-signal"]} steps (up to step ${step}): group-relative advantages are all zero, so nothing is learned. Make the reward tell better actions from worse, or raise the sampling temperature`,
+          `rewards were the same within every group in each of the first ${PERSIST["no-signal"]} steps (up to step ${step}): group-relative advantages are all zero, so nothing is learned. Make the reward tell better actions from worse, or raise the sampling temperature`,
       ],
       [
         "zero-gradient",
-        turns > 0 && (gradNorm === undefined || gradNorm === 0),
-        () => `the gradient was zero for ${PERSIST["zero-gradient"]} steps (up to step ${step}): the update does not move the policy`,
+        turns > 0 && !this.learned && (gradNorm === undefined || gradNorm === 0),
+        () => `the gradient was zero in each of the first ${PERSIST["zero-gradient"]} steps (up to step ${step}): the update does not move the policy`,
       ],
     ];
+    if (signal) this.learned = true;
     const raised: HealthWarning[] = [];
     for (const [code, present, message] of signs) {
       const streak = present ? (this.streaks.get(code) ?? 0) + 1 : 0;

@@ -31,7 +31,7 @@ describe("RunHealth", () => {
     const raised: HealthWarning[] = [];
     for (let step = 1; step <= 8; step++) raised.push(...health.observe(step, flat, { "train/grad_norm": 0.5 }));
     expect(raised.map((w) => [w.code, w.step])).toEqual([["no-signal", 5]]);
-    expect(raised[0]!.message).toMatch(/rewards were the same within every group for 5 steps/);
+    expect(raised[0]!.message).toMatch(/rewards were the same within every group in each of the first 5 steps/);
   });
 
   it("needs a sign to last: one step of invalid actions or truncation is not reported", () => {
@@ -86,5 +86,16 @@ describe("a run whose prompt does not fit the base's context", () => {
     expect(warnings[0]!.message).toMatch(
       /ended before its first turn: the prompt and the reply \(agent.sampling.maxTokens=4\) do not fit the base's context of 32 tokens/,
     );
+  });
+});
+
+describe("RunHealth after the run has learned", () => {
+  it("does not call a converged policy's equal rewards and zero gradient a broken run", () => {
+    const health = new RunHealth({ contextLength: 64, maxTokens: 8 });
+    const varied = [[episode(0), episode(1)]];
+    const converged = [[episode(1), episode(1)], [episode(0), episode(0)]];
+    expect(health.observe(1, varied, { "train/grad_norm": 0.5 })).toEqual([]);
+    const later = [2, 3, 4, 5, 6, 7, 8].flatMap((step) => health.observe(step, converged, { "train/grad_norm": 0 }));
+    expect(later).toEqual([]);
   });
 });
