@@ -41,7 +41,7 @@ describe("a newcomer's own environment", () => {
     const source = [
       'import { defineEnvironment } from "tinkerlab";',
       "type State = { n: number; said: string | null };",
-      "const parity = (n: number) => (n % 2 === 1 ? \"odd\" : \"even\");",
+      'const parity = (n: number) => (n % 2 === 1 ? "odd" : "even");',
       "export default defineEnvironment<State, string>({",
       '  name: "odd-or-even",',
       '  data: { kind: "free" },',
@@ -72,7 +72,10 @@ describe("a newcomer's own environment", () => {
     const config = page.getByRole("form", { name: "Config form" });
     const picker = config.locator('[data-field="agent.base"] select');
     await picker.selectOption("generalist-base");
-    await config.getByTestId("base-origin").getByText(/generic skills/).waitFor();
+    await config
+      .getByTestId("base-origin")
+      .getByText(/generic skills/)
+      .waitFor();
     expect(await picker.locator("option:checked").innerText()).toMatch(/generalist-base · [\d.]+K params · context 256/);
     await config.locator('[data-field="algorithm.steps"] input').fill("40");
     await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-config.png"), fullPage: true });
