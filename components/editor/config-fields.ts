@@ -35,7 +35,7 @@ type Schema = z.ZodType;
 function unwrap(schema: Schema): { inner: Schema; description: string | undefined; defaultValue: unknown } {
   let inner = schema;
   let description = schema.description;
-  let defaultValue: unknown = undefined;
+  let defaultValue: unknown;
   for (;;) {
     if (inner instanceof z.ZodDefault) {
       if (defaultValue === undefined) defaultValue = inner.def.defaultValue;

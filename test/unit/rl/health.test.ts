@@ -93,7 +93,10 @@ describe("RunHealth after the run has learned", () => {
   it("does not call a converged policy's equal rewards and zero gradient a broken run", () => {
     const health = new RunHealth({ contextLength: 64, maxTokens: 8 });
     const varied = [[episode(0), episode(1)]];
-    const converged = [[episode(1), episode(1)], [episode(0), episode(0)]];
+    const converged = [
+      [episode(1), episode(1)],
+      [episode(0), episode(0)],
+    ];
     expect(health.observe(1, varied, { "train/grad_norm": 0.5 })).toEqual([]);
     const later = [2, 3, 4, 5, 6, 7, 8].flatMap((step) => health.observe(step, converged, { "train/grad_norm": 0 }));
     expect(later).toEqual([]);
