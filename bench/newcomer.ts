@@ -123,7 +123,7 @@ for (const environment of chosen) {
     const last = sft.saved.at(-1)!;
     base = {
       kind: "checkpoint",
-      id: "ckpt_sft",
+      id: `ckpt_sft_${environment.name}`, // a worker keeps loaded bases by id
       path: last.path,
       step: last.step,
       runId: "run_sft",
