@@ -22,7 +22,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { type StarterKind, starters } from "../components/editor/starter";
 import { initBackend } from "../server/runtime";
-import type { WorkerChannel } from "../server/worker/channel";
+import { inProcessChannel } from "../server/worker/channel";
 import { type JobSpec, runJob } from "../server/worker/run-job";
 import { formatTable } from "./lib/measure";
 
@@ -64,13 +64,8 @@ const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-newcomer-"
 async function play(name: string, source: string, config: Record<string, any>, base: JobSpec["base"]) {
   const scores: Score[] = [];
   const saved: { step: number; path: string }[] = [];
-  const refuse = () => Promise.reject(new Error("not used by runJob"));
-  const channel: WorkerChannel = {
-    describe: "bench",
-    register: refuse,
-    heartbeat: refuse,
-    claim: refuse,
-    report: async (report) => {
+  const channel = inProcessChannel({
+    report: (report) => {
       for (const point of report.metrics ?? []) {
         if (point.name === "eval/score") scores.push({ step: point.step, value: point.value });
         if (args.verbose && (point.name === "reward/mean" || point.name === "loss/sft"))
@@ -78,11 +73,8 @@ async function play(name: string, source: string, config: Record<string, any>, b
       }
       for (const line of report.logs ?? []) console.error(`${name}: ${line.message}`);
     },
-    checkpoint: async (input) => void saved.push({ step: input.step, path: input.path }),
-    finish: refuse,
-    leave: refuse,
-    close: async () => {},
-  };
+    checkpoint: (input) => void saved.push({ step: input.step, path: input.path }),
+  });
   const spec = {
     job: { id: `job_${name}`, runId: `run_${name}`, kind: config.algorithm.name === "sft" ? "sft" : "rl", mode: "full", lastCheckpointId: null, attempts: 0 },
     run: { id: `run_${name}`, config, seed: 0, files: { "environment.ts": source } },

@@ -26,6 +26,15 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const { series, origin, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const checkpoints = useQuery({ ...trpc.checkpoints.ofRun.queryOptions({ runId }), refetchInterval: live ? 5000 : false });
+  // Where the run's base came from, asked once (a run's base never changes); one whose checkpoint is gone is named as given.
+  const baseName = (run.data?.config as { agent?: { base?: string } } | undefined)?.agent?.base;
+  const lineage = useQuery({
+    ...trpc.checkpoints.lineage.queryOptions({ base: baseName ?? "" }),
+    enabled: Boolean(baseName),
+    staleTime: Infinity,
+    retry: false,
+  });
+  const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
@@ -114,9 +123,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           </ul>
         </div>
       )}
-      {r.baseLineage && (
+      {baseLineage && (
         <p className="text-xs text-slate-500" aria-label="Base">
-          base: <span className="font-mono">{r.baseLineage}</span>
+          base: <span className="font-mono">{baseLineage}</span>
         </p>
       )}
       <div className="h-1.5 overflow-hidden rounded-full bg-slate-200">

@@ -49,6 +49,28 @@ export interface WorkerChannel {
   close(): Promise<void>;
 }
 
+/**
+ * A channel for running one job in this process without a server (benches, tests): `runJob` reports and records
+ * checkpoints through the given handlers; the calls a worker loop makes (register, claim, …) are refused.
+ */
+export function inProcessChannel(on: { report?(input: ReportInput): void; checkpoint?(input: { step: number; path: string }): void }): WorkerChannel {
+  const refuse = () => Promise.reject(new Error("an in-process channel runs one job: runJob does not call this"));
+  return {
+    describe: "in process",
+    register: refuse,
+    heartbeat: refuse,
+    claim: refuse,
+    report: async (input) => on.report?.(input),
+    checkpoint: async (input) => {
+      on.checkpoint?.(input);
+      return {};
+    },
+    finish: refuse,
+    leave: refuse,
+    close: async () => {},
+  };
+}
+
 export function httpChannel(serverUrl: string, token: string): WorkerChannel {
   const api = createWorkerApi(serverUrl, token);
   return {

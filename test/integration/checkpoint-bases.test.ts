@@ -76,8 +76,9 @@ describe("checkpoints as bases", () => {
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });
     const run = await caller.runs.byId({ id: runId });
     expect(run.status).toBe("queued");
-    expect(run.baseLineage).toBe(`${id} (run source-run, step 40, LoRA) ← arithmetic-base`);
-    expect((await caller.checkpoints.lineage({ base: id })).lineage).toBe(run.baseLineage);
+    expect((await caller.checkpoints.lineage({ base: run.config.agent ? (run.config.agent as { base: string }).base : "" })).lineage).toBe(
+      `${id} (run source-run, step 40, LoRA) ← arithmetic-base`,
+    );
   });
 
   it("refuses a checkpoint that does not exist, naming it", async () => {

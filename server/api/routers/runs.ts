@@ -5,7 +5,7 @@ import { defineExperiment } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
 import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
-import { describeLineage, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure } from "../trpc";
@@ -356,9 +356,6 @@ export const runsRouter = createTRPCRouter({
       .where(eq(runs.id, input.id))
       .limit(1);
     if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.id}'` });
-    const baseName = (run.config as { agent?: { base?: string } }).agent?.base;
-    // Where the run's base came from; a base whose checkpoint is gone is named as it was given.
-    const baseLineage = baseName ? await resolveBase(ctx.db, baseName).then(describeLineage, () => baseName) : null;
-    return { ...run, baseLineage };
+    return run;
   }),
 });

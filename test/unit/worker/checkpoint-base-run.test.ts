@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { MetricPointInput } from "@/server/jobs";
-import type { WorkerChannel } from "@/server/worker/channel";
+import { inProcessChannel } from "@/server/worker/channel";
 import { runJob, type JobSpec } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../../support/tiny-run";
 
@@ -20,23 +20,15 @@ async function play(name: string, steps: number, base?: JobSpec["base"]) {
   const metrics: MetricPointInput[] = [];
   const evalLogprobs = new Map<number, number[]>();
   const saved: { step: number; path: string }[] = [];
-  const refuse = () => Promise.reject(new Error("not used by runJob"));
-  const channel: WorkerChannel = {
-    describe: "test channel",
-    register: refuse,
-    heartbeat: refuse,
-    claim: refuse,
-    report: async (report) => {
+  const channel = inProcessChannel({
+    report: (report) => {
       metrics.push(...(report.metrics ?? []));
       for (const rollout of report.rollouts ?? []) {
         if (rollout.split === "eval") evalLogprobs.set(rollout.step, [...(evalLogprobs.get(rollout.step) ?? []), ...(rollout.tokenLogprobs ?? [])]);
       }
     },
-    checkpoint: async (input) => void saved.push({ step: input.step, path: input.path }),
-    finish: refuse,
-    leave: refuse,
-    close: async () => {},
-  };
+    checkpoint: (input) => void saved.push({ step: input.step, path: input.path }),
+  });
   const { config } = tinyExperiment(name, steps);
   const spec = {
     job: { id: `job_${name}`, runId: `run_${name}`, kind: "rl", mode: "lora", lastCheckpointId: null, attempts: 0 },

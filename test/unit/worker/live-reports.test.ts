@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { WorkerChannel } from "@/server/worker/channel";
+import { inProcessChannel } from "@/server/worker/channel";
 import type { ReportInput } from "@/server/jobs";
 import { runJob, type JobSpec } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../../support/tiny-run";
@@ -24,20 +24,7 @@ describe("a training job's reports", () => {
   it("reach the server step by step while it trains, one report per step, every point once", async () => {
     let step = 0;
     const reports: { atStep: number; report: ReportInput }[] = [];
-    const refuse = () => Promise.reject(new Error("not used by runJob"));
-    const channel: WorkerChannel = {
-      describe: "test channel",
-      register: refuse,
-      heartbeat: refuse,
-      claim: refuse,
-      report: async (report) => {
-        reports.push({ atStep: step, report });
-      },
-      checkpoint: async () => ({}),
-      finish: refuse,
-      leave: refuse,
-      close: async () => {},
-    };
+    const channel = inProcessChannel({ report: (report) => void reports.push({ atStep: step, report }) });
     const { config } = tinyExperiment("live", STEPS);
     const spec = {
       job: { id: "job_live", runId: "run_live", kind: "rl", mode: "full", lastCheckpointId: null, attempts: 0 },

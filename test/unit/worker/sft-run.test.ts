@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { MetricPointInput } from "@/server/jobs";
-import type { WorkerChannel } from "@/server/worker/channel";
+import { inProcessChannel } from "@/server/worker/channel";
 import { runJob, type JobSpec } from "@/server/worker/run-job";
 import { saveTinyBase } from "../../support/tiny-run";
 
@@ -41,21 +41,13 @@ async function play(config: Record<string, unknown>, extra: Partial<JobSpec> = {
   const metrics: MetricPointInput[] = [];
   const saved: { step: number; path: string }[] = [];
   const logs: string[] = [];
-  const refuse = () => Promise.reject(new Error("not used by runJob"));
-  const channel: WorkerChannel = {
-    describe: "test channel",
-    register: refuse,
-    heartbeat: refuse,
-    claim: refuse,
-    report: async (report) => {
+  const channel = inProcessChannel({
+    report: (report) => {
       metrics.push(...(report.metrics ?? []));
       logs.push(...(report.logs ?? []).map((l) => l.message));
     },
-    checkpoint: async (input) => void saved.push({ step: input.step, path: input.path }),
-    finish: refuse,
-    leave: refuse,
-    close: async () => {},
-  };
+    checkpoint: (input) => void saved.push({ step: input.step, path: input.path }),
+  });
   const spec = {
     job: { id: "job_sft", runId: "run_sft", kind: "sft", mode: "full", lastCheckpointId: null, attempts: 0 },
     run: { id: "run_sft", config, seed: 1, files: { "environment.ts": colours } },
