@@ -5,13 +5,14 @@
  * kind, from the generalist base, and its held-out score is read before and after training. Prints a table, then
  * one JSON line:
  *
- *   {"environments":[{"name":…,"metric":…,"before":…,"after":…,"steps":…,"sft_steps":…,"seconds":…},…]}
+ *   {"environments":[{"name":…,"metric":…,"before":…,"after_sft":…,"after":…,"steps":…,"sft_steps":…,"seconds":…},…]}
  *
  *   npm run bench:newcomer [-- --only take-away,string-transform] [--steps N] [--set algorithm.learningRate=1e-4 ...]
  *                          [--sft-steps N] [--verbose]
  *
- * --sft-steps N: first N steps of SFT on the environment's demonstrator (an "sft" run, as the workbench launches
- * one), then the RL run from its checkpoint; the seconds count both, and "before" is the base's score.
+ * Each environment trains as one run of its starter's config: its SFT steps on the environment's demonstrator
+ * (sft.steps), then RL from that policy; "before" is the base's score, "after SFT" the score where RL begins, and
+ * the seconds count both. --sft-steps N sets sft.steps (0: RL alone).
  *
  * Target (issue #25): on a 2-core machine each one's score rises by at least 0.3 and reaches at least 0.8 of its
  * optimum within 10 minutes.
@@ -39,10 +40,9 @@ const { values: args } = parseArgs({
     steps: { type: "string" },
     set: { type: "string", multiple: true, default: [] },
     verbose: { type: "boolean", default: false },
-    "sft-steps": { type: "string", default: "0" },
+    "sft-steps": { type: "string" },
   },
 });
-const sftSteps = Number(args["sft-steps"]);
 
 function applySet(config: Record<string, any>, assignment: string): void {
   const match = /^([A-Za-z][\w.]*)=(.*)$/.exec(assignment);
@@ -90,45 +90,33 @@ async function play(name: string, source: string, config: Record<string, any>, b
 const { capabilities } = await initBackend({});
 console.error(`backend ${capabilities.backend}, kernel ${capabilities.kernel ?? "-"}, ${capabilities.threads} thread(s)`);
 const chosen = args.only ? environments.filter((e) => args.only!.split(",").includes(e.name)) : environments;
-const results: { name: string; metric: string; before: number; after: number; optimum: number; steps: number; sftSteps: number; seconds: number }[] = [];
+const results: {
+  name: string;
+  metric: string;
+  before: number;
+  afterSft: number | null;
+  after: number;
+  optimum: number;
+  steps: number;
+  sftSteps: number;
+  seconds: number;
+}[] = [];
 
 for (const environment of chosen) {
   const source = fs.readFileSync(path.join(import.meta.dirname, "newcomer", environment.file), "utf8");
   const config = starters[environment.kind].config(`newcomer-${environment.name}`) as Record<string, any>;
   if (args.steps) config.algorithm.steps = Number(args.steps);
+  if (args["sft-steps"] !== undefined) (config.sft ??= {}).steps = Number(args["sft-steps"]);
   for (const assignment of args.set!) applySet(config, assignment);
+  const sftSteps = Number(config.sft?.steps ?? 0);
   const started = performance.now();
-  const builtin = { kind: "builtin", name: config.agent.base } as JobSpec["base"];
-  let base = builtin;
-  let sftScores: Score[] = [];
-  if (sftSteps > 0) {
-    // As a user would: an SFT run on the demonstrator (the same experiment, algorithm sft), then RL from its checkpoint.
-    const sftConfig = {
-      ...config,
-      algorithm: { name: "sft", steps: sftSteps, learningRate: 1e-3 },
-      sft: { data: "demonstrator", demonstrations: 400, batchSize: 32 },
-      evaluation: { ...config.evaluation, every: 0 },
-      checkpointEvery: 0,
-    };
-    const sft = await play(`${environment.name}-sft`, source, sftConfig, builtin);
-    sftScores = sft.scores;
-    const last = sft.saved.at(-1)!;
-    base = {
-      kind: "checkpoint",
-      id: `ckpt_sft_${environment.name}`, // a worker keeps loaded bases by id
-      path: last.path,
-      step: last.step,
-      runId: "run_sft",
-      runName: "sft",
-      mode: "full",
-      parent: builtin,
-    } as JobSpec["base"];
-  }
-  const { scores } = await play(environment.name, source, { ...config, checkpointEvery: 0 }, base);
+  // One run, as the workbench launches the starter: its SFT steps on the demonstrator (if any), then RL.
+  const { scores } = await play(environment.name, source, { ...config, checkpointEvery: 0 }, { kind: "builtin", name: config.agent.base } as JobSpec["base"]);
   const seconds = (performance.now() - started) / 1000;
-  const before = (sftScores[0] ?? scores[0])?.value ?? NaN;
+  const before = scores[0]?.value ?? NaN;
+  const afterSft = sftSteps > 0 ? (scores.find((s) => s.step === sftSteps)?.value ?? NaN) : null;
   const after = scores.at(-1)?.value ?? NaN;
-  const sftNote = sftSteps > 0 ? ` after ${sftSteps} SFT steps (score then ${sftScores.at(-1)?.value.toFixed(3)})` : "";
+  const sftNote = afterSft !== null ? ` after ${sftSteps} SFT steps (score then ${afterSft.toFixed(3)})` : "";
   const curve = scores.map((s) => `${s.step}:${s.value.toFixed(2)}`).join(" ");
   console.error(
     `${environment.name}: ${environment.metric} ${before.toFixed(3)} -> ${after.toFixed(3)} in ${config.algorithm.steps} RL steps${sftNote}, ${seconds.toFixed(0)} s (${curve})`,
@@ -137,6 +125,7 @@ for (const environment of chosen) {
     name: environment.name,
     metric: environment.metric,
     before,
+    afterSft,
     after,
     optimum: environment.optimum,
     steps: config.algorithm.steps,
@@ -149,11 +138,12 @@ fs.rmSync(artifactsDir, { recursive: true, force: true });
 const met = (r: (typeof results)[number]) => r.after - r.before >= 0.3 && r.after >= 0.8 * r.optimum && r.seconds <= 600;
 console.log(
   formatTable(
-    ["environment", "metric", "before", "after", "optimum", "SFT steps", "RL steps", "seconds", "target met"],
+    ["environment", "metric", "before", "after SFT", "after", "optimum", "SFT steps", "RL steps", "seconds", "target met"],
     results.map((r) => [
       r.name,
       r.metric,
       r.before.toFixed(3),
+      r.afterSft === null ? "-" : r.afterSft.toFixed(3),
       r.after.toFixed(3),
       String(r.optimum),
       String(r.sftSteps),
@@ -165,10 +155,11 @@ console.log(
 );
 console.log(
   JSON.stringify({
-    environments: results.map(({ name, metric, before, after, steps, sftSteps, seconds }) => ({
+    environments: results.map(({ name, metric, before, afterSft, after, steps, sftSteps, seconds }) => ({
       name,
       metric,
       before,
+      after_sft: afterSft,
       after,
       steps,
       sft_steps: sftSteps,

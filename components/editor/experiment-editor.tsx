@@ -3,7 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useMemo, useState } from "react";
-import { experimentSchema } from "@/lib/sdk/experiment";
+import { experimentSchema, imitates } from "@/lib/sdk/experiment";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button, ButtonLink } from "@/components/ui/button";
 import { Card, PageHeader } from "@/components/ui/card";
@@ -56,12 +56,24 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const dirty = JSON.stringify([files, config]) !== saved.key;
   const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
   const validation = useLiveValidation(files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
-  const issues = useMemo(() => issuesByPath(experimentSchema, config), [config]);
+  const report = validation.report;
+  const described = report?.environment ?? null;
+  const issues = useMemo(() => {
+    const found = issuesByPath(experimentSchema, config);
+    // The schema cannot know what the environment defines; the validation's description of it can.
+    const parsed = experimentSchema.safeParse(config);
+    if (config.environment === "custom" && described && !described.hasDemonstrator && parsed.success && imitates(parsed.data) === "demonstrator") {
+      found.set("sft.data", [
+        ...(found.get("sft.data") ?? []),
+        "the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0, or imitate an uploaded dataset",
+      ]);
+    }
+    return found;
+  }, [config, described]);
   const otherIssues = [...issues].filter(([path]) => !formPaths.has(path));
   const versions = useQuery(trpc.experiments.versions.queryOptions({ id: experiment.id }));
 
   const activePath = tab.kind === "file" ? tab.path : null;
-  const report = validation.report;
   const fileDiagnostics = useMemo<EditorDiagnostic[]>(
     () => (report && activePath ? report.diagnostics.filter((d) => d.file === activePath) : []),
     [report, activePath],

@@ -198,7 +198,10 @@ const config = (protocol: Record<string, unknown>, maxTokens: number, algorithm:
   environment: "custom",
   agent: { base: STARTER_BASE, training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
   protocol,
-  algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, ...algorithm },
+  // RL starts from the policy that imitated demonstrate(state) for 40 steps, and the KL penalty keeps it near that
+  // policy unless the reward says otherwise (docs/LEARNING.md: newcomer).
+  algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, ...algorithm },
+  sft: { steps: 40, data: "demonstrator", demonstrations: 400 },
   evaluation: { every: 20, episodes: 100 },
 });
 

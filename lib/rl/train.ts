@@ -72,6 +72,11 @@ export async function trainRl(options: {
   dataset?: DatasetRow[];
   /** Resume after this many completed steps (from a checkpoint), with the algorithm state saved there. */
   startStep?: number;
+  /**
+   * Steps the run took before its first RL step (SFT steps): the RL steps are numbered after them, and see the
+   * prompts and learning rates a run without them would at its own step 0, 1, …
+   */
+  stepsBefore?: number;
   memory?: Record<string, number>;
   hooks?: TrainingHooks;
   /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
@@ -87,8 +92,11 @@ export async function trainRl(options: {
   const memory = { ...(options.memory ?? {}) };
   const evaluations: { step: number; score: number }[] = [];
   const sampling = { ...config.agent.sampling };
-  let step = options.startStep ?? 0;
-  const { steps, groupSize } = config.algorithm;
+  const offset = options.stepsBefore ?? 0;
+  let step = Math.max(options.startStep ?? 0, offset);
+  const { groupSize } = config.algorithm;
+  /** The run's last step. */
+  const steps = offset + config.algorithm.steps;
   const evaluation = evaluationSpecs(config, split?.test ?? null);
   /** Whether an evaluation follows training step `done` (counted from 1). */
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
@@ -124,13 +132,13 @@ export async function trainRl(options: {
 
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a
   // sandboxed player recognizes the episodes it reset ahead), then as its own.
-  let specs = trainingSpecs(config, step, rows);
+  let specs = trainingSpecs(config, step - offset, rows);
   if (step === 0) await runEvaluation(step < steps ? specs : undefined);
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
     const started = performance.now();
-    const learningRate = learningRateAt(config.algorithm, step);
-    const nextSpecs = step + 1 < steps ? trainingSpecs(config, step + 1, rows) : undefined;
+    const learningRate = learningRateAt(config.algorithm, step - offset);
+    const nextSpecs = step + 1 < steps ? trainingSpecs(config, step + 1 - offset, rows) : undefined;
     const evaluationNext = evaluation.length > 0 && evaluatesAfter(step + 1);
     const output = await algorithm({
       policy,

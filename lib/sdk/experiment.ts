@@ -99,9 +99,15 @@ export const experimentSchema = z.object({
         .describe('the uploaded dataset of conversations (data: dataset): JSONL lines {"messages": [{"role", "content"}, …]}'),
       demonstrations: rangedInt(1, 100_000).default(2000).describe("demonstration episodes played once before training, then sampled into batches"),
       batchSize: rangedInt(1, 4096).default(32).describe("conversations per optimizer step"),
+      steps: rangedInt(0, 1_000_000)
+        .default(0)
+        .describe(
+          "RL runs: steps of SFT on sft.data before the first RL step (0 = none); RL then starts from the imitating policy, with a fresh optimizer, and the KL penalty's reference is that policy. An sft run trains algorithm.steps",
+        ),
+      learningRate: ranged(1e-7, 1).default(1e-3).describe("RL runs: the learning rate of the SFT steps before RL (an sft run uses algorithm.learningRate)"),
     })
-    .default({ data: "demonstrator", dataset: "", demonstrations: 2000, batchSize: 32 })
-    .describe("supervised fine-tuning (algorithm sft): what to imitate and how much at a time"),
+    .default({ data: "demonstrator", dataset: "", demonstrations: 2000, batchSize: 32, steps: 0, learningRate: 1e-3 })
+    .describe("supervised fine-tuning: what to imitate and how much at a time, in an sft run or in the SFT steps before an RL run's"),
   checkpointEvery: rangedInt(0, 1_000_000).default(25).describe("save a resumable checkpoint every N steps (0 = only at the end)"),
   seed: rangedInt(0, 2 ** 31 - 1)
     .default(0)
@@ -117,4 +123,19 @@ export function defineExperiment(input: ExperimentConfigInput): ExperimentConfig
   const config = parsed.data;
   if (config.algorithm.name === "ppo" && !config.agent.valueHead) config.agent.valueHead = true;
   return config;
+}
+
+/** SFT steps an RL run takes before its first RL step (`sft.steps`); none for an sft run, whose steps are all SFT. */
+export function sftStepsBeforeRl(config: ExperimentConfig): number {
+  return config.algorithm.name === "sft" ? 0 : config.sft.steps;
+}
+
+/** The run's steps in all: an sft run's, or an RL run's SFT steps and then its RL steps. */
+export function totalSteps(config: ExperimentConfig): number {
+  return sftStepsBeforeRl(config) + config.algorithm.steps;
+}
+
+/** What the run imitates, if it takes any SFT step: the environment's demonstrator or an uploaded dataset. */
+export function imitates(config: ExperimentConfig): "demonstrator" | "dataset" | null {
+  return config.algorithm.name === "sft" || config.sft.steps > 0 ? config.sft.data : null;
 }

@@ -67,7 +67,8 @@ interface TrainerState {
 export class TrainingClient implements TrainingPrimitives {
   readonly mode: "full" | "lora";
   private readonly view: ModelView;
-  private readonly reference: ModelView;
+  /** The KL penalty's reference policy: the base, or the policy where the current stage of training began. */
+  private reference: ModelView;
   private readonly grads: GradientTargets;
   private readonly optimizer: AdamW;
   private rng: Rng;
@@ -95,6 +96,23 @@ export class TrainingClient implements TrainingPrimitives {
     const params = this.trainableParameters(this.view);
     const grads = this.trainableParameters({ ...this.view, ...this.gradsAsView() });
     this.optimizer = new AdamW(params.map((p, i) => ({ ...p, grad: grads[i].data }) satisfies TrainableParameter));
+  }
+
+  /**
+   * Starts a new stage of training from the current policy, as a new run from a checkpoint of it would: the
+   * policy as it is now becomes the reference of the KL penalty, and the optimizer starts afresh (its moments
+   * belong to the last stage's loss). An RL run after SFT steps calls it between the two.
+   */
+  beginStage(): void {
+    const { config } = this.base;
+    this.reference = {
+      config,
+      weights: this.mode === "full" ? cloneGPTWeights(this.view.weights) : this.base.weights,
+      lora: this.view.lora ? cloneLoraAdapter(this.view.lora) : null,
+      valueHead: null,
+    };
+    this.optimizer.reset();
+    this.optimizer.zeroGrad();
   }
 
   /** Optimizer steps taken. */

@@ -13,7 +13,7 @@ import { demonstrationConversations, fitConversations, parseConversations, toCon
 import { splitDataset, trainRl } from "@/lib/rl/train";
 import { Rng } from "@/lib/model/rng";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
-import { defineExperiment, type ExperimentConfig } from "@/lib/sdk/experiment";
+import { defineExperiment, type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
@@ -31,6 +31,7 @@ export type StopReason = "cancel" | "pause" | "preempt";
 export type JobOutcome = { outcome: "completed" | "failed" | "cancelled" | "paused" | "preempted"; reason: string | null };
 
 const MEMORY_FILE = "algorithm-memory.json";
+const checkpointDirName = (step: number) => `step-${String(step).padStart(6, "0")}`;
 
 export async function runJob(options: {
   channel: WorkerChannel;
@@ -63,7 +64,22 @@ export async function runJob(options: {
   let startStep = 0;
   let memory: Record<string, number> = {};
   if (spec.resume) {
-    await client.loadState(spec.resume.path);
+    const sftSteps = sftStepsBeforeRl(config);
+    const inRlStage = sftSteps > 0 && spec.resume.step >= sftSteps;
+    if (inRlStage) {
+      // Resumed in the RL stage: the KL penalty's reference is the policy where RL began, saved at step sftSteps.
+      const stageStart = path.join(path.dirname(spec.resume.path), checkpointDirName(sftSteps));
+      if (fs.existsSync(stageStart)) {
+        await client.loadState(stageStart);
+        client.beginStage();
+      } else if (config.algorithm.klCoef > 0) {
+        throw new Error(
+          `cannot resume: the checkpoint where RL began (step ${sftSteps}, ${stageStart}) is gone, and the KL penalty's reference is that policy`,
+        );
+      }
+    }
+    // At the stage's first step the checkpoint is that policy itself, with the optimizer of the SFT steps.
+    if (!(inRlStage && spec.resume.step === sftSteps)) await client.loadState(spec.resume.path);
     startStep = spec.resume.step;
     const memoryFile = path.join(spec.resume.path, MEMORY_FILE);
     if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
@@ -90,7 +106,7 @@ export async function runJob(options: {
   /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
   const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
     await reports.flush();
-    const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
+    const dir = path.resolve(options.artifactsDir, "runs", runId, checkpointDirName(step));
     await client.saveState(dir);
     fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
@@ -120,42 +136,73 @@ export async function runJob(options: {
     shouldStop: () => options.stopRequested() !== null,
   };
   const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
+  const save = (memory: Record<string, number>) => (steps: number) => saveCheckpoint(steps, memory);
+  /** The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. */
+  const imitation = async () => {
+    const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
+    const { kept, dropped } = fitConversations(policy, conversations);
+    const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
+    reports.push({
+      workerId,
+      jobId,
+      logs: [
+        {
+          level: dropped > 0 ? "warn" : "info",
+          message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.`,
+        },
+      ],
+    });
+    return kept;
+  };
 
-  if (config.algorithm.name === "sft") {
-    const outcome = await (async () => {
-      const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
-      const { kept, dropped } = fitConversations(policy, conversations);
-      const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
-      reports.push({
-        workerId,
-        jobId,
-        logs: [
-          {
-            level: dropped > 0 ? "warn" : "info",
-            message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.`,
-          },
-        ],
+  try {
+    if (config.algorithm.name === "sft") {
+      const outcome = await trainSft({ config, policy, conversations: await imitation(), environment, protocol, dataset, startStep, hooks, playEpisodes });
+      await reports.flush();
+      return await endOf(outcome, save({}), options.stopRequested);
+    }
+
+    // An RL run may first take SFT steps (sft.steps): RL then starts from the imitating policy, as a run from
+    // that checkpoint would (a fresh optimizer; the policy there is the KL penalty's reference).
+    const sftSteps = sftStepsBeforeRl(config);
+    if (sftSteps > 0 && startStep < sftSteps) {
+      const stage = {
+        ...config,
+        algorithm: {
+          ...config.algorithm,
+          name: "sft" as const,
+          steps: sftSteps,
+          learningRate: config.sft.learningRate,
+          lrSchedule: "constant" as const,
+          warmupSteps: 0,
+        },
+      };
+      const outcome = await trainSft({
+        config: stage,
+        policy,
+        conversations: await imitation(),
+        environment,
+        protocol,
+        dataset,
+        startStep,
+        hooks,
+        playEpisodes,
       });
-      return trainSft({ config, policy, conversations: kept, environment, protocol, dataset, startStep, hooks, playEpisodes });
-    })().finally(() => pool?.dispose());
+      if (outcome.stopped) {
+        await reports.flush();
+        return await endOf(outcome, save({}), options.stopRequested);
+      }
+      reports.push({ workerId, jobId, logs: [{ level: "info", message: `SFT done after ${sftSteps} steps; RL starts from this policy.` }] });
+      client.beginStage();
+      startStep = sftSteps;
+    }
+    const result = await trainRl({ config, policy, environment, protocol, dataset, startStep, stepsBefore: sftSteps, memory, playEpisodes, hooks });
     await reports.flush();
-    return endOf(outcome, async (steps) => saveCheckpoint(steps, {}), options.stopRequested);
+    return await endOf(result, save(result.memory), options.stopRequested);
+  } finally {
+    // The sandbox's thread goes as soon as the run ends, however it ends.
+    pool?.dispose();
   }
-
-  // The sandbox's thread goes as soon as the run ends, however it ends.
-  const result = await trainRl({
-    config,
-    policy: { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength },
-    environment,
-    protocol,
-    dataset,
-    startStep,
-    memory,
-    playEpisodes,
-    hooks,
-  }).finally(() => pool?.dispose());
-  await reports.flush();
-  return endOf(result, (steps) => saveCheckpoint(steps, result.memory), options.stopRequested);
 }
 
 /** How a training loop's end becomes the job's outcome; paused or preempted work is saved first, to resume. */

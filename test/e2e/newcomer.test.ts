@@ -1,7 +1,7 @@
 /**
  * A newcomer's first run, in Chromium: start "your own environment" from the single-turn starter, write their own
- * task into it (odd or even), pick the generalist base in the base picker, launch, and see the reward
- * rise.
+ * task into it (odd or even), pick the generalist base in the base picker, launch with the starter's defaults (SFT
+ * steps on the demonstrator, then RL), and see the held-out score rise.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -85,19 +85,30 @@ describe("a newcomer's own environment", () => {
 
     // The run page shows where its base came from, then the run completes.
     await page.getByLabel("Base").getByText("generalist-base").waitFor();
-    await page.getByText("completed").first().waitFor({ timeout: 240_000 });
+    await page.getByText("completed").first().waitFor({ timeout: 360_000 });
     await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-run.png"), fullPage: true });
     const { points } = await callProcedure<{ points: { name: string; step: number; value: number }[] }>(server, "runs.metrics", { runId }, "GET");
-    const reward = points
-      .filter((p) => p.name === "reward/mean")
-      .sort((a, b) => a.step - b.step)
-      .map((p) => p.value);
-    expect(reward).toHaveLength(40);
+    const series = (name: string) =>
+      points
+        .filter((p) => p.name === name)
+        .sort((a, b) => a.step - b.step)
+        .map((p) => p.value);
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-    console.log(`reward first 5 ${mean(reward.slice(0, 5)).toFixed(3)}, last 5 ${mean(reward.slice(-5)).toFixed(3)}`);
-    expect(mean(reward.slice(-5))).toBeGreaterThan(mean(reward.slice(0, 5)) + 0.15);
+    // The starter's defaults: 40 SFT steps on the demonstrator (the loss falls), then the 40 RL steps.
+    const loss = series("loss/sft");
+    expect(loss).toHaveLength(40);
+    expect(mean(loss.slice(-5))).toBeLessThan(mean(loss.slice(0, 5)) / 2);
+    const reward = series("reward/mean");
+    expect(points.filter((p) => p.name === "reward/mean").map((p) => p.step)).toContain(80);
+    expect(reward).toHaveLength(40);
+    const score = series("eval/score");
+    console.log(
+      `held-out accuracy ${score.map((s) => s.toFixed(2)).join(" → ")}; RL reward first 5 ${mean(reward.slice(0, 5)).toFixed(3)}, last 5 ${mean(reward.slice(-5)).toFixed(3)}`,
+    );
+    expect(score.at(-1)!).toBeGreaterThan(score[0]! + 0.3);
+    expect(mean(reward.slice(-5))).toBeGreaterThan(0.8);
     // The legal actions kept every sampled answer valid.
     const invalid = points.filter((p) => p.name === "episode/invalid_actions").map((p) => p.value);
     expect(Math.max(...invalid)).toBe(0);
-  }, 420_000);
+  }, 540_000);
 });

@@ -1,7 +1,7 @@
 import { tracked, TRPCError } from "@trpc/server";
 import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { defineExperiment, imitates, totalSteps } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
 import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
@@ -80,7 +80,7 @@ export const runsRouter = createTRPCRouter({
       } catch (error) {
         throw new TRPCError({ code: "BAD_REQUEST", message: (error as Error).message });
       }
-      if (config.algorithm.name === "sft" && config.sft.data === "dataset") {
+      if (imitates(config) === "dataset") {
         const file = (await datasetFiles(ctx.db))[config.sft.dataset];
         if (!file)
           throw new TRPCError({
@@ -113,7 +113,7 @@ export const runsRouter = createTRPCRouter({
             name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
             config: config as unknown as Record<string, unknown>,
             seed: config.seed,
-            totalSteps: config.algorithm.steps,
+            totalSteps: totalSteps(config),
           },
           {
             priority: input.priority,

@@ -37,7 +37,12 @@ export default defineEnvironment<{ colour: string; said?: string }, string>({
 });
 `;
 
-async function play(config: Record<string, unknown>, extra: Partial<JobSpec> = {}) {
+async function play(
+  config: Record<string, unknown>,
+  extra: Partial<JobSpec> = {},
+  pauseAfter?: number,
+  artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-artifacts-")),
+) {
   const metrics: MetricPointInput[] = [];
   const saved: { step: number; path: string }[] = [];
   const logs: string[] = [];
@@ -56,10 +61,18 @@ async function play(config: Record<string, unknown>, extra: Partial<JobSpec> = {
     datasets: {},
     ...extra,
   } as unknown as JobSpec;
-  const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-artifacts-"));
-  const outcome = await runJob({ channel, workerId: "wrk_test", spec, artifactsDir, stopRequested: () => null });
+  let reached = 0;
+  const outcome = await runJob({
+    channel,
+    workerId: "wrk_test",
+    spec,
+    artifactsDir,
+    stopRequested: () => (pauseAfter !== undefined && reached >= pauseAfter ? "pause" : null),
+    onStep: (step) => void (reached = step),
+  });
   const series = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.value);
-  return { outcome, saved, series, logs };
+  const stepsOf = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.step);
+  return { outcome, saved, series, stepsOf, logs, artifactsDir };
 }
 
 const sftConfig = (sft: Record<string, unknown>) => ({
@@ -100,6 +113,36 @@ describe("SFT on a worker", () => {
     expect(rl.outcome).toEqual({ outcome: "completed", reason: null });
     expect(rl.series("eval/score")[0]).toBe(after);
   }, 120_000);
+
+  it("takes an RL run's SFT steps first, then RL from that policy, and resumes in the RL stage with the same reference", async () => {
+    const config = {
+      ...sftConfig({ data: "demonstrator", demonstrations: 60, steps: 8, learningRate: 1e-2 }),
+      algorithm: { name: "grpo", steps: 4, groupSize: 4, groupsPerStep: 2, learningRate: 1e-3, klCoef: 0.5 },
+    };
+    const whole = await play(config);
+    expect(whole.outcome).toEqual({ outcome: "completed", reason: null });
+    expect(whole.stepsOf("loss/sft")).toEqual(Array.from({ length: 8 }, (_, i) => i + 1));
+    expect(whole.stepsOf("reward/mean")).toEqual([9, 10, 11, 12]);
+    expect(whole.stepsOf("eval/score")).toEqual([0, 8, 12]);
+    expect(whole.logs).toContain("SFT done after 8 steps; RL starts from this policy.");
+    expect(whole.saved.map((c) => c.step)).toEqual([8, 12]);
+    // The KL penalty's reference is the policy where RL began: at RL's first step the policy is that policy.
+    const kl = whole.series("loss/kl");
+    expect(kl).toHaveLength(4);
+    expect(Math.abs(kl[0]!)).toBeLessThan(1e-6);
+    expect(kl.at(-1)!).toBeGreaterThan(0);
+
+    // Paused in the RL stage and resumed: the same reference (the checkpoint at step 8), so the same KL.
+    const paused = await play(config, {}, 10);
+    expect(paused.outcome.outcome).toBe("paused");
+    const at = paused.saved.at(-1)!;
+    expect(at.step).toBe(10);
+    const resumed = await play(config, { resume: { step: 10, path: at.path } } as never, undefined, paused.artifactsDir);
+    expect(resumed.outcome.outcome).toBe("completed");
+    expect(resumed.stepsOf("loss/sft")).toEqual([]);
+    expect(resumed.stepsOf("loss/kl")).toEqual([11, 12]);
+    expect(resumed.series("loss/kl")[0]).toBeCloseTo(kl[2]!, 5);
+  }, 180_000);
 
   it("imitates an uploaded dataset of conversations", async () => {
     const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-data-")), "ds.jsonl");
