@@ -65,6 +65,17 @@ export const serverEnvSchema = z.object({
     .max(1, "must be a number from 0.01 to 1")
     .default(1)
     .describe("share of this machine's memory a worker offers (set by the server for its local workers)"),
+  TINKERLAB_WORKER_EXIT_WITH_PARENT: z
+    .enum(["on", "off"], "must be on or off")
+    .default("off")
+    .describe("on (set by the server for its local workers): the worker leaves when its standard input closes, i.e. the server that started it is gone"),
+  TINKERLAB_MAX_WORKER_LOSSES: z.coerce
+    .number({ message: "must be a whole number from 1 to 100" })
+    .int("must be a whole number from 1 to 100")
+    .min(1, "must be a whole number from 1 to 100")
+    .max(100, "must be a whole number from 1 to 100")
+    .default(3)
+    .describe("a job that loses its worker this many times in a row, its run getting no further in between, fails"),
   TINKERLAB_BASES_DIR: z.string().min(1).default("./lib/envs/bases").describe("folder of the built-in base models, one checkpoint folder per base"),
   TINKERLAB_EXAMPLES: z
     .enum(["on", "off"], "must be on or off")

@@ -196,9 +196,15 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             {(checkpoints.data ?? []).map((c) => (
               <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
                 <span className="tabular-nums text-slate-700">step {c.step}</span>
-                <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
-                  {c.id}
-                </span>
+                {c.setAsideReason ? (
+                  <span className="text-amber-700" title={c.setAsideReason}>
+                    set aside: damaged
+                  </span>
+                ) : (
+                  <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
+                    {c.id}
+                  </span>
+                )}
                 <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
               </li>
             ))}

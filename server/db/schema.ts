@@ -210,6 +210,8 @@ export const checkpoints = pgTable(
     kind: text("kind").notNull(),
     path: text("path").notNull(),
     sizeBytes: integer("size_bytes").notNull(),
+    /** Why the checkpoint was set aside (it failed its checksum when loaded); it is then neither resumed from nor a base. */
+    setAsideReason: text("set_aside_reason"),
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex("checkpoints_run_step_kind_uq").on(t.runId, t.step, t.kind)],
@@ -277,6 +279,10 @@ export const jobs = pgTable(
     deviceId: text("device_id").references(() => devices.id, { onDelete: "set null" }),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true }),
     attempts: integer("attempts").notNull().default(0),
+    /** Times in a row the job lost its worker without its run getting past the step of the loss before; at the limit it fails. */
+    workerLosses: integer("worker_losses").notNull().default(0),
+    /** The run's step when the job last lost its worker. */
+    lostAtStep: integer("lost_at_step"),
     lastCheckpointId: text("last_checkpoint_id"),
     /** Set while a worker should stop the job at its next step: "cancel", "pause" or "preempt". */
     stopRequested: text("stop_requested").$type<"cancel" | "pause" | "preempt">(),

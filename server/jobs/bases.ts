@@ -34,11 +34,20 @@ export async function resolveBase(db: Database, name: string, depth = 0): Promis
   if (!isCheckpointBase(name)) return { kind: "builtin", name };
   if (depth >= MAX_LINEAGE) throw new UnknownBaseError(`base '${name}' descends from more than ${MAX_LINEAGE} checkpoints; start from a built-in base`);
   const [row] = await db
-    .select({ id: checkpoints.id, path: checkpoints.path, step: checkpoints.step, runId: checkpoints.runId, runName: runs.name, config: runs.config })
+    .select({
+      id: checkpoints.id,
+      path: checkpoints.path,
+      step: checkpoints.step,
+      runId: checkpoints.runId,
+      runName: runs.name,
+      config: runs.config,
+      setAsideReason: checkpoints.setAsideReason,
+    })
     .from(checkpoints)
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
     .where(eq(checkpoints.id, name));
   if (!row) throw new UnknownBaseError(`No checkpoint named '${name}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`);
+  if (row.setAsideReason) throw new UnknownBaseError(`checkpoint '${name}' was set aside as damaged (${row.setAsideReason}); pick another`);
   const agent = (row.config as { agent?: { base?: string; training?: { mode?: string } } }).agent ?? {};
   if (typeof agent.base !== "string") throw new UnknownBaseError(`checkpoint '${name}' belongs to run '${row.runId}', whose config names no base`);
   return {

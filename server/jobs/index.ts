@@ -12,6 +12,7 @@ export {
   launchRun,
   leaveWorker,
   recordCheckpoint,
+  setAsideCheckpoint,
   resumeRun,
   stopRun,
   type ClaimedJob,

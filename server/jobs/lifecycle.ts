@@ -4,9 +4,10 @@
  * (./transitions.ts), guarded by the state machine of lib/lifecycle; a run's state follows its job's there.
  * Routers and workers call these; nothing else writes the runs and jobs tables.
  */
-import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
 import { type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
+import { serverEnv } from "../env";
 import { RunStateError, WorkerConflictError } from "./errors";
 import { datasetFiles } from "../datasets";
 import { resolveBase } from "./bases";
@@ -118,7 +119,12 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
       .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
       .where(eq(runs.id, job.runId));
     const resume = row!.lastCheckpointId
-      ? ((await tx.select({ path: checkpoints.path, step: checkpoints.step }).from(checkpoints).where(eq(checkpoints.id, row!.lastCheckpointId)))[0] ?? null)
+      ? ((
+          await tx
+            .select({ id: checkpoints.id, path: checkpoints.path, step: checkpoints.step })
+            .from(checkpoints)
+            .where(and(eq(checkpoints.id, row!.lastCheckpointId), isNull(checkpoints.setAsideReason)))
+        )[0] ?? null)
       : null;
     await tx.insert(runLogs).values({
       runId: job.runId,
@@ -152,10 +158,49 @@ export async function recordCheckpoint(db: Database, input: { workerId: string; 
     const [row] = await tx
       .insert(checkpoints)
       .values({ id: newId("ckpt"), runId: job.runId!, step: input.step, kind: "state", path: input.path, sizeBytes: input.sizeBytes })
-      .onConflictDoUpdate({ target: [checkpoints.runId, checkpoints.step, checkpoints.kind], set: { path: input.path, sizeBytes: input.sizeBytes } })
+      .onConflictDoUpdate({
+        target: [checkpoints.runId, checkpoints.step, checkpoints.kind],
+        set: { path: input.path, sizeBytes: input.sizeBytes, setAsideReason: null },
+      })
       .returning({ id: checkpoints.id });
     await tx.update(jobs).set({ lastCheckpointId: row!.id }).where(eq(jobs.id, input.jobId));
     return { checkpointId: row!.id };
+  });
+}
+
+/**
+ * A checkpoint the worker found damaged when it loaded it (a file truncated or altered: its checksum failed): it
+ * is set aside, so that it is neither resumed from nor offered as a base, the run's log says why, and the job's
+ * resume point goes back to the run's newest good checkpoint before it. Returns that one (null: none, the job
+ * starts again from its base).
+ */
+export async function setAsideCheckpoint(db: Database, input: { workerId: string; jobId: string; checkpointId: string; reason: string }) {
+  return inTransaction(db, async (tx) => {
+    const job = await requireJobOf(tx, input.jobId, input.workerId);
+    const [bad] = await tx
+      .update(checkpoints)
+      .set({ setAsideReason: input.reason })
+      .where(and(eq(checkpoints.id, input.checkpointId), eq(checkpoints.runId, job.runId!)))
+      .returning({ step: checkpoints.step });
+    if (!bad) throw new WorkerConflictError(`No checkpoint '${input.checkpointId}' in the run of job '${input.jobId}'`, "NOT_FOUND");
+    const [previous] = await tx
+      .select({ id: checkpoints.id, path: checkpoints.path, step: checkpoints.step })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.runId, job.runId!), eq(checkpoints.kind, "state"), isNull(checkpoints.setAsideReason), lt(checkpoints.step, bad.step)))
+      .orderBy(desc(checkpoints.step))
+      .limit(1);
+    await tx
+      .update(jobs)
+      .set({ lastCheckpointId: previous?.id ?? null })
+      .where(eq(jobs.id, input.jobId));
+    await tx.insert(runLogs).values({
+      runId: job.runId!,
+      level: "warn",
+      message:
+        `Checkpoint of step ${bad.step} set aside: ${input.reason}. ` +
+        (previous ? `Resuming from the checkpoint of step ${previous.step}.` : "No good checkpoint before it: starting again from the base."),
+    });
+    return { next: previous ?? null };
   });
 }
 
@@ -196,8 +241,11 @@ export async function finishJob(db: Database, input: { workerId: string; jobId: 
   });
 }
 
+/** Losses allowed in a row: what the caller says, else TINKERLAB_MAX_WORKER_LOSSES (default 3). */
+export type LossPolicy = { maxWorkerLosses?: number };
+
 /** Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. */
-export async function expireLeases(db: Database, now = new Date()): Promise<string[]> {
+export async function expireLeases(db: Database, now = new Date(), policy: LossPolicy = {}): Promise<string[]> {
   const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
   return inTransaction(db, async (tx) => {
     const dead = await tx
@@ -209,30 +257,59 @@ export async function expireLeases(db: Database, now = new Date()): Promise<stri
     const requeued = await requeueJobsOf(
       tx,
       dead.map((w) => w.id),
-      `worker lost (no heartbeat for ${LEASE_SECONDS} s); resuming from the last checkpoint`,
+      `worker lost (no heartbeat for ${LEASE_SECONDS} s)`,
+      policy,
     );
-    for (const job of requeued) {
-      if (job.runId)
-        await tx
-          .insert(runLogs)
-          .values({ runId: job.runId, level: "warn", message: `Worker lost; job ${job.id} requeued to resume from its last checkpoint.` });
-    }
     return requeued.map((job) => job.id);
   });
 }
 
 /** A worker leaving cleanly: it is marked gone, and jobs it still held go back to the queue. */
-export async function leaveWorker(db: Database, workerId: string) {
+export async function leaveWorker(db: Database, workerId: string, policy: LossPolicy = {}) {
   await inTransaction(db, async (tx) => {
     await tx.update(workers).set({ status: "dead" }).where(eq(workers.id, workerId));
-    await requeueJobsOf(tx, [workerId], "worker left; resuming from the last checkpoint");
+    await requeueJobsOf(tx, [workerId], "worker left", policy);
     await notifyJobs(tx, { freed: true });
   });
   return { ok: true };
 }
 
-function requeueJobsOf(tx: Database, workerIds: string[], reason: string) {
-  return moveJobs(tx, "queued", and(inArray(jobs.workerId, workerIds), inArray(jobs.status, ["placing", "running"])), {
-    job: { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, attempts: sql`${jobs.attempts} + 1` as unknown as number, reason },
-  });
+/**
+ * The jobs of workers that are gone: each goes back to the queue to resume from its last checkpoint, unless it has
+ * now lost its worker `maxWorkerLosses` times in a row without its run getting past the step of the loss before
+ * (a job that kills its worker, or never gets a step done before its lease runs out, would otherwise loop
+ * forever): that one fails, saying so. Returns the requeued jobs.
+ */
+async function requeueJobsOf(tx: Database, workerIds: string[], why: string, policy: LossPolicy) {
+  const limit = policy.maxWorkerLosses ?? serverEnv().TINKERLAB_MAX_WORKER_LOSSES;
+  const held = await tx
+    .select({ id: jobs.id, runId: jobs.runId, losses: jobs.workerLosses, lostAtStep: jobs.lostAtStep, step: runs.step })
+    .from(jobs)
+    .leftJoin(runs, eq(runs.id, jobs.runId))
+    .where(and(inArray(jobs.workerId, workerIds), inArray(jobs.status, ["placing", "running"])));
+  const requeued: { id: string; runId: string | null }[] = [];
+  for (const job of held) {
+    const step = job.step ?? 0;
+    const losses = job.lostAtStep !== null && step <= job.lostAtStep ? job.losses + 1 : 1;
+    const lost = { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, workerLosses: losses, lostAtStep: step };
+    if (losses >= limit) {
+      const reason = `lost its worker ${losses} times in a row without getting past step ${step} (last: ${why}); it may be crashing its worker or starving its heartbeat (see the log above)`;
+      const finishedAt = new Date();
+      const [failed] = await moveJobs(tx, "failed", eq(jobs.id, job.id), { job: { ...lost, reason, finishedAt }, run: { reason, finishedAt } });
+      if (failed?.runId) await tx.insert(runLogs).values({ runId: failed.runId, level: "error", message: `Failed: ${reason}.` });
+      continue;
+    }
+    const reason = `${why}; resuming from the last checkpoint`;
+    const [moved] = await moveJobs(tx, "queued", eq(jobs.id, job.id), { job: { ...lost, attempts: sql`${jobs.attempts} + 1` as unknown as number, reason } });
+    if (!moved) continue;
+    requeued.push(moved);
+    if (moved.runId) {
+      await tx.insert(runLogs).values({
+        runId: moved.runId,
+        level: "warn",
+        message: `Worker lost (${why}); job ${moved.id} requeued to resume from its last checkpoint (${losses} of ${limit} losses in a row allowed before it fails).`,
+      });
+    }
+  }
+  return requeued;
 }

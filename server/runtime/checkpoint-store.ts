@@ -6,7 +6,7 @@
  */
 import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { decodeSafetensors, encodeSafetensors, type TensorMap } from "@/lib/model/safetensors";
 
 export const checkpointFormat = "tinkerlab.checkpoint";
@@ -22,7 +22,25 @@ export interface CheckpointManifest {
   step: number;
   createdAt: string;
   files: string[];
+  /**
+   * Each file's size and SHA-256 (hex), checked whenever the checkpoint is opened. Absent from checkpoints written
+   * before checksums existed, which are read unchecked.
+   */
+  checksums?: Record<string, { bytes: number; sha256: string }>;
 }
+
+/** A checkpoint that is gone, or whose files are not what its manifest says (truncated, altered, unreadable). */
+export class CheckpointCorruptError extends Error {
+  override name = "CheckpointCorruptError";
+  constructor(
+    readonly dir: string,
+    problem: string,
+  ) {
+    super(`checkpoint '${dir}' cannot be used: ${problem}`);
+  }
+}
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 export type CheckpointFile = { kind: "json"; value: unknown } | { kind: "tensors"; tensors: TensorMap };
 
@@ -64,10 +82,12 @@ export function writeCheckpoint(
   mkdirSync(parent, { recursive: true });
   const tmp = mkdtempSync(join(parent, `.${name}.tmp-`));
   let previous: string | null = null;
+  const checksums: Record<string, { bytes: number; sha256: string }> = {};
   try {
     for (const [file, content] of Object.entries(files)) {
       const bytes = content.kind === "json" ? new TextEncoder().encode(JSON.stringify(content.value, null, 2) + "\n") : encodeSafetensors(content.tensors);
       writeDurable(join(tmp, file), bytes);
+      checksums[file] = { bytes: bytes.length, sha256: sha256(bytes) };
       hooks.afterFile?.(file);
     }
     const full: CheckpointManifest = {
@@ -76,6 +96,7 @@ export function writeCheckpoint(
       ...manifest,
       createdAt: new Date().toISOString(),
       files: Object.keys(files),
+      checksums,
     };
     writeDurable(join(tmp, "manifest.json"), new TextEncoder().encode(JSON.stringify(full, null, 2) + "\n"));
     hooks.afterFile?.("manifest.json");
@@ -103,29 +124,58 @@ export interface CheckpointReader {
   has(file: string): boolean;
 }
 
-/** Opens a checkpoint folder, checking that it is complete and of a format this code reads. */
+/**
+ * Opens a checkpoint folder, checking that it is complete, of a format this code reads, and that every file has
+ * the size and checksum its manifest records (CheckpointCorruptError otherwise, naming the file).
+ */
 export function readCheckpoint(dir: string): CheckpointReader {
   let folder = resolve(dir);
   if (!existsSync(folder)) {
     const parent = dirname(folder);
     const stepAside = existsSync(parent) ? readdirSync(parent).find((f) => f.startsWith(`.${basename(folder)}.old-`)) : undefined;
-    if (!stepAside) throw new Error(`no checkpoint at '${dir}'`);
+    if (!stepAside) throw new CheckpointCorruptError(dir, "its folder does not exist");
     folder = join(parent, stepAside);
   }
   const manifestPath = join(folder, "manifest.json");
-  if (!existsSync(manifestPath)) throw new Error(`'${dir}' is not a checkpoint: it has no manifest.json`);
-  const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as CheckpointManifest;
+  if (!existsSync(manifestPath)) throw new CheckpointCorruptError(dir, "it has no manifest.json (not a checkpoint, or one whose writing never finished)");
+  let manifest: CheckpointManifest;
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as CheckpointManifest;
+  } catch (error) {
+    throw new CheckpointCorruptError(dir, `manifest.json does not parse: ${(error as Error).message}`);
+  }
   if (manifest.format !== checkpointFormat || manifest.version !== checkpointVersion) {
     throw new Error(`'${dir}' has format ${manifest.format} v${manifest.version}; this code reads ${checkpointFormat} v${checkpointVersion}`);
   }
+  const contents = new Map<string, Uint8Array>();
   for (const file of manifest.files) {
-    if (!existsSync(join(folder, file))) throw new Error(`checkpoint '${dir}' lists ${file} but it is missing`);
+    if (!existsSync(join(folder, file))) throw new CheckpointCorruptError(dir, `${file} is missing (the manifest lists it)`);
+    const expected = manifest.checksums?.[file];
+    if (!expected) continue;
+    const bytes = new Uint8Array(readFileSync(join(folder, file)));
+    if (bytes.length !== expected.bytes)
+      throw new CheckpointCorruptError(dir, `${file} is ${bytes.length} bytes; the manifest says ${expected.bytes} (truncated?)`);
+    if (sha256(bytes) !== expected.sha256) throw new CheckpointCorruptError(dir, `${file} does not match the checksum in the manifest (altered or damaged)`);
+    contents.set(file, bytes); // read once: verified bytes are what the caller decodes
   }
+  const read = (file: string) => contents.get(file) ?? new Uint8Array(readFileSync(join(folder, file)));
   return {
     dir: folder,
     manifest,
     has: (file) => manifest.files.includes(file),
-    json: (file) => JSON.parse(readFileSync(join(folder, file), "utf8")),
-    tensors: (file) => decodeSafetensors(new Uint8Array(readFileSync(join(folder, file)))).tensors,
+    json: (file) => {
+      try {
+        return JSON.parse(new TextDecoder().decode(read(file)));
+      } catch (error) {
+        throw new CheckpointCorruptError(dir, `${file} does not parse: ${(error as Error).message}`);
+      }
+    },
+    tensors: (file) => {
+      try {
+        return decodeSafetensors(read(file)).tensors;
+      } catch (error) {
+        throw new CheckpointCorruptError(dir, `${file} cannot be read as safetensors: ${(error as Error).message}`);
+      }
+    },
   };
 }

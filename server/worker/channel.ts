@@ -18,6 +18,7 @@ import {
   recordCheckpoint,
   registerWorker,
   schedulerTick,
+  setAsideCheckpoint,
   storeReport,
   type ClaimedJob,
   type DeviceSpec,
@@ -40,6 +41,13 @@ export interface WorkerChannel {
   claim(workerId: string, jobId: string): Promise<ClaimedJob>;
   report(input: ReportInput): Promise<unknown>;
   checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number }): Promise<unknown>;
+  /** A checkpoint found damaged on loading: set aside; answers the run's newest good checkpoint before it, if any. */
+  setAside(input: {
+    workerId: string;
+    jobId: string;
+    checkpointId: string;
+    reason: string;
+  }): Promise<{ next: { id: string; path: string; step: number } | null }>;
   finish(input: { workerId: string; jobId: string; outcome: FinishOutcome; reason: string | null }): Promise<unknown>;
   leave(workerId: string): Promise<unknown>;
   /** A scheduling pass run by this worker (database workers only). */
@@ -53,7 +61,12 @@ export interface WorkerChannel {
  * A channel for running one job in this process without a server (benches, tests): `runJob` reports and records
  * checkpoints through the given handlers; the calls a worker loop makes (register, claim, …) are refused.
  */
-export function inProcessChannel(on: { report?(input: ReportInput): void; checkpoint?(input: { step: number; path: string }): void }): WorkerChannel {
+export function inProcessChannel(on: {
+  report?(input: ReportInput): void;
+  checkpoint?(input: { step: number; path: string }): void;
+  /** Without it, a damaged checkpoint fails the job. */
+  setAside?(input: { checkpointId: string; reason: string }): { next: { id: string; path: string; step: number } | null };
+}): WorkerChannel {
   const refuse = () => Promise.reject(new Error("an in-process channel runs one job: runJob does not call this"));
   return {
     describe: "in process",
@@ -65,6 +78,7 @@ export function inProcessChannel(on: { report?(input: ReportInput): void; checkp
       on.checkpoint?.(input);
       return {};
     },
+    setAside: async (input) => (on.setAside ? on.setAside(input) : refuse()),
     finish: refuse,
     leave: refuse,
     close: async () => {},
@@ -80,6 +94,7 @@ export function httpChannel(serverUrl: string, token: string): WorkerChannel {
     claim: (workerId, jobId) => api.worker.claim.mutate({ workerId, jobId }),
     report: (input) => api.worker.report.mutate(input),
     checkpoint: (input) => api.worker.checkpoint.mutate(input),
+    setAside: (input) => api.worker.setAside.mutate(input),
     finish: (input) => api.worker.finish.mutate(input),
     leave: (workerId) => api.worker.leave.mutate({ workerId }),
     close: async () => {},
@@ -123,6 +138,7 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
       await db.execute(sql`select pg_notify(${RUN_DATA_CHANNEL}, ${runId})`);
     },
     checkpoint: (input) => recordCheckpoint(db, input),
+    setAside: (input) => setAsideCheckpoint(db, input),
     async finish(input) {
       const { runId } = await finishJob(db, input);
       await db.execute(sql`select pg_notify(${RUN_DATA_CHANNEL}, ${runId})`);

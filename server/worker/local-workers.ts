@@ -31,9 +31,12 @@ export function startLocalWorkers(options: {
   const spawnOne = (index: number) => {
     const child = spawn(process.execPath, command, {
       cwd: options.root,
-      stdio: ["ignore", "inherit", "inherit"],
+      // stdin is a pipe nobody writes to: when this process exits, however it exits, the system closes it, and the
+      // worker sees its end and leaves (no orphaned workers heartbeating a server that is gone).
+      stdio: ["pipe", "inherit", "inherit"],
       env: {
         ...options.env,
+        TINKERLAB_WORKER_EXIT_WITH_PARENT: "on",
         TINKERLAB_SERVER_URL: options.serverUrl,
         TINKERLAB_WORKER_TOKEN: options.token,
         TINKERLAB_WORKER_MEMORY_SHARE: String(1 / options.count),

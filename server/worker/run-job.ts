@@ -17,7 +17,7 @@ import { defineExperiment, type ExperimentConfig, sftStepsBeforeRl } from "@/lib
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
-import { TrainingClient } from "../runtime";
+import { CheckpointCorruptError, TrainingClient } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
@@ -56,19 +56,22 @@ export async function runJob(options: {
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
   const training = config.agent.training;
-  const client = new TrainingClient(base, {
-    lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
-    valueHead: config.agent.valueHead,
-    seed: config.seed,
-  });
+  const newClient = () =>
+    new TrainingClient(base, {
+      lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
+      valueHead: config.agent.valueHead,
+      seed: config.seed,
+    });
+  let client = newClient();
   let startStep = 0;
   let memory: Record<string, number> = {};
-  if (spec.resume) {
+  /** Restores the client, the step and the algorithm's memory from a checkpoint of this run. */
+  const restore = async (resume: { path: string; step: number }) => {
     const sftSteps = sftStepsBeforeRl(config);
-    const inRlStage = sftSteps > 0 && spec.resume.step >= sftSteps;
+    const inRlStage = sftSteps > 0 && resume.step >= sftSteps;
     if (inRlStage) {
       // Resumed in the RL stage: the KL penalty's reference is the policy where RL began, saved at step sftSteps.
-      const stageStart = path.join(path.dirname(spec.resume.path), checkpointDirName(sftSteps));
+      const stageStart = path.join(path.dirname(resume.path), checkpointDirName(sftSteps));
       if (fs.existsSync(stageStart)) {
         await client.loadState(stageStart);
         client.beginStage();
@@ -79,10 +82,26 @@ export async function runJob(options: {
       }
     }
     // At the stage's first step the checkpoint is that policy itself, with the optimizer of the SFT steps.
-    if (!(inRlStage && spec.resume.step === sftSteps)) await client.loadState(spec.resume.path);
-    startStep = spec.resume.step;
-    const memoryFile = path.join(spec.resume.path, MEMORY_FILE);
+    if (!(inRlStage && resume.step === sftSteps)) await client.loadState(resume.path);
+    startStep = resume.step;
+    const memoryFile = path.join(resume.path, MEMORY_FILE);
     if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
+  };
+  // A damaged checkpoint (its checksum fails) is set aside, and the job resumes from the run's newest good one
+  // before it, or from the base when there is none.
+  let resume: { id?: string; path: string; step: number } | null = spec.resume;
+  while (resume) {
+    try {
+      await restore(resume);
+      break;
+    } catch (error) {
+      if (!(error instanceof CheckpointCorruptError) || !resume.id || path.resolve(error.dir) !== path.resolve(resume.path)) throw error;
+      const reason = error.message;
+      ({ next: resume } = await channel.setAside({ workerId, jobId, checkpointId: resume.id, reason }));
+      client = newClient(); // a load that failed part-way may have changed it
+      startStep = 0;
+      memory = {};
+    }
   }
   // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
   let environment: EnvironmentInfo;

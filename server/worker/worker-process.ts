@@ -19,6 +19,11 @@ export type WorkerOptions = {
   /** Share of the machine's memory this worker offers (local workers split the machine between them). */
   memoryShare?: number;
   heartbeatMs?: number;
+  /**
+   * Leave when standard input closes: a local worker's stdin is a pipe from the server that started it, closed by
+   * the system when that server exits, however it exits (a SIGKILLed server leaves no one to send SIGTERM).
+   */
+  exitWithParent?: boolean;
   /** A database worker's scheduling pass when no NOTIFY came (the fallback poll). */
   pollMs?: number;
   log?: (line: string) => void;
@@ -58,6 +63,14 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
   };
   process.once("SIGTERM", () => void leave());
   process.once("SIGINT", () => void leave());
+  if (options.exitWithParent) {
+    const parentGone = () => {
+      log("the server that started this worker is gone; leaving");
+      void leave();
+    };
+    process.stdin.once("end", parentGone).once("close", parentGone).once("error", parentGone);
+    process.stdin.resume(); // read (and drop) whatever comes, so that the end is seen
+  }
 
   // Woken early by a NOTIFY (database workers); otherwise a heartbeat every second and a pass every `pollMs`.
   let wakeUp: (() => void) | null = null;

@@ -3,6 +3,7 @@
  * killed mid-run (its job resumes from the last checkpoint on another worker, with no metric point lost or
  * doubled), and several workers sharing a real PostgreSQL server.
  */
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScratchDatabase } from "../support/postgres";
@@ -104,6 +105,34 @@ describe("a run's life", () => {
     const logs = await call<{ message: string }[]>(server, "runs.logs", { runId }, "GET");
     expect(logs.map((l) => l.message).join("\n")).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/);
   }, 480_000);
+
+  it("a SIGKILLed web server takes its local worker with it: no orphan heartbeating a server that is gone", async () => {
+    const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
+    servers.push(server);
+    const deadline = Date.now() + 60_000;
+    while (!/\[worker (\d+)\] registered/.test(server.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    const workerPid = Number(/\[worker (\d+)\] registered/.exec(server.output())![1]);
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive(workerPid)).toBe(true);
+    // The server itself (tsx runs it as a child of the process the test started), killed with no chance to clean up.
+    const serverPid = Number(
+      execFileSync("pgrep", ["-P", String(server.process.pid)], { encoding: "utf8" })
+        .trim()
+        .split("\n")[0],
+    );
+    process.kill(serverPid, "SIGKILL");
+    const gone = Date.now() + 15_000;
+    while (alive(workerPid) && Date.now() < gone) await new Promise((r) => setTimeout(r, 100));
+    expect(alive(workerPid)).toBe(false);
+    expect(server.output()).toMatch(/the server that started this worker is gone; leaving/);
+  }, 120_000);
 
   it("continues after the whole server restarts: the run resumes from its checkpoint", async () => {
     const dataDir = path.join(tempDir("db"), "db");

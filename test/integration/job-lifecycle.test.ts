@@ -9,7 +9,19 @@ import { canTransition, jobStates, runStateOf, type JobState } from "@/lib/lifec
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { devices, jobs, runLogs, runs, workers } from "@/server/db/schema";
-import { claimJob, finishJob, recordCheckpoint, registerWorker, resumeRun, RunStateError, stopRun, submitJob, WorkerConflictError } from "@/server/jobs";
+import {
+  claimJob,
+  expireLeases,
+  finishJob,
+  leaveWorker,
+  recordCheckpoint,
+  registerWorker,
+  resumeRun,
+  RunStateError,
+  stopRun,
+  submitJob,
+  WorkerConflictError,
+} from "@/server/jobs";
 import { moveJobs } from "@/server/jobs/transitions";
 import { callerFor, openTestDatabase } from "./support/database";
 
@@ -172,5 +184,49 @@ describe("lifecycle operations", () => {
     expect(job).toMatchObject({ status: "queued", attempts: 1, workerId: null });
     expect(job!.lastCheckpointId).toMatch(/^ckpt_/);
     expect((await statesOf(ids)).run).toBe("queued");
+  });
+
+  it("a job that keeps losing its worker without getting further fails, saying why; one that gets further is requeued", async () => {
+    const ids = await jobIn("running");
+    const newWorker = async () =>
+      (
+        await registerWorker(handle.db, {
+          hostname: "test",
+          pid: 2,
+          backend: "js",
+          devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+        })
+      ).workerId;
+    const loseWorkerAt = async (step: number, how: "lease" | "leave") => {
+      const holder = await newWorker();
+      await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+      await handle.db.update(runs).set({ status: "running", step }).where(eq(runs.id, ids.runId));
+      if (how === "leave") await leaveWorker(handle.db, holder, { maxWorkerLosses: 3 });
+      else {
+        await handle.db
+          .update(workers)
+          .set({ heartbeatAt: new Date(Date.now() - 60_000) })
+          .where(eq(workers.id, holder));
+        await expireLeases(handle.db, new Date(), { maxWorkerLosses: 3 });
+      }
+      const [job] = await handle.db.select({ status: jobs.status, losses: jobs.workerLosses, reason: jobs.reason }).from(jobs).where(eq(jobs.id, ids.jobId));
+      return job!;
+    };
+    // Lost at step 7, 9 and 12: each time further along, so it is requeued each time.
+    expect(await loseWorkerAt(7, "lease")).toMatchObject({ status: "queued", losses: 1 });
+    expect(await loseWorkerAt(9, "leave")).toMatchObject({ status: "queued", losses: 1 });
+    expect(await loseWorkerAt(12, "lease")).toMatchObject({ status: "queued", losses: 1 });
+    // Then lost again at step 12, and at step 10 (it resumed from an earlier checkpoint and got no further): the third fails it.
+    expect(await loseWorkerAt(12, "lease")).toMatchObject({ status: "queued", losses: 2 });
+    const failed = await loseWorkerAt(10, "leave");
+    expect(failed).toMatchObject({ status: "failed", losses: 3 });
+    expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10 \(last: worker left\)/);
+    expect((await statesOf(ids)).run).toBe("failed");
+    const [run] = await handle.db.select({ reason: runs.reason, finishedAt: runs.finishedAt }).from(runs).where(eq(runs.id, ids.runId));
+    expect(run!.reason).toBe(failed.reason);
+    expect(run!.finishedAt).not.toBeNull();
+    const logs = await handle.db.select({ level: runLogs.level, message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
+    expect(logs.filter((l) => l.level === "warn" && /Worker lost/.test(l.message))).toHaveLength(4);
+    expect(logs.at(-1)).toMatchObject({ level: "error" });
   });
 });

@@ -4,7 +4,7 @@
  * agent's base.
  */
 import { TRPCError } from "@trpc/server";
-import { desc, eq } from "drizzle-orm";
+import { desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { checkpoints, experiments, runs } from "../../db";
@@ -47,6 +47,7 @@ export const checkpointsRouter = createTRPCRouter({
       .from(checkpoints)
       .innerJoin(runs, eq(runs.id, checkpoints.runId))
       .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+      .where(isNull(checkpoints.setAsideReason)) // damaged: not a base
       .orderBy(desc(checkpoints.createdAt))
       .limit(input.limit);
     const fromRuns = rows.map((row) => {
@@ -66,10 +67,17 @@ export const checkpointsRouter = createTRPCRouter({
     return { builtin, checkpoints: fromRuns };
   }),
 
-  /** A run's checkpoints, newest first. */
+  /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
   ofRun: protectedProcedure.input(z.object({ runId: z.string().min(1) })).query(async ({ ctx, input }) => {
     return ctx.db
-      .select({ id: checkpoints.id, step: checkpoints.step, kind: checkpoints.kind, sizeBytes: checkpoints.sizeBytes, createdAt: checkpoints.createdAt })
+      .select({
+        id: checkpoints.id,
+        step: checkpoints.step,
+        kind: checkpoints.kind,
+        sizeBytes: checkpoints.sizeBytes,
+        createdAt: checkpoints.createdAt,
+        setAsideReason: checkpoints.setAsideReason,
+      })
       .from(checkpoints)
       .where(eq(checkpoints.runId, input.runId))
       .orderBy(desc(checkpoints.step));

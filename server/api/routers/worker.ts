@@ -9,7 +9,17 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { announceRunData } from "../../metrics";
 import { REPORT_LIMITS } from "../../worker/report-queue";
-import { claimJob, finishJob, heartbeat, leaveWorker, recordCheckpoint, registerWorker, storeReport, WorkerConflictError } from "../../jobs";
+import {
+  claimJob,
+  finishJob,
+  heartbeat,
+  leaveWorker,
+  recordCheckpoint,
+  registerWorker,
+  setAsideCheckpoint,
+  storeReport,
+  WorkerConflictError,
+} from "../../jobs";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 
 const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: string };
@@ -110,6 +120,11 @@ export const workerRouter = createTRPCRouter({
   checkpoint: workerProcedure
     .input(z.object({ workerId: z.string(), jobId: z.string(), step: z.number().int().min(0), path: z.string().min(1), sizeBytes: z.number().int().min(0) }))
     .mutation(({ ctx, input }) => recordCheckpoint(ctx.db, input)),
+
+  /** A checkpoint that failed its checksum when loaded: set aside; answers the run's newest good one before it. */
+  setAside: workerProcedure
+    .input(z.object({ workerId: z.string(), jobId: z.string(), checkpointId: z.string(), reason: z.string().max(2_000) }))
+    .mutation(({ ctx, input }) => setAsideCheckpoint(ctx.db, input)),
 
   /** Ends the worker's part in a job: done, failed, stopped as asked, or handed back to the queue. */
   finish: workerProcedure

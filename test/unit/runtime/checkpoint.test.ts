@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { BaseModel } from "@/server/runtime/base-model";
-import { readCheckpoint, writeCheckpoint } from "@/server/runtime/checkpoint-store";
+import { CheckpointCorruptError, readCheckpoint, writeCheckpoint } from "@/server/runtime/checkpoint-store";
 import { TrainingClient } from "@/server/runtime/training-client";
 
 const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 1, nHeads: 2 };
@@ -33,6 +33,47 @@ describe("checkpoint compatibility", () => {
     await new TrainingClient(base, { lora: { rank: 4 } }).saveState(path);
     await expect(new TrainingClient(base, { lora: { rank: 8 } }).loadState(path)).rejects.toThrow(/checkpoint has rank=4, client expects rank=8/);
     await expect(new TrainingClient(base).loadState(path)).rejects.toThrow(/checkpoint holds a LoRA adapter, client trains full weights/);
+  });
+});
+
+describe("checkpoint checksums", () => {
+  it("a truncated, altered or missing file is refused when opened, naming the checkpoint and the file", async () => {
+    const save = async (name: string) => {
+      const path = join(dir, "checked", name);
+      await new TrainingClient(BaseModel.create(tiny)).saveState(path);
+      return path;
+    };
+    const truncated = await save("truncated");
+    const weights = join(truncated, "weights.safetensors");
+    const size = readFileSync(weights).length;
+    truncateSync(weights, size - 100);
+    const refusal = (() => {
+      try {
+        readCheckpoint(truncated);
+      } catch (error) {
+        return error as Error;
+      }
+      return null;
+    })();
+    expect(refusal).toBeInstanceOf(CheckpointCorruptError);
+    expect(refusal!.message).toBe(
+      `checkpoint '${truncated}' cannot be used: weights.safetensors is ${size - 100} bytes; the manifest says ${size} (truncated?)`,
+    );
+    await expect(new TrainingClient(BaseModel.create(tiny)).loadState(truncated)).rejects.toThrow(CheckpointCorruptError);
+
+    const altered = await save("altered");
+    const bytes = readFileSync(join(altered, "optimizer.safetensors"));
+    bytes[bytes.length - 1] ^= 0xff; // one flipped byte, same size
+    writeFileSync(join(altered, "optimizer.safetensors"), bytes);
+    expect(() => readCheckpoint(altered)).toThrow(/optimizer\.safetensors does not match the checksum in the manifest/);
+
+    const missing = await save("missing");
+    rmSync(join(missing, "trainer_state.json"));
+    expect(() => readCheckpoint(missing)).toThrow(/trainer_state\.json is missing \(the manifest lists it\)/);
+    expect(() => readCheckpoint(join(dir, "checked", "never-written"))).toThrow(/never-written' cannot be used: its folder does not exist/);
+    // An intact one opens, and its manifest records every file's size and checksum.
+    const intact = readCheckpoint(await save("intact"));
+    expect(Object.keys(intact.manifest.checksums!).sort()).toEqual([...intact.manifest.files].sort());
   });
 });
 
