@@ -58,6 +58,7 @@ async function main(argv: string[]) {
         artifactsDir: env.ARTIFACTS_DIR,
         backend: env.TINKERLAB_BACKEND,
         memoryShare: env.TINKERLAB_WORKER_MEMORY_SHARE,
+        computeSlots: env.TINKERLAB_WORKER_SLOTS,
         exitWithParent: env.TINKERLAB_WORKER_EXIT_WITH_PARENT === "on",
         log,
       });

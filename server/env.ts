@@ -65,6 +65,13 @@ export const serverEnvSchema = z.object({
     .max(1, "must be a number from 0.01 to 1")
     .default(1)
     .describe("share of this machine's memory a worker offers (set by the server for its local workers)"),
+  TINKERLAB_WORKER_SLOTS: z.coerce
+    .number({ message: "must be a whole number from 1 to 256" })
+    .int("must be a whole number from 1 to 256")
+    .min(1, "must be a whole number from 1 to 256")
+    .max(256, "must be a whole number from 1 to 256")
+    .optional()
+    .describe("jobs a worker runs at once (compute slots); unset: one per core of its share of the machine"),
   TINKERLAB_WORKER_EXIT_WITH_PARENT: z
     .enum(["on", "off"], "must be on or off")
     .default("off")

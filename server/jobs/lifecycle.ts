@@ -257,7 +257,7 @@ export async function expireLeases(db: Database, now = new Date(), policy: LossP
     const requeued = await requeueJobsOf(
       tx,
       dead.map((w) => w.id),
-      `worker lost (no heartbeat for ${LEASE_SECONDS} s)`,
+      `no heartbeat for ${LEASE_SECONDS} s`,
       policy,
     );
     return requeued.map((job) => job.id);
@@ -268,7 +268,7 @@ export async function expireLeases(db: Database, now = new Date(), policy: LossP
 export async function leaveWorker(db: Database, workerId: string, policy: LossPolicy = {}) {
   await inTransaction(db, async (tx) => {
     await tx.update(workers).set({ status: "dead" }).where(eq(workers.id, workerId));
-    await requeueJobsOf(tx, [workerId], "worker left", policy);
+    await requeueJobsOf(tx, [workerId], "the worker left", policy);
     await notifyJobs(tx, { freed: true });
   });
   return { ok: true };
@@ -299,7 +299,7 @@ async function requeueJobsOf(tx: Database, workerIds: string[], why: string, pol
       if (failed?.runId) await tx.insert(runLogs).values({ runId: failed.runId, level: "error", message: `Failed: ${reason}.` });
       continue;
     }
-    const reason = `${why}; resuming from the last checkpoint`;
+    const reason = `worker lost (${why}); resuming from the last checkpoint`;
     const [moved] = await moveJobs(tx, "queued", eq(jobs.id, job.id), { job: { ...lost, attempts: sql`${jobs.attempts} + 1` as unknown as number, reason } });
     if (!moved) continue;
     requeued.push(moved);

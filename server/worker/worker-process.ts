@@ -8,16 +8,18 @@
 import os from "node:os";
 import { initBackend, type BackendPreference } from "../runtime";
 import { missingRolloutFlags, startedMarkingOnMainThread } from "./gc";
-import { cpuDevice } from "../scheduler";
 import type { WorkerChannel } from "./channel";
+import { workerDevice } from "./devices";
 import { runJob, type StopReason } from "./run-job";
 
 export type WorkerOptions = {
   channel: WorkerChannel;
   artifactsDir: string;
   backend: BackendPreference;
-  /** Share of the machine's memory this worker offers (local workers split the machine between them). */
+  /** Share of the machine's memory and cores this worker offers (local workers split the machine between them). */
   memoryShare?: number;
+  /** Compute slots to offer (jobs at once); default one per core of its share, at least one. */
+  computeSlots?: number;
   heartbeatMs?: number;
   /**
    * Leave when standard input closes: a local worker's stdin is a pipe from the server that started it, closed by
@@ -43,16 +45,23 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     );
   }
   const backend = await initBackend({ prefer: options.backend });
-  // One Node process computes on one thread: it offers one compute slot.
-  const device = cpuDevice(`cpu:${os.hostname()}:${process.pid}`, os.totalmem() * (options.memoryShare ?? 1), 1);
+  // The machine's share this worker offers (local workers split the machine between them): its memory and one
+  // compute slot per core, or the GPU the backend computes on. Jobs placed side by side run here together, taking
+  // turns a step at a time on this thread, and LoRA jobs on one base share its weights in memory (./base-models.ts).
+  const device = workerDevice({
+    id: `${backend.capabilities.gpu ? "gpu" : "cpu"}:${os.hostname()}:${process.pid}`,
+    gpu: backend.capabilities.gpu,
+    share: options.memoryShare ?? 1,
+    slots: options.computeSlots,
+  });
   const { workerId } = await channel.register({
     hostname: os.hostname(),
     pid: process.pid,
     backend: backend.capabilities.backend,
-    devices: [{ kind: "cpu", name: device.id, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
+    devices: [{ kind: device.kind, name: device.name, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
   });
   log(
-    `registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.memoryMb} MiB${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`,
+    `registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`,
   );
 
   const running = new Map<string, { step: number; stop: StopReason | null }>();

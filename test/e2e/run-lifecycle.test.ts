@@ -103,8 +103,42 @@ describe("a run's life", () => {
     expect(rewardSteps).toHaveLength(steps);
     expect(new Set(rewardSteps).size).toBe(steps);
     const logs = await call<{ message: string }[]>(server, "runs.logs", { runId }, "GET");
-    expect(logs.map((l) => l.message).join("\n")).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/);
+    expect(logs.map((l) => l.message).join("\n")).toMatch(
+      /Worker lost \(no heartbeat for 20 s\); job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/,
+    );
   }, 480_000);
+
+  it("runs two LoRA runs on one base side by side on one worker", async () => {
+    const server = await startServer({
+      TINKERLAB_BASES_DIR: basesDir,
+      TINKERLAB_EXAMPLES: "off",
+      ARTIFACTS_DIR: tempDir("artifacts"),
+      TINKERLAB_WORKER_SLOTS: "2",
+    });
+    servers.push(server);
+    const lora = async (name: string) => {
+      const experiment = tinyExperiment(name, 60);
+      const config = { ...experiment.config, agent: { ...experiment.config.agent, training: { mode: "lora", rank: 4 } } };
+      const { id } = await call<{ id: string }>(server, "experiments.create", { name, config });
+      return (await call<{ runId: string }>(server, "runs.launch", { experimentId: id })).runId;
+    };
+    const runIds = [await lora("lora-a"), await lora("lora-b")];
+    // Both running at once, on the one worker (the scheduler's view says where each job is).
+    const deadline = Date.now() + 120_000;
+    let together = false;
+    while (!together && Date.now() < deadline) {
+      const runs = await Promise.all(runIds.map((id) => call<Run>(server, "runs.byId", { id }, "GET")));
+      together = runs.every((r) => r.status === "running" && r.step > 0);
+      if (runs.some((r) => r.status === "completed")) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(together).toBe(true);
+    expect(server.output()).toMatch(/registered as wrk_\w+ .*2 slots/);
+    for (const runId of runIds)
+      expect(await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 240)).toMatchObject({ status: "completed", step: 60 });
+    const started = [...server.output().matchAll(/\[worker (\d+)\] job job_\w+ \(run (run_\w+)\) started/g)];
+    expect(new Set(started.filter((m) => runIds.includes(m[2]!)).map((m) => m[1]))).toHaveLength(1);
+  }, 360_000);
 
   it("a SIGKILLed web server takes its local worker with it: no orphan heartbeating a server that is gone", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });

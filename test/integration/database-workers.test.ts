@@ -47,7 +47,8 @@ async function freshDatabase() {
 }
 
 function startWorker(databaseUrl: string, artifacts: string): DatabaseWorker {
-  const worker = startDatabaseWorker(databaseUrl, { ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir });
+  // One slot each: the test is about how jobs spread across workers.
+  const worker = startDatabaseWorker(databaseUrl, { ARTIFACTS_DIR: artifacts, TINKERLAB_BASES_DIR: basesDir, TINKERLAB_WORKER_SLOTS: "1" });
   workers.push(worker);
   return worker;
 }
@@ -124,7 +125,9 @@ describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABAS
     expect(longStarts.find((s) => s.resumed)!.pid).not.toBe(holder.pid);
     // The database agrees: one "Started." per short run.
     for (const runId of short) expect((await runLog(handle, runId)).match(/^Started\.$/gm)).toHaveLength(1);
-    expect(await runLog(handle, long)).toMatch(/Worker lost; job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step [1-9]\d* \(attempt 2\)/);
+    expect(await runLog(handle, long)).toMatch(
+      /Worker lost \(no heartbeat for 20 s\); job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step [1-9]\d* \(attempt 2\)/,
+    );
     // Every metric point written before the kill is there, none twice.
     const rewardSteps = await metricSteps(handle, long, "reward/mean");
     expect(rewardSteps).toHaveLength(120);

@@ -220,7 +220,7 @@ describe("lifecycle operations", () => {
     expect(await loseWorkerAt(12, "lease")).toMatchObject({ status: "queued", losses: 2 });
     const failed = await loseWorkerAt(10, "leave");
     expect(failed).toMatchObject({ status: "failed", losses: 3 });
-    expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10 \(last: worker left\)/);
+    expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10 \(last: the worker left\)/);
     expect((await statesOf(ids)).run).toBe("failed");
     const [run] = await handle.db.select({ reason: runs.reason, finishedAt: runs.finishedAt }).from(runs).where(eq(runs.id, ids.runId));
     expect(run!.reason).toBe(failed.reason);
