@@ -1,6 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
@@ -35,6 +36,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     retry: false,
   });
   const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
+  const router = useRouter();
+  const evaluateCheckpoint = useMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: ({ runId: evaluation }) => router.push(`/runs/${evaluation}`) }));
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
@@ -90,7 +93,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <div className="flex items-center gap-3">
           <StatusBadge status={r.status} />
           <span className="text-sm tabular-nums text-slate-600" aria-label="progress">
-            step {r.step} of {r.totalSteps}
+            {r.totalSteps > 0 ? `step ${r.step} of ${r.totalSteps}` : "evaluation of its base (no training steps)"}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
           </span>
@@ -206,10 +209,24 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                   </span>
                 )}
                 <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
+                {!c.setAsideReason && (
+                  <button
+                    type="button"
+                    className="text-brand-700 hover:underline disabled:text-slate-400"
+                    disabled={evaluateCheckpoint.isPending}
+                    onClick={() => evaluateCheckpoint.mutate({ checkpointId: c.id })}
+                    title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
+                  >
+                    Evaluate
+                  </button>
+                )}
               </li>
             ))}
           </ol>
-          <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">Any checkpoint can be a base: pick it in an experiment's base field.</p>
+          <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
+            Any checkpoint can be a base: pick it in an experiment's base field.
+            {evaluateCheckpoint.error && <span className="block text-red-700">Evaluate: {evaluateCheckpoint.error.message}</span>}
+          </p>
         </Card>
         <Card title="Log">
           <ol className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs">

@@ -29,3 +29,28 @@ export async function evaluate(options: {
   const score = trajectories.reduce((a, t) => a + t.score, 0) / Math.max(trajectories.length, 1);
   return { score, metrics: rolloutMetrics(groups, options.environment.scoreName), trajectories };
 }
+
+/**
+ * One evaluation of a run at `step`, reported as every kind of run reports it: `eval/score` and `eval/<metric>`,
+ * then its trajectories as the step's "eval" rollouts. RL and SFT runs evaluate on their schedule; an evaluation
+ * run does it once, at step 0.
+ */
+export async function evaluateAndReport(
+  step: number,
+  options: Parameters<typeof evaluate>[0],
+  hooks: {
+    onMetrics?(step: number, metrics: Record<string, number>): void | Promise<void>;
+    onRollouts?(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: null): void | Promise<void>;
+  },
+): Promise<number> {
+  const result = await evaluate(options);
+  const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
+  await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
+  await hooks.onRollouts?.(
+    step,
+    "eval",
+    result.trajectories.map((t) => [t]),
+    null,
+  );
+  return result.score;
+}

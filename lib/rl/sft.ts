@@ -5,7 +5,7 @@ import type { ByteTokenizer } from "@/lib/model/tokenizer";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { learningRateAt, type ExperimentConfig } from "@/lib/sdk/experiment";
 import { runEpisodes, type EpisodeStart, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
-import { evaluate } from "./evaluate";
+import { evaluateAndReport } from "./evaluate";
 import type { PolicyModel } from "./primitives";
 import { chunkBatch, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
 import { evaluationSpecs, splitDataset, type TrainingHooks } from "./train";
@@ -118,22 +118,18 @@ export async function trainSft(options: {
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
   const runEvaluation = async (step: number) => {
     if (evaluation.length === 0) return;
-    const result = await evaluate({
-      policy,
-      environment: options.environment,
-      protocol: options.protocol,
-      specs: evaluation,
-      maxTokens: config.agent.sampling.maxTokens,
-      temperature: config.evaluation.temperature,
-      playEpisodes: options.playEpisodes,
-    });
-    const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
-    await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
-    await hooks.onRollouts?.(
+    await evaluateAndReport(
       step,
-      "eval",
-      result.trajectories.map((t) => [t]),
-      null,
+      {
+        policy,
+        environment: options.environment,
+        protocol: options.protocol,
+        specs: evaluation,
+        maxTokens: config.agent.sampling.maxTokens,
+        temperature: config.evaluation.temperature,
+        playEpisodes: options.playEpisodes,
+      },
+      hooks,
     );
   };
   let step = options.startStep ?? 0;

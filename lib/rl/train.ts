@@ -10,7 +10,7 @@ import { learningRateAt, type AlgorithmName, type ExperimentConfig } from "@/lib
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { RlAlgorithm } from "./algorithm";
-import { evaluate } from "./evaluate";
+import { evaluateAndReport } from "./evaluate";
 import { grpo, grpoPerTurn } from "./grpo";
 import { RunHealth, type HealthWarning } from "./health";
 import { ppo } from "./ppo";
@@ -109,25 +109,21 @@ export async function trainRl(options: {
    * this step. Only a run's first rollout (a resumed run's too) resets its own.
    */
   const runEvaluation = async (next: EpisodeSpec[] | undefined) => {
-    const result = await evaluate({
-      policy,
-      environment,
-      protocol,
-      specs: evaluation,
-      maxTokens: sampling.maxTokens,
-      temperature: config.evaluation.temperature,
-      playEpisodes: options.playEpisodes,
-      next: next && { specs: next, groupSize },
-    });
-    evaluations.push({ step, score: result.score });
-    const metrics = Object.fromEntries(Object.entries(result.metrics).map(([k, v]) => [`eval/${k}`, v]));
-    await hooks.onMetrics?.(step, { ...metrics, "eval/score": result.score });
-    await hooks.onRollouts?.(
+    const score = await evaluateAndReport(
       step,
-      "eval",
-      result.trajectories.map((t) => [t]),
-      null,
+      {
+        policy,
+        environment,
+        protocol,
+        specs: evaluation,
+        maxTokens: sampling.maxTokens,
+        temperature: config.evaluation.temperature,
+        playEpisodes: options.playEpisodes,
+        next: next && { specs: next, groupSize },
+      },
+      hooks,
     );
+    evaluations.push({ step, score });
   };
 
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a

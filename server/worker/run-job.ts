@@ -10,7 +10,8 @@ import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
 import type { UseCase } from "@/lib/envs";
 import type { HealthWarning } from "@/lib/rl/health";
 import { demonstrationConversations, fitConversations, parseConversations, toConversations, trainSft, type Conversation } from "@/lib/rl/sft";
-import { splitDataset, trainRl } from "@/lib/rl/train";
+import { evaluateAndReport } from "@/lib/rl/evaluate";
+import { evaluationSpecs, splitDataset, trainRl } from "@/lib/rl/train";
 import { Rng } from "@/lib/model/rng";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment, type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
@@ -175,6 +176,24 @@ export async function runJob(options: {
   };
 
   try {
+    if (spec.job.kind === "eval") {
+      // An evaluation run: the base (usually another run's checkpoint) plays the held-out episodes once.
+      await evaluateAndReport(
+        0,
+        {
+          policy,
+          environment,
+          protocol,
+          specs: evaluationSpecs(config, dataset ? splitDataset(dataset).test : null),
+          maxTokens: config.agent.sampling.maxTokens,
+          temperature: config.evaluation.temperature,
+          playEpisodes,
+        },
+        hooks,
+      );
+      await reports.flush();
+      return { outcome: "completed", reason: null };
+    }
     if (config.algorithm.name === "sft") {
       const outcome = await trainSft({ config, policy, conversations: await imitation(), environment, protocol, dataset, startStep, hooks, playEpisodes });
       await reports.flush();

@@ -9,23 +9,12 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpoints, jobs, metricPoints, runLogs, type DatabaseHandle } from "@/server/db";
-import {
-  claimJob,
-  finishJob,
-  heartbeat,
-  recordCheckpoint,
-  registerWorker,
-  resumeRun,
-  schedulerTick,
-  setAsideCheckpoint,
-  storeReport,
-  stopRun,
-} from "@/server/jobs";
+import { claimJob, recordCheckpoint, registerWorker, resumeRun, schedulerTick, setAsideCheckpoint, stopRun } from "@/server/jobs";
 import { createPackingPolicy } from "@/server/scheduler";
-import type { WorkerChannel } from "@/server/worker/channel";
 import { runJob } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callerFor, openTestDatabase } from "./support/database";
+import { channelOn } from "./support/worker-channel";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let handle: DatabaseHandle;
@@ -42,22 +31,6 @@ afterAll(async () => {
   await db.close();
   fs.rmSync(artifactsDir, { recursive: true, force: true });
 });
-
-/** The worker's side of server/jobs, straight on this database (as a database worker's channel is). */
-function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
-  return {
-    describe: "test database",
-    register: (input) => registerWorker(database, input),
-    heartbeat: (workerId) => heartbeat(database, workerId),
-    claim: (workerId, jobId) => claimJob(database, workerId, jobId),
-    report: (input) => storeReport(database, input),
-    checkpoint: (input) => recordCheckpoint(database, input),
-    setAside: (input) => setAsideCheckpoint(database, input),
-    finish: (input) => finishJob(database, input),
-    leave: async () => ({}),
-    close: async () => {},
-  };
-}
 
 describe("a damaged checkpoint", () => {
   it("is set aside when the job resumes, which goes on from the checkpoint before it and completes", async () => {

@@ -1,9 +1,9 @@
 import { tracked, TRPCError } from "@trpc/server";
 import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql, type SQL } from "drizzle-orm";
 import { z } from "zod";
-import { defineExperiment, imitates, totalSteps } from "@/lib/sdk/experiment";
+import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
-import { experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { checkpoints, type Database, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
 import { JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
@@ -94,46 +94,65 @@ export const runsRouter = createTRPCRouter({
           });
         }
       }
-      let shape;
-      try {
-        const base = await resolveBase(ctx.db, config.agent.base);
-        shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
-      } catch (error) {
-        throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
-      }
       const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
-      let runId;
-      try {
-        ({ runId } = await launchRun(
-          ctx.db,
-          {
-            experimentId: input.experimentId,
-            experimentVersionId: version.id,
-            createdBy: ctx.user.id,
-            name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
-            config: config as unknown as Record<string, unknown>,
-            seed: config.seed,
-            totalSteps: totalSteps(config),
-          },
-          {
-            priority: input.priority,
-            resources: {
-              kind: config.algorithm.name === "sft" ? "sft" : "rl",
-              mode: config.agent.training.mode,
-              baseModel: config.agent.base,
-              model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
-              batchSize: config.algorithm.name === "sft" ? config.sft.batchSize : config.algorithm.groupSize * config.algorithm.groupsPerStep,
-              contextLength: shape.contextLength,
-              loraRank: config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
-              computeSlots: 1,
-            },
-          },
-        ));
-      } catch (error) {
-        if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
-        throw error;
-      }
+      const runId = await queueRun(ctx.db, {
+        experimentId: input.experimentId,
+        experimentVersionId: version.id,
+        createdBy: ctx.user.id,
+        name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
+        config,
+        kind: config.algorithm.name === "sft" ? "sft" : "rl",
+        priority: input.priority,
+      });
       await ctx.db.update(experiments).set({ updatedAt: new Date() }).where(eq(experiments.id, input.experimentId));
+      return { runId };
+    }),
+
+  /**
+   * Evaluates a checkpoint of a run: a new run (an evaluation job) whose base is that checkpoint plays the source
+   * run's held-out episodes once, with its environment, protocol and sampling, and reports the score and rollouts.
+   */
+  evaluate: protectedProcedure
+    .input(
+      z.object({
+        checkpointId: z.string().min(1).max(200),
+        episodes: z.number().int().min(1).max(10_000).optional().describe("held-out episodes (default: the source run's evaluation.episodes)"),
+        temperature: z.number().min(0).max(5).optional().describe("sampling temperature (default: the source run's, 0 = greedy)"),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const [source] = await ctx.db
+        .select({
+          runId: runs.id,
+          runName: runs.name,
+          config: runs.config,
+          experimentId: runs.experimentId,
+          versionId: runs.experimentVersionId,
+          step: checkpoints.step,
+        })
+        .from(checkpoints)
+        .innerJoin(runs, eq(runs.id, checkpoints.runId))
+        .where(eq(checkpoints.id, input.checkpointId));
+      if (!source) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint '${input.checkpointId}'; a run's checkpoints are listed on its page` });
+      const original = defineExperiment(source.config as never);
+      const config = defineExperiment({
+        ...original,
+        agent: { ...original.agent, base: input.checkpointId, training: { mode: "full" } },
+        evaluation: {
+          ...original.evaluation,
+          ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
+          ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+        },
+      } as never);
+      const runId = await queueRun(ctx.db, {
+        experimentId: source.experimentId,
+        experimentVersionId: source.versionId,
+        createdBy: ctx.user.id,
+        name: `${source.runName}-eval-step${source.step}`,
+        config,
+        kind: "eval",
+        priority: 0,
+      });
       return { runId };
     }),
 
@@ -359,3 +378,62 @@ export const runsRouter = createTRPCRouter({
     return run;
   }),
 });
+
+/**
+ * Checks a run's base and queues it with the footprint of its job kind: training (RL, SFT) or an evaluation,
+ * which holds the weights and a KV cache but no gradients or optimizer.
+ */
+async function queueRun(
+  db: Database,
+  run: {
+    experimentId: string;
+    experimentVersionId: string;
+    createdBy: string;
+    name: string;
+    config: ExperimentConfig;
+    kind: "rl" | "sft" | "eval";
+    priority: number;
+  },
+): Promise<string> {
+  const { config } = run;
+  let shape;
+  try {
+    const base = await resolveBase(db, config.agent.base);
+    shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
+  } catch (error) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
+  }
+  const training = run.kind !== "eval";
+  try {
+    const { runId } = await launchRun(
+      db,
+      {
+        experimentId: run.experimentId,
+        experimentVersionId: run.experimentVersionId,
+        createdBy: run.createdBy,
+        name: run.name,
+        config: config as unknown as Record<string, unknown>,
+        seed: config.seed,
+        totalSteps: training ? totalSteps(config) : 0,
+      },
+      {
+        priority: run.priority,
+        resources: {
+          kind: run.kind,
+          mode: training ? config.agent.training.mode : "full",
+          baseModel: config.agent.base,
+          model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
+          batchSize:
+            run.kind === "sft" ? config.sft.batchSize : training ? config.algorithm.groupSize * config.algorithm.groupsPerStep : config.evaluation.episodes,
+          contextLength: shape.contextLength,
+          loraRank: training && config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
+          computeSlots: 1,
+        },
+      },
+    );
+    return runId;
+  } catch (error) {
+    if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+    throw error;
+  }
+}

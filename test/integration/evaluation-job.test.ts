@@ -1,0 +1,85 @@
+/**
+ * Evaluation is a job of its own: evaluating a run's checkpoint queues an "eval" job on the scheduler, a worker
+ * plays the run's held-out episodes with that checkpoint's policy, and the score is the one the run itself reported
+ * for those weights.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jobs, metricPoints, type DatabaseHandle } from "@/server/db";
+import { schedulerTick } from "@/server/jobs";
+import { createPackingPolicy } from "@/server/scheduler";
+import { runJob } from "@/server/worker/run-job";
+import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
+import { callerFor, openTestDatabase } from "./support/database";
+import { channelOn } from "./support/worker-channel";
+
+let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let handle: DatabaseHandle;
+const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-eval-bases-"));
+const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-eval-artifacts-"));
+process.env.TINKERLAB_BASES_DIR = basesDir;
+
+beforeAll(async () => {
+  await saveTinyBase(basesDir);
+  db = await openTestDatabase();
+  handle = db.handle;
+}, 60_000);
+afterAll(async () => {
+  await db.close();
+  fs.rmSync(artifactsDir, { recursive: true, force: true });
+});
+
+describe("an evaluation job", () => {
+  it("scores a checkpoint on the run's held-out episodes, as the run scored those weights", async () => {
+    const caller = callerFor(handle);
+    const channel = channelOn(handle.db);
+    const { workerId } = await channel.register({
+      hostname: "test",
+      pid: process.pid,
+      backend: "js",
+      devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
+    });
+    /** Places the run's job on the worker and runs it to its end. */
+    const work = async (runId: string) => {
+      await schedulerTick(handle.db, createPackingPolicy());
+      const [job] = await handle.db.select({ id: jobs.id, kind: jobs.kind }).from(jobs).where(eq(jobs.runId, runId));
+      const spec = await channel.claim(workerId, job!.id);
+      const outcome = await runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+      await channel.finish({ workerId, jobId: job!.id, ...outcome });
+      return { kind: job!.kind, outcome };
+    };
+    const scores = async (runId: string) =>
+      (
+        await handle.db
+          .select({ step: metricPoints.step, name: metricPoints.name, value: metricPoints.value })
+          .from(metricPoints)
+          .where(eq(metricPoints.runId, runId))
+      )
+        .filter((p) => p.name === "eval/score")
+        .sort((a, b) => a.step - b.step);
+
+    const experiment = tinyExperiment("to-evaluate", 6);
+    const { id } = await caller.experiments.create({ ...experiment, config: { ...experiment.config, evaluation: { every: 0, episodes: 12 } } });
+    const { runId } = await caller.runs.launch({ experimentId: id });
+    expect(await work(runId)).toMatchObject({ kind: "rl", outcome: { outcome: "completed" } });
+    const last = (await caller.checkpoints.ofRun({ runId }))[0]!;
+    expect(last.step).toBe(6);
+
+    const { runId: evaluation } = await caller.runs.evaluate({ checkpointId: last.id });
+    const queued = await caller.runs.byId({ id: evaluation });
+    expect(queued).toMatchObject({ status: "queued", totalSteps: 0 });
+    expect(queued.name).toMatch(/-eval-step6$/);
+    expect(await work(evaluation)).toEqual({ kind: "eval", outcome: { outcome: "completed", reason: null } });
+    const [evaluated] = await scores(evaluation);
+    expect(evaluated!.step).toBe(0);
+    // Greedy on the same held-out seeds with the same weights: the run's own score at step 6.
+    expect(evaluated!.value).toBe((await scores(runId)).at(-1)!.value);
+    const rollouts = await caller.runs.rollouts({ runId: evaluation, split: "eval" });
+    expect(rollouts.items).toHaveLength(12);
+
+    await expect(caller.runs.evaluate({ checkpointId: "ckpt_nope" })).rejects.toThrow(/No checkpoint 'ckpt_nope'/);
+  }, 120_000);
+});
