@@ -37,7 +37,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   });
   const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
   const router = useRouter();
-  const evaluateCheckpoint = useMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: ({ runId: evaluation }) => router.push(`/runs/${evaluation}`) }));
+  const openRun = ({ runId: other }: { runId: string }) => router.push(`/runs/${other}`);
+  const evaluateCheckpoint = useMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: openRun }));
+  const exportCheckpoint = useMutation(trpc.runs.export.mutationOptions({ onSuccess: openRun }));
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
@@ -93,7 +95,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <div className="flex items-center gap-3">
           <StatusBadge status={r.status} />
           <span className="text-sm tabular-nums text-slate-600" aria-label="progress">
-            {r.totalSteps > 0 ? `step ${r.step} of ${r.totalSteps}` : "evaluation of its base (no training steps)"}
+            {r.totalSteps > 0 ? `step ${r.step} of ${r.totalSteps}` : "no training steps: it evaluates or exports its base"}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
           </span>
@@ -196,36 +198,59 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             {(checkpoints.data ?? []).length === 0 && (
               <li className="text-slate-500">None yet: a run saves one every config.checkpointEvery steps and at its end.</li>
             )}
-            {(checkpoints.data ?? []).map((c) => (
-              <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
-                <span className="tabular-nums text-slate-700">step {c.step}</span>
-                {c.setAsideReason ? (
-                  <span className="text-amber-700" title={c.setAsideReason}>
-                    set aside: damaged
-                  </span>
-                ) : (
-                  <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
-                    {c.id}
-                  </span>
-                )}
-                <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
-                {!c.setAsideReason && (
-                  <button
-                    type="button"
-                    className="text-brand-700 hover:underline disabled:text-slate-400"
-                    disabled={evaluateCheckpoint.isPending}
-                    onClick={() => evaluateCheckpoint.mutate({ checkpointId: c.id })}
-                    title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
-                  >
-                    Evaluate
-                  </button>
-                )}
-              </li>
-            ))}
+            {(checkpoints.data ?? []).map((c) =>
+              c.kind === "export" ? (
+                <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
+                  <span className="tabular-nums text-slate-700">step {c.step}</span>
+                  <span className="text-slate-600">exported model (safetensors)</span>
+                  <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
+                  <a className="text-brand-700 hover:underline" href={`/api/exports/${c.id}`} download>
+                    Download
+                  </a>
+                </li>
+              ) : (
+                <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
+                  <span className="tabular-nums text-slate-700">step {c.step}</span>
+                  {c.setAsideReason ? (
+                    <span className="text-amber-700" title={c.setAsideReason}>
+                      set aside: damaged
+                    </span>
+                  ) : (
+                    <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
+                      {c.id}
+                    </span>
+                  )}
+                  <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
+                  {!c.setAsideReason && (
+                    <span className="flex gap-2">
+                      <button
+                        type="button"
+                        className="text-brand-700 hover:underline disabled:text-slate-400"
+                        disabled={evaluateCheckpoint.isPending}
+                        onClick={() => evaluateCheckpoint.mutate({ checkpointId: c.id })}
+                        title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
+                      >
+                        Evaluate
+                      </button>
+                      <button
+                        type="button"
+                        className="text-brand-700 hover:underline disabled:text-slate-400"
+                        disabled={exportCheckpoint.isPending}
+                        onClick={() => exportCheckpoint.mutate({ checkpointId: c.id })}
+                        title="Write this checkpoint's model (an adapter merged into its base) as one safetensors file to download"
+                      >
+                        Export
+                      </button>
+                    </span>
+                  )}
+                </li>
+              ),
+            )}
           </ol>
           <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
             Any checkpoint can be a base: pick it in an experiment's base field.
             {evaluateCheckpoint.error && <span className="block text-red-700">Evaluate: {evaluateCheckpoint.error.message}</span>}
+            {exportCheckpoint.error && <span className="block text-red-700">Export: {exportCheckpoint.error.message}</span>}
           </p>
         </Card>
         <Card title="Log">

@@ -42,11 +42,14 @@ export async function resolveBase(db: Database, name: string, depth = 0): Promis
       runName: runs.name,
       config: runs.config,
       setAsideReason: checkpoints.setAsideReason,
+      kind: checkpoints.kind,
     })
     .from(checkpoints)
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
     .where(eq(checkpoints.id, name));
   if (!row) throw new UnknownBaseError(`No checkpoint named '${name}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`);
+  if (row.kind !== "state")
+    throw new UnknownBaseError(`'${name}' is an export (a file to download), not a checkpoint; start from the checkpoint it was exported from`);
   if (row.setAsideReason) throw new UnknownBaseError(`checkpoint '${name}' was set aside as damaged (${row.setAsideReason}); pick another`);
   const agent = (row.config as { agent?: { base?: string; training?: { mode?: string } } }).agent ?? {};
   if (typeof agent.base !== "string") throw new UnknownBaseError(`checkpoint '${name}' belongs to run '${row.runId}', whose config names no base`);

@@ -152,18 +152,25 @@ export async function requireJobOf(db: Database, jobId: string, workerId: string
   return job;
 }
 
-export async function recordCheckpoint(db: Database, input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number }) {
+/**
+ * Records a file the job wrote: a resumable checkpoint ("state", the job's resume point from now on), or an export
+ * ("export": the weights as one file to download, which an export job makes).
+ */
+export async function recordCheckpoint(
+  db: Database,
+  input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: "state" | "export" },
+) {
   return inTransaction(db, async (tx) => {
     const job = await requireJobOf(tx, input.jobId, input.workerId);
     const [row] = await tx
       .insert(checkpoints)
-      .values({ id: newId("ckpt"), runId: job.runId!, step: input.step, kind: "state", path: input.path, sizeBytes: input.sizeBytes })
+      .values({ id: newId("ckpt"), runId: job.runId!, step: input.step, kind: input.kind ?? "state", path: input.path, sizeBytes: input.sizeBytes })
       .onConflictDoUpdate({
         target: [checkpoints.runId, checkpoints.step, checkpoints.kind],
         set: { path: input.path, sizeBytes: input.sizeBytes, setAsideReason: null },
       })
       .returning({ id: checkpoints.id });
-    await tx.update(jobs).set({ lastCheckpointId: row!.id }).where(eq(jobs.id, input.jobId));
+    if ((input.kind ?? "state") === "state") await tx.update(jobs).set({ lastCheckpointId: row!.id }).where(eq(jobs.id, input.jobId));
     return { checkpointId: row!.id };
   });
 }

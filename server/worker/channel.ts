@@ -40,7 +40,7 @@ export interface WorkerChannel {
   heartbeat(workerId: string): Promise<{ assignments: string[]; stops: { jobId: string; why: StopWhy }[] }>;
   claim(workerId: string, jobId: string): Promise<ClaimedJob>;
   report(input: ReportInput): Promise<unknown>;
-  checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number }): Promise<unknown>;
+  checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: "state" | "export" }): Promise<unknown>;
   /** A checkpoint found damaged on loading: set aside; answers the run's newest good checkpoint before it, if any. */
   setAside(input: {
     workerId: string;

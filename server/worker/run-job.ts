@@ -18,13 +18,15 @@ import { defineExperiment, type ExperimentConfig, sftStepsBeforeRl } from "@/lib
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
-import { CheckpointCorruptError, TrainingClient } from "../runtime";
+import { encodeSafetensors } from "@/lib/model/safetensors";
+import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
+import { type BaseModel, CheckpointCorruptError, TrainingClient } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { parseDataset } from "@/lib/sdk/dataset";
 import type { WorkerChannel } from "./channel";
-import type { ClaimedJob, ReportInput } from "../jobs";
+import { type ClaimedJob, describeLineage, type ReportInput } from "../jobs";
 import { mergeReports, ReportQueue } from "./report-queue";
 
 export type JobSpec = ClaimedJob;
@@ -176,6 +178,16 @@ export async function runJob(options: {
   };
 
   try {
+    if (spec.job.kind === "export") {
+      // An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download.
+      const step = spec.base?.kind === "checkpoint" ? spec.base.step : 0;
+      const file = path.resolve(options.artifactsDir, "runs", runId, "export", `${spec.run.id}.safetensors`);
+      const sizeBytes = writeModelFile(file, base, describeLineage(spec.base ?? { kind: "builtin", name: config.agent.base }));
+      await channel.checkpoint({ workerId, jobId, step, path: file, sizeBytes, kind: "export" });
+      reports.push({ workerId, jobId, logs: [{ level: "info", message: `Exported ${(sizeBytes / 1024 / 1024).toFixed(1)} MiB: ${path.basename(file)}.` }] });
+      await reports.flush();
+      return { outcome: "completed", reason: null };
+    }
     if (spec.job.kind === "eval") {
       // An evaluation run: the base (usually another run's checkpoint) plays the held-out episodes once.
       await evaluateAndReport(
@@ -340,4 +352,24 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
       tokenLogprobs: trajectory.turns.flatMap((turn) => turn.actionLogprobs),
     })),
   );
+}
+
+/**
+ * Writes a model as one safetensors file (written beside, then renamed into place): its weights under the tensor
+ * names of docs/CHECKPOINTS.md, and in the header's metadata the model's config, its tokenizer and where it came
+ * from, so the one file is all a loader needs.
+ */
+function writeModelFile(file: string, model: BaseModel, origin: string): number {
+  const bytes = encodeSafetensors(parametersToTensorMap(listGPTParameters(model.weights, model.config)), {
+    format: "tinkerlab.model",
+    version: "1",
+    model_config: JSON.stringify(model.config),
+    tokenizer: JSON.stringify(model.tokenizer.toJSON()),
+    origin,
+  });
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const partial = `${file}.partial`;
+  fs.writeFileSync(partial, bytes);
+  fs.renameSync(partial, file);
+  return bytes.length;
 }

@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeSafetensors } from "@/lib/model/safetensors";
 import { createScratchDatabase } from "../support/postgres";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
 import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
@@ -138,6 +139,20 @@ describe("a run's life", () => {
       expect(await waitFor(server, runId, (r) => r.status === "completed" || r.status === "failed", 240)).toMatchObject({ status: "completed", step: 60 });
     const started = [...server.output().matchAll(/\[worker (\d+)\] job job_\w+ \(run (run_\w+)\) started/g)];
     expect(new Set(started.filter((m) => runIds.includes(m[2]!)).map((m) => m[1]))).toHaveLength(1);
+
+    // Its last checkpoint exported as one file and downloaded, as the run page's Export and Download links do.
+    const [last] = await call<{ id: string; step: number }[]>(server, "checkpoints.ofRun", { runId: runIds[0] }, "GET");
+    const { runId: exportRun } = await call<{ runId: string }>(server, "runs.export", { checkpointId: last!.id });
+    expect(await waitFor(server, exportRun, (r) => r.status === "completed" || r.status === "failed", 120)).toMatchObject({ status: "completed" });
+    const [file] = await call<{ id: string; kind: string; sizeBytes: number }[]>(server, "checkpoints.ofRun", { runId: exportRun }, "GET");
+    expect(file!.kind).toBe("export");
+    const download = await fetch(`${server.url}/api/exports/${file!.id}`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-disposition")).toMatch(/^attachment; filename="lora-a-.*-export-step60\.safetensors"$/);
+    const bytes = new Uint8Array(await download.arrayBuffer());
+    expect(bytes.length).toBe(file!.sizeBytes);
+    expect(decodeSafetensors(bytes).metadata.format).toBe("tinkerlab.model");
+    expect((await fetch(`${server.url}/api/exports/ckpt_nope`)).status).toBe(404);
   }, 360_000);
 
   it("a SIGKILLed web server takes its local worker with it: no orphan heartbeating a server that is gone", async () => {

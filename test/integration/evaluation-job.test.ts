@@ -8,8 +8,10 @@ import os from "node:os";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jobs, metricPoints, type DatabaseHandle } from "@/server/db";
+import { decodeSafetensors } from "@/lib/model/safetensors";
+import { checkpoints, jobs, metricPoints, type DatabaseHandle } from "@/server/db";
 import { schedulerTick } from "@/server/jobs";
+import { BaseModel } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
@@ -81,5 +83,22 @@ describe("an evaluation job", () => {
     expect(rollouts.items).toHaveLength(12);
 
     await expect(caller.runs.evaluate({ checkpointId: "ckpt_nope" })).rejects.toThrow(/No checkpoint 'ckpt_nope'/);
+
+    // An export job writes the checkpoint's model as one safetensors file, which reloads to the same weights.
+    const { runId: exported } = await caller.runs.export({ checkpointId: last.id });
+    expect(await work(exported)).toEqual({ kind: "export", outcome: { outcome: "completed", reason: null } });
+    const [file] = (await caller.checkpoints.ofRun({ runId: exported })).filter((c) => c.kind === "export");
+    expect(file).toMatchObject({ step: 6 });
+    const [row] = await handle.db.select({ path: checkpoints.path }).from(checkpoints).where(eq(checkpoints.id, file!.id));
+    const { tensors, metadata } = decodeSafetensors(new Uint8Array(fs.readFileSync(row!.path)));
+    expect(metadata).toMatchObject({ format: "tinkerlab.model", version: "1" });
+    expect(JSON.parse(metadata.model_config!)).toMatchObject({ vocabSize: 262, contextLength: 48, dModel: 32 });
+    expect(metadata.origin).toMatch(new RegExp(`^${last.id} \\(run .*, step 6, LoRA\\) ← tiny-base$`));
+    // The run trained a LoRA adapter: the export is its checkpoint merged into the base.
+    const trained = BaseModel.fromCheckpoint(path.join(artifactsDir, "runs", runId, "step-000006"), BaseModel.load(path.join(basesDir, "tiny-base")));
+    expect(tensors.get("lm_head")!.data).toEqual(trained.weights.lmHead);
+    // An export is no base, and no export of an export.
+    await expect(caller.checkpoints.lineage({ base: file!.id })).rejects.toThrow(/is an export \(a file to download\), not a checkpoint/);
+    await expect(caller.runs.export({ checkpointId: file!.id })).rejects.toThrow(/No checkpoint/);
   }, 120_000);
 });

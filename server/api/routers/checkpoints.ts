@@ -4,7 +4,7 @@
  * agent's base.
  */
 import { TRPCError } from "@trpc/server";
-import { desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { checkpoints, experiments, runs } from "../../db";
@@ -47,7 +47,7 @@ export const checkpointsRouter = createTRPCRouter({
       .from(checkpoints)
       .innerJoin(runs, eq(runs.id, checkpoints.runId))
       .innerJoin(experiments, eq(experiments.id, runs.experimentId))
-      .where(isNull(checkpoints.setAsideReason)) // damaged: not a base
+      .where(and(eq(checkpoints.kind, "state"), isNull(checkpoints.setAsideReason))) // exports and damaged ones are no bases
       .orderBy(desc(checkpoints.createdAt))
       .limit(input.limit);
     const fromRuns = rows.map((row) => {

@@ -121,40 +121,21 @@ export const runsRouter = createTRPCRouter({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      const [source] = await ctx.db
-        .select({
-          runId: runs.id,
-          runName: runs.name,
-          config: runs.config,
-          experimentId: runs.experimentId,
-          versionId: runs.experimentVersionId,
-          step: checkpoints.step,
-        })
-        .from(checkpoints)
-        .innerJoin(runs, eq(runs.id, checkpoints.runId))
-        .where(eq(checkpoints.id, input.checkpointId));
-      if (!source) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint '${input.checkpointId}'; a run's checkpoints are listed on its page` });
-      const original = defineExperiment(source.config as never);
-      const config = defineExperiment({
-        ...original,
-        agent: { ...original.agent, base: input.checkpointId, training: { mode: "full" } },
-        evaluation: {
-          ...original.evaluation,
-          ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
-          ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
-        },
-      } as never);
-      const runId = await queueRun(ctx.db, {
-        experimentId: source.experimentId,
-        experimentVersionId: source.versionId,
-        createdBy: ctx.user.id,
-        name: `${source.runName}-eval-step${source.step}`,
-        config,
-        kind: "eval",
-        priority: 0,
-      });
+      const runId = await queueFromCheckpoint(ctx.db, ctx.user.id, input.checkpointId, "eval", (evaluation) => ({
+        ...evaluation,
+        ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
+        ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+      }));
       return { runId };
     }),
+
+  /**
+   * Exports a checkpoint of a run as one safetensors file (a LoRA adapter merged into its base; the model's config
+   * and tokenizer in the header): an export job, whose run lists the file to download (GET /api/exports/<id>).
+   */
+  export: protectedProcedure.input(z.object({ checkpointId: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
+    return { runId: await queueFromCheckpoint(ctx.db, ctx.user.id, input.checkpointId, "export") };
+  }),
 
   /** Cancel, pause or resume a run: a running job stops at its next step (pause saves a checkpoint first). */
   control: protectedProcedure.input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) })).mutation(async ({ ctx, input }) => {
@@ -391,7 +372,7 @@ async function queueRun(
     createdBy: string;
     name: string;
     config: ExperimentConfig;
-    kind: "rl" | "sft" | "eval";
+    kind: "rl" | "sft" | "eval" | "export";
     priority: number;
   },
 ): Promise<string> {
@@ -403,7 +384,7 @@ async function queueRun(
   } catch (error) {
     throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
   }
-  const training = run.kind !== "eval";
+  const training = run.kind === "rl" || run.kind === "sft";
   try {
     const { runId } = await launchRun(
       db,
@@ -436,4 +417,35 @@ async function queueRun(
     if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
     throw error;
   }
+}
+
+/** Queues an evaluation or export of a run's checkpoint: a run of its own, named after the source, whose base is the checkpoint. */
+async function queueFromCheckpoint(
+  db: Database,
+  userId: string,
+  checkpointId: string,
+  kind: "eval" | "export",
+  evaluation: (current: ExperimentConfig["evaluation"]) => ExperimentConfig["evaluation"] = (current) => current,
+): Promise<string> {
+  const [source] = await db
+    .select({ runName: runs.name, config: runs.config, experimentId: runs.experimentId, versionId: runs.experimentVersionId, step: checkpoints.step })
+    .from(checkpoints)
+    .innerJoin(runs, eq(runs.id, checkpoints.runId))
+    .where(and(eq(checkpoints.id, checkpointId), eq(checkpoints.kind, "state")));
+  if (!source) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint '${checkpointId}'; a run's checkpoints are listed on its page` });
+  const original = defineExperiment(source.config as never);
+  const config = defineExperiment({
+    ...original,
+    agent: { ...original.agent, base: checkpointId, training: { mode: "full" } },
+    evaluation: evaluation(original.evaluation),
+  } as never);
+  return queueRun(db, {
+    experimentId: source.experimentId,
+    experimentVersionId: source.versionId,
+    createdBy: userId,
+    name: `${source.runName}-${kind}-step${source.step}`,
+    config,
+    kind,
+    priority: 0,
+  });
 }

@@ -118,7 +118,16 @@ export const workerRouter = createTRPCRouter({
     }),
 
   checkpoint: workerProcedure
-    .input(z.object({ workerId: z.string(), jobId: z.string(), step: z.number().int().min(0), path: z.string().min(1), sizeBytes: z.number().int().min(0) }))
+    .input(
+      z.object({
+        workerId: z.string(),
+        jobId: z.string(),
+        step: z.number().int().min(0),
+        path: z.string().min(1),
+        sizeBytes: z.number().int().min(0),
+        kind: z.enum(["state", "export"]).default("state"),
+      }),
+    )
     .mutation(({ ctx, input }) => recordCheckpoint(ctx.db, input)),
 
   /** A checkpoint that failed its checksum when loaded: set aside; answers the run's newest good one before it. */

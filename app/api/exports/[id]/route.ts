@@ -1,0 +1,34 @@
+/**
+ * Downloads an export (an export job's safetensors file) by its id: the same sign-in as every procedure, and the
+ * file streamed from disk, never held whole in memory.
+ */
+import fs from "node:fs";
+import { Readable } from "node:stream";
+import { and, eq } from "drizzle-orm";
+import { authenticate } from "@/server/api/trpc";
+import { checkpoints, getDatabase, runs } from "@/server/db";
+import { serverEnv } from "@/server/env";
+
+export const dynamic = "force-dynamic";
+
+export async function GET(request: Request, context: { params: Promise<{ id: string }> }) {
+  const { id } = await context.params;
+  const { db } = await getDatabase();
+  const { user } = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
+  if (!user) return Response.json({ error: "Sign in required: send an API key as 'Authorization: Bearer tl_…'." }, { status: 401 });
+  const [row] = await db
+    .select({ path: checkpoints.path, runName: runs.name })
+    .from(checkpoints)
+    .innerJoin(runs, eq(runs.id, checkpoints.runId))
+    .where(and(eq(checkpoints.id, id), eq(checkpoints.kind, "export")));
+  const size = row && fs.existsSync(row.path) ? fs.statSync(row.path).size : null;
+  if (!row || size === null) return Response.json({ error: `No export '${id}'; a run's exports are listed on its page` }, { status: 404 });
+  const body = Readable.toWeb(fs.createReadStream(row.path)) as ReadableStream<Uint8Array>;
+  return new Response(body, {
+    headers: {
+      "content-type": "application/octet-stream",
+      "content-length": String(size),
+      "content-disposition": `attachment; filename="${row.runName.replace(/[^\w.-]/g, "_")}.safetensors"`,
+    },
+  });
+}
