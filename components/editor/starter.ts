@@ -217,7 +217,7 @@ export const starters: Record<StarterKind, Starter> = {
     title: "Multi-turn game: several moves, a reward each round",
     source: multiTurn,
     // "scissors" is 8 bytes: the reply needs room for the longest move and its end
-    config: config({ name: "multi-turn", history: "last" }, 9, { name: "grpo-per-turn", steps: 80, discount: 0.9 }),
+    config: config({ name: "multi-turn", history: "last" }, 9, { name: "grpo-per-turn", steps: 40, discount: 0.9 }),
   },
   "tool-use": {
     kind: "tool-use",
