@@ -65,6 +65,13 @@ export const serverEnvSchema = z.object({
     .max(1, "must be a number from 0.01 to 1")
     .default(1)
     .describe("share of this machine's memory a worker offers (set by the server for its local workers)"),
+  TINKERLAB_VALIDATION_PROCESSES: z.coerce
+    .number({ message: "must be a whole number from 1 to 16" })
+    .int("must be a whole number from 1 to 16")
+    .min(1, "must be a whole number from 1 to 16")
+    .max(16, "must be a whole number from 1 to 16")
+    .default(2)
+    .describe("validation processes the server runs at most (editor validations at once)"),
   TINKERLAB_WORKER_SLOTS: z.coerce
     .number({ message: "must be a whole number from 1 to 256" })
     .int("must be a whole number from 1 to 256")

@@ -44,16 +44,20 @@ export class SandboxError extends Error {
   }
 }
 
+/** A sandbox's limits, and validation's CPU budget for its whole dry run (`dryRunCpuMs`, see validate.ts). */
+export type SandboxLimitErrorName = SandboxLimitName | "dryRunCpuMs";
+
 /** A limit was exceeded: the message names the limit, its value and the value reached. */
 export class SandboxLimitError extends SandboxError {
   constructor(
-    readonly limit: SandboxLimitName,
+    readonly limit: SandboxLimitErrorName,
     readonly limitValue: number,
     readonly reached: number | null,
     message: string,
     location: SourceLocation | null = null,
+    userStack: string | null = null,
   ) {
-    super("limit", message, { location });
+    super("limit", message, { location, userStack });
     this.name = "SandboxLimitError";
   }
 }

@@ -3,7 +3,14 @@
  * QuickJS WebAssembly instance per sandbox runs it under CPU, memory, stack and size limits. See docs/SANDBOX.md.
  */
 export { compileEnvironment, sandboxModules, type CompileResult, type CompiledEnvironment, type SourceFiles } from "./compile";
-export { SandboxError, SandboxLimitError, type DiagnosticSource, type SandboxDiagnostic, type SourceLocation } from "./errors";
+export {
+  SandboxError,
+  SandboxLimitError,
+  type DiagnosticSource,
+  type SandboxDiagnostic,
+  type SandboxLimitErrorName,
+  type SourceLocation,
+} from "./errors";
 export {
   defaultSandboxLimits,
   resolveSandboxLimits,

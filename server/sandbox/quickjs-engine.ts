@@ -37,14 +37,18 @@ export type ThrownFields = { name: string; message: string; stack: string | unde
 
 export type LoadOutcome =
   | { ok: true }
-  | { ok: false; reason: "overrun"; memoryMb: number }
+  /** `error`: the interrupt as QuickJS raised it, whose stack says where the code was stopped. */
+  | { ok: false; reason: "overrun"; error: ThrownFields | null; memoryMb: number }
   | { ok: false; reason: "no-bridge"; memoryMb: number }
   | { ok: false; reason: "threw"; error: ThrownFields; memoryMb: number };
 
 export type BatchOutcome =
   /** `results`: the ops' records in one flat JSON array (wire.ts, GuestResponse); `ms`: each op's wall time. */
   | { ok: true; results: string; ms: number[]; memoryMb: number }
-  /** The guest as a whole failed in op `op`: it ran past its budget (`overrunMs`) or threw past the bridge. */
+  /**
+   * The guest as a whole failed in op `op`: it ran past its budget (`overrunMs`; `error` is then the interrupt,
+   * whose stack says where it was stopped) or threw past the bridge (`error`).
+   */
   | { ok: false; op: number; overrunMs: number | null; error: ThrownFields | null; ms: number[]; memoryMb: number };
 
 /**
@@ -117,7 +121,9 @@ export class QuickJSEngine {
       disposeQuietly(context, runtime);
       return {
         engine: null,
-        outcome: loadOverrun ? { ok: false, reason: "overrun", memoryMb } : { ok: false, reason: "threw", error: errorFields(error), memoryMb },
+        outcome: loadOverrun
+          ? { ok: false, reason: "overrun", error: errorFields(error), memoryMb }
+          : { ok: false, reason: "threw", error: errorFields(error), memoryMb },
       };
     }
     result.value.dispose();
@@ -170,7 +176,7 @@ export class QuickJSEngine {
       ms.push(this.usedSince(started, cpuStarted));
       if (typeof answer === "object") {
         const overrunMs = this.overrunMs;
-        return { ok: false, op: i, overrunMs, error: overrunMs === null ? errorFields(answer.thrown) : null, ms, memoryMb: this.memoryUsedMb() };
+        return { ok: false, op: i, overrunMs, error: errorFields(answer.thrown), ms, memoryMb: this.memoryUsedMb() };
       }
     }
     return { ok: true, results: `[${chunks.join(",")}]`, ms, memoryMb: this.memoryUsedMb() };

@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from "node:worker_threads";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import { type CompiledEnvironment, bundleFileName } from "./compile";
+import { type CompiledEnvironment, bundleFileName, locateFunction } from "./compile";
 import { SandboxError, SandboxLimitError, type SourceLocation, formatCount } from "./errors";
 import type { SandboxLimits } from "./limits";
 import type { BatchOutcome, LoadOutcome, ThrownFields } from "./quickjs-engine";
@@ -43,8 +43,20 @@ type PendingAnswer = {
   reject: (error: unknown) => void;
 };
 
-/** What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder). */
-export type OpBudget = { ms: number; limit: "cpuMsPerCall" | "cpuMsPerEpisode"; spentBeforeMs: number; label: string };
+/**
+ * What one op may spend, and which limit that is (the smaller of the per-call and the episode's remainder);
+ * `fn`, the user's function the op calls ("step", "reset", …), locates a limit error that has no stack to say
+ * where the code was (a watchdog stop, a check after the op).
+ */
+export type OpBudget = {
+  ms: number;
+  limit: "cpuMsPerCall" | "cpuMsPerEpisode" | "dryRunCpuMs";
+  spentBeforeMs: number;
+  label: string;
+  readonly fn?: string | null;
+  /** Validation's budget for all the pool's ops, and what they had spent before this one (limit "dryRunCpuMs"). */
+  readonly dryRun?: { ms: number; spentBeforeMs: number } | null;
+};
 
 /**
  * How long past its budget an op may run before the host terminates its thread. The thread's own interrupt
@@ -452,7 +464,7 @@ export class QuickJSSandbox {
     // The interrupt handler runs every few thousand instructions, and the watchdog allows a grace period, so
     // each op's own time is checked again afterwards.
     for (const [i, ms] of answer.ms.entries()) {
-      if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms));
+      if (ms > budgets[i]!.ms + overrunToleranceMs) throw this.fail(cpuLimitError(budgets[i]!, this.limits, ms, undefined, this.whereStopped(budgets[i]!)));
     }
     this.logHostWork("parse", ops.length, startedAt);
     return { ms: answer.ms, results, starts };
@@ -482,7 +494,7 @@ export class QuickJSSandbox {
     const left = budget.ms + watchdogGraceMs - used;
     if (left <= 0) {
       void this.worker.terminate();
-      throw this.fail(cpuLimitError(budget, this.limits, used, "stopped by the watchdog"));
+      throw this.fail(cpuLimitError(budget, this.limits, used, "stopped by the watchdog", this.whereStopped(budget)));
     }
     return Math.max(left, 1);
   }
@@ -502,6 +514,17 @@ export class QuickJSSandbox {
     return mapStack(this.compiled, stack);
   }
 
+  /**
+   * Where an op that ran past its budget was: the first user frame of the interrupt's stack, else (a watchdog
+   * stop, or a check after the op, has no stack) the definition of the user's function the op called.
+   */
+  whereStopped(budget: OpBudget, stack?: string): StoppedAt | null {
+    const { location: at, userStack } = this.mapStack(stack);
+    if (at) return { location: at, userStack, fn: frameFunction(userStack) };
+    const location = budget.fn ? locateFunction(this.compiled, budget.fn) : null;
+    return location ? { location, userStack: null, fn: budget.fn! } : null;
+  }
+
   /** The heap in use after the last call, in MiB (for limit messages). */
   memoryUsedMb(): number {
     return this.lastMemoryMb;
@@ -517,7 +540,8 @@ export class QuickJSSandbox {
 
   private describeCallFailure(answer: Extract<BatchOutcome, { ok: false }>, budgets: OpBudget[], label: string): SandboxError {
     const budget = budgets[answer.op];
-    if (answer.overrunMs !== null && budget) return cpuLimitError(budget, this.limits, answer.overrunMs);
+    if (answer.overrunMs !== null && budget)
+      return cpuLimitError(budget, this.limits, answer.overrunMs, undefined, this.whereStopped(budget, answer.error?.stack));
     const { name, message, stack } = answer.error ?? { name: "InternalError", message: "the sandbox failed", stack: undefined };
     const mapped = this.mapStack(stack);
     return classifyFatal(name, message, this.limits, budget?.label ?? label, () => answer.memoryMb, mapped.location, mapped.userStack);
@@ -574,15 +598,50 @@ function threadBundle(): Promise<string> {
   return bundle;
 }
 
-/** The error for an op that ran past its CPU budget: the limit it hit, and how long it ran. */
-export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number, how?: string): SandboxLimitError {
+/**
+ * Where user code was when a limit stopped it: a position in the user's files, the user's stack when there is
+ * one, and the function it was in when known. QuickJS records a frame's position at calls, property reads and
+ * throws, so a loop of plain arithmetic is placed at the last such point before it, often its function's start:
+ * the function is named so that the place reads right either way.
+ */
+export type StoppedAt = { location: SourceLocation; userStack: string | null; fn: string | null };
+
+/** " in step() (environment.ts:14:3)", or " at environment.ts:2:5" in top-level code. */
+export function stoppedAtText(where: StoppedAt | null | undefined): string {
+  if (!where) return "";
+  const { file, line, column } = where.location;
+  return where.fn ? ` in ${where.fn}() (${file}:${line}:${column})` : ` at ${file}:${line}:${column}`;
+}
+
+/** The function of a mapped stack's first frame ("    at step (environment.ts:14:3)"), or null when it has no name. */
+function frameFunction(userStack: string | null): string | null {
+  const name = userStack ? /^\s*at (.*?) \(/.exec(userStack)?.[1] : undefined;
+  return name && /^[\w$.]+$/.test(name) ? name : null;
+}
+
+/** The error for an op that ran past its CPU budget: the limit it hit, how long it ran, and where it was. */
+export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number, how?: string, where?: StoppedAt | null): SandboxLimitError {
   const note = how ? `; ${how}` : "";
+  const at = stoppedAtText(where);
   if (budget.limit === "cpuMsPerCall") {
     return new SandboxLimitError(
       "cpuMsPerCall",
       limits.cpuMsPerCall,
       elapsedMs,
-      `${budget.label} exceeded cpuMsPerCall=${formatCount(limits.cpuMsPerCall)} ms (ran ${formatCount(elapsedMs)} ms${note})`,
+      `${budget.label} exceeded cpuMsPerCall=${formatCount(limits.cpuMsPerCall)} ms (ran ${formatCount(elapsedMs)} ms${note})${at}`,
+      where?.location ?? null,
+      where?.userStack ?? null,
+    );
+  }
+  if (budget.limit === "dryRunCpuMs" && budget.dryRun) {
+    const total = budget.dryRun.spentBeforeMs + elapsedMs;
+    return new SandboxLimitError(
+      "dryRunCpuMs",
+      budget.dryRun.ms,
+      total,
+      `${budget.label} exceeded validation's CPU budget for its dry run, dryRunCpuMs=${formatCount(budget.dryRun.ms)} ms (the dry run ran ${formatCount(total)} ms${note})${at}`,
+      where?.location ?? null,
+      where?.userStack ?? null,
     );
   }
   const total = budget.spentBeforeMs + elapsedMs;
@@ -590,7 +649,9 @@ export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs
     "cpuMsPerEpisode",
     limits.cpuMsPerEpisode,
     total,
-    `${budget.label} exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(total)} ms${note})`,
+    `${budget.label} exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(total)} ms${note})${at}`,
+    where?.location ?? null,
+    where?.userStack ?? null,
   );
 }
 
@@ -633,11 +694,14 @@ export function classifyFatal(
 
 function describeLoadFailure(outcome: Extract<LoadOutcome, { ok: false }>, compiled: CompiledEnvironment, limits: SandboxLimits): SandboxError {
   if (outcome.reason === "overrun") {
+    const { location, userStack } = mapStack(compiled, outcome.error?.stack);
     return new SandboxLimitError(
       "cpuMsPerEpisode",
       limits.cpuMsPerEpisode,
       null,
-      `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms`,
+      `loading the environment exceeded cpuMsPerEpisode=${formatCount(limits.cpuMsPerEpisode)} ms${stoppedAtText(location && { location, userStack, fn: frameFunction(userStack) })}`,
+      location,
+      userStack,
     );
   }
   if (outcome.reason === "no-bridge") {
@@ -646,7 +710,10 @@ function describeLoadFailure(outcome: Extract<LoadOutcome, { ok: false }>, compi
   const { name, message, stack }: ThrownFields = outcome.error;
   const { location, userStack } = mapStack(compiled, stack);
   if (name === "ContractError" || message.startsWith("defineEnvironment:")) {
-    return new SandboxError("contract", message, { location: location ?? { file: compiled.entry, line: 1, column: 1 } });
+    // a member the bridge refused names itself first ("rewardFunctions.constructor: …")
+    const member = /^((?:rewardFunctions|tools)\.[\w$]+):/.exec(message)?.[1];
+    const found = location ?? (member ? locateFunction(compiled, member) : null);
+    return new SandboxError("contract", message, { location: found ?? { file: compiled.entry, line: 1, column: 1 } });
   }
   return classifyFatal(name, message, limits, "loading the environment", () => outcome.memoryMb, location, userStack);
 }

@@ -17,7 +17,7 @@ import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateF
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import { type SandboxLimits, type SandboxLimitsInput, resolveSandboxLimits } from "./limits";
 import { LaneSchedule, laneShape, laneStarts } from "./lanes";
-import { type OpBudget, QuickJSSandbox, type SandboxProbe, classifyFatal } from "./quickjs-host";
+import { type OpBudget, QuickJSSandbox, type SandboxProbe, classifyFatal, stoppedAtText } from "./quickjs-host";
 import {
   type EnvironmentDescription,
   type GuestEpisodeEnd,
@@ -29,6 +29,8 @@ import {
   FAILED,
   LAST_STEP_FIELDS,
   STEP_FIELDS,
+  isReservedKey,
+  reservedKeyReason,
   slotOf,
 } from "./wire";
 
@@ -123,15 +125,26 @@ class EpisodeOpBudget implements OpBudget {
     private readonly turn: number,
     private readonly index: number,
     private readonly seed: number,
+    /** Validation's budget for all the pool's ops and what they have spent (see `dryRunCpuMs`), or null. */
+    readonly dryRun: { ms: number; spentBeforeMs: number } | null = null,
   ) {
     const remaining = limits.cpuMsPerEpisode - spentBeforeMs;
     this.limit = remaining < limits.cpuMsPerCall ? "cpuMsPerEpisode" : "cpuMsPerCall";
     this.ms = this.limit === "cpuMsPerEpisode" ? Math.max(remaining, 0) : limits.cpuMsPerCall;
+    if (dryRun && dryRun.ms - dryRun.spentBeforeMs < this.ms) {
+      this.limit = "dryRunCpuMs";
+      this.ms = Math.max(dryRun.ms - dryRun.spentBeforeMs, 0);
+    }
   }
 
   get label(): string {
     const episode = `episode ${this.index} (seed ${this.seed})`;
     return this.op === "step" ? `step ${this.turn} of ${episode}` : `${this.op} of ${episode}`;
+  }
+
+  /** The user's function the op calls (a summary calls none of its own). */
+  get fn(): string | null {
+    return this.op === "summary" ? null : this.op;
   }
 }
 
@@ -143,16 +156,28 @@ export class SandboxedEnvironmentPool {
   private lastSystemPrompt: string | null = null;
   /** The bank whose episodes were reset ahead for a batch that has not played yet. */
   private prepared: Prepared | null = null;
+  /** CPU milliseconds the episodes' ops have spent in all, against `dryRunCpuMs` (validation's dry run). */
+  private spentMs = 0;
 
   private constructor(
     private readonly sandbox: QuickJSSandbox,
     readonly environment: EnvironmentDescription,
     readonly limits: SandboxLimits,
+    /** What the episodes' ops may spend in all (validation's dry run), or null: no such budget. */
+    readonly dryRunCpuMs: number | null,
   ) {}
 
-  /** Compiles (unless given a compiled bundle) and loads the environment; throws a SandboxError on failure. */
-  static async create(source: SandboxSource, options: { limits?: SandboxLimitsInput } = {}): Promise<SandboxedEnvironmentPool> {
+  /**
+   * Compiles (unless given a compiled bundle) and loads the environment; throws a SandboxError on failure.
+   * `dryRunCpuMs` bounds the CPU time of all the episodes' ops together (validation's dry run): each op may
+   * spend at most what is left, so the op that exhausts it is stopped inside the user's code, at its line.
+   */
+  static async create(source: SandboxSource, options: { limits?: SandboxLimitsInput; dryRunCpuMs?: number } = {}): Promise<SandboxedEnvironmentPool> {
     const limits = resolveSandboxLimits(options.limits);
+    const dryRunCpuMs = options.dryRunCpuMs ?? null;
+    if (dryRunCpuMs !== null && !(Number.isFinite(dryRunCpuMs) && dryRunCpuMs > 0)) {
+      throw new Error(`dryRunCpuMs must be a positive number of milliseconds; got ${String(dryRunCpuMs)}`);
+    }
     let compiled: CompiledEnvironment;
     if ("code" in source) compiled = source;
     else {
@@ -173,7 +198,7 @@ export class SandboxedEnvironmentPool {
       const at = response.starts[1]!;
       const [n, description] = [response.results[at], response.results[at + 1]];
       if (n !== 1) throw new SandboxError("runtime", `describing the environment failed: ${String((description as GuestFailure | undefined)?.message)}`);
-      return new SandboxedEnvironmentPool(sandbox, checkDescription(description), limits);
+      return new SandboxedEnvironmentPool(sandbox, checkDescription(description), limits, dryRunCpuMs);
     } catch (error) {
       sandbox.dispose();
       throw error;
@@ -264,7 +289,7 @@ export class SandboxedEnvironmentPool {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
       ops.push(["reset", slot, seed, sample ?? null]);
-      budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed));
+      budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed, this.dryRunSpent()));
     }
     this.sandbox.logHostWork("build", ops.length, startedAt);
     return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.checkReset(values, at, n, budgets[i]!) };
@@ -529,7 +554,27 @@ export class SandboxedEnvironmentPool {
 
   /** The budget of a step (the next), summary or score of the slot's episode. */
   private opBudget(state: Slot, op: "step" | "summary" | "score" | "demonstrate"): EpisodeOpBudget {
-    return new EpisodeOpBudget(this.limits, state.cpuMs, op, state.turns + 1, state.index, state.seed);
+    return new EpisodeOpBudget(this.limits, state.cpuMs, op, state.turns + 1, state.index, state.seed, this.dryRunSpent());
+  }
+
+  /**
+   * The dry run's budget and what it has spent, for the next op's budget (null without one); once it is spent,
+   * the pool fails before crossing again.
+   */
+  private dryRunSpent(): { ms: number; spentBeforeMs: number } | null {
+    if (this.dryRunCpuMs === null) return null;
+    if (this.spentMs >= this.dryRunCpuMs) {
+      const ms = this.dryRunCpuMs;
+      throw this.fail(
+        new SandboxLimitError(
+          "dryRunCpuMs",
+          ms,
+          this.spentMs,
+          `validation's dry run used its CPU budget, dryRunCpuMs=${formatCount(ms)} ms (it ran ${formatCount(this.spentMs)} ms)`,
+        ),
+      );
+    }
+    return { ms: this.dryRunCpuMs, spentBeforeMs: this.spentMs };
   }
 
   /** One crossing: sends the ops, charges each slot its CPU, turns a failed op into the pool's error. */
@@ -559,15 +604,18 @@ export class SandboxedEnvironmentPool {
       const budget = budgets[i]!;
       const slot = slotOf(op);
       if (slot !== null) {
+        this.spentMs += response.ms[i]!;
         const state = this.slotState(slot);
         state.cpuMs = (op[0] === "reset" ? 0 : state.cpuMs) + response.ms[i]!;
         if (state.cpuMs > this.limits.cpuMsPerEpisode) {
+          const where = this.sandbox.whereStopped(budget);
           throw this.fail(
             new SandboxLimitError(
               "cpuMsPerEpisode",
               this.limits.cpuMsPerEpisode,
               state.cpuMs,
-              `${budget.label} exceeded cpuMsPerEpisode=${formatCount(this.limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(state.cpuMs)} ms)`,
+              `${budget.label} exceeded cpuMsPerEpisode=${formatCount(this.limits.cpuMsPerEpisode)} ms (the episode ran ${formatCount(state.cpuMs)} ms)${stoppedAtText(where)}`,
+              where?.location ?? null,
             ),
           );
         }
@@ -578,7 +626,10 @@ export class SandboxedEnvironmentPool {
         try {
           values.push(check(results, at + 1, n, i));
         } catch (error) {
-          throw this.fail(error instanceof SandboxError ? error : new SandboxError("runtime", `${budget.label}: ${(error as Error).message}`));
+          if (!(error instanceof SandboxError)) throw this.fail(new SandboxError("runtime", `${budget.label}: ${(error as Error).message}`));
+          // an answer refused here, as the guest would have refused it: at the user's function that returned it
+          const location = error.location ?? (error.kind === "contract" && budget.fn ? this.locateFunction(budget.fn) : null);
+          throw this.fail(location === error.location ? error : new SandboxError(error.kind, error.message, { location, userStack: error.userStack }));
         }
         continue;
       }
@@ -963,48 +1014,60 @@ function wholeIn(value: unknown, where: Where, field: string): number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : whole(value, `${where.label}: ${field}`);
 }
 
-/** A fresh copy: keys such as "__proto__" become plain data, never prototypes. */
+/**
+ * A fresh copy of a step's info: a key a run could not report (`isReservedKey`) is refused, naming its path, as
+ * the guest refuses it.
+ */
 function jsonRecord(value: unknown, what: string): Record<string, Json> {
   object(value, what);
-  return copyJson(value, what, 0) as Record<string, Json>;
+  return copyJson(value, what, 0, true) as Record<string, Json>;
 }
 
-function copyJson(value: unknown, what: string, depth: number): Json {
+/**
+ * A fresh copy of a JSON value (`what` names it, and its parts' paths follow); with `refuseReserved`, keys
+ * such as "constructor" are refused, else (a state) they are kept as plain data, never prototypes.
+ */
+function copyJson(value: unknown, what: string, depth: number, refuseReserved = false): Json {
   if (depth > 64) throw new SandboxError("contract", `${what} is nested deeper than 64 levels`);
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") return finite(value, what);
-  if (Array.isArray(value)) return value.map((item) => copyJson(item, what, depth + 1));
+  if (Array.isArray(value)) return value.map((item, i) => copyJson(item, `${what}[${i}]`, depth + 1, refuseReserved));
   if (typeof value === "object") {
     const copy: Record<string, Json> = {};
     for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(copy, key, { value: copyJson(item, what, depth + 1), enumerable: true, writable: true, configurable: true });
+      if (refuseReserved && isReservedKey(key)) throw new SandboxError("contract", `${what}.${key}: ${reservedKeyReason(key)}`);
+      Object.defineProperty(copy, key, {
+        value: copyJson(item, `${what}.${key}`, depth + 1, refuseReserved),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return copy;
   }
   throw new SandboxError("contract", `${what} must be JSON`);
 }
 
-/** Metrics sent as key-value pairs (`values[from]` to `values[to - 1]`), as a fresh record: "__proto__" stays data. */
+/** Metrics sent as key-value pairs (`values[from]` to `values[to - 1]`), as a fresh record; a reserved name is refused. */
 function metricPairs(values: unknown[], from: number, to: number, where: Where): Record<string, number> {
   const copy: Record<string, number> = {};
   for (let i = from; i < to; i += 2) {
     const key = values[i];
     if (typeof key !== "string") throw new SandboxError("contract", `${where.label}: metrics: a metric's name must be a string; got ${String(key)}`);
-    setOwn(copy, key, finiteIn(values[i + 1], where, `metrics.${key}`));
+    if (isReservedKey(key)) throw new SandboxError("contract", `${where.label}: metrics.${key}: ${reservedKeyReason(key)}`);
+    copy[key] = finiteIn(values[i + 1], where, `metrics.${key}`);
   }
   return copy;
 }
 
-/** copy[key] = value as an own data property, also for "__proto__" (which plain assignment would take as the prototype). */
-function setOwn(copy: Record<string, number>, key: string, value: number): void {
-  if (key === "__proto__") Object.defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
-  else copy[key] = value;
-}
-
+/** A record of numbers (a reward breakdown: "env" and the reward functions' names), copied; a reserved name is refused. */
 function numberRecord(value: unknown, what: string): Record<string, number> {
   const record = object(value, what);
   const copy: Record<string, number> = {};
-  for (const [key, item] of Object.entries(record)) setOwn(copy, key, finite(item, `${what}.${key}`));
+  for (const [key, item] of Object.entries(record)) {
+    if (isReservedKey(key)) throw new SandboxError("contract", `${what}.${key}: ${reservedKeyReason(key)}`);
+    copy[key] = finite(item, `${what}.${key}`);
+  }
   return copy;
 }
 

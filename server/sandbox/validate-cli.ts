@@ -1,11 +1,14 @@
 /**
- * `experiments.validate` runs here, in a long-lived child process of the web server: user code never runs in
- * the server's own process, and a validation that hangs past its limits is killed from outside. One JSON request
- * per stdin line ({id, files, options}), one JSON answer per stdout line ({id, report} or {id, error}).
+ * `experiments.validate` runs here, in a long-lived child process of the web server (one of a pool:
+ * server/validation): user code never runs in the server's own process, and a validation that hangs past its
+ * limits is killed from outside. It says `{"ready":true}` once its modules are loaded, then answers one JSON
+ * request per stdin line ({id, files, options}) with one JSON answer per stdout line ({id, report} or {id, error}),
+ * one request at a time.
  */
 import readline from "node:readline";
 import { validateExperimentSource } from "./validate";
 
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 for await (const line of readline.createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
   const { id, files, options } = JSON.parse(line);

@@ -9,7 +9,7 @@ import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type SourceFiles, compileEnvironment } from "./compile";
-import { SandboxError, type SandboxDiagnostic } from "./errors";
+import { SandboxError, SandboxLimitError, type SandboxDiagnostic, formatCount } from "./errors";
 import type { SandboxLimitsInput } from "./limits";
 import { SandboxedEnvironmentPool } from "./sandboxed-environment";
 import { typeCheckEnvironment } from "./typecheck";
@@ -30,6 +30,12 @@ export type ValidateOptions = {
   datasetFiles?: Record<string, { path: string; kind: "rows" | "conversations" }>;
   /** Steps per dry-run episode at most (default 20). */
   maxSteps?: number;
+  /**
+   * CPU milliseconds the dry run's resets and steps may take in all (default `defaultDryRunCpuMs`, 10 s): the op
+   * that exhausts it is stopped where it is, and validation fails naming `dryRunCpuMs` and the user's line, well
+   * within the validation request's own time limit (60 s).
+   */
+  dryRunCpuMs?: number;
   /** Run the TypeScript checker (default true; about a second the first time, then much less). */
   typeCheck?: boolean;
   /**
@@ -49,6 +55,9 @@ export type ValidationReport = {
   /** What the code wrote with console.* during the dry run. */
   logs: string[];
 };
+
+/** The dry run's CPU budget unless a caller gives one (`ValidateOptions.dryRunCpuMs`). */
+export const defaultDryRunCpuMs = 10_000;
 
 /** Actions that exercise parseAction's two branches in most environments. */
 const probeActions = ["1", "2", "3", "0", "a", "b", "yes", "no", "up", "down", "left", "right", "look", "42", "A", "hello", ""];
@@ -75,8 +84,11 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
   if (options.typeCheck ?? true) diagnostics.push(...typeCheckEnvironment(compiled.compiled.files));
 
   let pool: SandboxedEnvironmentPool;
+  /** Actions the dry run has played, and the episodes it plays. */
+  let played = 0;
+  let count = 0;
   try {
-    pool = await SandboxedEnvironmentPool.create(compiled.compiled, { limits: options.limits });
+    pool = await SandboxedEnvironmentPool.create(compiled.compiled, { limits: options.limits, dryRunCpuMs: options.dryRunCpuMs ?? defaultDryRunCpuMs });
   } catch (error) {
     diagnostics.push(toDiagnostic(error));
     return report();
@@ -121,11 +133,10 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       });
       return report();
     }
-    const count = options.seeds?.length ?? options.episodes ?? 3;
+    count = options.seeds?.length ?? options.episodes ?? 3;
     const seeds = options.seeds ?? Array.from({ length: count }, (_, i) => i);
     const rng = new Rng(12345);
     const maxSteps = Math.min(options.maxSteps ?? 20, pool.limits.maxStepsPerEpisode);
-    let played = 0;
     let validSteps = 0;
     let longestPrompt: { tokens: number; seed: number } | null = null;
     let longestAction: { text: string; bytes: number } | null = null;
@@ -208,7 +219,13 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       });
     }
   } catch (error) {
-    diagnostics.push(toDiagnostic(error));
+    const diagnostic = toDiagnostic(error);
+    if (error instanceof SandboxLimitError && error.limit === "dryRunCpuMs" && played > 0 && error.reached !== null) {
+      diagnostic.message +=
+        `; it had played ${played} steps, in episode ${episodes.length + 1} of ${count}, about ${formatCount(error.reached / played)} ms each ` +
+        "(validation's budget, not a run's: make the code faster, or dry-run fewer episodes)";
+    }
+    diagnostics.push(diagnostic);
   } finally {
     try {
       if (!pool.failure) logs = pool.drainLogs();

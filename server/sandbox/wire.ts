@@ -45,6 +45,20 @@ export function encodeRequest(ops: GuestOp[]): string {
   return JSON.stringify(["ops", ops]);
 }
 
+/**
+ * Keys a run cannot carry in info (at any depth), as a metric's name or as a reward function's name: the run's
+ * reports (superjson) refuse them as prototype pollution, so the guest and the host refuse them where the user's
+ * code returns them, the same in validation's dry run as in a run. A state may hold them (it is never reported).
+ */
+export function isReservedKey(key: string): boolean {
+  return key === "__proto__" || key === "constructor" || key === "prototype";
+}
+
+/** Why a reserved key (see `isReservedKey`) is refused, after the path that holds it. */
+export function reservedKeyReason(key: string): string {
+  return `'${key}' is not allowed as a key: a run's reports refuse '__proto__', 'constructor' and 'prototype' (in info, metric names, reward function names); rename it`;
+}
+
 export type GuestFailure = {
   kind: "runtime" | "contract" | "limit";
   name: string;

@@ -20,7 +20,16 @@ import {
   legalActionsOf,
 } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
-import { type EnvironmentDescription, FAILED, type GuestFailure, type GuestOp, type GuestRequest, type GuestSummaryWire } from "../wire";
+import {
+  type EnvironmentDescription,
+  FAILED,
+  type GuestFailure,
+  type GuestOp,
+  type GuestRequest,
+  type GuestSummaryWire,
+  isReservedKey,
+  reservedKeyReason,
+} from "../wire";
 
 type AnyDefinition = EnvironmentDefinition<unknown, unknown, DatasetRow>;
 type Register = (begin: (request: string) => void, next: () => number, take: () => string) => void;
@@ -434,6 +443,8 @@ function guardTools(tools: NonNullable<AnyDefinition["tools"]>): NonNullable<Any
 function guardRewardFunctions(functions: NonNullable<AnyDefinition["rewardFunctions"]>): NonNullable<AnyDefinition["rewardFunctions"]> {
   const guarded: NonNullable<AnyDefinition["rewardFunctions"]> = {};
   for (const name of objectKeys(functions)) {
+    // a reward function's name is a key of each episode's reward breakdown, which a run reports
+    if (isReservedKey(name)) throw new ContractViolation(`rewardFunctions.${name}`, `rewardFunctions.${name}: ${reservedKeyReason(name)}`);
     const fn = functions[name]!;
     guarded[name] = (summary) => {
       const value = apply(fn, functions, [summary]);
@@ -479,6 +490,7 @@ function checkMetrics(metrics: unknown): MetricPairs {
   const keys = objectKeys(metrics);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
+    if (isReservedKey(key)) throw new ContractViolation("step", "step() returned metrics." + key + ": " + reservedKeyReason(key));
     const value = (metrics as Record<string, unknown>)[key];
     // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
     if (typeof value !== "number" || value - value !== 0) {
@@ -487,12 +499,6 @@ function checkMetrics(metrics: unknown): MetricPairs {
     pairs.push(key, value);
   }
   return pairs;
-}
-
-/** Sets a copy's property as plain data: a key "__proto__" stays a key (assigning it would set the prototype). */
-function setData<T>(copy: Record<string, T>, key: string, value: T): void {
-  if (key === "__proto__") defineProperty(copy, key, { value, enumerable: true, writable: true, configurable: true });
-  else copy[key] = value;
 }
 
 function checkInfo(info: unknown): Record<string, Json> {
@@ -523,7 +529,9 @@ function toJson(value: unknown, path: string, depth: number): Json {
     const keys = objectKeys(value);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      setData(copy, key, toJson((value as Record<string, unknown>)[key], path + "." + key, depth + 1));
+      // refused rather than carried: a run could not report it (and a "__proto__" assigned would set the prototype)
+      if (isReservedKey(key)) throw new ContractViolation("step", "step() returned " + path + "." + key + ": " + reservedKeyReason(key));
+      copy[key] = toJson((value as Record<string, unknown>)[key], path + "." + key, depth + 1);
     }
     return copy;
   }

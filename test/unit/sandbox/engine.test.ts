@@ -46,10 +46,12 @@ describe("QuickJSEngine", () => {
     expect(results[15]).toBe(-1);
     expect(results[16]).toMatchObject({ kind: "runtime", message: "slot 9 has no episode; reset it first" });
     expect(results).toHaveLength(17);
-    // An op stopped by the interrupt handler escapes the bridge; both ways report it alike.
+    // An op stopped by the interrupt handler escapes the bridge; both ways report it alike, with the stack of
+    // where it was stopped (the user's loop, in the bundle)
     for (const engine of [fast, plain]) {
       const stopped = run(engine, [["step", 0, "spin"]], 20);
-      expect(stopped).toMatchObject({ ok: false, op: 0, error: null });
+      expect(stopped).toMatchObject({ ok: false, op: 0, error: { name: "InternalError", message: "interrupted" } });
+      expect(stopped.ok === false && stopped.error?.stack).toMatch(/at step \(sandbox\.js:\d+:\d+\)/);
       expect(stopped.ok === false && stopped.overrunMs).toBeGreaterThan(20);
     }
   });
