@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import next from "next";
+import { admitRequestBody } from "./api/limits";
 import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
@@ -24,7 +25,10 @@ export async function startWebServer(
 ): Promise<RunningServer> {
   const root = path.resolve(options.root ?? process.cwd());
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
-  const server = http.createServer((req, res) => {
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    // Each request's body is held to its procedure's limit as it streams in; over it, the gate answers 413 itself
+    // (server/api/limits.ts). A chunked body comes back here once it has all arrived within the limit.
+    if (!admitRequestBody(req, res, serve)) return;
     if (!handle) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
       return;
@@ -35,7 +39,8 @@ export async function startWebServer(
       return;
     }
     void handle(req, res);
-  });
+  };
+  const server = http.createServer(serve);
   await listen(server, env.PORT, env.HOST);
 
   let database: DatabaseHandle;

@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z } from "zod";
-import { createTRPCContext } from "../api/trpc";
+import { createTRPCContext, newErrorId } from "../api/trpc";
 import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./feed";
 
 const PATH = "runs.metricStream";
@@ -100,7 +100,7 @@ function streamFeed({ feed, after }: Extract<Opened, { feed: unknown }>, out: { 
     {
       frame: (frame: FeedFrame) => write(frame.bytes()),
       end: () => (write(RETURN), close()),
-      error: (error) => (write(errorEvent(error instanceof RunNotFoundError ? "NOT_FOUND" : "INTERNAL_SERVER_ERROR", error.message)), close()),
+      error: (error) => (write(error instanceof RunNotFoundError ? errorEvent("NOT_FOUND", error.message) : internalErrorEvent(error)), close()),
     },
     after,
   );
@@ -160,7 +160,7 @@ export async function serveMetricStream(request: IncomingMessage, response: Serv
   try {
     opened = await openStream(new URL(request.url ?? "/", "http://localhost"), requestHeaders);
   } catch (error) {
-    opened = { error: errorEvent("INTERNAL_SERVER_ERROR", error instanceof Error ? error.message : String(error)) };
+    opened = { error: internalErrorEvent(error) };
   }
   if (response.destroyed) return;
   response.writeHead(200, headers);
@@ -175,4 +175,11 @@ export async function serveMetricStream(request: IncomingMessage, response: Serv
     end: () => response.end(),
   });
   response.once("close", stop);
+}
+
+/** An unexpected failure: the log gets the error under an id, the client only the id (never SQL, a stack or a path). */
+function internalErrorEvent(error: unknown): Uint8Array {
+  const errorId = newErrorId();
+  console.error(`metric stream failed (${errorId}):`, error);
+  return errorEvent("INTERNAL_SERVER_ERROR", `The server failed to stream this run (error ${errorId}); the server's log has the details under that id.`);
 }

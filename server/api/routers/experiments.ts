@@ -228,7 +228,8 @@ export const experimentsRouter = createTRPCRouter({
           datasetFiles: datasets,
         });
       } catch (error) {
-        throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (error as Error).message });
+        // The validation's own failures (it overran its time, its process stopped) are the user's to act on.
+        throw new TRPCError({ code: "UNPROCESSABLE_CONTENT", message: (error as Error).message, cause: error });
       }
     }),
 

@@ -1,18 +1,26 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { holdToRequestLimit } from "@/server/api/limits";
 import { appRouter } from "@/server/api/root";
-import { createTRPCContext } from "@/server/api/trpc";
+import { createTRPCContext, internalErrorId } from "@/server/api/trpc";
 
 export const dynamic = "force-dynamic";
 
-const handler = (req: Request) =>
-  fetchRequestHandler({
+const handler = async (request: Request) => {
+  // The web server's gate has held the body to its procedure's limit already; this holds it when Next.js runs on
+  // its own (`next dev`). Behind the gate it costs a header comparison, or one more count of a body sent without
+  // Content-Length (server/api/limits.ts).
+  const req = await holdToRequestLimit(request);
+  if (req instanceof Response) return req;
+  return fetchRequestHandler({
     endpoint: "/api/trpc",
     req,
     router: appRouter,
     createContext: () => createTRPCContext({ headers: req.headers }),
     onError({ path, error }) {
-      if (error.code === "INTERNAL_SERVER_ERROR") console.error(`tRPC ${path ?? "?"} failed:`, error);
+      // Logged once, with the id the client was given in place of the details (server/api/trpc.ts's errorFormatter).
+      if (error.code === "INTERNAL_SERVER_ERROR") internalErrorId(error, path);
     },
   });
+};
 
 export { handler as GET, handler as POST };
