@@ -290,16 +290,18 @@ export async function leaveWorker(db: Database, workerId: string, policy: LossPo
 async function requeueJobsOf(tx: Database, workerIds: string[], why: string, policy: LossPolicy) {
   const limit = policy.maxWorkerLosses ?? serverEnv().TINKERLAB_MAX_WORKER_LOSSES;
   const held = await tx
-    .select({ id: jobs.id, runId: jobs.runId, losses: jobs.workerLosses, lostAtStep: jobs.lostAtStep, step: runs.step })
+    .select({ id: jobs.id, runId: jobs.runId, status: jobs.status, losses: jobs.workerLosses, lostAtStep: jobs.lostAtStep, step: runs.step })
     .from(jobs)
     .leftJoin(runs, eq(runs.id, jobs.runId))
     .where(and(inArray(jobs.workerId, workerIds), inArray(jobs.status, ["placing", "running"])));
   const requeued: { id: string; runId: string | null }[] = [];
   for (const job of held) {
     const step = job.step ?? 0;
-    const losses = job.lostAtStep !== null && step <= job.lostAtStep ? job.losses + 1 : 1;
-    const lost = { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, workerLosses: losses, lostAtStep: step };
-    if (losses >= limit) {
+    // A job only placed on the worker never ran there: it goes back to the queue without counting a loss.
+    const ran = job.status === "running";
+    const losses = !ran ? job.losses : job.lostAtStep !== null && step <= job.lostAtStep ? job.losses + 1 : 1;
+    const lost = { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, workerLosses: losses, lostAtStep: ran ? step : job.lostAtStep };
+    if (ran && losses >= limit) {
       const reason = `lost its worker ${losses} times in a row without getting past step ${step} (last: ${why}); it may be crashing its worker or starving its heartbeat (see the log above)`;
       const finishedAt = new Date();
       const [failed] = await moveJobs(tx, "failed", eq(jobs.id, job.id), { job: { ...lost, reason, finishedAt }, run: { reason, finishedAt } });
@@ -314,7 +316,9 @@ async function requeueJobsOf(tx: Database, workerIds: string[], why: string, pol
       await tx.insert(runLogs).values({
         runId: moved.runId,
         level: "warn",
-        message: `Worker lost (${why}); job ${moved.id} requeued to resume from its last checkpoint (${losses} of ${limit} losses in a row allowed before it fails).`,
+        message: ran
+          ? `Worker lost (${why}); job ${moved.id} requeued to resume from its last checkpoint (${losses} of ${limit} losses in a row allowed before it fails).`
+          : `Job ${moved.id} was placed on a worker that is gone (${why}) before it started there; requeued.`,
       });
     }
   }

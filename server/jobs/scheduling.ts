@@ -8,7 +8,7 @@
  * guarded by the state machine). Placements, new jobs and freed devices are announced with NOTIFY on
  * `JOBS_CHANNEL`, which database workers LISTEN to.
  */
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, eq, gt, inArray, isNull, sql } from "drizzle-orm";
 import { type Database, newId, checkpoints, devices, jobs, workers } from "../db";
 import {
   checkEverFits,
@@ -26,6 +26,8 @@ import { expireLeases } from "./lifecycle";
 import { inTransaction, moveJobs } from "./transitions";
 
 export const LEASE_SECONDS = 20;
+/** A worker whose last heartbeat is older than this gets no new job (it beats every second). */
+export const PLACEABLE_WITHIN_SECONDS = 5;
 /** The NOTIFY channel of the scheduler: a JSON payload `JobsNotice`. */
 export const JOBS_CHANNEL = "tinkerlab_jobs";
 // An arbitrary constant: every scheduling pass, in any process, holds this transaction-level advisory lock.
@@ -175,13 +177,20 @@ export async function schedulerTick(db: Database, policy: SchedulingPolicy, now 
     const placedOn = new Set<string>();
     const workerOf = new Map<string, string>();
     if (decisions.some((d) => d.type === "place")) {
+      // Only workers heard from lately take new work: one whose heartbeats stopped (killed, or its server was)
+      // still counts as alive until its lease runs out, and a job placed on it would wait for nothing until then.
+      const heardSince = new Date(now.getTime() - PLACEABLE_WITHIN_SECONDS * 1000);
       for (const row of await tx
         .select({ id: devices.id, workerId: devices.workerId })
         .from(devices)
+        .innerJoin(workers, eq(workers.id, devices.workerId))
         .where(
-          inArray(
-            devices.id,
-            state.devices.map((d) => d.capacity.id),
+          and(
+            inArray(
+              devices.id,
+              state.devices.map((d) => d.capacity.id),
+            ),
+            gt(workers.heartbeatAt, heardSince),
           ),
         )) {
         workerOf.set(row.id, row.workerId);

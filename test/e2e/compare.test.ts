@@ -58,7 +58,7 @@ describe("comparing runs", () => {
     await page.goto(`${server.url}/experiments/${id}/edit`);
     const config = page.getByRole("form", { name: "Config form" });
     await config.locator('[data-field="seed"] input').fill("3");
-    await config.getByLabel("Learning rate").fill("0.01");
+    await config.locator('[data-field="algorithm.learningRate"] input').fill("0.01");
     await page.getByRole("button", { name: "Save & launch" }).click();
     await page.waitForURL(/\/runs\/run_[a-z0-9]+$/);
     runIds.push(page.url().split("/").at(-1)!);

@@ -112,18 +112,18 @@ describe("the experiment editor", () => {
     await page.getByRole("heading", { name: "Edit editor-e2e" }).waitFor();
     const config = page.getByRole("form", { name: "Config form" });
     // Values from the template, defaults for the rest, each with its schema description and range.
-    expect(await config.getByLabel("Learning rate").inputValue()).toBe("0.0005");
+    expect(await config.locator('[data-field="algorithm.learningRate"] input').inputValue()).toBe("0.0005");
     expect(await config.getByLabel("Group size").inputValue()).toBe("8");
     expect(await config.getByLabel("Clip range").inputValue()).toBe("0.2");
     expect(await config.locator('[data-field="algorithm.name"] select').inputValue()).toBe("grpo");
     expect(await config.innerText()).toContain("PPO clip range ε");
     expect(await config.innerText()).toContain("1e-7 – 1");
 
-    await config.getByLabel("Learning rate").fill("5");
+    await config.locator('[data-field="algorithm.learningRate"] input').fill("5");
     await config.getByText("must be a number from 1e-7 to 1").waitFor();
     await page.getByTestId("editor-state").getByText("unsaved changes").waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "editor-config.png"), fullPage: true });
-    await config.getByLabel("Learning rate").fill("0.001");
+    await config.locator('[data-field="algorithm.learningRate"] input').fill("0.001");
     await config.getByText("must be a number from 1e-7 to 1").waitFor({ state: "detached" });
 
     await page.getByRole("tab", { name: "JSON" }).click();
@@ -187,7 +187,7 @@ describe("the experiment editor", () => {
     expect(await page.locator(".cm-content").innerText()).toContain('name: "larger-number"');
     await page.getByRole("tab", { name: "Config" }).click();
     expect(await page.getByRole("form", { name: "Config form" }).locator('[data-field="environment"] input').inputValue()).toBe("custom");
-    expect(await page.getByRole("form", { name: "Config form" }).getByLabel("Learning rate").inputValue()).toBe("0.001");
+    expect(await page.getByRole("form", { name: "Config form" }).locator('[data-field="algorithm.learningRate"] input').inputValue()).toBe("0.001");
     await page.screenshot({ path: path.join(SCREENSHOTS, "editor-saved.png"), fullPage: true });
   }, 120_000);
 });

@@ -12,7 +12,13 @@ const basesDir = tempDir("bases");
 
 beforeAll(async () => {
   await saveTinyBase(basesDir);
-  server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts"), TINKERLAB_LOCAL_WORKERS: "1" });
+  server = await startServer({
+    TINKERLAB_BASES_DIR: basesDir,
+    TINKERLAB_EXAMPLES: "off",
+    ARTIFACTS_DIR: tempDir("artifacts"),
+    TINKERLAB_LOCAL_WORKERS: "1",
+    TINKERLAB_WORKER_SLOTS: "1",
+  });
 });
 afterAll(() => server?.stop());
 

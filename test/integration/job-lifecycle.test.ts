@@ -13,16 +13,19 @@ import {
   claimJob,
   expireLeases,
   finishJob,
+  heartbeat,
   leaveWorker,
   recordCheckpoint,
   registerWorker,
   resumeRun,
   RunStateError,
+  schedulerTick,
   stopRun,
   submitJob,
   WorkerConflictError,
 } from "@/server/jobs";
 import { moveJobs } from "@/server/jobs/transitions";
+import { createPackingPolicy } from "@/server/scheduler";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -222,11 +225,31 @@ describe("lifecycle operations", () => {
     expect(failed).toMatchObject({ status: "failed", losses: 3 });
     expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10 \(last: the worker left\)/);
     expect((await statesOf(ids)).run).toBe("failed");
+    // A job only placed on a worker that went (it never started there) is requeued without counting a loss.
+    const placed = await jobIn("placing");
+    const holder = (await handle.db.select({ workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, placed.jobId)))[0]!.workerId!;
+    await handle.db.update(jobs).set({ workerLosses: 2, lostAtStep: 5 }).where(eq(jobs.id, placed.jobId));
+    await leaveWorker(handle.db, holder, { maxWorkerLosses: 3 });
+    const [after] = await handle.db.select({ status: jobs.status, losses: jobs.workerLosses }).from(jobs).where(eq(jobs.id, placed.jobId));
+    expect(after).toEqual({ status: "queued", losses: 2 });
     const [run] = await handle.db.select({ reason: runs.reason, finishedAt: runs.finishedAt }).from(runs).where(eq(runs.id, ids.runId));
     expect(run!.reason).toBe(failed.reason);
     expect(run!.finishedAt).not.toBeNull();
     const logs = await handle.db.select({ level: runLogs.level, message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
     expect(logs.filter((l) => l.level === "warn" && /Worker lost/.test(l.message))).toHaveLength(4);
     expect(logs.at(-1)).toMatchObject({ level: "error" });
+  });
+
+  it("places no job on a worker not heard from for 5 s, though its lease still holds", async () => {
+    const ids = await jobIn("queued");
+    await handle.db
+      .update(workers)
+      .set({ heartbeatAt: new Date(Date.now() - 10_000) })
+      .where(eq(workers.id, workerId));
+    const policy = createPackingPolicy();
+    expect((await schedulerTick(handle.db, policy)).placed).toEqual([]);
+    expect((await statesOf(ids)).job).toBe("queued");
+    await heartbeat(handle.db, workerId);
+    expect((await schedulerTick(handle.db, policy)).placed).toEqual([ids.jobId]);
   });
 });
