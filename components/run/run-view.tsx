@@ -27,6 +27,13 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const { series, origin, error } = useMetricStream(runId, initialMetrics);
   const logs = useQuery({ ...trpc.runs.logs.queryOptions({ runId }), refetchInterval: live ? 3000 : false });
   const checkpoints = useQuery({ ...trpc.checkpoints.ofRun.queryOptions({ runId }), refetchInterval: live ? 5000 : false });
+  // The run's last checkpoint and log lines land as it ends: read both once more when its state changes.
+  const status = run.data?.status;
+  useEffect(() => {
+    if (!status) return;
+    void queryClient.invalidateQueries({ queryKey: trpc.checkpoints.ofRun.queryKey({ runId }) });
+    void queryClient.invalidateQueries({ queryKey: trpc.runs.logs.queryKey({ runId }) });
+  }, [status, runId, queryClient, trpc]);
   // Where the run's base came from, asked once (a run's base never changes); one whose checkpoint is gone is named as given.
   const baseName = (run.data?.config as { agent?: { base?: string } } | undefined)?.agent?.base;
   const lineage = useQuery({

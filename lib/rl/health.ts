@@ -36,6 +36,9 @@ export class RunHealth {
     const flat = sized.length > 0 && sized.every((group) => group.every((t) => t.totalReward === group[0]!.totalReward));
     const gradNorm = metrics["train/grad_norm"];
     const signal = !flat && gradNorm !== undefined && gradNorm > 0;
+    // Every episode scored full marks (the environment's own score, 1 by convention): equal rewards and no gradient
+    // are what a solved task looks like (a run that imitated a demonstrator first starts here), not a broken run.
+    const solved = episodes.every((t) => t.score >= 1);
     const pct = (share: number) => `${Math.round(share * 100)}%`;
     const signs: [HealthCode, boolean, () => string][] = [
       [
@@ -59,13 +62,13 @@ export class RunHealth {
       ],
       [
         "no-signal",
-        flat && !this.learned,
+        flat && !this.learned && !solved,
         () =>
           `rewards were the same within every group in each of the first ${PERSIST["no-signal"]} steps (up to step ${step}): group-relative advantages are all zero, so nothing is learned. Make the reward tell better actions from worse, or raise the sampling temperature`,
       ],
       [
         "zero-gradient",
-        turns > 0 && !this.learned && (gradNorm === undefined || gradNorm === 0),
+        turns > 0 && !this.learned && !solved && (gradNorm === undefined || gradNorm === 0),
         () => `the gradient was zero in each of the first ${PERSIST["zero-gradient"]} steps (up to step ${step}): the update does not move the policy`,
       ],
     ];

@@ -34,6 +34,16 @@ describe("RunHealth", () => {
     expect(raised[0]!.message).toMatch(/rewards were the same within every group in each of the first 5 steps/);
   });
 
+  it("says nothing of equal rewards and a zero gradient when every episode scores full marks (a solved task, e.g. after SFT)", () => {
+    const health = new RunHealth({ contextLength: 64, maxTokens: 8 });
+    const solved = [
+      [episode(1), episode(1)],
+      [episode(1), episode(1)],
+    ];
+    const raised = [1, 2, 3, 4, 5, 6].flatMap((step) => health.observe(step, solved, { "train/grad_norm": 0 }));
+    expect(raised).toEqual([]);
+  });
+
   it("needs a sign to last: one step of invalid actions or truncation is not reported", () => {
     const health = new RunHealth({ contextLength: 64, maxTokens: 8 });
     const bad = [[episode(0, { invalidActions: 1, truncated: true }), episode(1, { invalidActions: 1, truncated: true })]];
