@@ -88,9 +88,17 @@ export function configFields(schema: z.ZodObject): ConfigField[] {
   return objectFields(schema, []);
 }
 
-/** "learningRate" → "Learning rate". */
+/** Words the labels spell in capitals. */
+const acronyms = new Set(["sft", "lr", "kl", "gae", "lora", "json", "id"]);
+
+/** "learningRate" → "Learning rate", "klCoef" → "KL coef", "sft" → "SFT". */
 export function fieldLabel(key: string): string {
-  const words = key.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
+  const words = key
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .split(" ")
+    .map((word) => (acronyms.has(word) ? word.toUpperCase() : word))
+    .join(" ");
   return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
