@@ -21,10 +21,21 @@ const isTyping = (target: EventTarget | null) =>
  * advantage, and the same prompt across steps. Keys: j/k (or ↓/↑ in the list) between samples, [ and ] between
  * steps.
  */
-export function RolloutsPanel({ runId, live, config }: { runId: string; live: boolean; config: unknown }) {
+export function RolloutsPanel({
+  runId,
+  live,
+  config,
+  initialSplit = "train",
+}: {
+  runId: string;
+  live: boolean;
+  config: unknown;
+  /** The split shown first: an evaluation run has only "eval" rollouts. */
+  initialSplit?: "train" | "eval";
+}) {
   const trpc = useTRPC();
   const algorithm = useMemo(() => algorithmOf(config), [config]);
-  const [split, setSplit] = useState<"train" | "eval">("train");
+  const [split, setSplit] = useState<"train" | "eval">(initialSplit);
   /** null: follow the latest step. */
   const [step, setStep] = useState<number | null>(null);
   const [selected, setSelected] = useState<string | null>(null);

@@ -194,7 +194,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         )}
       </section>
 
-      <RolloutsPanel runId={runId} live={live} config={r.config} />
+      <RolloutsPanel runId={runId} live={live} config={r.config} initialSplit={r.totalSteps > 0 ? "train" : "eval"} />
 
       <div className="grid gap-6 lg:grid-cols-2">
         <Card title="Config">
@@ -203,7 +203,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <Card title="Checkpoints">
           <ol className="max-h-96 overflow-auto px-4 py-3 text-xs" aria-label="Checkpoints">
             {(checkpoints.data ?? []).length === 0 && (
-              <li className="text-slate-500">None yet: a run saves one every config.checkpointEvery steps and at its end.</li>
+              <li className="text-slate-500">
+                {r.totalSteps > 0 ? "None yet: a run saves one every config.checkpointEvery steps and at its end." : "None: this run trains nothing."}
+              </li>
             )}
             {(checkpoints.data ?? []).map((c) =>
               c.kind === "export" ? (

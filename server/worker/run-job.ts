@@ -190,19 +190,31 @@ export async function runJob(options: {
     }
     if (spec.job.kind === "eval") {
       // An evaluation run: the base (usually another run's checkpoint) plays the held-out episodes once.
-      await evaluateAndReport(
+      const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
+      const score = await evaluateAndReport(
         0,
         {
           policy,
           environment,
           protocol,
-          specs: evaluationSpecs(config, dataset ? splitDataset(dataset).test : null),
+          specs,
           maxTokens: config.agent.sampling.maxTokens,
           temperature: config.evaluation.temperature,
           playEpisodes,
         },
         hooks,
       );
+      const temperature = config.evaluation.temperature === 0 ? "greedy" : `temperature ${config.evaluation.temperature}`;
+      reports.push({
+        workerId,
+        jobId,
+        logs: [
+          {
+            level: "info",
+            message: `Evaluated on ${specs.length} held-out episodes (${temperature}): ${environment.scoreName ?? "score"} ${score.toFixed(3)}.`,
+          },
+        ],
+      });
       await reports.flush();
       return { outcome: "completed", reason: null };
     }
