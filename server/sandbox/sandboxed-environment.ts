@@ -158,6 +158,8 @@ export class SandboxedEnvironmentPool {
   private prepared: Prepared | null = null;
   /** CPU milliseconds the episodes' ops have spent in all, against `dryRunCpuMs` (validation's dry run). */
   private spentMs = 0;
+  /** The step ops answered and the CPU milliseconds they took, for validation's projection of an episode. */
+  readonly stepCpu = { steps: 0, ms: 0 };
 
   private constructor(
     private readonly sandbox: QuickJSSandbox,
@@ -605,6 +607,10 @@ export class SandboxedEnvironmentPool {
       const slot = slotOf(op);
       if (slot !== null) {
         this.spentMs += response.ms[i]!;
+        if (op[0] === "step") {
+          this.stepCpu.steps += 1;
+          this.stepCpu.ms += response.ms[i]!;
+        }
         const state = this.slotState(slot);
         state.cpuMs = (op[0] === "reset" ? 0 : state.cpuMs) + response.ms[i]!;
         if (state.cpuMs > this.limits.cpuMsPerEpisode) {

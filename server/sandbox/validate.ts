@@ -192,6 +192,23 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
         source: "runtime",
       });
     }
+    // A step() that fits its per-call limit may still not fit a whole episode: say so now, not a run's minutes in.
+    const { steps: timedSteps, ms: stepMs } = pool.stepCpu;
+    const perStep = timedSteps > 0 ? stepMs / timedSteps : 0;
+    if (perStep > 0 && perStep * environment.maxTurns > pool.limits.cpuMsPerEpisode) {
+      const turns = Math.floor(pool.limits.cpuMsPerEpisode / perStep);
+      diagnostics.push({
+        severity: "warning",
+        message:
+          `step() took ${perStep.toFixed(1)} ms of CPU per call in the dry run: an episode of maxTurns=${environment.maxTurns} turns would need about ` +
+          `${Math.round(perStep * environment.maxTurns).toLocaleString("en-US")} ms, over the limit of ${pool.limits.cpuMsPerEpisode.toLocaleString("en-US")} ms per episode ` +
+          `(cpuMsPerEpisode), so a run would stop such an episode at about turn ${turns}. Make step() cheaper, or lower maxTurns`,
+        file: compiled.compiled.entry,
+        line: null,
+        column: null,
+        source: "runtime",
+      });
+    }
     const context = options.context;
     if (context && longestAction && longestAction.bytes + 1 > context.maxTokens) {
       diagnostics.push({

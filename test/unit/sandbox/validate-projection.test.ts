@@ -1,0 +1,41 @@
+/**
+ * Validation projects a whole episode's CPU time from the dry run's steps: a step() within its per-call limit
+ * that would take an episode of maxTurns past cpuMsPerEpisode is a warning before launch, not a run stopped
+ * minutes in.
+ */
+import { describe, expect, it } from "vitest";
+import { validateExperimentSource } from "@/server/sandbox/validate";
+
+const environment = (work: number, maxTurns: number) => `import { defineEnvironment } from "tinkerlab";
+export default defineEnvironment<{ t: number }, string>({
+  name: "slow-steps",
+  data: { kind: "free" },
+  systemPrompt: "Go.",
+  maxTurns: ${maxTurns},
+  actions: ["go"],
+  reset: () => ({ state: { t: 0 }, observation: "go" }),
+  parseAction: (text) => ({ ok: true, action: text }),
+  step(state) {
+    let x = 0;
+    for (let i = 0; i < ${work}; i++) x = (x + i * 7) % 1000003;
+    return { state: { t: state.t + 1 + (x % 1) }, observation: "go", reward: 0, done: false };
+  },
+});
+`;
+
+describe("validation's projection of an episode's CPU time", () => {
+  it("warns when step() times maxTurns would pass cpuMsPerEpisode, naming the turn a run would stop at", async () => {
+    const report = await validateExperimentSource({ "environment.ts": environment(300_000, 1000) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
+    const warning = report.diagnostics.find((d) => /ms of CPU per call in the dry run/.test(d.message));
+    expect(warning?.severity).toBe("warning");
+    expect(warning!.message).toMatch(
+      /an episode of maxTurns=1000 turns would need about [\d,]+ ms, over the limit of 5,000 ms per episode \(cpuMsPerEpisode\), so a run would stop such an episode at about turn \d+/,
+    );
+    expect(report.ok).toBe(true); // a warning: the user decides
+  }, 60_000);
+
+  it("says nothing when a whole episode fits", async () => {
+    const report = await validateExperimentSource({ "environment.ts": environment(10, 20) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
+    expect(report.diagnostics.filter((d) => /per call in the dry run/.test(d.message))).toEqual([]);
+  }, 60_000);
+});
