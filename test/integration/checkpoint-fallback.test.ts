@@ -9,7 +9,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkpoints, jobs, metricPoints, runLogs, type DatabaseHandle } from "@/server/db";
-import { claimJob, recordCheckpoint, registerWorker, resumeRun, schedulerTick, setAsideCheckpoint, stopRun } from "@/server/jobs";
+import { claimJob, recordCheckpoint, registerWorker, resumeRun, schedulerTick, setAsideCheckpoint } from "@/server/jobs";
 import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
@@ -49,20 +49,14 @@ describe("a damaged checkpoint", () => {
       await schedulerTick(handle.db, createPackingPolicy());
       const spec = await channel.claim(workerId, job!.id);
       let step = 0;
-      let asked = false;
+      // Paused as a worker sees a pause (the server's stop request): the job saves a checkpoint and ends paused.
       const outcome = await runJob({
         channel,
         workerId,
         spec,
         artifactsDir,
         onStep: (s) => void (step = s),
-        stopRequested: () => {
-          if (pauseAt !== null && step >= pauseAt && !asked) {
-            asked = true;
-            void stopRun(handle.db, runId, "pause");
-          }
-          return asked ? "pause" : null;
-        },
+        stopRequested: () => (pauseAt !== null && step >= pauseAt ? "pause" : null),
       });
       await channel.finish({ workerId, jobId: job!.id, ...outcome });
       return { spec, outcome };
