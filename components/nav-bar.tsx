@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { useEffect, useState } from "react";
 
 const links = [
   { href: "/", label: "Experiments", match: (path: string) => path === "/" || path.startsWith("/experiments") },
@@ -37,7 +38,39 @@ export function NavBar() {
             );
           })}
         </nav>
+        <SignedIn />
       </div>
     </header>
+  );
+}
+
+/** On a team server: who is signed in, and a way out. Elsewhere (no accounts) nothing. */
+function SignedIn() {
+  const [person, setPerson] = useState<{ name: string; email: string } | null>(null);
+  useEffect(() => {
+    let live = true;
+    // Asked once a page load (signing in and out load the page anew); asking from the browser also renews the
+    // cookie. A server without accounts answers null.
+    fetch("/api/auth/get-session")
+      .then((response) => (response.ok ? response.json() : null))
+      .then((session: { user?: { name: string; email: string } } | null) => live && setPerson(session?.user ?? null))
+      .catch(() => live && setPerson(null));
+    return () => {
+      live = false;
+    };
+  }, []);
+  if (!person) return null;
+  const signOut = async () => {
+    await fetch("/api/auth/sign-out", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    setPerson(null);
+    window.location.assign("/sign-in");
+  };
+  return (
+    <div className="ml-auto flex items-center gap-3 text-sm text-slate-600">
+      <span title={person.email}>{person.name}</span>
+      <button type="button" onClick={() => void signOut()} className="rounded-md px-2 py-1 hover:bg-slate-100 hover:text-slate-900">
+        Sign out
+      </button>
+    </div>
   );
 }

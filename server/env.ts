@@ -45,7 +45,15 @@ export const serverEnvSchema = z.object({
     .describe(
       "matrix kernel of the js backend; auto takes the native one (AVX-512/AVX2, compiled with g++ on first use) where it builds, else WebAssembly SIMD",
     ),
-  TINKERLAB_AUTH: z.enum(["local", "apikey"]).default("local").describe("local: every browser is the local user; apikey: every request needs an API key"),
+  TINKERLAB_AUTH: z
+    .enum(["local", "apikey", "team"], "must be local, apikey or team")
+    .default("local")
+    .describe("local: every browser is the local user; apikey: every request needs an API key; team: people sign in (email and password), or send an API key"),
+  TINKERLAB_AUTH_SECRET: z
+    .string()
+    .min(32, "must be at least 32 characters")
+    .optional()
+    .describe("team mode: the secret that signs session cookies; unset: one is made once and kept in the database"),
   TINKERLAB_WORKER_TOKEN: z
     .string()
     .min(16, "must be at least 16 characters")

@@ -3,6 +3,7 @@ import http from "node:http";
 import path from "node:path";
 import next from "next";
 import { admitRequestBody } from "./api/limits";
+import { CLIENT_IP_HEADER } from "./auth/constants";
 import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
@@ -29,6 +30,9 @@ export async function startWebServer(
     // Each request's body is held to its procedure's limit as it streams in; over it, the gate answers 413 itself
     // (server/api/limits.ts). A chunked body comes back here once it has all arrived within the limit.
     if (!admitRequestBody(req, res, serve)) return;
+    // The client's address as this socket sees it, replacing any value the client sent: sign-in's rate limit
+    // counts by it (server/auth/accounts.ts), and a header a client writes itself would let it dodge the limit.
+    req.headers[CLIENT_IP_HEADER] = req.socket.remoteAddress ?? "unknown";
     if (!handle) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
       return;

@@ -7,11 +7,12 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z, ZodError } from "zod";
+import { accountsFor } from "../auth/accounts";
 import { userForApiKey, type User } from "../auth/api-keys";
 import { getDatabase, LOCAL_USER, type Database, type DatabaseHandle } from "../db";
 import { serverEnv } from "../env";
 
-export type AuthMode = "local" | "apikey";
+export type AuthMode = "local" | "apikey" | "team";
 
 type ContextInner = {
   database: Pick<DatabaseHandle, "db" | "kind" | "location" | "migration">;
@@ -44,7 +45,18 @@ export async function authenticate(db: Database, headers: Headers, mode: AuthMod
     const user = await userForApiKey(db, key);
     return user ? { user } : { user: null, rejectedApiKey: true };
   }
-  return { user: mode === "local" ? { ...LOCAL_USER } : null };
+  if (mode === "local") return { user: { ...LOCAL_USER } };
+  if (mode === "team") return { user: await sessionUser(db, headers) };
+  return { user: null };
+}
+
+/** The signed-in person of a team server's request (its session cookie), or null. */
+async function sessionUser(db: Database, headers: Headers): Promise<User | null> {
+  const env = serverEnv();
+  const accounts = await accountsFor(db, { secret: env.TINKERLAB_AUTH_SECRET, host: env.HOST, port: env.PORT });
+  // disableRefresh: a server-side call cannot renew the cookie; the browser's own get-session call does both.
+  const session = await accounts.api.getSession({ headers, query: { disableRefresh: true } });
+  return session ? { id: session.user.id, name: session.user.name, email: session.user.email } : null;
 }
 
 /** A short id for a failure, which the client sees in place of its details and the server's log shows with them. */
@@ -247,7 +259,9 @@ export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
       code: "UNAUTHORIZED",
       message: ctx.rejectedApiKey
         ? "The API key in the Authorization header is unknown or revoked. Create a new key and send it as 'Authorization: Bearer tl_…'."
-        : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.",
+        : serverEnv().TINKERLAB_AUTH === "team"
+          ? "Sign in required: sign in at /sign-in, or send an API key as 'Authorization: Bearer tl_…'."
+          : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.",
     });
   }
   return next({ ctx: { ...ctx, user: ctx.user } });

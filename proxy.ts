@@ -1,0 +1,20 @@
+/**
+ * On a team server, pages need a signed-in person: a visitor without a session cookie goes to the sign-in page,
+ * which brings them back. This only spares them an error page; every procedure, stream and download checks the
+ * session itself (server/api/trpc.ts).
+ */
+import { type NextRequest, NextResponse } from "next/server";
+import { PUBLIC_PAGES, SESSION_COOKIE } from "@/server/auth/constants";
+import { serverEnv } from "@/server/env";
+
+export function proxy(request: NextRequest) {
+  if (serverEnv().TINKERLAB_AUTH !== "team") return NextResponse.next();
+  const { pathname, search } = request.nextUrl;
+  if (PUBLIC_PAGES.includes(pathname) || request.cookies.has(SESSION_COOKIE)) return NextResponse.next();
+  const signIn = new URL("/sign-in", request.url);
+  signIn.searchParams.set("next", `${pathname}${search}`);
+  return NextResponse.redirect(signIn);
+}
+
+// Pages only: the API answers 401 itself, and Next's own files are public.
+export const config = { matcher: ["/((?!api/|_next/|favicon.ico).*)"] };

@@ -1,0 +1,121 @@
+/**
+ * Accounts and sessions of TINKERLAB_AUTH=team, through better-auth (docs/AUTH.md): email and password (scrypt
+ * hashes, at least 12 characters), sessions in an HttpOnly cookie, sign-in and sign-up rate-limited per client
+ * address in the database. The first account made on a server becomes its admin; after that, sign-up is closed
+ * (invitations are the way in). Our own tables hold everything else.
+ */
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import { betterAuth } from "better-auth";
+import { drizzleAdapter } from "better-auth/adapters/drizzle";
+import { APIError } from "better-auth/api";
+import { and, eq, ne, count } from "drizzle-orm";
+import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
+import { accounts, type Database, LOCAL_USER, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
+
+export const MIN_PASSWORD_LENGTH = 12;
+
+const idPrefix = { user: "usr", session: "ses", account: "acc", verification: "vfy", rateLimit: "rl" } as const;
+
+export type Accounts = ReturnType<typeof createAccounts>;
+
+/**
+ * The auth instance for a database. `hosts` are the "host:port" forms people reach the server by (the origins
+ * sign-in accepts); `secret` signs cookies.
+ */
+export function createAccounts(db: Database, options: { secret: string; hosts: string[] }) {
+  return betterAuth({
+    appName: "Tinkerlab",
+    basePath: "/api/auth",
+    baseURL: { allowedHosts: options.hosts, protocol: "http", fallback: `http://${options.hosts[0]}` },
+    secret: options.secret,
+    telemetry: { enabled: false },
+    database: drizzleAdapter(db, { provider: "pg", schema: { users, sessions, accounts, verifications, rateLimits } }),
+    user: {
+      modelName: "users",
+      additionalFields: { role: { type: "string", required: false, defaultValue: "member", input: false } },
+    },
+    session: { modelName: "sessions" },
+    account: { modelName: "accounts" },
+    verification: { modelName: "verifications" },
+    emailAndPassword: { enabled: true, minPasswordLength: MIN_PASSWORD_LENGTH, maxPasswordLength: 128, autoSignIn: true },
+    rateLimit: {
+      enabled: true,
+      storage: "database",
+      modelName: "rateLimits",
+      customRules: { "/sign-in/email": { window: 60, max: 5 }, "/sign-up/email": { window: 60, max: 5 } },
+    },
+    advanced: {
+      cookiePrefix: COOKIE_PREFIX,
+      useSecureCookies: false,
+      // Said outright: better-auth skips its origin check when NODE_ENV is "test" unless told, and ours is always on.
+      disableOriginCheck: false,
+      disableCSRFCheck: false,
+      ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] },
+      database: { generateId: ({ model }) => newId(idPrefix[model as keyof typeof idPrefix] ?? "usr") },
+    },
+    databaseHooks: {
+      user: {
+        create: {
+          // Sign-up is open only on an empty server (the local user does not count): its first account.
+          before: async (user) => {
+            if ((await peopleCount(db)) > 0) {
+              throw new APIError("FORBIDDEN", { message: "This server already has its first account: ask its admin for an invitation." });
+            }
+            return { data: user };
+          },
+          // The first account becomes the admin, once: two sign-ups racing for it cannot both win.
+          after: async (user) => {
+            const won = await db.insert(serverSettings).values({ key: "first_admin", value: user.id }).onConflictDoNothing().returning();
+            if (won.length > 0) await db.update(users).set({ role: "admin" }).where(eq(users.id, user.id));
+          },
+        },
+      },
+    },
+  });
+}
+
+async function peopleCount(db: Database): Promise<number> {
+  const [row] = await db.select({ n: count() }).from(users).where(ne(users.id, LOCAL_USER.id));
+  return Number(row?.n ?? 0);
+}
+
+/** The secret that signs cookies: TINKERLAB_AUTH_SECRET, or one made once and kept in the database for every process. */
+export async function authSecret(db: Database, configured: string | undefined): Promise<string> {
+  if (configured) return configured;
+  await db
+    .insert(serverSettings)
+    .values({ key: "auth_secret", value: randomBytes(32).toString("base64url") })
+    .onConflictDoNothing();
+  const [row] = await db
+    .select({ value: serverSettings.value })
+    .from(serverSettings)
+    .where(and(eq(serverSettings.key, "auth_secret")));
+  return row!.value;
+}
+
+/** The "host:port" forms the server is reached by: its HOST, or every address of this machine when it listens on 0.0.0.0. */
+export function serverHosts(host: string, port: number): string[] {
+  const names =
+    host === "0.0.0.0" || host === "::" ? ["localhost", "127.0.0.1", ...machineAddresses()] : host === "127.0.0.1" ? ["127.0.0.1", "localhost"] : [host];
+  return [...new Set(names)].map((name) => `${name}:${port}`);
+}
+
+function machineAddresses(): string[] {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .flatMap((address) => (address && address.family === "IPv4" ? [address.address] : []));
+}
+
+const holder = globalThis as typeof globalThis & { __tinkerlabAccounts?: { db: Database; accounts: Promise<Accounts> } };
+
+/** The process's auth instance for its database (made on first use; Next's bundles share it through globalThis). */
+export function accountsFor(db: Database, options: { secret: string | undefined; host: string; port: number }): Promise<Accounts> {
+  if (holder.__tinkerlabAccounts?.db !== db) {
+    holder.__tinkerlabAccounts = {
+      db,
+      accounts: authSecret(db, options.secret).then((secret) => createAccounts(db, { secret, hosts: serverHosts(options.host, options.port) })),
+    };
+  }
+  return holder.__tinkerlabAccounts.accounts;
+}
