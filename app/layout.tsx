@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { NavBar } from "@/components/nav-bar";
 import { TRPCReactProvider } from "@/components/trpc/provider";
+import { serverEnv } from "@/server/env";
 import "./globals.css";
 
 export const metadata: Metadata = {
@@ -13,7 +14,7 @@ export default function RootLayout({ children }: { children: React.ReactNode }) 
     <html lang="en">
       <body className="min-h-screen">
         <TRPCReactProvider>
-          <NavBar />
+          <NavBar accounts={serverEnv().TINKERLAB_AUTH === "team"} />
           <main className="mx-auto max-w-7xl px-6 py-8">{children}</main>
         </TRPCReactProvider>
       </body>

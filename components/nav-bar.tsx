@@ -12,7 +12,8 @@ const links = [
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
 ];
 
-export function NavBar() {
+/** `accounts`: the server has people signing in (team mode), so the bar shows who and a way out. */
+export function NavBar({ accounts = false }: { accounts?: boolean }) {
   const pathname = usePathname();
   return (
     <header className="border-b border-slate-200 bg-white">
@@ -38,19 +39,18 @@ export function NavBar() {
             );
           })}
         </nav>
-        <SignedIn />
+        {accounts && <SignedIn />}
       </div>
     </header>
   );
 }
 
-/** On a team server: who is signed in, and a way out. Elsewhere (no accounts) nothing. */
+/** Who is signed in on a team server, and a way out. */
 function SignedIn() {
   const [person, setPerson] = useState<{ name: string; email: string } | null>(null);
   useEffect(() => {
     let live = true;
-    // Asked once a page load (signing in and out load the page anew); asking from the browser also renews the
-    // cookie. A server without accounts answers null.
+    // Asked once a page load (signing in and out load the page anew); asking from the browser also renews the cookie.
     fetch("/api/auth/get-session")
       .then((response) => (response.ok ? response.json() : null))
       .then((session: { user?: { name: string; email: string } } | null) => live && setPerson(session?.user ?? null))

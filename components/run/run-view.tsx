@@ -232,24 +232,18 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
                   {!c.setAsideReason && (
                     <span className="flex gap-2">
-                      <button
-                        type="button"
-                        className="text-brand-700 hover:underline disabled:text-slate-400"
-                        disabled={evaluateCheckpoint.isPending}
-                        onClick={() => evaluateCheckpoint.mutate({ checkpointId: c.id })}
+                      <CheckpointAction
+                        label="Evaluate"
                         title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
-                      >
-                        Evaluate
-                      </button>
-                      <button
-                        type="button"
-                        className="text-brand-700 hover:underline disabled:text-slate-400"
-                        disabled={exportCheckpoint.isPending}
-                        onClick={() => exportCheckpoint.mutate({ checkpointId: c.id })}
+                        action={evaluateCheckpoint}
+                        checkpointId={c.id}
+                      />
+                      <CheckpointAction
+                        label="Export"
                         title="Write this checkpoint's model (an adapter merged into its base) as one safetensors file to download"
-                      >
-                        Export
-                      </button>
+                        action={exportCheckpoint}
+                        checkpointId={c.id}
+                      />
                     </span>
                   )}
                 </li>
@@ -280,4 +274,29 @@ function formatDuration(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
   if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
   return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+}
+
+/** A job started from one checkpoint (an evaluation, an export); the run it makes opens when it is queued. */
+function CheckpointAction({
+  label,
+  title,
+  action,
+  checkpointId,
+}: {
+  label: string;
+  title: string;
+  action: { isPending: boolean; mutate(input: { checkpointId: string }): void };
+  checkpointId: string;
+}) {
+  return (
+    <button
+      type="button"
+      className="text-brand-700 hover:underline disabled:text-slate-400"
+      disabled={action.isPending}
+      onClick={() => action.mutate({ checkpointId })}
+      title={title}
+    >
+      {label}
+    </button>
+  );
 }

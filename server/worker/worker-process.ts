@@ -58,7 +58,7 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     hostname: os.hostname(),
     pid: process.pid,
     backend: backend.capabilities.backend,
-    devices: [{ kind: device.kind, name: device.name, memoryMb: device.memoryMb, computeSlots: device.computeSlots }],
+    devices: [device],
   });
   log(
     `registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`,

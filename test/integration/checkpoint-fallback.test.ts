@@ -4,36 +4,23 @@
  * through server/jobs against a real database.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkpoints, jobs, metricPoints, runLogs, type DatabaseHandle } from "@/server/db";
+import { describe, expect, it } from "vitest";
+import { checkpoints, jobs, metricPoints, runLogs } from "@/server/db";
 import { claimJob, recordCheckpoint, registerWorker, resumeRun, schedulerTick, setAsideCheckpoint } from "@/server/jobs";
 import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
-import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
-import { callerFor, openTestDatabase } from "./support/database";
-import { channelOn } from "./support/worker-channel";
+import { tinyExperiment } from "../support/tiny-run";
+import { callerFor } from "./support/database";
+import { channelOn, jobTestbed } from "./support/worker-channel";
 
-let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let handle: DatabaseHandle;
-const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-fallback-bases-"));
-const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-fallback-artifacts-"));
-process.env.TINKERLAB_BASES_DIR = basesDir;
-
-beforeAll(async () => {
-  await saveTinyBase(basesDir);
-  db = await openTestDatabase();
-  handle = db.handle;
-}, 60_000);
-afterAll(async () => {
-  await db.close();
-  fs.rmSync(artifactsDir, { recursive: true, force: true });
-});
+const bed = jobTestbed("fallback");
+const { artifactsDir } = bed;
 
 describe("a damaged checkpoint", () => {
   it("is set aside when the job resumes, which goes on from the checkpoint before it and completes", async () => {
+    const { handle } = bed;
     const caller = callerFor(handle);
     const experiment = await caller.experiments.create(tinyExperiment("fallback", 12));
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });
@@ -106,6 +93,7 @@ describe("a damaged checkpoint", () => {
   }, 120_000);
 
   it("with no good checkpoint before it, the job starts again from its base", async () => {
+    const { handle } = bed;
     const caller = callerFor(handle);
     const experiment = await caller.experiments.create(tinyExperiment("fallback-none", 4));
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });

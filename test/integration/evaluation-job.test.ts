@@ -4,38 +4,25 @@
  * for those weights.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { decodeSafetensors } from "@/lib/model/safetensors";
-import { checkpoints, jobs, metricPoints, type DatabaseHandle } from "@/server/db";
+import { checkpoints, jobs, metricPoints } from "@/server/db";
 import { schedulerTick } from "@/server/jobs";
 import { BaseModel } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
-import { saveTinyBase, tinyExperiment } from "../support/tiny-run";
-import { callerFor, openTestDatabase } from "./support/database";
-import { channelOn } from "./support/worker-channel";
+import { tinyExperiment } from "../support/tiny-run";
+import { callerFor } from "./support/database";
+import { channelOn, jobTestbed } from "./support/worker-channel";
 
-let db: Awaited<ReturnType<typeof openTestDatabase>>;
-let handle: DatabaseHandle;
-const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-eval-bases-"));
-const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-eval-artifacts-"));
-process.env.TINKERLAB_BASES_DIR = basesDir;
-
-beforeAll(async () => {
-  await saveTinyBase(basesDir);
-  db = await openTestDatabase();
-  handle = db.handle;
-}, 60_000);
-afterAll(async () => {
-  await db.close();
-  fs.rmSync(artifactsDir, { recursive: true, force: true });
-});
+const bed = jobTestbed("eval");
+const { artifactsDir, basesDir } = bed;
 
 describe("an evaluation job", () => {
   it("scores a checkpoint on the run's held-out episodes, as the run scored those weights", async () => {
+    const { handle } = bed;
     const caller = callerFor(handle);
     const channel = channelOn(handle.db);
     const { workerId } = await channel.register({

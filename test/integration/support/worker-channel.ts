@@ -1,6 +1,12 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import type { DatabaseHandle } from "@/server/db";
 import { claimJob, finishJob, heartbeat, recordCheckpoint, registerWorker, setAsideCheckpoint, storeReport } from "@/server/jobs";
 import type { WorkerChannel } from "@/server/worker/channel";
+import { saveTinyBase } from "../../support/tiny-run";
+import { openTestDatabase } from "./database";
 
 /** The worker's side of server/jobs, straight on this database (as a database worker's channel is). */
 export function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
@@ -16,4 +22,26 @@ export function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
     leave: async () => ({}),
     close: async () => {},
   };
+}
+
+/**
+ * What a test file that runs jobs needs, made in its hooks: a fresh database, a tiny base in its own
+ * TINKERLAB_BASES_DIR, and an artifacts folder (removed afterwards). `handle` is set once `beforeAll` has run.
+ */
+export function jobTestbed(name: string) {
+  const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), `tinkerlab-${name}-bases-`));
+  const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), `tinkerlab-${name}-artifacts-`));
+  process.env.TINKERLAB_BASES_DIR = basesDir;
+  const bed = { basesDir, artifactsDir, handle: null as unknown as DatabaseHandle };
+  let db: Awaited<ReturnType<typeof openTestDatabase>> | undefined;
+  beforeAll(async () => {
+    await saveTinyBase(basesDir);
+    db = await openTestDatabase();
+    bed.handle = db.handle;
+  }, 60_000);
+  afterAll(async () => {
+    await db?.close();
+    fs.rmSync(artifactsDir, { recursive: true, force: true });
+  });
+  return bed;
 }

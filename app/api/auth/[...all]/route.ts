@@ -8,8 +8,6 @@ export const dynamic = "force-dynamic";
 async function handle(request: Request): Promise<Response> {
   const env = serverEnv();
   if (env.TINKERLAB_AUTH !== "team") {
-    // The nav bar asks every server who is signed in: without accounts, no one.
-    if (new URL(request.url).pathname.endsWith("/get-session")) return Response.json(null);
     return Response.json(
       { error: `Accounts exist only with TINKERLAB_AUTH=team; this server runs with TINKERLAB_AUTH=${env.TINKERLAB_AUTH}.` },
       { status: 404 },
