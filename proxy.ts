@@ -10,7 +10,8 @@ import { serverEnv } from "@/server/env";
 export function proxy(request: NextRequest) {
   if (serverEnv().TINKERLAB_AUTH !== "team") return NextResponse.next();
   const { pathname, search } = request.nextUrl;
-  if (PUBLIC_PAGES.includes(pathname) || request.cookies.has(SESSION_COOKIE)) return NextResponse.next();
+  if (PUBLIC_PAGES.some((page) => (page.endsWith("/") ? pathname.startsWith(page) : pathname === page)) || request.cookies.has(SESSION_COOKIE))
+    return NextResponse.next();
   const signIn = new URL("/sign-in", request.url);
   signIn.searchParams.set("next", `${pathname}${search}`);
   return NextResponse.redirect(signIn);

@@ -10,36 +10,62 @@ const links = [
   { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
   { href: "/datasets", label: "Datasets", match: (path: string) => path.startsWith("/datasets") },
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
+  { href: "/projects", label: "Projects", match: (path: string) => path.startsWith("/projects") },
 ];
+
+const linkStyle = (active: boolean) =>
+  `rounded-md px-3 py-1.5 text-sm font-medium ${active ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100 hover:text-slate-900"}`;
+
+function Logo() {
+  return (
+    <>
+      <span aria-hidden className="grid size-7 place-items-center rounded-md bg-brand-600 text-sm font-bold text-white">
+        T
+      </span>
+      Tinkerlab
+    </>
+  );
+}
 
 /** `accounts`: the server has people signing in (team mode), so the bar shows who and a way out. */
 export function NavBar({ accounts = false }: { accounts?: boolean }) {
   const pathname = usePathname();
+  // A share link's page (/s/…) is for people without an account: its holder can open nothing else, so no links.
+  const shared = pathname.startsWith("/s/");
   return (
     <header className="border-b border-slate-200 bg-white">
       <div className="mx-auto flex h-14 max-w-7xl items-center gap-8 px-6">
-        <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-slate-900">
-          <span aria-hidden className="grid size-7 place-items-center rounded-md bg-brand-600 text-sm font-bold text-white">
-            T
+        {shared ? (
+          <span className="flex items-center gap-2 font-semibold tracking-tight text-slate-900">
+            <Logo />
           </span>
-          Tinkerlab
-        </Link>
-        <nav aria-label="Main" className="flex items-center gap-1">
-          {links.map((link) => {
-            const active = link.match(pathname);
-            return (
+        ) : (
+          <>
+            <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-slate-900">
+              <Logo />
+            </Link>
+            <nav aria-label="Main" className="flex items-center gap-1">
+              {links.map((link) => {
+                const active = link.match(pathname);
+                return (
+                  <Link key={link.href} href={link.href} aria-current={active ? "page" : undefined} className={linkStyle(active)}>
+                    {link.label}
+                  </Link>
+                );
+              })}
+            </nav>
+            <div className="ml-auto flex items-center gap-3">
               <Link
-                key={link.href}
-                href={link.href}
-                aria-current={active ? "page" : undefined}
-                className={`rounded-md px-3 py-1.5 text-sm font-medium ${active ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100 hover:text-slate-900"}`}
+                href="/settings"
+                aria-current={pathname.startsWith("/settings") ? "page" : undefined}
+                className={linkStyle(pathname.startsWith("/settings"))}
               >
-                {link.label}
+                Settings
               </Link>
-            );
-          })}
-        </nav>
-        {accounts && <SignedIn />}
+              {accounts && <SignedIn />}
+            </div>
+          </>
+        )}
       </div>
     </header>
   );
@@ -66,7 +92,7 @@ function SignedIn() {
     window.location.assign("/sign-in");
   };
   return (
-    <div className="ml-auto flex items-center gap-3 text-sm text-slate-600">
+    <div className="flex items-center gap-3 text-sm text-slate-600">
       <span title={person.email}>{person.name}</span>
       <button type="button" onClick={() => void signOut()} className="rounded-md px-2 py-1 hover:bg-slate-100 hover:text-slate-900">
         Sign out

@@ -6,6 +6,7 @@ import { useState } from "react";
 import { Button } from "@/components/ui/button";
 import { STARTER_ENTRY, starters, type StarterKind } from "@/components/editor/starter";
 import { useTRPC } from "@/components/trpc/provider";
+import { ProjectSelect } from "@/components/ui/project-select";
 
 /** Template values that start the user's own environment from the starter of that kind. */
 const CUSTOM = "custom:";
@@ -18,6 +19,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const [template, setTemplate] = useState("arithmetic");
+  const [projectId, setProjectId] = useState("");
   const templates = useQuery({ ...trpc.experiments.templates.queryOptions(), enabled: open });
   const create = useMutation(
     trpc.experiments.create.mutationOptions({
@@ -37,9 +39,9 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
         event.preventDefault();
         if (template.startsWith(CUSTOM)) {
           const starter = starters[template.slice(CUSTOM.length) as StarterKind];
-          create.mutate({ name, description, files: { [STARTER_ENTRY]: starter.source }, config: starter.config(name) });
+          create.mutate({ name, description, projectId: projectId || undefined, files: { [STARTER_ENTRY]: starter.source }, config: starter.config(name) });
         } else {
-          create.mutate({ name, description, template });
+          create.mutate({ name, description, projectId: projectId || undefined, template });
         }
       }}
     >
@@ -55,6 +57,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
         />
         {fieldErrors?.name && <span className="mt-1 block text-xs text-red-600">{fieldErrors.name.join(", ")}</span>}
       </label>
+      <ProjectSelect value={projectId} onChange={setProjectId} />
       <label className="block">
         <span className="text-sm font-medium text-slate-700">Start from</span>
         <select

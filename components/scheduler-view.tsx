@@ -48,7 +48,7 @@ export function SchedulerView() {
                               {job.runName}
                             </Link>
                           ) : (
-                            job.id
+                            <span className="text-slate-500">{job.hidden ? "another project's job" : job.id}</span>
                           )}
                           <span className="text-xs text-slate-500">
                             {job.kind} · {job.mode} · step {job.step ?? 0}/{job.totalSteps ?? 0} · {mb(job.footprint.ownMemoryMb)}
@@ -79,7 +79,7 @@ export function SchedulerView() {
                         {job.runName}
                       </Link>
                     ) : (
-                      job.id
+                      <span className="text-slate-500">{job.hidden ? "another project's job" : job.id}</span>
                     )}
                   </span>
                   <span className="text-right text-xs text-slate-500">

@@ -1,17 +1,23 @@
 /** The built-in use cases, present as example experiments in every new workbench. */
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { useCases } from "@/lib/envs";
 import { type Database, newId, experiments, experimentVersions } from "./db";
 import { LOCAL_USER } from "./db";
+import { DEFAULT_PROJECT } from "./auth/projects";
 
 export async function ensureExampleExperiments(db: Database) {
   for (const [name, useCase] of Object.entries(useCases)) {
-    const [existing] = await db.select({ id: experiments.id }).from(experiments).where(eq(experiments.template, name)).limit(1);
+    const [existing] = await db
+      .select({ id: experiments.id })
+      .from(experiments)
+      .where(and(eq(experiments.template, name), eq(experiments.projectId, DEFAULT_PROJECT)))
+      .limit(1);
     if (existing) continue;
     const id = newId("exp");
     await db.transaction(async (tx) => {
       await tx.insert(experiments).values({
         id,
+        projectId: DEFAULT_PROJECT,
         ownerId: LOCAL_USER.id,
         name: useCase.template.name,
         description: useCase.environment.description ?? useCase.title,

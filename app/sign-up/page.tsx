@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { Suspense } from "react";
 import { AccountForm } from "@/components/auth/account-form";
 
-export const metadata: Metadata = { title: "Make the first account" };
+export const metadata: Metadata = { title: "Sign up" };
 
 export default function SignUpPage() {
   return (

@@ -8,11 +8,14 @@ import { Card } from "@/components/ui/card";
 const field = "block w-full rounded-md border border-slate-300 bg-white px-2.5 py-1.5 text-sm focus:border-brand-500 focus:outline-none";
 
 /**
- * Sign in, or make a team server's first account: the form posts to the server's auth routes (/api/auth/…), which
- * set the session cookie, then goes on to the page the visitor came from.
+ * Sign in, or make an account: a team server's first, or one with an invitation link (`?invite=`), which the server
+ * checks and then joins the new account to its project. The form posts to the server's auth routes (/api/auth/…),
+ * which set the session cookie, then goes on to the page the visitor came from.
  */
 export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
-  const next = useSearchParams().get("next");
+  const params = useSearchParams();
+  const next = params.get("next");
+  const invite = kind === "sign-up" ? params.get("invite") : null;
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const submit = async (form: FormData) => {
@@ -20,7 +23,8 @@ export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
     setError(null);
     const body = Object.fromEntries([...form.entries()].map(([key, value]) => [key, String(value)]));
     try {
-      const response = await fetch(`/api/auth/${kind}/email`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const url = invite ? `/api/auth/${kind}/email?invite=${encodeURIComponent(invite)}` : `/api/auth/${kind}/email`;
+      const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       if (!response.ok) {
         const answer = (await response.json().catch(() => null)) as { message?: string; error?: string } | null;
         setError(
@@ -39,7 +43,7 @@ export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
   };
   return (
     <div className="mx-auto max-w-sm">
-      <Card title={kind === "sign-in" ? "Sign in" : "Make the first account"}>
+      <Card title={kind === "sign-in" ? "Sign in" : invite ? "Make your account" : "Make the first account"}>
         <form action={submit} aria-label={kind === "sign-in" ? "Sign in" : "Sign up"} className="space-y-3 px-4 py-4">
           {kind === "sign-up" && (
             <label className="block text-sm font-medium text-slate-700">
@@ -79,6 +83,8 @@ export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
                 </a>
                 ; it becomes the admin.
               </>
+            ) : invite ? (
+              "The invitation adds your account to its project. Passwords have at least 12 characters."
             ) : (
               "The first account of a server becomes its admin; after it, people join by invitation. Passwords have at least 12 characters."
             )}

@@ -12,13 +12,15 @@ import { StatusBadge } from "@/components/ui/status-badge";
 import { CompareChart, formatValue } from "./compare-chart";
 import { type CompareState, compareQuery, DEFAULT_METRIC, MAX_COMPARED, parseCompareState } from "./compare-state";
 import { ConfigDiff } from "./config-diff";
+import { ShareButton } from "@/components/share/share-button";
 
 /** One colour per compared run (MAX_COMPARED of them). */
 const PALETTE = ["#3b57e0", "#e8590c", "#0ca678", "#d6336c", "#7048e8", "#1098ad", "#f59f00", "#495057"];
 
 type RunSeries = Map<string, { step: number; time: number; value: number }[]>;
 
-export function CompareView() {
+/** `shared`: seen through a share link, the runs are fixed and nothing links into the workbench. */
+export function CompareView({ shared = false }: { shared?: boolean }) {
   const trpc = useTRPC();
   const pathname = usePathname();
   const params = useSearchParams();
@@ -42,7 +44,7 @@ export function CompareView() {
       refetchInterval: (["queued", "running", "placing"] as string[]).includes(runQueries[state.runs.indexOf(runId)]?.data?.status ?? "") ? 5000 : false,
     })),
   });
-  const recent = useQuery(trpc.runs.list.queryOptions({ limit: 50 }));
+  const recent = useQuery({ ...trpc.runs.list.queryOptions({ limit: 50 }), enabled: !shared });
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: the query results are new objects only when their data changes
   const series = useMemo(
@@ -76,7 +78,16 @@ export function CompareView() {
 
   return (
     <div className="space-y-6">
-      <Card title="Runs">
+      <Card
+        title="Runs"
+        actions={
+          !shared &&
+          state.runs.length > 0 &&
+          runQueries.every((q) => q.data && q.data.role !== null) && (
+            <ShareButton kind="compare" runIds={state.runs} canCreate={runQueries.every((q) => q.data?.role === "editor" || q.data?.role === "owner")} />
+          )
+        }
+      >
         <ul className="divide-y divide-slate-100" aria-label="Compared runs">
           {runs.map((run) => {
             const last = run.series.get(metric)?.at(-1);
@@ -87,9 +98,13 @@ export function CompareView() {
                   <span className="flex-1 text-red-600">{run.query.error.message}</span>
                 ) : (
                   <>
-                    <Link href={`/runs/${run.id}`} className="min-w-0 flex-1 truncate font-medium text-slate-800 hover:text-brand-700 hover:underline">
-                      {run.query.data?.name ?? run.id}
-                    </Link>
+                    {shared ? (
+                      <span className="min-w-0 flex-1 truncate font-medium text-slate-800">{run.query.data?.name ?? run.id}</span>
+                    ) : (
+                      <Link href={`/runs/${run.id}`} className="min-w-0 flex-1 truncate font-medium text-slate-800 hover:text-brand-700 hover:underline">
+                        {run.query.data?.name ?? run.id}
+                      </Link>
+                    )}
                     {run.query.data && <StatusBadge status={run.query.data.status} />}
                     <span className="w-24 text-right tabular-nums text-slate-500">
                       {run.query.data ? `${run.query.data.step} / ${run.query.data.totalSteps}` : ""}
@@ -99,34 +114,38 @@ export function CompareView() {
                     </span>
                   </>
                 )}
-                <button
-                  type="button"
-                  className="rounded px-1.5 text-slate-400 hover:bg-slate-100 hover:text-red-600"
-                  aria-label={`Remove ${run.query.data?.name ?? run.id}`}
-                  onClick={() => update({ runs: state.runs.filter((id) => id !== run.id) })}
-                >
-                  ×
-                </button>
+                {!shared && (
+                  <button
+                    type="button"
+                    className="rounded px-1.5 text-slate-400 hover:bg-slate-100 hover:text-red-600"
+                    aria-label={`Remove ${run.query.data?.name ?? run.id}`}
+                    onClick={() => update({ runs: state.runs.filter((id) => id !== run.id) })}
+                  >
+                    ×
+                  </button>
+                )}
               </li>
             );
           })}
         </ul>
-        <div className="flex items-center gap-2 border-t border-slate-100 px-4 py-2.5">
-          <select
-            aria-label="Add a run"
-            className="min-w-0 max-w-md flex-1 rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm disabled:text-slate-400"
-            value=""
-            disabled={state.runs.length >= MAX_COMPARED || addable.length === 0}
-            onChange={(event) => event.target.value && update({ runs: [...state.runs, event.target.value] })}
-          >
-            <option value="">{state.runs.length >= MAX_COMPARED ? `At most ${MAX_COMPARED} runs` : addable.length ? "Add a run…" : "No other runs"}</option>
-            {addable.map((r) => (
-              <option key={r.id} value={r.id}>
-                {r.name} · {r.status}
-              </option>
-            ))}
-          </select>
-        </div>
+        {!shared && (
+          <div className="flex items-center gap-2 border-t border-slate-100 px-4 py-2.5">
+            <select
+              aria-label="Add a run"
+              className="min-w-0 max-w-md flex-1 rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm disabled:text-slate-400"
+              value=""
+              disabled={state.runs.length >= MAX_COMPARED || addable.length === 0}
+              onChange={(event) => event.target.value && update({ runs: [...state.runs, event.target.value] })}
+            >
+              <option value="">{state.runs.length >= MAX_COMPARED ? `At most ${MAX_COMPARED} runs` : addable.length ? "Add a run…" : "No other runs"}</option>
+              {addable.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.name} · {r.status}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
       </Card>
 
       {state.runs.length === 0 ? (

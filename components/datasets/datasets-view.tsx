@@ -19,6 +19,8 @@ export type DatasetList = inferRouterOutputs<AppRouter>["datasets"]["list"];
 const PREVIEW_ROWS = 20;
 
 type Entry = {
+  /** An uploaded dataset's id; null for a built-in one. */
+  id: string | null;
   name: string;
   builtIn: boolean;
   description: string;
@@ -57,13 +59,14 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
         fields: summary?.fields ?? [],
         sizeBytes: summary?.sizeBytes ?? null,
         createdAt: null,
+        id: null,
       };
     }),
     ...list.data.uploaded.map((d): Entry => ({ ...d, builtIn: false })),
   ];
   const current = entries.find((e) => e.name === selected) ?? null;
   const uploadedPreview = useQuery({
-    ...trpc.datasets.preview.queryOptions({ name: selected ?? "", limit: PREVIEW_ROWS }),
+    ...trpc.datasets.preview.queryOptions({ id: current?.id ?? "", limit: PREVIEW_ROWS }),
     enabled: current !== null && !current.builtIn,
     staleTime: Infinity,
   });

@@ -4,6 +4,7 @@ import { useMutation } from "@tanstack/react-query";
 import { useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { useTRPC } from "@/components/trpc/provider";
+import { ProjectSelect } from "@/components/ui/project-select";
 import { count, datasetNameFromFile, formatBytes, formatFromFile, MAX_UPLOAD_BYTES } from "./format";
 
 const input = "mt-1 block w-full rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none";
@@ -20,6 +21,7 @@ export function UploadForm({ onUploaded }: { onUploaded: (dataset: Uploaded) => 
   const [description, setDescription] = useState("");
   const [format, setFormat] = useState<"jsonl" | "csv">("jsonl");
   const [testShare, setTestShare] = useState("0.2");
+  const [projectId, setProjectId] = useState("");
   const [localError, setLocalError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const upload = useMutation(
@@ -79,9 +81,10 @@ export function UploadForm({ onUploaded }: { onUploaded: (dataset: Uploaded) => 
         const share = Number(testShare);
         if (testShare.trim() === "" || !(share >= 0 && share <= 0.9)) return setLocalError("test share: a number from 0 to 0.9");
         setLocalError(null);
-        upload.mutate({ name, description, format, text: file.text, testShare: share });
+        upload.mutate({ name, description, format, text: file.text, testShare: share, projectId: projectId || undefined });
       }}
     >
+      <ProjectSelect value={projectId} onChange={setProjectId} />
       <label className="block">
         <span className="text-sm font-medium text-slate-700">File</span>
         <input

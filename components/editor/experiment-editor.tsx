@@ -25,6 +25,8 @@ export type EditableExperiment = {
   latestVersion: number;
   files: Files;
   config: Config;
+  /** The caller views the project only: it reads the source, but neither validates, saves nor launches. */
+  readOnly?: boolean;
 };
 
 type Tab = { kind: "file"; path: string } | { kind: "form" } | { kind: "json" };
@@ -55,7 +57,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
 
   const dirty = JSON.stringify([files, config]) !== saved.key;
   const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
-  const validation = useLiveValidation(files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
+  const validation = useLiveValidation(experiment.readOnly ? null : experiment.id, files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
   const report = validation.report;
   const described = report?.environment ?? null;
   const issues = useMemo(() => {
@@ -187,7 +189,12 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             <ButtonLink variant="ghost" href={`/experiments/${experiment.id}`}>
               Back
             </ButtonLink>
-            <Button variant="secondary" onClick={validation.validateNow} disabled={fileNames.length === 0 || validation.state === "running"}>
+            {experiment.readOnly && <span className="text-sm text-slate-500">Read only: you view this project.</span>}
+            <Button
+              variant="secondary"
+              onClick={validation.validateNow}
+              disabled={experiment.readOnly || fileNames.length === 0 || validation.state === "running"}
+            >
               Validate
             </Button>
             <input
@@ -197,10 +204,14 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
               placeholder="What changed?"
               className="w-44 rounded-md border border-slate-300 bg-white px-2.5 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
             />
-            <Button variant="secondary" onClick={() => void saveVersion("saved from the editor")} disabled={!dirty || busy}>
+            <Button variant="secondary" onClick={() => void saveVersion("saved from the editor")} disabled={experiment.readOnly || !dirty || busy}>
               {save.isPending ? "Saving…" : "Save"}
             </Button>
-            <Button onClick={() => void onLaunch()} disabled={busy || launchBlocked !== null} title={launchBlocked ? `Fix first: ${launchBlocked}` : undefined}>
+            <Button
+              onClick={() => void onLaunch()}
+              disabled={experiment.readOnly || busy || launchBlocked !== null}
+              title={launchBlocked ? `Fix first: ${launchBlocked}` : undefined}
+            >
               {launch.isPending ? "Launching…" : dirty ? "Save & launch" : "Launch run"}
             </Button>
           </>

@@ -17,7 +17,13 @@ export type LiveValidation =
  * Validates the source `delayMs` after the last edit (compile, type-check, sandbox dry-run). Only the answer for
  * the newest source is kept: an answer that arrives after a later edit would point at lines that have moved.
  */
-export function useLiveValidation(files: Record<string, string>, context: { base?: unknown; maxTokens?: unknown } = {}, delayMs = 800) {
+export function useLiveValidation(
+  /** null: the caller may not validate (a viewer), so nothing is asked. */
+  experimentId: string | null,
+  files: Record<string, string>,
+  context: { base?: unknown; maxTokens?: unknown } = {},
+  delayMs = 800,
+) {
   const client = useTRPCClient();
   const [status, setStatus] = useState<LiveValidation>({ state: "idle", report: null, error: null });
   const latest = useRef(0);
@@ -27,9 +33,10 @@ export function useLiveValidation(files: Record<string, string>, context: { base
   const maxTokens = typeof context.maxTokens === "number" ? context.maxTokens : undefined;
 
   const run = async (ticket: number) => {
+    if (experimentId === null) return;
     setStatus((s) => ({ state: "running", report: s.report, error: null }));
     try {
-      const report = await client.experiments.validate.mutate({ files: JSON.parse(key) as Record<string, string>, base, maxTokens });
+      const report = await client.experiments.validate.mutate({ experimentId, files: JSON.parse(key) as Record<string, string>, base, maxTokens });
       if (ticket === latest.current) setStatus({ state: "done", report, error: null });
     } catch (error) {
       if (ticket === latest.current) setStatus((s) => ({ state: "failed", report: s.report, error: (error as Error).message }));
@@ -39,7 +46,7 @@ export function useLiveValidation(files: Record<string, string>, context: { base
   // biome-ignore lint/correctness/useExhaustiveDependencies: `run` reads only `key` and stable refs
   useEffect(() => {
     const ticket = ++latest.current;
-    if (Object.keys(JSON.parse(key)).length === 0) {
+    if (experimentId === null || Object.keys(JSON.parse(key)).length === 0) {
       setStatus({ state: "idle", report: null, error: null });
       return;
     }

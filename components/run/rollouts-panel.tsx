@@ -2,10 +2,12 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
+import { ShareButton } from "@/components/share/share-button";
 import { Card } from "@/components/ui/card";
 import { useTRPC } from "@/components/trpc/provider";
 import { specialTokens } from "@/lib/model/tokenizer";
 import { describeConstraint } from "@/lib/sdk/action-space";
+import { useViewParams } from "./view-params";
 import { algorithmOf, filterAndSort, returnsOf, SORTS, tokenTurns, turnAdvantages, type AlgorithmSettings, type RolloutItem, type SortKey } from "./trajectory";
 
 /** A reward bound as typed: a number, or null for none. */
@@ -26,20 +28,34 @@ export function RolloutsPanel({
   live,
   config,
   initialSplit = "train",
+  shared = false,
+  canShare = false,
 }: {
   runId: string;
   live: boolean;
   config: unknown;
   /** The split shown first: an evaluation run has only "eval" rollouts. */
   initialSplit?: "train" | "eval";
+  /** Seen through a share link: no downloads. */
+  shared?: boolean;
+  /** The caller may make a link to the open trajectory. */
+  canShare?: boolean;
 }) {
   const trpc = useTRPC();
   const algorithm = useMemo(() => algorithmOf(config), [config]);
-  const [split, setSplit] = useState<"train" | "eval">(initialSplit);
+  // The split, step, open sample and sort live in the URL (a reload or a link opens the same trajectory).
+  const [view, setView] = useViewParams();
+  const split: "train" | "eval" = view.get("split") === "eval" || view.get("split") === "train" ? (view.get("split") as "train" | "eval") : initialSplit;
+  const setSplit = (value: "train" | "eval") => setView({ split: value === initialSplit ? null : value, step: null, sample: null });
   /** null: follow the latest step. */
-  const [step, setStep] = useState<number | null>(null);
-  const [selected, setSelected] = useState<string | null>(null);
-  const [sort, setSort] = useState<SortKey>("sample");
+  const stepParam = view.get("step");
+  const step = stepParam !== null && /^\d+$/.test(stepParam) ? Number(stepParam) : null;
+  const setStep = (value: number | null) => setView({ step: value === null ? null : String(value) });
+  const selected = view.get("sample");
+  const setSelected = (key: string | null) => setView({ sample: key });
+  const sortParam = view.get("sort") ?? "";
+  const sort = (Object.hasOwn(SORTS, sortParam) ? sortParam : "sample") as SortKey;
+  const setSort = (value: SortKey) => setView({ sort: value === "sample" ? null : value });
   const [minReward, setMinReward] = useState("");
   const [maxReward, setMaxReward] = useState("");
   const rollouts = useQuery({
@@ -110,7 +126,17 @@ export function RolloutsPanel({
               )}
             </div>
           )}
-          {exportHref && (
+          {canShare && open && data?.step != null && (
+            <ShareButton
+              kind="trajectory"
+              runIds={[runId]}
+              canCreate
+              label="Share trajectory"
+              compact
+              view={{ split, step: String(data.step), sample: keyOf(open) }}
+            />
+          )}
+          {exportHref && !shared && (
             <a href={exportHref} download className="rounded border border-slate-300 px-2 py-0.5 text-slate-700 hover:bg-slate-50">
               Export JSONL
             </a>
@@ -121,7 +147,7 @@ export function RolloutsPanel({
                 key={s}
                 role="tab"
                 aria-selected={split === s}
-                onClick={() => (setSplit(s), setStep(null))}
+                onClick={() => setSplit(s)}
                 className={`rounded px-2 py-1 ${split === s ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}
               >
                 {s}

@@ -2,7 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
@@ -11,6 +11,8 @@ import type { SeriesPoint } from "@/lib/series";
 import type { XRange } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
 import { useMetricStream, type InitialMetrics } from "./use-metric-stream";
+import { numberParam, useViewParams } from "./view-params";
+import { ShareButton } from "@/components/share/share-button";
 import { ZoomableChart } from "./zoomable-chart";
 
 const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s"];
@@ -37,7 +39,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   // Where the run's base came from, asked once (a run's base never changes); one whose checkpoint is gone is named as given.
   const baseName = (run.data?.config as { agent?: { base?: string } } | undefined)?.agent?.base;
   const lineage = useQuery({
-    ...trpc.checkpoints.lineage.queryOptions({ base: baseName ?? "" }),
+    ...trpc.checkpoints.lineage.queryOptions({ runId }),
     enabled: Boolean(baseName),
     staleTime: Infinity,
     retry: false,
@@ -50,12 +52,19 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
-  const [smoothing, setSmoothing] = useState(0.6);
-  const [xAxis, setXAxis] = useState<"step" | "time">("step");
+  // The view (smoothing, x-axis, zoom, the open "All metrics" section) lives in the URL: a reload, a copied
+  // address or a share link opens the same view.
+  const [view, setView] = useViewParams();
+  const smoothing = numberParam(view, "smooth", 0.6, 0, 0.99);
+  const setSmoothing = (value: number) => setView({ smooth: value === 0.6 ? null : String(value) });
+  const xAxis: "step" | "time" = view.get("x") === "time" ? "time" : "step";
+  const setXAxis = (value: "step" | "time") => setView({ x: value === "step" ? null : value, zoom: null });
   // One zoom for every chart, as the x-axes are shared: drag across any chart to set it, double-click to clear.
-  const [zoom, setZoom] = useState<XRange | null>(null);
+  const zoom = parseZoom(view.get("zoom"));
+  const setZoom = (range: XRange | null) => setView({ zoom: range ? `${+range[0].toFixed(3)},${+range[1].toFixed(3)}` : null });
   // Charts of the closed "All metrics" section are drawn once it opens.
-  const [showRest, setShowRest] = useState(false);
+  const showRest = view.get("all") === "1";
+  const setShowRest = (open: boolean) => setView({ all: open ? "1" : null });
   // Per series, the points on the chosen x-axis: the same arrays from render to render until new points come.
   const plottedSeries = useMemo(() => {
     const out = new Map<string, SeriesPoint[]>();
@@ -91,6 +100,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
 
   if (!run.data) return <p className="text-sm text-slate-500">{run.error ? run.error.message : "Loading…"}</p>;
   const r = run.data;
+  // What the caller may do: editors and owners control the run; viewers and a share link's holder (role null) only look.
+  const canEdit = r.role === "editor" || r.role === "owner";
   const stepSeconds = series.get("perf/step_seconds")?.points;
   const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
   const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
@@ -109,7 +120,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           {r.reason && <span className="text-sm text-slate-500">· {r.reason}</span>}
         </div>
         <div className="flex items-center gap-2">
-          {(r.status === "running" || r.status === "queued") && (
+          {r.role !== null && <ShareButton kind="run" runIds={[runId]} canCreate={canEdit} />}
+          {canEdit && (r.status === "running" || r.status === "queued") && (
             <>
               <Button variant="secondary" onClick={() => control.mutate({ id: runId, action: "pause" })}>
                 Pause
@@ -119,7 +131,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
               </Button>
             </>
           )}
-          {r.status === "paused" && <Button onClick={() => control.mutate({ id: runId, action: "resume" })}>Resume</Button>}
+          {canEdit && r.status === "paused" && <Button onClick={() => control.mutate({ id: runId, action: "resume" })}>Resume</Button>}
         </div>
       </div>
       {control.error && <p className="text-sm text-red-600">{control.error.message}</p>}
@@ -152,10 +164,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
               x-axis
               <select
                 value={xAxis}
-                onChange={(e) => {
-                  setXAxis(e.target.value as "step" | "time");
-                  setZoom(null);
-                }}
+                onChange={(e) => setXAxis(e.target.value as "step" | "time")}
                 className="rounded border border-slate-300 bg-white px-1 py-0.5"
               >
                 <option value="step">step</option>
@@ -187,14 +196,21 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           <div className="grid gap-3 sm:grid-cols-2 xl:grid-cols-4">{names.headline.map(chart)}</div>
         )}
         {names.rest.length > 0 && (
-          <details className="mt-3" onToggle={(e) => setShowRest((e.target as HTMLDetailsElement).open)}>
+          <details className="mt-3" open={showRest} onToggle={(e) => setShowRest((e.target as HTMLDetailsElement).open)}>
             <summary className="cursor-pointer text-sm text-slate-600">All metrics ({names.rest.length} more)</summary>
             <div className="mt-3 grid gap-3 sm:grid-cols-2 xl:grid-cols-4">{showRest && names.rest.map(chart)}</div>
           </details>
         )}
       </section>
 
-      <RolloutsPanel runId={runId} live={live} config={r.config} initialSplit={r.totalSteps > 0 ? "train" : "eval"} />
+      <RolloutsPanel
+        runId={runId}
+        live={live}
+        config={r.config}
+        initialSplit={r.totalSteps > 0 ? "train" : "eval"}
+        shared={r.role === null}
+        canShare={canEdit}
+      />
 
       <div className="grid gap-6 lg:grid-cols-2">
         <Card title="Config">
@@ -213,9 +229,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                   <span className="tabular-nums text-slate-700">step {c.step}</span>
                   <span className="text-slate-600">exported model (safetensors)</span>
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
-                  <a className="text-brand-700 hover:underline" href={`/api/exports/${c.id}`} download>
-                    Download
-                  </a>
+                  {r.role !== null && (
+                    <a className="text-brand-700 hover:underline" href={`/api/exports/${c.id}`} download>
+                      Download
+                    </a>
+                  )}
                 </li>
               ) : (
                 <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
@@ -230,7 +248,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                     </span>
                   )}
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
-                  {!c.setAsideReason && (
+                  {canEdit && !c.setAsideReason && (
                     <span className="flex gap-2">
                       <CheckpointAction
                         label="Evaluate"
@@ -251,7 +269,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             )}
           </ol>
           <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
-            Any checkpoint can be a base: pick it in an experiment's base field.
+            {r.role !== null && "Any checkpoint can be a base: pick it in an experiment's base field."}
             {evaluateCheckpoint.error && <span className="block text-red-700">Evaluate: {evaluateCheckpoint.error.message}</span>}
             {exportCheckpoint.error && <span className="block text-red-700">Export: {exportCheckpoint.error.message}</span>}
           </p>
@@ -268,6 +286,12 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
       </div>
     </div>
   );
+}
+
+/** A zoom from the URL ("from,to"), or null. */
+function parseZoom(text: string | null): XRange | null {
+  const [from, to] = (text ?? "").split(",").map(Number);
+  return from !== undefined && to !== undefined && Number.isFinite(from) && Number.isFinite(to) && to > from ? [from, to] : null;
 }
 
 function formatDuration(seconds: number): string {

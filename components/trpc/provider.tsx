@@ -6,6 +6,7 @@ import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState } from "react";
 import superjson from "superjson";
 import type { AppRouter } from "@/server/api/root";
+import { SHARE_HEADER } from "@/server/auth/constants";
 import { makeQueryClient } from "./query-client";
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
@@ -19,6 +20,20 @@ function getQueryClient() {
   return browserQueryClient;
 }
 
+/**
+ * The share token of a shared page (`/s/<token>`), which its requests carry so the server answers them as the
+ * link's holder; null elsewhere.
+ */
+export function shareTokenOfPage(): string | null {
+  if (typeof window === "undefined") return null;
+  return window.location.pathname.match(/^\/s\/([\w-]+)/)?.[1] ?? null;
+}
+
+function shareHeaders(): Record<string, string> {
+  const token = shareTokenOfPage();
+  return token ? { [SHARE_HEADER]: token } : {};
+}
+
 export function TRPCReactProvider({ children }: { children: React.ReactNode }) {
   const queryClient = getQueryClient();
   const [trpcClient] = useState(() =>
@@ -27,8 +42,16 @@ export function TRPCReactProvider({ children }: { children: React.ReactNode }) {
         splitLink({
           // Subscriptions (live metric streams) travel as server-sent events; everything else in batches.
           condition: (op) => op.type === "subscription",
-          true: httpSubscriptionLink({ url: "/api/trpc", transformer: superjson }),
-          false: httpBatchLink({ url: "/api/trpc", transformer: superjson }),
+          // An EventSource sends no headers: a shared page's token travels in tRPC's connectionParams instead.
+          true: httpSubscriptionLink({
+            url: "/api/trpc",
+            transformer: superjson,
+            connectionParams: () => {
+              const share = shareTokenOfPage();
+              return share ? { share } : null;
+            },
+          }),
+          false: httpBatchLink({ url: "/api/trpc", transformer: superjson, headers: shareHeaders }),
         }),
       ],
     }),

@@ -6,7 +6,18 @@ const styles: Record<string, string> = {
   completed: "bg-emerald-50 text-emerald-700 ring-emerald-300",
   failed: "bg-red-50 text-red-700 ring-red-300",
   cancelled: "bg-slate-100 text-slate-500 ring-slate-300",
+  // Invitation links, share links and API keys.
+  active: "bg-emerald-50 text-emerald-700 ring-emerald-300",
+  expired: "bg-slate-100 text-slate-500 ring-slate-300",
+  revoked: "bg-slate-100 text-slate-500 ring-slate-300",
 };
+
+/** Whether an invitation link, share link or API key still works. */
+export function accessStatus(grant: { revokedAt: Date | null; expiresAt: Date | null }, now = Date.now()): "active" | "expired" | "revoked" {
+  if (grant.revokedAt) return "revoked";
+  if (grant.expiresAt && grant.expiresAt.getTime() <= now) return "expired";
+  return "active";
+}
 
 export function StatusBadge({ status }: { status: string }) {
   return (

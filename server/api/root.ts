@@ -1,9 +1,12 @@
+import { apiKeysRouter } from "./routers/api-keys";
 import { checkpointsRouter } from "./routers/checkpoints";
 import { datasetsRouter } from "./routers/datasets";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
+import { projectsRouter } from "./routers/projects";
 import { runsRouter } from "./routers/runs";
 import { schedulerRouter } from "./routers/scheduler";
+import { shareLinksRouter } from "./routers/share-links";
 import { workerRouter } from "./routers/worker";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
@@ -15,6 +18,9 @@ export const appRouter = createTRPCRouter({
   datasets: datasetsRouter,
   scheduler: schedulerRouter,
   worker: workerRouter,
+  projects: projectsRouter,
+  shareLinks: shareLinksRouter,
+  apiKeys: apiKeysRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -7,56 +7,79 @@ import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z, ZodError } from "zod";
+import { Access, type ObjectKind, type Principal, type User } from "../auth/access";
 import { accountsFor } from "../auth/accounts";
-import { userForApiKey, type User } from "../auth/api-keys";
-import { getDatabase, LOCAL_USER, type Database, type DatabaseHandle } from "../db";
+import { principalForApiKey } from "../auth/api-keys";
+import { SHARE_HEADER } from "../auth/constants";
+import { principalForShareToken } from "../auth/share-links";
+import { getDatabase, LOCAL_USER, type Database, type DatabaseHandle, type ProjectRole } from "../db";
 import { serverEnv } from "../env";
 
 export type AuthMode = "local" | "apikey" | "team";
 
 type ContextInner = {
   database: Pick<DatabaseHandle, "db" | "kind" | "location" | "migration">;
-  /** The signed-in user; null when the request carries no (valid) credentials. */
-  user: User | null;
-  /** Set when the request carried an API key that matched no user, so the error can say so. */
-  rejectedApiKey?: boolean;
+  /** Who is asking (see server/auth/access.ts). */
+  principal: Principal;
   /** The worker token a worker process sent, if any (checked by the worker router). */
   workerToken?: string;
 };
 
 /** The context without Next.js: tests call this directly with their own database. */
 export function createContextInner(opts: ContextInner) {
-  return { ...opts, db: opts.database.db as Database };
+  const db = opts.database.db as Database;
+  const access = new Access(db, opts.principal);
+  return { ...opts, db, access, user: access.user };
 }
 
 export type Context = ReturnType<typeof createContextInner>;
 
-/** The context of an HTTP request: the process's database and the user its headers name. */
-export async function createTRPCContext(opts: { headers: Headers }): Promise<Context> {
+/**
+ * The context of an HTTP request: the process's database and who its headers name. A share link's token may come
+ * as a header or, for a live stream (an EventSource cannot set headers), in tRPC's `connectionParams`.
+ */
+export async function createTRPCContext(opts: { headers: Headers; connectionParams?: Record<string, string> | null }): Promise<Context> {
   const database = await getDatabase();
   const workerToken = opts.headers.get("x-tinkerlab-worker-token") ?? undefined;
-  return createContextInner({ database, workerToken, ...(await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH)) });
+  const principal = await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH, opts.connectionParams?.share);
+  return createContextInner({ database, workerToken, principal });
 }
 
-export async function authenticate(db: Database, headers: Headers, mode: AuthMode): Promise<{ user: User | null; rejectedApiKey?: boolean }> {
+/**
+ * Who a request comes from: a share link's holder when it carries a share token (the link decides what it sees,
+ * even for a signed-in person: a shared view looks the same to everyone), else the API key it sends, else the local
+ * user (local mode) or a team server's session; otherwise nobody.
+ */
+export async function authenticate(db: Database, headers: Headers, mode: AuthMode, shareToken?: string): Promise<Principal> {
+  const share = shareToken ?? headers.get(SHARE_HEADER);
+  if (share) return (await principalForShareToken(db, share)) ?? { kind: "anonymous" };
   const header = headers.get("authorization");
   const key = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  if (key) {
-    const user = await userForApiKey(db, key);
-    return user ? { user } : { user: null, rejectedApiKey: true };
-  }
-  if (mode === "local") return { user: { ...LOCAL_USER } };
-  if (mode === "team") return { user: await sessionUser(db, headers) };
-  return { user: null };
+  if (key) return (await principalForApiKey(db, key)) ?? { kind: "anonymous", rejected: "apikey" };
+  if (mode === "local") return { kind: "local", user: { ...LOCAL_USER } };
+  if (mode === "team") return (await sessionPrincipal(db, headers)) ?? { kind: "anonymous" };
+  return { kind: "anonymous" };
 }
 
 /** The signed-in person of a team server's request (its session cookie), or null. */
-async function sessionUser(db: Database, headers: Headers): Promise<User | null> {
+async function sessionPrincipal(db: Database, headers: Headers): Promise<Principal | null> {
   const env = serverEnv();
   const accounts = await accountsFor(db, { secret: env.TINKERLAB_AUTH_SECRET, host: env.HOST, port: env.PORT });
   // disableRefresh: a server-side call cannot renew the cookie; the browser's own get-session call does both.
   const session = await accounts.api.getSession({ headers, query: { disableRefresh: true } });
-  return session ? { id: session.user.id, name: session.user.name, email: session.user.email } : null;
+  if (!session) return null;
+  const user: User = { id: session.user.id, name: session.user.name, email: session.user.email };
+  return { kind: "person", user, admin: (session.user as { role?: string }).role === "admin" };
+}
+
+/** Why a request without a working credential is refused, in the words that say how to get one. */
+export function signInMessage(principal: Principal): string {
+  if (principal.kind === "anonymous" && principal.rejected === "apikey") {
+    return "The API key in the Authorization header is unknown, revoked or expired. Make a new one on the Settings page and send it as 'Authorization: Bearer tl_…'.";
+  }
+  return serverEnv().TINKERLAB_AUTH === "team"
+    ? "Sign in required: sign in at /sign-in, or send an API key as 'Authorization: Bearer tl_…'."
+    : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.";
 }
 
 /** A short id for a failure, which the client sees in place of its details and the server's log shows with them. */
@@ -80,29 +103,32 @@ export function internalErrorId(error: TRPCError, path: string | undefined): str
   return id;
 }
 
-const t = initTRPC.context<Context>().create({
-  transformer: superjson,
-  // Live streams send a ping every 5 s so proxies keep them open; a client hearing nothing for 15 s reconnects.
-  sse: { ping: { enabled: true, intervalMs: 5000 }, client: { reconnectAfterInactivityMs: 15_000 } },
-  /**
-   * What a client hears of an error: never a stack; for an internal error (anything the code did not throw as a
-   * TRPCError of another code: a failed SQL statement, a bug) a generic message with an id to find it in the log,
-   * since its own message may hold SQL with its parameters, paths or other users' data. Other codes say what the
-   * caller can fix, and pass as they are.
-   */
-  errorFormatter({ shape, error, path }) {
-    const { stack: _stack, ...data } = shape.data;
-    if (error.code === "INTERNAL_SERVER_ERROR") {
-      const errorId = internalErrorId(error, path);
-      return {
-        ...shape,
-        message: `The server failed to answer this request (error ${errorId}); its log has the details under that id. Try again, and report the id if it keeps failing.`,
-        data: { ...data, zodError: null, errorId },
-      };
-    }
-    return { ...shape, data: { ...data, zodError: error.cause instanceof ZodError ? z.flattenError(error.cause) : null, errorId: null } };
-  },
-});
+const t = initTRPC
+  .context<Context>()
+  .meta<Meta>()
+  .create({
+    transformer: superjson,
+    // Live streams send a ping every 5 s so proxies keep them open; a client hearing nothing for 15 s reconnects.
+    sse: { ping: { enabled: true, intervalMs: 5000 }, client: { reconnectAfterInactivityMs: 15_000 } },
+    /**
+     * What a client hears of an error: never a stack; for an internal error (anything the code did not throw as a
+     * TRPCError of another code: a failed SQL statement, a bug) a generic message with an id to find it in the log,
+     * since its own message may hold SQL with its parameters, paths or other users' data. Other codes say what the
+     * caller can fix, and pass as they are.
+     */
+    errorFormatter({ shape, error, path }) {
+      const { stack: _stack, ...data } = shape.data;
+      if (error.code === "INTERNAL_SERVER_ERROR") {
+        const errorId = internalErrorId(error, path);
+        return {
+          ...shape,
+          message: `The server failed to answer this request (error ${errorId}); its log has the details under that id. Try again, and report the id if it keeps failing.`,
+          data: { ...data, zodError: null, errorId },
+        };
+      }
+      return { ...shape, data: { ...data, zodError: error.cause instanceof ZodError ? z.flattenError(error.cause) : null, errorId: null } };
+    },
+  });
 
 export const createCallerFactory = t.createCallerFactory;
 export const createTRPCRouter = t.router;
@@ -247,22 +273,70 @@ const refusalsKeepTheirCode = t.middleware(async ({ next }) => {
 });
 
 /**
- * Every procedure: text PostgreSQL cannot store is refused (or, from workers, replaced) before anything reads it,
- * and refusals keep their code.
+ * Who may call a procedure. Every procedure states one (a procedure without one refuses everyone, and the
+ * authorization table test fails on it):
+ * - `anyone`: no credentials needed (the health check, opening a share link or an invitation);
+ * - `worker`: worker processes, with the worker token (checked by the worker router);
+ * - `signedIn`: any signed-in caller; `person` excludes API keys (managing keys and memberships). Lists answer
+ *   only what the caller's projects hold;
+ * - a role on one object: the input field `input` holds the id of an object of kind `on`, and the caller needs at
+ *   least `role` in its project. `shared` lets a share link's holder read the runs its link names.
  */
-export const publicProcedure = t.procedure.use(refusalsKeepTheirCode).use(storableInput);
+export type AccessRule =
+  | { anyone: true }
+  | { worker: true }
+  | { signedIn: true; person?: boolean }
+  | { role: ProjectRole; on: ObjectKind; input: string; shared?: boolean };
 
-/** A procedure that needs a signed-in user; `ctx.user` is non-null inside. */
-export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
-  if (!ctx.user) {
-    throw new TRPCError({
-      code: "UNAUTHORIZED",
-      message: ctx.rejectedApiKey
-        ? "The API key in the Authorization header is unknown or revoked. Create a new key and send it as 'Authorization: Bearer tl_…'."
-        : serverEnv().TINKERLAB_AUTH === "team"
-          ? "Sign in required: sign in at /sign-in, or send an API key as 'Authorization: Bearer tl_…'."
-          : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.",
-    });
+export type Meta = { access?: AccessRule };
+
+/** The one check of who may call what, before the procedure runs (its input is read raw: only the id field). */
+const authorize = t.middleware(async ({ meta, ctx, path, getRawInput, next }) => {
+  const rule = meta?.access;
+  if (!rule) {
+    console.error(`tRPC ${path} states no access rule; refusing it`);
+    throw new TRPCError({ code: "FORBIDDEN", message: `${path} is not open to anyone yet.` });
   }
-  return next({ ctx: { ...ctx, user: ctx.user } });
+  if ("anyone" in rule || "worker" in rule) return next();
+  const { principal } = ctx.access;
+  if (principal.kind === "anonymous") throw new TRPCError({ code: "UNAUTHORIZED", message: signInMessage(principal) });
+  if ("signedIn" in rule) {
+    if (principal.kind === "share") throw new TRPCError({ code: "FORBIDDEN", message: "A share link opens only the view it names; sign in to do more." });
+    if (rule.person && principal.kind === "apikey") throw new TRPCError({ code: "FORBIDDEN", message: `${path} is for people signed in, not API keys.` });
+    return next();
+  }
+  const raw = (await getRawInput()) as Record<string, unknown> | undefined;
+  const id = raw?.[rule.input];
+  if (typeof id !== "string" || id.length === 0 || id.length > 200) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `${rule.input}: expected the id of a ${rule.on} (a string)` });
+  }
+  await ctx.access.require(rule.role, { kind: rule.on, id }, { shared: rule.shared });
+  return next();
 });
+
+/** Every procedure: text PostgreSQL cannot store is refused (or, from workers, replaced), refusals keep their code, and its access rule holds. */
+const base = t.procedure.use(refusalsKeepTheirCode).use(storableInput).use(authorize);
+
+/** Needs no credentials (the health check; share links and invitations, whose token is the credential). */
+export const publicProcedure = base.meta({ access: { anyone: true } });
+
+/** For worker processes; the worker router checks their token. */
+export const workerBaseProcedure = base.meta({ access: { worker: true } });
+
+const withUser = base.use(({ ctx, next }) => next({ ctx: { ...ctx, user: ctx.user! } }));
+
+/** Any signed-in caller (`ctx.user` is set); lists filter by `ctx.access.visibleProjects()`. */
+export const protectedProcedure = withUser.meta({ access: { signedIn: true } });
+
+/** A signed-in person, not an API key (managing one's keys and memberships). */
+export const personProcedure = withUser.meta({ access: { signedIn: true, person: true } });
+
+/** Needs `role` in the project of the object whose id is in the input field `input` (`ctx.user` is set). */
+export function projectProcedure(role: ProjectRole, on: ObjectKind, input: string) {
+  return withUser.meta({ access: { role, on, input } });
+}
+
+/** Reads one run (its id in `input`): open to the run's project members and to holders of a link sharing it. */
+export function sharedRunProcedure(input = "runId") {
+  return base.meta({ access: { role: "viewer", on: "run", input, shared: true } });
+}

@@ -1,8 +1,8 @@
 /**
  * Accounts and sessions of TINKERLAB_AUTH=team, through better-auth (docs/AUTH.md): email and password (scrypt
  * hashes, at least 12 characters), sessions in an HttpOnly cookie, sign-in and sign-up rate-limited per client
- * address in the database. The first account made on a server becomes its admin; after that, sign-up is closed
- * (invitations are the way in). Our own tables hold everything else.
+ * address in the database. The first account made on a server becomes its admin; after that, sign-up needs an
+ * invitation link to a project. Our own tables hold everything else (projects, members, share links, API keys).
  */
 import { randomBytes } from "node:crypto";
 import os from "node:os";
@@ -11,6 +11,7 @@ import { drizzleAdapter } from "better-auth/adapters/drizzle";
 import { APIError } from "better-auth/api";
 import { and, eq, ne, count } from "drizzle-orm";
 import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
+import { acceptInvitation, DEFAULT_PROJECT, findInvitation, setMember } from "./projects";
 import { accounts, type Database, LOCAL_USER, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
 
 export const MIN_PASSWORD_LENGTH = 12;
@@ -57,22 +58,38 @@ export function createAccounts(db: Database, options: { secret: string; hosts: s
     databaseHooks: {
       user: {
         create: {
-          // Sign-up is open only on an empty server (the local user does not count): its first account.
-          before: async (user) => {
-            if ((await peopleCount(db)) > 0) {
-              throw new APIError("FORBIDDEN", { message: "This server already has its first account: ask its admin for an invitation." });
+          // Sign-up is open on an empty server (the local user does not count: its first account), and to whoever
+          // holds a working invitation link (`?invite=tli_…` on the sign-up request).
+          before: async (user, ctx) => {
+            if ((await peopleCount(db)) > 0 && !(await findInvitation(db, inviteOf(ctx)))) {
+              throw new APIError("FORBIDDEN", {
+                message: "Sign-up on this server needs an invitation link: ask a project owner for one, or sign in.",
+              });
             }
             return { data: user };
           },
-          // The first account becomes the admin, once: two sign-ups racing for it cannot both win.
-          after: async (user) => {
+          // The first account becomes the admin and an owner of the default project (the examples and whatever the
+          // server made before it had accounts), once: two sign-ups racing for it cannot both win. An invited
+          // account joins the invitation's project.
+          after: async (user, ctx) => {
             const won = await db.insert(serverSettings).values({ key: "first_admin", value: user.id }).onConflictDoNothing().returning();
-            if (won.length > 0) await db.update(users).set({ role: "admin" }).where(eq(users.id, user.id));
+            if (won.length > 0) {
+              await db.update(users).set({ role: "admin" }).where(eq(users.id, user.id));
+              await setMember(db, DEFAULT_PROJECT, user.id, "owner");
+            }
+            const invite = inviteOf(ctx);
+            if (invite) await acceptInvitation(db, invite, user.id);
           },
         },
       },
     },
   });
+}
+
+/** The invitation token a sign-up request carries in its query (`?invite=`), or "". */
+function inviteOf(ctx: { query?: Record<string, unknown> | undefined } | null | undefined): string {
+  const invite = ctx?.query?.invite;
+  return typeof invite === "string" ? invite : "";
 }
 
 async function peopleCount(db: Database): Promise<number> {

@@ -1,28 +1,44 @@
-import { createHash, randomBytes } from "node:crypto";
-import { and, eq, isNull } from "drizzle-orm";
-import { type Database, apiKeys, users, newId } from "../db";
+/**
+ * API keys for the CLI, scripts and remote workers: each acts for the person who made it, in one project, with at
+ * most the role chosen when it was made (and never more than that person's role there now). The key is shown
+ * once; only its SHA-256 is stored.
+ */
+import { and, eq, gt, isNull, or } from "drizzle-orm";
+import { apiKeys, type Database, type ProjectRole, newId, users } from "../db";
+import type { Principal } from "./access";
+import { hashToken, newToken } from "./tokens";
 
-export type User = { id: string; name: string; email: string };
-
-const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
-
-/** Creates an API key for a user. The key is returned once; only its hash is stored. */
-export async function createApiKey(db: Database, userId: string, name: string) {
-  const key = `tl_${randomBytes(24).toString("base64url")}`;
+/** Makes a key for a user in a project. The key is returned once. */
+export async function createApiKey(
+  db: Database,
+  options: { userId: string; name: string; projectId: string; role: ProjectRole; expiresAt?: Date | null },
+): Promise<{ id: string; key: string; prefix: string }> {
+  const key = newToken("tl");
   const id = newId("key");
-  await db.insert(apiKeys).values({ id, userId, name, prefix: key.slice(0, 10), hash: hashKey(key) });
-  return { id, key, prefix: key.slice(0, 10) };
+  const prefix = key.slice(0, 10);
+  await db.insert(apiKeys).values({
+    id,
+    userId: options.userId,
+    name: options.name,
+    prefix,
+    hash: hashToken(key),
+    projectId: options.projectId,
+    role: options.role,
+    expiresAt: options.expiresAt ?? null,
+  });
+  return { id, key, prefix };
 }
 
-/** The user an API key belongs to, or null when the key is unknown or revoked. */
-export async function userForApiKey(db: Database, key: string): Promise<User | null> {
+/** The principal a key stands for, or null when it is unknown, revoked or expired. */
+export async function principalForApiKey(db: Database, key: string): Promise<Extract<Principal, { kind: "apikey" }> | null> {
+  const now = new Date();
   const [row] = await db
-    .select({ id: users.id, name: users.name, email: users.email, keyId: apiKeys.id })
+    .select({ id: users.id, name: users.name, email: users.email, keyId: apiKeys.id, projectId: apiKeys.projectId, role: apiKeys.role })
     .from(apiKeys)
     .innerJoin(users, eq(users.id, apiKeys.userId))
-    .where(and(eq(apiKeys.hash, hashKey(key)), isNull(apiKeys.revokedAt)))
+    .where(and(eq(apiKeys.hash, hashToken(key)), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))))
     .limit(1);
   if (!row) return null;
-  await db.update(apiKeys).set({ lastUsedAt: new Date() }).where(eq(apiKeys.id, row.keyId));
-  return { id: row.id, name: row.name, email: row.email };
+  await db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, row.keyId));
+  return { kind: "apikey", user: { id: row.id, name: row.name, email: row.email }, keyId: row.keyId, projectId: row.projectId, role: row.role };
 }

@@ -5,7 +5,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { desc, eq } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { builtInDatasets } from "@/lib/envs/datasets";
 import { Rng } from "@/lib/model/rng";
 import { looksLikeConversations, parseConversations, parseDataset } from "@/lib/sdk/dataset";
@@ -29,7 +29,7 @@ export type DatasetSummary = typeof datasets.$inferSelect;
 export async function createDataset(
   db: Database,
   artifactsDir: string,
-  input: { ownerId: string; name: string; description?: string; text: string; format?: "jsonl" | "csv"; testShare?: number },
+  input: { projectId: string; ownerId: string; name: string; description?: string; text: string; format?: "jsonl" | "csv"; testShare?: number },
 ): Promise<DatasetSummary> {
   const { name, text } = input;
   if (!NAME.test(name)) throw new DatasetError(`name: use 1-64 lowercase letters, digits or '-', starting with a letter or digit; got ${JSON.stringify(name)}`);
@@ -39,8 +39,11 @@ export async function createDataset(
     throw new DatasetError(`the dataset is ${(bytes / 2 ** 20).toFixed(1)} MiB; at most ${MAX_DATASET_BYTES / 2 ** 20} MiB is accepted`);
   const testShare = input.testShare ?? 0.2;
   if (!(testShare >= 0 && testShare < 1)) throw new DatasetError(`testShare must be at least 0 and below 1; got ${testShare}`);
-  const [existing] = await db.select({ id: datasets.id }).from(datasets).where(eq(datasets.name, name));
-  if (existing) throw new DatasetError(`a dataset named '${name}' exists already; choose another name`);
+  const [existing] = await db
+    .select({ id: datasets.id })
+    .from(datasets)
+    .where(and(eq(datasets.projectId, input.projectId), eq(datasets.name, name)));
+  if (existing) throw new DatasetError(`a dataset named '${name}' exists already in this project; choose another name`);
 
   const format = input.format ?? "jsonl";
   const conversations = format === "jsonl" && looksLikeConversations(text);
@@ -78,6 +81,7 @@ export async function createDataset(
     .insert(datasets)
     .values({
       id,
+      projectId: input.projectId,
       ownerId: input.ownerId,
       name,
       description: input.description ?? "",
@@ -106,13 +110,15 @@ function heldOut(rows: DatasetRow[], share: number, name: string): Set<number> {
   return new Set(order.slice(0, Math.round(rows.length * share)));
 }
 
-export async function listDatasets(db: Database): Promise<DatasetSummary[]> {
-  return db.select().from(datasets).orderBy(desc(datasets.createdAt));
+/** The datasets of some projects, newest first. */
+export async function listDatasets(db: Database, projectIds: string[]): Promise<DatasetSummary[]> {
+  if (projectIds.length === 0) return [];
+  return db.select().from(datasets).where(inArray(datasets.projectId, projectIds)).orderBy(desc(datasets.createdAt));
 }
 
-/** Every uploaded dataset's file, by name: what a worker reads (environments' rows, SFT conversations). */
-export async function datasetFiles(db: Database): Promise<Record<string, { path: string; kind: "rows" | "conversations" }>> {
-  const rows = await db.select({ name: datasets.name, path: datasets.path, kind: datasets.kind }).from(datasets);
+/** A project's uploaded datasets' files, by name: what its runs read (environments' rows, SFT conversations). */
+export async function datasetFiles(db: Database, projectId: string): Promise<Record<string, { path: string; kind: "rows" | "conversations" }>> {
+  const rows = await db.select({ name: datasets.name, path: datasets.path, kind: datasets.kind }).from(datasets).where(eq(datasets.projectId, projectId));
   return Object.fromEntries(rows.map((row) => [row.name, { path: row.path, kind: row.kind }]));
 }
 

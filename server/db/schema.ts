@@ -97,6 +97,65 @@ export const serverSettings = pgTable("server_settings", {
   createdAt: createdAt(),
 });
 
+// ── projects ─────────────────────────────────────────────────────────────────────────────────────────────────
+/** Roles in a project, weakest first: a viewer reads, an editor also creates and launches, an owner also manages people. */
+export const projectRoles = ["viewer", "editor", "owner"] as const;
+export type ProjectRole = (typeof projectRoles)[number];
+
+/**
+ * What experiments, runs, checkpoints and datasets belong to, and what people are members of. `prj_default` holds
+ * what a server made before projects existed and the built-in examples; the local user and a team server's first
+ * admin own it.
+ */
+export const projects = pgTable("projects", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdBy: text("created_by")
+    .notNull()
+    .references(() => users.id),
+  createdAt: createdAt(),
+});
+
+export const projectMembers = pgTable(
+  "project_members",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text("role").notNull().$type<ProjectRole>(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("project_members_pair_uq").on(t.projectId, t.userId), index("project_members_user_idx").on(t.userId)],
+);
+
+/**
+ * A link that makes whoever opens it (signing up first if need be) a member of a project with a role, until it
+ * expires or is revoked. Only the SHA-256 of its token is stored.
+ */
+export const projectInvitations = pgTable(
+  "project_invitations",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    role: text("role").notNull().$type<ProjectRole>(),
+    tokenHash: text("token_hash").notNull().unique(),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    /** How many people joined through it. */
+    accepted: integer("accepted").notNull().default(0),
+  },
+  (t) => [index("project_invitations_project_idx").on(t.projectId)],
+);
+
 export const apiKeys = pgTable(
   "api_keys",
   {
@@ -109,6 +168,12 @@ export const apiKeys = pgTable(
     prefix: text("prefix").notNull(),
     /** SHA-256 of the whole key; the key itself is shown once and never stored. */
     hash: text("hash").notNull().unique(),
+    /** The one project the key acts in, and the most it may do there (never more than its maker's own role). */
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    role: text("role").notNull().$type<ProjectRole>(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }),
     createdAt: createdAt(),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
@@ -121,6 +186,9 @@ export const experiments = pgTable(
   "experiments",
   {
     id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     ownerId: text("owner_id")
       .notNull()
       .references(() => users.id),
@@ -133,7 +201,7 @@ export const experiments = pgTable(
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index("experiments_owner_idx").on(t.ownerId), index("experiments_updated_idx").on(t.updatedAt)],
+  (t) => [index("experiments_owner_idx").on(t.ownerId), index("experiments_updated_idx").on(t.updatedAt), index("experiments_project_idx").on(t.projectId)],
 );
 
 /** An immutable snapshot of an experiment's source files and config; every save adds one. */
@@ -161,24 +229,31 @@ export type RunWarning = { code: string; step: number; message: string };
  * An uploaded dataset: rows for a data-dependent environment, or conversations for SFT. The rows themselves are a
  * JSONL file in the artifact store (`path`), each row with its split ("train" or "test").
  */
-export const datasets = pgTable("datasets", {
-  id: text("id").primaryKey(),
-  ownerId: text("owner_id")
-    .notNull()
-    .references(() => users.id),
-  /** What environments (data.dataset) and SFT runs (sft.dataset) call it. */
-  name: text("name").notNull().unique(),
-  description: text("description").notNull().default(""),
-  kind: text("kind").notNull().$type<"rows" | "conversations">(),
-  path: text("path").notNull(),
-  sizeBytes: integer("size_bytes").notNull(),
-  rowCount: integer("row_count").notNull(),
-  trainRows: integer("train_rows").notNull(),
-  testRows: integer("test_rows").notNull(),
-  /** The rows' field names (rows), or the conversations' roles (conversations). */
-  fields: jsonb("fields").$type<string[]>().notNull().default([]),
-  createdAt: createdAt(),
-});
+export const datasets = pgTable(
+  "datasets",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id),
+    /** What environments (data.dataset) and SFT runs (sft.dataset) of its project call it; unique in the project. */
+    name: text("name").notNull(),
+    description: text("description").notNull().default(""),
+    kind: text("kind").notNull().$type<"rows" | "conversations">(),
+    path: text("path").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    rowCount: integer("row_count").notNull(),
+    trainRows: integer("train_rows").notNull(),
+    testRows: integer("test_rows").notNull(),
+    /** The rows' field names (rows), or the conversations' roles (conversations). */
+    fields: jsonb("fields").$type<string[]>().notNull().default([]),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("datasets_project_name_uq").on(t.projectId, t.name)],
+);
 
 // ── what runs ────────────────────────────────────────────────────────────────────────────────────────────────
 /** The states come from the one state machine (lib/lifecycle); only server/jobs writes them. */
@@ -191,6 +266,10 @@ export const runs = pgTable(
     experimentId: text("experiment_id")
       .notNull()
       .references(() => experiments.id, { onDelete: "cascade" }),
+    /** Its experiment's project, kept on the run so that checking access to a run (and its points) is one lookup. */
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
     /** The exact source and config the run was launched with. */
     experimentVersionId: text("experiment_version_id")
       .notNull()
@@ -212,7 +291,12 @@ export const runs = pgTable(
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
   },
-  (t) => [index("runs_experiment_idx").on(t.experimentId, t.createdAt), index("runs_created_idx").on(t.createdAt), index("runs_status_idx").on(t.status)],
+  (t) => [
+    index("runs_experiment_idx").on(t.experimentId, t.createdAt),
+    index("runs_created_idx").on(t.createdAt),
+    index("runs_status_idx").on(t.status),
+    index("runs_project_idx").on(t.projectId, t.createdAt),
+  ],
 );
 
 /**
@@ -375,22 +459,37 @@ export const jobs = pgTable(
 );
 
 // ── sharing ──────────────────────────────────────────────────────────────────────────────────────────────────
+/** What a share link shows: one run, a comparison of runs, or one trajectory of a run. */
+export const shareKinds = ["run", "compare", "trajectory"] as const;
+export type ShareKind = (typeof shareKinds)[number];
+
+/**
+ * A view-only link to runs of one project, with the view it opens (metric panels, smoothing, x-axis, step,
+ * sample...). Its holder reads exactly those runs, without an account. Only the SHA-256 of its token is stored.
+ */
 export const shareLinks = pgTable(
   "share_links",
   {
     id: text("id").primaryKey(),
-    token: text("token").notNull().unique(),
-    runId: text("run_id")
+    tokenHash: text("token_hash").notNull().unique(),
+    projectId: text("project_id")
       .notNull()
-      .references(() => runs.id, { onDelete: "cascade" }),
+      .references(() => projects.id, { onDelete: "cascade" }),
+    kind: text("kind").notNull().$type<ShareKind>(),
+    /** The runs it shows (one, except for a comparison). */
+    runIds: jsonb("run_ids").$type<string[]>().notNull(),
+    /** The view state it opens with, as the page's URL parameters. */
+    view: jsonb("view").$type<Record<string, string>>().notNull().default({}),
+    title: text("title").notNull(),
     createdBy: text("created_by")
       .notNull()
       .references(() => users.id),
     createdAt: createdAt(),
     expiresAt: timestamp("expires_at", { withTimezone: true }),
     revokedAt: timestamp("revoked_at", { withTimezone: true }),
+    lastOpenedAt: timestamp("last_opened_at", { withTimezone: true }),
   },
-  (t) => [index("share_links_run_idx").on(t.runId)],
+  (t) => [index("share_links_project_idx").on(t.projectId)],
 );
 
 // ── relations ────────────────────────────────────────────────────────────────────────────────────────────────
@@ -418,7 +517,6 @@ export const runsRelations = relations(runs, ({ one, many }) => ({
   logs: many(runLogs),
   checkpoints: many(checkpoints),
   jobs: many(jobs),
-  shareLinks: many(shareLinks),
 }));
 export const metricPointsRelations = relations(metricPoints, ({ one }) => ({
   run: one(runs, { fields: [metricPoints.runId], references: [runs.id] }),
@@ -440,9 +538,6 @@ export const jobsRelations = relations(jobs, ({ one }) => ({
   run: one(runs, { fields: [jobs.runId], references: [runs.id] }),
   worker: one(workers, { fields: [jobs.workerId], references: [workers.id] }),
   device: one(devices, { fields: [jobs.deviceId], references: [devices.id] }),
-}));
-export const shareLinksRelations = relations(shareLinks, ({ one }) => ({
-  run: one(runs, { fields: [shareLinks.runId], references: [runs.id] }),
 }));
 
 export const datasetsRelations = relations(datasets, ({ one }) => ({

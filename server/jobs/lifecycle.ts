@@ -18,6 +18,8 @@ export type FinishOutcome = "completed" | "failed" | "cancelled" | "paused" | "p
 
 export type NewRun = {
   experimentId: string;
+  /** Its experiment's project. */
+  projectId: string;
   experimentVersionId: string;
   createdBy: string;
   name: string;
@@ -114,7 +116,7 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
       .from(jobs)
       .where(eq(jobs.id, jobId));
     const [run] = await tx
-      .select({ id: runs.id, config: runs.config, seed: runs.seed, files: experimentVersions.files })
+      .select({ id: runs.id, config: runs.config, seed: runs.seed, projectId: runs.projectId, files: experimentVersions.files })
       .from(runs)
       .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
       .where(eq(runs.id, job.runId));
@@ -135,7 +137,7 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
     const baseName = (run!.config as { agent?: { base?: string } }).agent?.base ?? "";
     const base = await resolveBase(tx, baseName);
     // The uploaded datasets' files by name: the environment's rows or the SFT run's conversations are among them.
-    const datasets = await datasetFiles(tx);
+    const datasets = await datasetFiles(tx, run!.projectId);
     return { job: { id: job.id, runId: job.runId, ...row! }, run: run!, resume, base, datasets };
   });
 }

@@ -8,10 +8,11 @@
  * in-process callers and gives the same events.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z } from "zod";
-import { createTRPCContext, newErrorId } from "../api/trpc";
+import { createTRPCContext, newErrorId, signInMessage } from "../api/trpc";
 import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./feed";
 
 const PATH = "runs.metricStream";
@@ -36,6 +37,16 @@ const headers = { "content-type": "text/event-stream", "cache-control": "no-cach
 /** Where a stream request goes: a run's feed and the sequence number to continue after, or an error event to answer. */
 type Opened = { feed: ReturnType<typeof runFeed>; after: number } | { error: Uint8Array };
 
+/** tRPC's `connectionParams` (what an EventSource sends in place of headers: a share link's token), or null. */
+function connectionParamsOf(url: URL): Record<string, string> | null {
+  try {
+    const parsed: unknown = JSON.parse(url.searchParams.get("connectionParams") ?? "null");
+    return parsed && typeof parsed === "object" ? (parsed as Record<string, string>) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Checks a stream request (its input, credentials and last event id) and finds the run's feed. */
 async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   let input: z.infer<typeof metricStreamInput>;
@@ -50,16 +61,14 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   } catch {
     return { error: errorEvent("BAD_REQUEST", 'input: not JSON; expected ?input={"json":{"runId":"run_…"}} (URL-encoded)') };
   }
-  const context = await createTRPCContext({ headers: requestHeaders });
-  if (!context.user) {
-    return {
-      error: errorEvent(
-        "UNAUTHORIZED",
-        context.rejectedApiKey
-          ? "The API key in the Authorization header is unknown or revoked."
-          : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.",
-      ),
-    };
+  const context = await createTRPCContext({ headers: requestHeaders, connectionParams: connectionParamsOf(url) });
+  if (context.principal.kind === "anonymous") return { error: errorEvent("UNAUTHORIZED", signInMessage(context.principal)) };
+  // The same check as the procedure's (a project member, or a link sharing this run); else as if there were no run.
+  try {
+    await context.access.require("viewer", { kind: "run", id: input.runId }, { shared: true });
+  } catch (error) {
+    if (!(error instanceof TRPCError)) throw error;
+    return { error: errorEvent(error.code === "FORBIDDEN" ? "FORBIDDEN" : "NOT_FOUND", error.message) };
   }
   const lastEventId =
     requestHeaders.get("last-event-id") ?? url.searchParams.get("lastEventId") ?? url.searchParams.get("Last-Event-Id") ?? input.lastEventId ?? null;

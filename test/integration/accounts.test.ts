@@ -1,14 +1,16 @@
 /**
  * Accounts on a team server (TINKERLAB_AUTH=team), through better-auth's own handler on a real database: the first
- * account becomes the admin and sign-up then closes, passwords are stored only hashed, a session cookie signs
- * requests in, sign-in is rate-limited per client address, and a cross-site request with the cookie is refused.
+ * account becomes the admin (and an owner of the default project) and sign-up then needs an invitation link, passwords
+ * are stored only hashed, a session cookie signs requests in, sign-in is rate-limited per client address, and a
+ * cross-site request with the cookie is refused.
  */
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate } from "@/server/api/trpc";
 import { type Accounts, accountsFor } from "@/server/auth/accounts";
 import { CLIENT_IP_HEADER } from "@/server/auth/constants";
-import { accounts, LOCAL_USER, users, type DatabaseHandle } from "@/server/db";
+import { createInvitation, createProject, DEFAULT_PROJECT } from "@/server/auth/projects";
+import { accounts, LOCAL_USER, projectMembers, users, type DatabaseHandle } from "@/server/db";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -23,6 +25,14 @@ beforeAll(async () => {
 });
 afterAll(() => db.close());
 
+async function roleOf(projectId: string, userId: string) {
+  const [row] = await handle.db
+    .select({ role: projectMembers.role })
+    .from(projectMembers)
+    .where(and(eq(projectMembers.projectId, projectId), eq(projectMembers.userId, userId)));
+  return row?.role ?? null;
+}
+
 async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
   const response = await auth.handler(
     new Request(`${ORIGIN}/api/auth${path}`, {
@@ -36,7 +46,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
 }
 
 describe("accounts on a team server", () => {
-  it("makes the first account the admin, stores its password hashed, then closes sign-up", async () => {
+  it("makes the first account the admin, stores its password hashed, then closes sign-up to all but invitation holders", async () => {
     const password = "correct horse battery staple";
     const first = await post("/sign-up/email", { name: "Ada", email: "ada@example.com", password }, { [CLIENT_IP_HEADER]: "10.0.0.2" });
     expect(first.status).toBe(200);
@@ -54,27 +64,44 @@ describe("accounts on a team server", () => {
       { [CLIENT_IP_HEADER]: "10.0.0.3" },
     );
     expect(second.status).toBe(403);
-    expect(second.body.message).toMatch(/already has its first account: ask its admin for an invitation/);
+    expect(second.body.message).toMatch(/Sign-up on this server needs an invitation link: ask a project owner for one/);
     expect(await handle.db.select().from(users).where(eq(users.email, "bob@example.com"))).toEqual([]);
+    // The first account owns the default project (the examples and what the server made before it had accounts).
+    expect(await roleOf(DEFAULT_PROJECT, ada!.id)).toBe("owner");
+  });
+
+  it("lets whoever holds a working invitation link sign up, joining its project with its role", async () => {
+    const [ada] = await handle.db.select().from(users).where(eq(users.email, "ada@example.com"));
+    const { id: projectId } = await createProject(handle.db, { name: "Ada's team", ownerId: ada!.id });
+    const { token } = await createInvitation(handle.db, { projectId, role: "editor", createdBy: ada!.id, expiresAt: new Date(Date.now() + 3_600_000) });
+    const body = { name: "Bob", email: "bob@example.com", password: "another long password" };
+    const forged = await post("/sign-up/email?invite=tli_forged", body, { [CLIENT_IP_HEADER]: "10.0.0.5" });
+    expect(forged.status).toBe(403);
+    const invited = await post(`/sign-up/email?invite=${token}`, body, { [CLIENT_IP_HEADER]: "10.0.0.5" });
+    expect(invited.status).toBe(200);
+    const [bob] = await handle.db.select().from(users).where(eq(users.email, "bob@example.com"));
+    expect(bob!.role).not.toBe("admin");
+    expect(await roleOf(projectId, bob!.id)).toBe("editor");
+    expect(await roleOf(DEFAULT_PROJECT, bob!.id)).toBeNull();
   });
 
   it("signs requests in with the session cookie, and only with it", async () => {
     const signedIn = await post("/sign-in/email", { email: "ada@example.com", password: "correct horse battery staple" }, { [CLIENT_IP_HEADER]: "10.0.0.4" });
     expect(signedIn.status).toBe(200);
     const withCookie = await authenticate(handle.db, new Headers({ cookie: signedIn.cookie! }), "team");
-    expect(withCookie.user).toMatchObject({ name: "Ada", email: "ada@example.com" });
-    expect((await authenticate(handle.db, new Headers(), "team")).user).toBeNull();
-    expect((await authenticate(handle.db, new Headers({ cookie: "tinkerlab.session_token=forged.value" }), "team")).user).toBeNull();
+    expect(withCookie).toMatchObject({ kind: "person", admin: true, user: { name: "Ada", email: "ada@example.com" } });
+    expect(await authenticate(handle.db, new Headers(), "team")).toEqual({ kind: "anonymous" });
+    expect(await authenticate(handle.db, new Headers({ cookie: "tinkerlab.session_token=forged.value" }), "team")).toEqual({ kind: "anonymous" });
     // Without a user, every procedure refuses, naming the way in.
     await expect(callerFor(handle, null).experiments.list({})).rejects.toThrow(/Sign in required/);
     // The local mode needs no account at all.
-    expect((await authenticate(handle.db, new Headers(), "local")).user).toMatchObject({ id: LOCAL_USER.id });
+    expect(await authenticate(handle.db, new Headers(), "local")).toMatchObject({ kind: "local", user: { id: LOCAL_USER.id } });
 
     // A request from another site carrying the cookie is refused; signing out ends the session.
     const crossSite = await post("/sign-out", {}, { origin: "http://evil.example", cookie: signedIn.cookie! });
     expect(crossSite.status).toBe(403);
     expect((await post("/sign-out", {}, { cookie: signedIn.cookie!, [CLIENT_IP_HEADER]: "10.0.0.4" })).status).toBe(200);
-    expect((await authenticate(handle.db, new Headers({ cookie: signedIn.cookie! }), "team")).user).toBeNull();
+    expect(await authenticate(handle.db, new Headers({ cookie: signedIn.cookie! }), "team")).toEqual({ kind: "anonymous" });
   });
 
   it("rate-limits sign-in per client address: the sixth try in a minute is refused, another address is not", async () => {

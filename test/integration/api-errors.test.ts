@@ -9,6 +9,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { GET as health } from "@/app/api/health/route";
 import { setWorkerToken } from "@/server/api/routers/worker";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { type DatabaseHandle, LOCAL_USER, setDatabase } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { experiments, experimentVersions, jobs, runs } from "@/server/db/schema";
@@ -91,6 +92,7 @@ async function runningJob() {
   const runId = newId("run");
   await db.handle.db.insert(runs).values({
     id: runId,
+    projectId: DEFAULT_PROJECT,
     experimentId,
     experimentVersionId: versionId,
     createdBy: LOCAL_USER.id,
@@ -184,7 +186,7 @@ describe("error messages", () => {
     } as unknown as DatabaseHandle;
     setDatabase(failing);
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-    const response = await health();
+    const response = await health(new Request("http://127.0.0.1:3000/api/health"));
     expect(response.status).toBe(503);
     const body = (await response.json()) as { status: string; error: string; errorId: string };
     expect(body.status).toBe("error");

@@ -1,13 +1,14 @@
 /**
  * Any checkpoint is a base: the bases list holds the built-in bases and every run's checkpoints with their shape,
- * a run launched from a checkpoint is accepted and shows its lineage, and a checkpoint that does not exist is
- * refused with a message naming it.
+ * a run launched from a checkpoint is accepted and shows its lineage, and a checkpoint that does not exist (or lies
+ * in a project the caller is no member of) is refused with a message naming it.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkpoints, LOCAL_USER, newId, runs, type DatabaseHandle } from "@/server/db";
+import { createProject, DEFAULT_PROJECT, setMember } from "@/server/auth/projects";
+import { checkpoints, LOCAL_USER, newId, runs, users, type DatabaseHandle } from "@/server/db";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
@@ -33,6 +34,7 @@ async function finishedRun() {
   const runId = newId("run");
   await handle.db.insert(runs).values({
     id: runId,
+    projectId: DEFAULT_PROJECT,
     experimentId: experiment.id,
     experimentVersionId: experiment.versionId,
     createdBy: LOCAL_USER.id,
@@ -76,9 +78,10 @@ describe("checkpoints as bases", () => {
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });
     const run = await caller.runs.byId({ id: runId });
     expect(run.status).toBe("queued");
-    expect((await caller.checkpoints.lineage({ base: run.config.agent ? (run.config.agent as { base: string }).base : "" })).lineage).toBe(
-      `${id} (run source-run, step 40, LoRA) ← arithmetic-base`,
-    );
+    expect(await caller.checkpoints.lineage({ runId })).toEqual({
+      base: id,
+      lineage: `${id} (run source-run, step 40, LoRA) ← arithmetic-base`,
+    });
   });
 
   it("refuses a checkpoint that does not exist, naming it", async () => {
@@ -87,6 +90,28 @@ describe("checkpoints as bases", () => {
       name: "missing",
       config: { name: "missing", environment: "arithmetic", agent: { base: "ckpt_nothere" } },
     });
-    await expect(caller.runs.launch({ experimentId: experiment.id })).rejects.toThrow(/agent.base: No checkpoint named 'ckpt_nothere'/);
+    await expect(caller.runs.launch({ experimentId: experiment.id })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      message: "No checkpoint with id 'ckpt_nothere'",
+    });
+  });
+
+  it("refuses another project's checkpoint as a base as if it did not exist", async () => {
+    const { id } = await finishedRun();
+    const bob = { id: "usr_bob", name: "Bob", email: "bob@example.com" };
+    await handle.db.insert(users).values(bob);
+    await createProject(handle.db, { name: "Bob's", ownerId: bob.id });
+    const asBob = callerFor(handle, bob);
+    expect((await asBob.checkpoints.bases()).checkpoints.map((c) => c.id)).not.toContain(id);
+    const experiment = await asBob.experiments.create({
+      name: "borrowed",
+      config: { name: "borrowed", environment: "arithmetic", agent: { base: id, training: { mode: "lora" }, sampling: { maxTokens: 5 } } },
+    });
+    await expect(asBob.runs.launch({ experimentId: experiment.id })).rejects.toMatchObject({ code: "NOT_FOUND", message: `No checkpoint with id '${id}'` });
+    // Once Bob is a member of the checkpoint's project (a viewer is enough), it is his to start from.
+    await setMember(handle.db, DEFAULT_PROJECT, bob.id, "viewer");
+    const asMember = callerFor(handle, bob);
+    expect((await asMember.checkpoints.bases()).checkpoints.map((c) => c.id)).toContain(id);
+    await expect(asMember.runs.launch({ experimentId: experiment.id })).resolves.toMatchObject({ runId: expect.stringMatching(/^run_/) });
   });
 });

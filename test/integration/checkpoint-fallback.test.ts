@@ -123,6 +123,11 @@ describe("a damaged checkpoint", () => {
     const last = (await handle.db.select({ message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, runId))).at(-1)!;
     expect(last.message).toMatch(/No good checkpoint before it: starting again from the base\.$/);
     // A set-aside checkpoint is no base to start from.
-    await expect(caller.checkpoints.lineage({ base: checkpointId })).rejects.toThrow(/was set aside as damaged/);
+    const fromSetAside = tinyExperiment("from a set-aside checkpoint", 4);
+    const { id: fromSetAsideId } = await caller.experiments.create({
+      ...fromSetAside,
+      config: { ...fromSetAside.config, agent: { ...fromSetAside.config.agent, base: checkpointId } },
+    });
+    await expect(caller.runs.launch({ experimentId: fromSetAsideId })).rejects.toThrow(/agent\.base: checkpoint '.*' was set aside as damaged/);
   }, 60_000);
 });

@@ -9,12 +9,20 @@ beforeAll(async () => {
 afterAll(() => db.close());
 
 describe("health", () => {
-  it("reports the database kind, the applied migrations and the training backend", async () => {
-    const health = await callerFor(db.handle, null).health.check();
+  it("reports the database kind, the applied migrations and the training backend to a signed-in caller", async () => {
+    const health = await callerFor(db.handle).health.check();
     expect(health.status).toBe("ok");
-    expect(health.database.kind).toBe(serverEnv().TINKERLAB_TEST_DB);
-    expect(health.database.migration.applied).toBeGreaterThanOrEqual(1);
-    expect(health.database.migration.latest).toMatch(/^\d{4}_/);
-    expect(health.training.requested).toBe("auto");
+    const { database, training } = health;
+    expect(database.kind).toBe(serverEnv().TINKERLAB_TEST_DB);
+    expect(database.migration!.applied).toBeGreaterThanOrEqual(1);
+    expect(database.migration!.latest).toMatch(/^\d{4}_/);
+    expect(database.latencyMs).toBeGreaterThanOrEqual(0);
+    expect(training!.requested).toBe("auto");
+    expect(training!.workers).toEqual([]);
+  });
+
+  it("tells an anonymous caller only that it answers, and how fast", async () => {
+    const health = await callerFor(db.handle, null).health.check();
+    expect(health).toEqual({ status: "ok", database: { latencyMs: expect.any(Number) } });
   });
 });

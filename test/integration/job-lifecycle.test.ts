@@ -6,6 +6,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { canTransition, jobStates, runStateOf, type JobState } from "@/lib/lifecycle";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { devices, jobs, runLogs, runs, workers } from "@/server/db/schema";
@@ -59,6 +60,7 @@ async function jobIn(state: JobState) {
   const runId = newId("run");
   await handle.db.insert(runs).values({
     id: runId,
+    projectId: DEFAULT_PROJECT,
     experimentId,
     experimentVersionId: versionId,
     createdBy: LOCAL_USER.id,

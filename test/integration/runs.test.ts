@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { newId } from "@/server/db/ids";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { metricPoints, runs } from "@/server/db/schema";
@@ -22,6 +23,7 @@ beforeAll(async () => {
     runIds.push(id);
     await handle.db.insert(runs).values({
       id,
+      projectId: DEFAULT_PROJECT,
       experimentId,
       experimentVersionId: versionId,
       createdBy: LOCAL_USER.id,
@@ -105,6 +107,9 @@ describe("runs", () => {
     expect(wide.points.at(-1)!.step).toBe(4999);
 
     await expect(caller.runs.metricRange({ runId, name: "loss/policy", fromStep: 50, toStep: 10 })).rejects.toThrow(/fromStep must not be after toStep/);
-    await expect(caller.runs.metricRange({ runId: "run_missing", name: "loss/policy", fromStep: 0, toStep: 1 })).rejects.toThrow("no run 'run_missing'");
+    await expect(caller.runs.metricRange({ runId: "run_missing", name: "loss/policy", fromStep: 0, toStep: 1 })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      message: "No run with id 'run_missing'",
+    });
   });
 });

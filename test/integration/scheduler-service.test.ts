@@ -6,6 +6,7 @@
 import { eq, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { devices, jobs, metricPoints, runs, workers } from "@/server/db/schema";
@@ -38,7 +39,7 @@ async function submit(priority = 0, totalSteps = 10) {
   const runId = newId("run");
   await handle.db
     .insert(runs)
-    .values({ id: runId, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
+    .values({ id: runId, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,

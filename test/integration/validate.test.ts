@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
+let experimentId: string;
 beforeAll(async () => {
   db = await openTestDatabase();
+  experimentId = (await callerFor(db.handle).experiments.create({ name: "validated" })).id;
 });
 afterAll(() => db.close());
 
@@ -21,7 +23,7 @@ export default defineEnvironment<{ n: number }, number>({
 
 describe("experiments.validate", () => {
   it("dry-runs a sound environment and reports no errors", async () => {
-    const report = await callerFor(db.handle).experiments.validate({ files: { "environment.ts": good }, typeCheck: false });
+    const report = await callerFor(db.handle).experiments.validate({ experimentId, files: { "environment.ts": good }, typeCheck: false });
     expect(report.ok).toBe(true);
     expect(report.episodes.length).toBeGreaterThan(0);
     expect(report.environment?.name).toBe("count");
@@ -29,7 +31,7 @@ describe("experiments.validate", () => {
 
   it("points a runtime error and a bad reward at the user's own line", async () => {
     const broken = good.replace("reward: 1,", 'reward: "1" as unknown as number,');
-    const report = await callerFor(db.handle).experiments.validate({ files: { "environment.ts": broken }, typeCheck: false });
+    const report = await callerFor(db.handle).experiments.validate({ experimentId, files: { "environment.ts": broken }, typeCheck: false });
     expect(report.ok).toBe(false);
     const diagnostic = report.diagnostics.find((d) => d.severity === "error")!;
     expect(diagnostic.message).toMatch(/reward/);
@@ -37,7 +39,7 @@ describe("experiments.validate", () => {
   });
 
   it("reports a syntax error with its file, line and column", async () => {
-    const report = await callerFor(db.handle).experiments.validate({ files: { "environment.ts": "export default {\n  name: ,\n};\n" }, typeCheck: false });
+    const report = await callerFor(db.handle).experiments.validate({ experimentId, files: { "environment.ts": "export default {\n  name: ,\n};\n" }, typeCheck: false });
     expect(report.ok).toBe(false);
     expect(report.diagnostics[0]).toMatchObject({ source: "syntax", file: "environment.ts", line: 2 });
   });

@@ -5,6 +5,7 @@
  */
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { jobs, metricPoints, rollouts, runLogs, runs } from "@/server/db/schema";
@@ -37,6 +38,7 @@ async function runningJob(owner = workerId) {
   const runId = newId("run");
   await handle.db.insert(runs).values({
     id: runId,
+    projectId: DEFAULT_PROJECT,
     experimentId,
     experimentVersionId: versionId,
     createdBy: LOCAL_USER.id,

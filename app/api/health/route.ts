@@ -1,13 +1,15 @@
 import { checkHealth } from "@/server/api/routers/health";
-import { newErrorId } from "@/server/api/trpc";
+import { authenticate, newErrorId } from "@/server/api/trpc";
 import { getDatabase } from "@/server/db";
+import { serverEnv } from "@/server/env";
 
 export const dynamic = "force-dynamic";
 
-export async function GET() {
+export async function GET(request: Request) {
   try {
     const database = await getDatabase();
-    return Response.json(await checkHealth({ db: database.db, database }));
+    const principal = await authenticate(database.db, request.headers, serverEnv().TINKERLAB_AUTH);
+    return Response.json(await checkHealth({ db: database.db, database, principal }));
   } catch (error) {
     // The error may name the database's folder or address, or hold a stack: the log gets it, the client an id.
     const errorId = newErrorId();

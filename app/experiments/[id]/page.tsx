@@ -40,12 +40,21 @@ export default async function ExperimentPage({ params }: Props) {
           </>
         }
         actions={
-          <>
-            <ButtonLink variant="secondary" href={`/experiments/${experiment.id}/edit`}>
-              Edit
-            </ButtonLink>
-            <LaunchButton experimentId={experiment.id} />
-          </>
+          experiment.role === "viewer" ? (
+            <>
+              <span className="text-sm text-slate-500">You view this project: editors and owners edit and launch.</span>
+              <ButtonLink variant="secondary" href={`/experiments/${experiment.id}/edit`}>
+                Read source
+              </ButtonLink>
+            </>
+          ) : (
+            <>
+              <ButtonLink variant="secondary" href={`/experiments/${experiment.id}/edit`}>
+                Edit
+              </ButtonLink>
+              <LaunchButton experimentId={experiment.id} />
+            </>
+          )
         }
       />
       <div className="grid gap-6 lg:grid-cols-3">

@@ -4,13 +4,13 @@
  * agent's base.
  */
 import { TRPCError } from "@trpc/server";
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { checkpoints, experiments, runs } from "../../db";
 import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
 import { baseModelShape, builtinBaseNames, checkpointShape } from "../../worker/base-catalog";
-import { createTRPCRouter, protectedProcedure } from "../trpc";
+import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 /** What made each built-in base, in a few words. */
 function builtinOrigin(name: string): string {
@@ -30,9 +30,11 @@ const shapeOf = (read: () => { parameters: number; contextLength: number; dModel
 };
 
 export const checkpointsRouter = createTRPCRouter({
-  /** Every base an agent may name: the built-in bases, then run checkpoints, newest first (at most `limit`). */
+  /** Every base an agent may name: the built-in bases, then the checkpoints of the caller's projects' runs, newest first (at most `limit`). */
   bases: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(500).default(200) }).default({ limit: 200 })).query(async ({ ctx, input }) => {
     const builtin = builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), shape: shapeOf(() => baseModelShape(name)) }));
+    const projectIds = await ctx.access.visibleProjects();
+    if (projectIds.length === 0) return { builtin, checkpoints: [] };
     const rows = await ctx.db
       .select({
         id: checkpoints.id,
@@ -47,7 +49,7 @@ export const checkpointsRouter = createTRPCRouter({
       .from(checkpoints)
       .innerJoin(runs, eq(runs.id, checkpoints.runId))
       .innerJoin(experiments, eq(experiments.id, runs.experimentId))
-      .where(and(eq(checkpoints.kind, "state"), isNull(checkpoints.setAsideReason))) // exports and damaged ones are no bases
+      .where(and(eq(checkpoints.kind, "state"), isNull(checkpoints.setAsideReason), inArray(runs.projectId, projectIds))) // exports and damaged ones are no bases
       .orderBy(desc(checkpoints.createdAt))
       .limit(input.limit);
     const fromRuns = rows.map((row) => {
@@ -68,28 +70,34 @@ export const checkpointsRouter = createTRPCRouter({
   }),
 
   /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
-  ofRun: protectedProcedure.input(z.object({ runId: z.string().min(1) })).query(async ({ ctx, input }) => {
-    return ctx.db
-      .select({
-        id: checkpoints.id,
-        step: checkpoints.step,
-        kind: checkpoints.kind,
-        sizeBytes: checkpoints.sizeBytes,
-        createdAt: checkpoints.createdAt,
-        setAsideReason: checkpoints.setAsideReason,
-      })
-      .from(checkpoints)
-      .where(eq(checkpoints.runId, input.runId))
-      .orderBy(desc(checkpoints.step));
-  }),
+  ofRun: sharedRunProcedure()
+    .input(z.object({ runId: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      return ctx.db
+        .select({
+          id: checkpoints.id,
+          step: checkpoints.step,
+          kind: checkpoints.kind,
+          sizeBytes: checkpoints.sizeBytes,
+          createdAt: checkpoints.createdAt,
+          setAsideReason: checkpoints.setAsideReason,
+        })
+        .from(checkpoints)
+        .where(eq(checkpoints.runId, input.runId))
+        .orderBy(desc(checkpoints.step));
+    }),
 
-  /** Where a base comes from: "ckpt_b (run x, step 40) ← arithmetic-base". */
-  lineage: protectedProcedure.input(z.object({ base: z.string().min(1).max(200) })).query(async ({ ctx, input }) => {
-    try {
-      return { lineage: describeLineage(await resolveBase(ctx.db, input.base)) };
-    } catch (error) {
-      if (error instanceof UnknownBaseError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-      throw error;
-    }
-  }),
+  /** Where a run's base comes from: "ckpt_b (run x, step 40) ← arithmetic-base". */
+  lineage: sharedRunProcedure()
+    .input(z.object({ runId: z.string().min(1).max(200) }))
+    .query(async ({ ctx, input }) => {
+      const [run] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, input.runId));
+      const base = (run?.config as { agent?: { base?: string } } | undefined)?.agent?.base ?? "";
+      try {
+        return { base, lineage: describeLineage(await resolveBase(ctx.db, base)) };
+      } catch (error) {
+        if (error instanceof UnknownBaseError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+        throw error;
+      }
+    }),
 });

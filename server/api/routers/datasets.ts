@@ -9,11 +9,12 @@ import { builtInDatasets } from "@/lib/envs/datasets";
 import { datasets } from "../../db";
 import { createDataset, DatasetError, listDatasets, MAX_DATASET_BYTES, previewDataset } from "../../datasets";
 import { serverEnv } from "../../env";
-import { createTRPCRouter, protectedProcedure } from "../trpc";
+import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 export const datasetsRouter = createTRPCRouter({
+  /** The built-in datasets, and those uploaded to the caller's projects. */
   list: protectedProcedure.query(async ({ ctx }) => {
-    const uploaded = await listDatasets(ctx.db);
+    const uploaded = await listDatasets(ctx.db, await ctx.access.visibleProjects());
     return {
       builtIn: [...builtInDatasets],
       uploaded: uploaded.map(({ path: _path, ownerId: _owner, ...dataset }) => dataset),
@@ -24,6 +25,7 @@ export const datasetsRouter = createTRPCRouter({
     .input(
       z.object({
         name: z.string().min(1).max(64),
+        projectId: z.string().min(1).max(200).optional().describe("the project it belongs to (default: the first project the caller may edit)"),
         description: z.string().max(2000).default(""),
         format: z.enum(["jsonl", "csv"]).default("jsonl"),
         text: z.string().max(MAX_DATASET_BYTES, `a dataset holds at most ${MAX_DATASET_BYTES / 2 ** 20} MiB`),
@@ -32,7 +34,12 @@ export const datasetsRouter = createTRPCRouter({
     )
     .mutation(async ({ ctx, input }) => {
       try {
-        const { path: _path, ownerId: _owner, ...dataset } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ownerId: ctx.user.id, ...input });
+        const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+        const {
+          path: _path,
+          ownerId: _owner,
+          ...dataset
+        } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ...input, ownerId: ctx.user.id, projectId });
         return dataset;
       } catch (error) {
         if (error instanceof DatasetError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
@@ -40,11 +47,11 @@ export const datasetsRouter = createTRPCRouter({
       }
     }),
 
-  preview: protectedProcedure
-    .input(z.object({ name: z.string().min(1).max(64), limit: z.number().int().min(1).max(100).default(20) }))
+  preview: projectProcedure("viewer", "dataset", "id")
+    .input(z.object({ id: z.string().min(1).max(200), limit: z.number().int().min(1).max(100).default(20) }))
     .query(async ({ ctx, input }) => {
-      const [row] = await ctx.db.select({ path: datasets.path }).from(datasets).where(eq(datasets.name, input.name));
-      if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No dataset named '${input.name}'` });
+      const [row] = await ctx.db.select({ path: datasets.path }).from(datasets).where(eq(datasets.id, input.id));
+      if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No dataset with id '${input.id}'` });
       return { rows: previewDataset(row.path, input.limit) };
     }),
 });

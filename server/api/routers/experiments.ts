@@ -1,13 +1,13 @@
 import { TRPCError } from "@trpc/server";
-import { and, desc, eq, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { validateInChildProcess } from "../../validation";
 import { datasetFiles } from "../../datasets";
 import { resolveBase } from "../../jobs";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
-import { createTRPCRouter, protectedProcedure } from "../trpc";
-import { type Database, newId, experiments, experimentVersions, runs } from "../../db";
+import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
+import { type Database, newId, experiments, experimentVersions, projects, runs } from "../../db";
 
 const MAX_FILE_BYTES = 256 * 1024;
 
@@ -30,6 +30,7 @@ export const experimentConfigSchema = z.record(z.string(), z.unknown()).describe
 
 const experimentColumns = {
   id: experiments.id,
+  projectId: experiments.projectId,
   name: experiments.name,
   description: experiments.description,
   template: experiments.template,
@@ -73,50 +74,61 @@ export const experimentsRouter = createTRPCRouter({
   ),
 
   list: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })).query(async ({ ctx, input }) => {
+    const projectIds = await ctx.access.visibleProjects();
+    if (projectIds.length === 0) return [];
     const runCount = sql<number>`(select count(*)::int from ${runs} where ${runs.experimentId} = ${experiments.id})`;
     return ctx.db
-      .select({ ...experimentColumns, runCount })
+      .select({ ...experimentColumns, projectName: projects.name, runCount })
       .from(experiments)
-      .where(eq(experiments.archived, false))
+      .innerJoin(projects, eq(projects.id, experiments.projectId))
+      .where(and(eq(experiments.archived, false), inArray(experiments.projectId, projectIds)))
       .orderBy(desc(experiments.updatedAt))
       .limit(input.limit);
   }),
 
-  byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
-    const experiment = await requireExperiment(ctx.db, input.id);
-    return { ...experiment, latest: await savedVersion(ctx.db, input.id, experiment.latestVersion) };
-  }),
+  /** An experiment with its latest version, and the caller's role in its project (what the editor lets it do). */
+  byId: projectProcedure("viewer", "experiment", "id")
+    .input(z.object({ id: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      const experiment = await requireExperiment(ctx.db, input.id);
+      return { ...experiment, role: await ctx.access.roleIn(experiment.projectId), latest: await savedVersion(ctx.db, input.id, experiment.latestVersion) };
+    }),
 
-  versions: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
-    await requireExperiment(ctx.db, input.id);
-    return ctx.db
-      .select({
-        id: experimentVersions.id,
-        version: experimentVersions.version,
-        message: experimentVersions.message,
-        createdAt: experimentVersions.createdAt,
-      })
-      .from(experimentVersions)
-      .where(eq(experimentVersions.experimentId, input.id))
-      .orderBy(desc(experimentVersions.version));
-  }),
+  versions: projectProcedure("viewer", "experiment", "id")
+    .input(z.object({ id: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      await requireExperiment(ctx.db, input.id);
+      return ctx.db
+        .select({
+          id: experimentVersions.id,
+          version: experimentVersions.version,
+          message: experimentVersions.message,
+          createdAt: experimentVersions.createdAt,
+        })
+        .from(experimentVersions)
+        .where(eq(experimentVersions.experimentId, input.id))
+        .orderBy(desc(experimentVersions.version));
+    }),
 
   /** One saved version's source and config, as it was saved (versions never change). */
-  version: protectedProcedure.input(z.object({ id: z.string().min(1), version: z.number().int().min(1) })).query(async ({ ctx, input }) => {
-    const experiment = await requireExperiment(ctx.db, input.id);
-    const row = await savedVersion(ctx.db, input.id, input.version);
-    if (!row)
-      throw new TRPCError({
-        code: "NOT_FOUND",
-        message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.`,
-      });
-    return row;
-  }),
+  version: projectProcedure("viewer", "experiment", "id")
+    .input(z.object({ id: z.string().min(1), version: z.number().int().min(1) }))
+    .query(async ({ ctx, input }) => {
+      const experiment = await requireExperiment(ctx.db, input.id);
+      const row = await savedVersion(ctx.db, input.id, input.version);
+      if (!row)
+        throw new TRPCError({
+          code: "NOT_FOUND",
+          message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.`,
+        });
+      return row;
+    }),
 
   create: protectedProcedure
     .input(
       z.object({
         name: z.string().trim().min(1, "give the experiment a name").max(120, "a name holds at most 120 characters"),
+        projectId: z.string().min(1).max(200).optional().describe("the project it belongs to (default: the first project the caller may edit)"),
         description: z.string().max(2000, "a description holds at most 2000 characters").default(""),
         template: z.string().max(100).optional(),
         files: sourceFilesSchema.default({}),
@@ -124,6 +136,7 @@ export const experimentsRouter = createTRPCRouter({
       }),
     )
     .mutation(async ({ ctx, input }) => {
+      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
       const id = newId("exp");
       const versionId = newId("ver");
       if (input.template !== undefined) {
@@ -140,6 +153,7 @@ export const experimentsRouter = createTRPCRouter({
       await ctx.db.transaction(async (tx) => {
         await tx.insert(experiments).values({
           id,
+          projectId,
           ownerId: ctx.user.id,
           name: input.name,
           description: input.description,
@@ -155,11 +169,11 @@ export const experimentsRouter = createTRPCRouter({
           message: "created",
         });
       });
-      return { id, versionId, version: 1 };
+      return { id, projectId, versionId, version: 1 };
     }),
 
   /** Saves the source and config as a new immutable version; earlier versions stay as they were. */
-  save: protectedProcedure
+  save: projectProcedure("editor", "experiment", "id")
     .input(
       z.object({
         id: z.string().min(1),
@@ -193,9 +207,10 @@ export const experimentsRouter = createTRPCRouter({
    * Compiles the source, runs it in the sandbox for a few episodes with probing actions, and returns
    * diagnostics (file, line, column) without launching anything.
    */
-  validate: protectedProcedure
+  validate: projectProcedure("editor", "experiment", "experimentId")
     .input(
       z.object({
+        experimentId: z.string().min(1).max(200).describe("the experiment whose project's datasets the environment may read"),
         files: sourceFilesSchema,
         entry: z.string().max(200).optional(),
         episodes: z.number().int().min(1).max(20).default(3),
@@ -219,7 +234,8 @@ export const experimentsRouter = createTRPCRouter({
         }
       }
       try {
-        const datasets = await datasetFiles(ctx.db);
+        const [experiment] = await ctx.db.select({ projectId: experiments.projectId }).from(experiments).where(eq(experiments.id, input.experimentId));
+        const datasets = await datasetFiles(ctx.db, experiment!.projectId);
         return await validateInChildProcess(input.files, {
           entry: input.entry,
           episodes: input.episodes,
@@ -233,7 +249,7 @@ export const experimentsRouter = createTRPCRouter({
       }
     }),
 
-  rename: protectedProcedure
+  rename: projectProcedure("editor", "experiment", "id")
     .input(
       z.object({
         id: z.string().min(1),

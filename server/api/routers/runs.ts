@@ -5,10 +5,10 @@ import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@
 import { downsample } from "@/lib/series";
 import { checkpoints, type Database, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
-import { JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { isCheckpointBase, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
-import { createTRPCRouter, protectedProcedure } from "../trpc";
+import { type Context, createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 const runColumns = {
   id: runs.id,
@@ -42,7 +42,9 @@ export const runsRouter = createTRPCRouter({
         .default({ limit: 50 }),
     )
     .query(async ({ ctx, input }) => {
-      const filters: SQL[] = [];
+      const projectIds = await ctx.access.visibleProjects();
+      if (projectIds.length === 0) return { items: [], nextCursor: null };
+      const filters: SQL[] = [inArray(runs.projectId, projectIds)];
       if (input.experimentId) filters.push(eq(runs.experimentId, input.experimentId));
       if (input.status?.length) filters.push(inArray(runs.status, input.status));
       if (input.search) {
@@ -65,11 +67,11 @@ export const runsRouter = createTRPCRouter({
    * Launches a run of an experiment's latest version: snapshots its source and config into the run, and queues a
    * training job for the scheduler.
    */
-  launch: protectedProcedure
+  launch: projectProcedure("editor", "experiment", "experimentId")
     .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0) }))
     .mutation(async ({ ctx, input }) => {
       const [version] = await ctx.db
-        .select({ id: experimentVersions.id, config: experimentVersions.config, experimentName: experiments.name })
+        .select({ id: experimentVersions.id, config: experimentVersions.config, experimentName: experiments.name, projectId: experiments.projectId })
         .from(experiments)
         .innerJoin(experimentVersions, and(eq(experimentVersions.experimentId, experiments.id), eq(experimentVersions.version, experiments.latestVersion)))
         .where(eq(experiments.id, input.experimentId));
@@ -81,11 +83,11 @@ export const runsRouter = createTRPCRouter({
         throw new TRPCError({ code: "BAD_REQUEST", message: (error as Error).message });
       }
       if (imitates(config) === "dataset") {
-        const file = (await datasetFiles(ctx.db))[config.sft.dataset];
+        const file = (await datasetFiles(ctx.db, version.projectId))[config.sft.dataset];
         if (!file)
           throw new TRPCError({
             code: "BAD_REQUEST",
-            message: `sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`,
+            message: `sft.dataset: this project has no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`,
           });
         if (file.kind !== "conversations") {
           throw new TRPCError({
@@ -95,8 +97,9 @@ export const runsRouter = createTRPCRouter({
         }
       }
       const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
-      const runId = await queueRun(ctx.db, {
+      const runId = await queueRun(ctx, {
         experimentId: input.experimentId,
+        projectId: version.projectId,
         experimentVersionId: version.id,
         createdBy: ctx.user.id,
         name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
@@ -112,7 +115,7 @@ export const runsRouter = createTRPCRouter({
    * Evaluates a checkpoint of a run: a new run (an evaluation job) whose base is that checkpoint plays the source
    * run's held-out episodes once, with its environment, protocol and sampling, and reports the score and rollouts.
    */
-  evaluate: protectedProcedure
+  evaluate: projectProcedure("editor", "checkpoint", "checkpointId")
     .input(
       z.object({
         checkpointId: z.string().min(1).max(200),
@@ -121,7 +124,7 @@ export const runsRouter = createTRPCRouter({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      const runId = await queueFromCheckpoint(ctx.db, ctx.user.id, input.checkpointId, "eval", (evaluation) => ({
+      const runId = await queueFromCheckpoint(ctx, input.checkpointId, "eval", (evaluation) => ({
         ...evaluation,
         ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
         ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
@@ -133,26 +136,30 @@ export const runsRouter = createTRPCRouter({
    * Exports a checkpoint of a run as one safetensors file (a LoRA adapter merged into its base; the model's config
    * and tokenizer in the header): an export job, whose run lists the file to download (GET /api/exports/<id>).
    */
-  export: protectedProcedure.input(z.object({ checkpointId: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
-    return { runId: await queueFromCheckpoint(ctx.db, ctx.user.id, input.checkpointId, "export") };
-  }),
+  export: projectProcedure("editor", "checkpoint", "checkpointId")
+    .input(z.object({ checkpointId: z.string().min(1).max(200) }))
+    .mutation(async ({ ctx, input }) => {
+      return { runId: await queueFromCheckpoint(ctx, input.checkpointId, "export") };
+    }),
 
   /** Cancel, pause or resume a run: a running job stops at its next step (pause saves a checkpoint first). */
-  control: protectedProcedure.input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) })).mutation(async ({ ctx, input }) => {
-    try {
-      if (input.action === "resume") {
-        await resumeRun(ctx.db, input.id);
-        return { state: "queued" as const };
+  control: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), action: z.enum(["cancel", "pause", "resume"]) }))
+    .mutation(async ({ ctx, input }) => {
+      try {
+        if (input.action === "resume") {
+          await resumeRun(ctx.db, input.id);
+          return { state: "queued" as const };
+        }
+        return { state: await stopRun(ctx.db, input.id, input.action) };
+      } catch (error) {
+        if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
+        throw error;
       }
-      return { state: await stopRun(ctx.db, input.id, input.action) };
-    } catch (error) {
-      if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
-      throw error;
-    }
-  }),
+    }),
 
   /** Metric points after a sequence number (0 = from the start): the run page polls or streams from here. */
-  metrics: protectedProcedure
+  metrics: sharedRunProcedure()
     .input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0), limit: z.number().int().min(1).max(200_000).default(50_000) }))
     .query(async ({ ctx, input }) => {
       const points = await ctx.db
@@ -169,7 +176,7 @@ export const runsRouter = createTRPCRouter({
    * else as a min/max downsample of them: what a chart zoomed into a range draws, where the stream's summary has
    * only a few buckets. `count` is how many points the range really holds.
    */
-  metricRange: protectedProcedure
+  metricRange: sharedRunProcedure()
     .input(
       z
         .object({
@@ -207,41 +214,45 @@ export const runsRouter = createTRPCRouter({
    * no duplicate. The stream ends once the run has ended and everything is sent. Over HTTP the same events come
    * from server/metrics/stream-sse.ts, which sends each as one set of bytes to every viewer.
    */
-  metricStream: protectedProcedure.input(metricStreamInput).subscription(async function* ({ ctx, input, signal }) {
-    const after = Number(input.lastEventId ?? 0);
-    if (!Number.isSafeInteger(after) || after < 0) {
-      throw new TRPCError({
-        code: "BAD_REQUEST",
-        message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`,
-      });
-    }
-    try {
-      for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
-    } catch (error) {
-      if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-      throw error;
-    }
-  }),
+  metricStream: sharedRunProcedure()
+    .input(metricStreamInput)
+    .subscription(async function* ({ ctx, input, signal }) {
+      const after = Number(input.lastEventId ?? 0);
+      if (!Number.isSafeInteger(after) || after < 0) {
+        throw new TRPCError({
+          code: "BAD_REQUEST",
+          message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`,
+        });
+      }
+      try {
+        for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
+      } catch (error) {
+        if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+        throw error;
+      }
+    }),
 
   /**
    * The run's metrics so far as the stream's first event would give them (a min/max summary per series with true
    * counts), and that event's id: the run page renders it with its HTML and subscribes after it.
    */
-  metricSummary: protectedProcedure.input(z.object({ runId: z.string().min(1) })).query(async ({ ctx, input }) => {
-    try {
-      const frame = await runFeed(ctx.db, input.runId).summary();
-      return frame ? { id: frame.id, event: frame.data } : null;
-    } catch (error) {
-      if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-      throw error;
-    }
-  }),
+  metricSummary: sharedRunProcedure()
+    .input(z.object({ runId: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      try {
+        const frame = await runFeed(ctx.db, input.runId).summary();
+        return frame ? { id: frame.id, event: frame.data } : null;
+      } catch (error) {
+        if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
+        throw error;
+      }
+    }),
 
   /**
    * The rollouts of one step (the latest when none is named), by group and sample, with the steps before and after
    * it that have rollouts (for stepping through them).
    */
-  rollouts: protectedProcedure
+  rollouts: sharedRunProcedure()
     .input(z.object({ runId: z.string().min(1), split: z.enum(["train", "eval"]).default("train"), step: z.number().int().min(0).optional() }))
     .query(async ({ ctx, input }) => {
       const ofRun = and(eq(rollouts.runId, input.runId), eq(rollouts.split, input.split));
@@ -284,7 +295,7 @@ export const runsRouter = createTRPCRouter({
    * One prompt across training steps: every sample of the run whose prompt and first observation (the task) are
    * these, step by step (at most `limit` steps, the latest ones).
    */
-  promptAcrossSteps: protectedProcedure
+  promptAcrossSteps: sharedRunProcedure()
     .input(
       z.object({
         runId: z.string().min(1),
@@ -339,25 +350,30 @@ export const runsRouter = createTRPCRouter({
       return { steps };
     }),
 
-  logs: protectedProcedure.input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0) })).query(async ({ ctx, input }) => {
-    return ctx.db
-      .select({ seq: runLogs.seq, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
-      .from(runLogs)
-      .where(and(eq(runLogs.runId, input.runId), gt(runLogs.seq, input.afterSeq)))
-      .orderBy(asc(runLogs.seq))
-      .limit(1000);
-  }),
+  logs: sharedRunProcedure()
+    .input(z.object({ runId: z.string().min(1), afterSeq: z.number().int().min(0).default(0) }))
+    .query(async ({ ctx, input }) => {
+      return ctx.db
+        .select({ seq: runLogs.seq, level: runLogs.level, message: runLogs.message, createdAt: runLogs.createdAt })
+        .from(runLogs)
+        .where(and(eq(runLogs.runId, input.runId), gt(runLogs.seq, input.afterSeq)))
+        .orderBy(asc(runLogs.seq))
+        .limit(1000);
+    }),
 
-  byId: protectedProcedure.input(z.object({ id: z.string().min(1) })).query(async ({ ctx, input }) => {
-    const [run] = await ctx.db
-      .select({ ...runColumns, config: runs.config })
-      .from(runs)
-      .innerJoin(experiments, eq(experiments.id, runs.experimentId))
-      .where(eq(runs.id, input.id))
-      .limit(1);
-    if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.id}'` });
-    return run;
-  }),
+  /** A run with its config, and the caller's role in its project (null for a share link's holder): what the page lets it do. */
+  byId: sharedRunProcedure("id")
+    .input(z.object({ id: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      const [run] = await ctx.db
+        .select({ ...runColumns, projectId: runs.projectId, config: runs.config })
+        .from(runs)
+        .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+        .where(eq(runs.id, input.id))
+        .limit(1);
+      if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.id}'` });
+      return { ...run, role: await ctx.access.roleIn(run.projectId) };
+    }),
 });
 
 /**
@@ -365,9 +381,10 @@ export const runsRouter = createTRPCRouter({
  * which holds the weights and a KV cache but no gradients or optimizer.
  */
 async function queueRun(
-  db: Database,
+  ctx: Pick<Context, "db" | "access">,
   run: {
     experimentId: string;
+    projectId: string;
     experimentVersionId: string;
     createdBy: string;
     name: string;
@@ -376,7 +393,10 @@ async function queueRun(
     priority: number;
   },
 ): Promise<string> {
+  const { db } = ctx;
   const { config } = run;
+  // A checkpoint as the base: the caller must be able to see it (its run's project), as for anything it reads.
+  if (isCheckpointBase(config.agent.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: config.agent.base });
   let shape;
   try {
     const base = await resolveBase(db, config.agent.base);
@@ -390,6 +410,7 @@ async function queueRun(
       db,
       {
         experimentId: run.experimentId,
+        projectId: run.projectId,
         experimentVersionId: run.experimentVersionId,
         createdBy: run.createdBy,
         name: run.name,
@@ -421,14 +442,20 @@ async function queueRun(
 
 /** Queues an evaluation or export of a run's checkpoint: a run of its own, named after the source, whose base is the checkpoint. */
 async function queueFromCheckpoint(
-  db: Database,
-  userId: string,
+  ctx: Pick<Context, "db" | "access"> & { user: { id: string } },
   checkpointId: string,
   kind: "eval" | "export",
   evaluation: (current: ExperimentConfig["evaluation"]) => ExperimentConfig["evaluation"] = (current) => current,
 ): Promise<string> {
-  const [source] = await db
-    .select({ runName: runs.name, config: runs.config, experimentId: runs.experimentId, versionId: runs.experimentVersionId, step: checkpoints.step })
+  const [source] = await ctx.db
+    .select({
+      runName: runs.name,
+      config: runs.config,
+      experimentId: runs.experimentId,
+      projectId: runs.projectId,
+      versionId: runs.experimentVersionId,
+      step: checkpoints.step,
+    })
     .from(checkpoints)
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
     .where(and(eq(checkpoints.id, checkpointId), eq(checkpoints.kind, "state")));
@@ -439,10 +466,11 @@ async function queueFromCheckpoint(
     agent: { ...original.agent, base: checkpointId, training: { mode: "full" } },
     evaluation: evaluation(original.evaluation),
   } as never);
-  return queueRun(db, {
+  return queueRun(ctx, {
     experimentId: source.experimentId,
+    projectId: source.projectId,
     experimentVersionId: source.versionId,
-    createdBy: userId,
+    createdBy: ctx.user.id,
     name: `${source.runName}-${kind}-step${source.step}`,
     config,
     kind,

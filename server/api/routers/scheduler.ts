@@ -45,6 +45,7 @@ export const schedulerRouter = createTRPCRouter({
         .where(eq(workers.status, "alive"))
         .orderBy(asc(workers.startedAt));
       const jobColumns = {
+        projectId: runs.projectId,
         id: jobs.id,
         runId: jobs.runId,
         runName: runs.name,
@@ -82,11 +83,18 @@ export const schedulerRouter = createTRPCRouter({
           ),
         );
       const totalSlots = deviceRows.reduce((sum, d) => sum + d.computeSlots, 0);
+      // Jobs of projects the caller is no member of hold their place on the chart, but say nothing of what they are.
+      const visible = new Set(await ctx.access.visibleProjects());
+      let hidden = 0;
+      const shown = <J extends (typeof active)[number]>({ projectId, ...job }: J) =>
+        projectId !== null && visible.has(projectId)
+          ? { ...job, hidden: false }
+          : { ...job, id: `hidden_${++hidden}`, runId: null, runName: null, reason: null, hidden: true };
       const estimates = await estimateQueuedStarts(ctx.db, policy);
       return {
-        devices: deviceRows.map((device) => ({ ...device, jobs: active.filter((job) => job.deviceId === device.id) })),
+        devices: deviceRows.map((device) => ({ ...device, jobs: active.filter((job) => job.deviceId === device.id).map(shown) })),
         queue: queue.map((job, position) => ({
-          ...job,
+          ...shown(job),
           position: position + 1,
           estimatedStartAt: estimates.get(job.id)?.startsAt ?? null,
           workLeftSeconds: estimates.get(job.id)?.workLeftSeconds ?? null,

@@ -20,7 +20,7 @@ import {
   storeReport,
   WorkerConflictError,
 } from "../../jobs";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { createTRPCRouter, workerBaseProcedure } from "../trpc";
 
 const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: string };
 
@@ -31,7 +31,7 @@ export function setWorkerToken(token: string) {
 
 export const WORKER_TOKEN_HEADER = "x-tinkerlab-worker-token";
 
-const workerProcedure = publicProcedure.use(async ({ ctx, next }) => {
+const workerProcedure = workerBaseProcedure.use(async ({ ctx, next }) => {
   const expected = holder.__tinkerlabWorkerToken;
   const given = ctx.workerToken;
   const ok = expected !== undefined && given !== undefined && given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));

@@ -1,6 +1,6 @@
 import { createCaller } from "@/server/api/root";
 import { createContextInner } from "@/server/api/trpc";
-import type { User } from "@/server/auth/api-keys";
+import type { Principal, User } from "@/server/auth/access";
 import { LOCAL_USER, openDatabase, type DatabaseHandle } from "@/server/db";
 import { serverEnv } from "@/server/env";
 import { createScratchDatabase } from "../../support/postgres";
@@ -29,7 +29,17 @@ export async function openTestDatabase(): Promise<{ handle: DatabaseHandle; clos
   };
 }
 
-/** A tRPC caller acting as `user` (the local user by default; null for an anonymous request). */
-export function callerFor(handle: DatabaseHandle, user: User | null = LOCAL_USER) {
-  return createCaller(createContextInner({ database: handle, user }));
+/**
+ * A tRPC caller acting as `who`: the local user of a local server by default (owner of every project); another
+ * user signed in to a team server (a person, whose projects are its memberships); any principal (an API key, a share
+ * link's holder); or null, an anonymous request.
+ */
+export function callerFor(handle: DatabaseHandle, who: User | Principal | null = LOCAL_USER) {
+  return createCaller(createContextInner({ database: handle, principal: principalOf(who) }));
+}
+
+export function principalOf(who: User | Principal | null): Principal {
+  if (who === null) return { kind: "anonymous" };
+  if ("kind" in who) return who;
+  return who.id === LOCAL_USER.id ? { kind: "local", user: who } : { kind: "person", user: who, admin: false };
 }

@@ -3,6 +3,7 @@ import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
 import { createContextInner } from "@/server/api/trpc";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, openDatabase, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { metricPoints, runs } from "@/server/db/schema";
@@ -15,7 +16,7 @@ let versionId: string;
 
 beforeAll(async () => {
   handle = await openDatabase({ pgliteDir: "memory" });
-  const created = await createCaller(createContextInner({ database: handle, user: LOCAL_USER })).experiments.create({ name: "feed" });
+  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({ name: "feed" });
   experimentId = created.id;
   versionId = created.versionId;
 }, 120_000);
@@ -25,7 +26,7 @@ async function newRun(status: "running" | "completed" = "running") {
   const id = newId("run");
   await handle.db
     .insert(runs)
-    .values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status, config: {}, seed: 1, totalSteps: 1000 });
+    .values({ id, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status, config: {}, seed: 1, totalSteps: 1000 });
   return id;
 }
 
@@ -222,7 +223,7 @@ describe("run feed", () => {
   it("serves the tRPC procedure from the same feed, resumable by lastEventId", async () => {
     const runId = await newRun();
     await report(runId, [1, 2]);
-    const caller = createCaller(createContextInner({ database: handle, user: LOCAL_USER }));
+    const caller = createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } }));
     const stream = await caller.runs.metricStream({ runId });
     const iterator = stream[Symbol.asyncIterator]();
     const first = (await iterator.next()).value as unknown as [string, { summary?: unknown; series: { name: string; steps: number[] }[] }];

@@ -11,6 +11,7 @@ import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
 import { createContextInner } from "@/server/api/trpc";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, openDatabase, setDatabase, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
 import { metricPoints, runs } from "@/server/db/schema";
@@ -27,7 +28,7 @@ let versionId: string;
 beforeAll(async () => {
   handle = await openDatabase({ pgliteDir: "memory" });
   setDatabase(handle);
-  const created = await createCaller(createContextInner({ database: handle, user: LOCAL_USER })).experiments.create({ name: "sse" });
+  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({ name: "sse" });
   experimentId = created.id;
   versionId = created.versionId;
   server = http.createServer((req, res) => {
@@ -47,7 +48,7 @@ async function newRun() {
   const id = newId("run");
   await handle.db
     .insert(runs)
-    .values({ id, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status: "running", config: {}, seed: 1, totalSteps: 1000 });
+    .values({ id, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status: "running", config: {}, seed: 1, totalSteps: 1000 });
   return id;
 }
 

@@ -1,11 +1,13 @@
 /**
- * Downloads an export (an export job's safetensors file) by its id: the same sign-in as every procedure, and the
+ * Downloads an export (an export job's safetensors file) by its id: for members of its run's project, and the
  * file streamed from disk, never held whole in memory.
  */
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import { and, eq } from "drizzle-orm";
-import { authenticate } from "@/server/api/trpc";
+import { TRPCError } from "@trpc/server";
+import { authenticate, signInMessage } from "@/server/api/trpc";
+import { Access } from "@/server/auth/access";
 import { checkpoints, getDatabase, runs } from "@/server/db";
 import { serverEnv } from "@/server/env";
 
@@ -14,15 +16,23 @@ export const dynamic = "force-dynamic";
 export async function GET(request: Request, context: { params: Promise<{ id: string }> }) {
   const { id } = await context.params;
   const { db } = await getDatabase();
-  const { user } = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
-  if (!user) return Response.json({ error: "Sign in required: send an API key as 'Authorization: Bearer tl_…'." }, { status: 401 });
+  const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
+  // Downloads are for the run's project members: a share link shows a run's view, never its files.
+  if (principal.kind === "anonymous" || principal.kind === "share") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  const gone = Response.json({ error: `No export '${id}'; a run's exports are listed on its page` }, { status: 404 });
+  try {
+    await new Access(db, principal).require("viewer", { kind: "checkpoint", id });
+  } catch (error) {
+    if (error instanceof TRPCError) return gone;
+    throw error;
+  }
   const [row] = await db
     .select({ path: checkpoints.path, runName: runs.name })
     .from(checkpoints)
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
     .where(and(eq(checkpoints.id, id), eq(checkpoints.kind, "export")));
   const size = row && fs.existsSync(row.path) ? fs.statSync(row.path).size : null;
-  if (!row || size === null) return Response.json({ error: `No export '${id}'; a run's exports are listed on its page` }, { status: 404 });
+  if (!row || size === null) return gone;
   const body = Readable.toWeb(fs.createReadStream(row.path)) as ReadableStream<Uint8Array>;
   return new Response(body, {
     headers: {

@@ -35,6 +35,7 @@ export default async function EditExperimentPage({ params }: Props) {
         latestVersion: experiment.latestVersion,
         files: (experiment.latest?.files ?? {}) as Record<string, string>,
         config: (experiment.latest?.config ?? {}) as Record<string, unknown>,
+        readOnly: experiment.role === "viewer",
       }}
     />
   );

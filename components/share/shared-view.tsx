@@ -1,0 +1,56 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { Suspense } from "react";
+import { CompareView } from "@/components/compare/compare-view";
+import { RolloutsPanel } from "@/components/run/rollouts-panel";
+import { RunView } from "@/components/run/run-view";
+import { PageHeader } from "@/components/ui/card";
+import { RelativeTime } from "@/components/ui/time";
+import { useTRPC } from "@/components/trpc/provider";
+
+/**
+ * What a share link shows, view-only: a run (its live curves, rollouts, config, checkpoints and log), a comparison,
+ * or one trajectory. Every request of this page carries the link's token (components/trpc/provider.tsx), so the
+ * server answers it as the link's holder: these runs' reads, nothing else.
+ */
+export function SharedView({
+  kind,
+  runIds,
+  title,
+  expiresAt,
+}: {
+  kind: "run" | "compare" | "trajectory";
+  runIds: string[];
+  title: string;
+  expiresAt: Date | null;
+}) {
+  const note = (
+    <span aria-label="Shared view">
+      Shared view, read-only
+      {expiresAt && (
+        <>
+          {" "}
+          · the link expires <RelativeTime date={expiresAt} />
+        </>
+      )}
+    </span>
+  );
+  return (
+    <>
+      <PageHeader title={title} subtitle={note} />
+      <Suspense>
+        {kind === "run" && <RunView runId={runIds[0]!} />}
+        {kind === "compare" && <CompareView shared />}
+        {kind === "trajectory" && <SharedTrajectory runId={runIds[0]!} />}
+      </Suspense>
+    </>
+  );
+}
+
+function SharedTrajectory({ runId }: { runId: string }) {
+  const trpc = useTRPC();
+  const run = useQuery(trpc.runs.byId.queryOptions({ id: runId }));
+  if (!run.data) return <p className="text-sm text-slate-500">{run.error ? run.error.message : "Loading…"}</p>;
+  return <RolloutsPanel runId={runId} live={false} config={run.data.config} initialSplit={run.data.totalSteps > 0 ? "train" : "eval"} shared />;
+}

@@ -1,0 +1,62 @@
+/**
+ * API keys (server/auth/api-keys.ts), each person's own: made for one project with a role no stronger than theirs
+ * there, shown once, listed by prefix, revocable. Only people signed in manage keys (a key cannot make keys).
+ */
+import { TRPCError } from "@trpc/server";
+import { and, desc, eq, isNull } from "drizzle-orm";
+import { z } from "zod";
+import { apiKeys, projectRoles, projects } from "../../db";
+import { createApiKey } from "../../auth/api-keys";
+import { createTRPCRouter, personProcedure } from "../trpc";
+
+const DAY_MS = 86_400_000;
+
+export const apiKeysRouter = createTRPCRouter({
+  list: personProcedure.query(({ ctx }) =>
+    ctx.db
+      .select({
+        id: apiKeys.id,
+        name: apiKeys.name,
+        prefix: apiKeys.prefix,
+        projectId: apiKeys.projectId,
+        projectName: projects.name,
+        role: apiKeys.role,
+        createdAt: apiKeys.createdAt,
+        lastUsedAt: apiKeys.lastUsedAt,
+        expiresAt: apiKeys.expiresAt,
+        revokedAt: apiKeys.revokedAt,
+      })
+      .from(apiKeys)
+      .innerJoin(projects, eq(projects.id, apiKeys.projectId))
+      .where(eq(apiKeys.userId, ctx.user.id))
+      .orderBy(desc(apiKeys.createdAt)),
+  ),
+
+  /** Makes a key; the answer holds the key itself, which is never shown again. */
+  create: personProcedure
+    .input(
+      z.object({
+        name: z.string().trim().min(1, "name the key after where it is used (a laptop, a CI job)").max(120),
+        projectId: z.string().min(1).max(200),
+        role: z.enum(projectRoles).default("editor"),
+        expiresInDays: z.number().int().min(1).max(365).nullable().default(90).describe("null: until revoked"),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      // The maker must hold the role it gives the key in that project.
+      await ctx.access.require(input.role, { kind: "project", id: input.projectId });
+      const expiresAt = input.expiresInDays === null ? null : new Date(Date.now() + input.expiresInDays * DAY_MS);
+      const made = await createApiKey(ctx.db, { userId: ctx.user.id, name: input.name, projectId: input.projectId, role: input.role, expiresAt });
+      return { ...made, expiresAt };
+    }),
+
+  revoke: personProcedure.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
+    const revoked = await ctx.db
+      .update(apiKeys)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(apiKeys.id, input.id), eq(apiKeys.userId, ctx.user.id), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id });
+    if (revoked.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No active API key of yours with id '${input.id}'` });
+    return { id: input.id };
+  }),
+});

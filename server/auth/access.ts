@@ -1,0 +1,164 @@
+/**
+ * Who is asking, and what they may touch: the one place that decides access to projects and what belongs to them.
+ *
+ * A request's principal is the local user (TINKERLAB_AUTH=local: owner of every project), a signed-in person (a
+ * team server's session), an API key (one project, at most its role and never more than its maker's current
+ * role), a share link's holder (reads exactly the runs the link names), or nobody. `Access.require` checks a role on
+ * one object; an object the caller may not see answers NOT_FOUND, worded as for an object that does not exist.
+ */
+import { TRPCError } from "@trpc/server";
+import { and, asc, eq, inArray } from "drizzle-orm";
+import { checkpoints, type Database, datasets, experiments, projectInvitations, projectMembers, type ProjectRole, projects, runs, shareLinks } from "../db";
+
+export type User = { id: string; name: string; email: string };
+
+export type Principal =
+  | { kind: "local"; user: User }
+  | { kind: "person"; user: User; admin: boolean }
+  | { kind: "apikey"; user: User; keyId: string; projectId: string; role: ProjectRole }
+  | { kind: "share"; linkId: string; projectId: string; runIds: string[] }
+  | { kind: "anonymous"; rejected?: "apikey" };
+
+const RANK: Record<ProjectRole, number> = { viewer: 1, editor: 2, owner: 3 };
+
+export const atLeast = (role: ProjectRole | null, needed: ProjectRole) => role !== null && RANK[role] >= RANK[needed];
+export const weaker = (a: ProjectRole, b: ProjectRole): ProjectRole => (RANK[a] <= RANK[b] ? a : b);
+
+/** What a per-object check can name, and the input field that holds its id. */
+export type ObjectKind = "project" | "experiment" | "run" | "checkpoint" | "dataset" | "shareLink" | "invitation";
+
+const NOUN: Record<ObjectKind, string> = {
+  project: "project",
+  experiment: "experiment",
+  run: "run",
+  checkpoint: "checkpoint",
+  dataset: "dataset",
+  shareLink: "share link",
+  invitation: "invitation",
+};
+
+/** What each role may do, in words, for the refusal a member with too weak a role gets. */
+const ROLE_NEEDED: Record<ProjectRole, string> = {
+  viewer: "viewing",
+  editor: "creating, editing, launching and stopping (an editor's role)",
+  owner: "managing members, invitations and the project (an owner's role)",
+};
+
+export class Access {
+  private roles: Promise<Map<string, ProjectRole>> | null = null;
+
+  constructor(
+    private readonly db: Database,
+    readonly principal: Principal,
+  ) {}
+
+  /** The signed-in user behind the request (local, session or API key), or null for a link holder or nobody. */
+  get user(): User | null {
+    return "user" in this.principal ? this.principal.user : null;
+  }
+
+  /** The caller's role in a project, or null when it is not a member (a link holder is no member). */
+  async roleIn(projectId: string): Promise<ProjectRole | null> {
+    const p = this.principal;
+    if (p.kind === "local") return (await this.projectExists(projectId)) ? "owner" : null;
+    if (p.kind === "share" || p.kind === "anonymous") return null;
+    return (await this.memberships()).get(projectId) ?? null;
+  }
+
+  /** The projects whose objects lists may show: every project for the local user, else the caller's memberships. */
+  async visibleProjects(): Promise<string[]> {
+    const p = this.principal;
+    if (p.kind === "local") return (await this.db.select({ id: projects.id }).from(projects).orderBy(asc(projects.createdAt))).map((row) => row.id);
+    if (p.kind === "share" || p.kind === "anonymous") return [];
+    return [...(await this.memberships()).keys()];
+  }
+
+  /** The caller's roles by project: a person's memberships; a key's one project at the weaker of its role and its maker's. */
+  private memberships(): Promise<Map<string, ProjectRole>> {
+    this.roles ??= (async () => {
+      const p = this.principal;
+      if (p.kind !== "person" && p.kind !== "apikey") return new Map();
+      const rows = await this.db
+        .select({ projectId: projectMembers.projectId, role: projectMembers.role })
+        .from(projectMembers)
+        .where(and(eq(projectMembers.userId, p.user.id), p.kind === "apikey" ? eq(projectMembers.projectId, p.projectId) : undefined))
+        .orderBy(asc(projectMembers.createdAt));
+      return new Map(rows.map((row) => [row.projectId, p.kind === "apikey" ? weaker(row.role, p.role) : row.role]));
+    })();
+    return this.roles;
+  }
+
+  /**
+   * Where something new goes when the caller names no project: the first it joined that it may edit in. Without
+   * one, a refusal that says what to do.
+   */
+  async defaultProject(): Promise<string> {
+    for (const projectId of await this.visibleProjects()) {
+      if (atLeast(await this.roleIn(projectId), "editor")) return projectId;
+    }
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: "projectId: you may edit in no project yet; make a project on the Projects page, or ask a project owner to make you an editor.",
+    });
+  }
+
+  private async projectExists(projectId: string): Promise<boolean> {
+    return (await this.db.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId))).length > 0;
+  }
+
+  /**
+   * Checks that the caller holds at least `role` in the project `ref` belongs to and returns that project. An
+   * object that does not exist, or that the caller may not see, answers NOT_FOUND in the same words; a member whose
+   * role is too weak hears which role it takes (FORBIDDEN). A link holder passes only `shared` reads of its runs.
+   */
+  async require(role: ProjectRole, ref: { kind: ObjectKind; id: string }, options: { shared?: boolean } = {}): Promise<{ projectId: string }> {
+    const p = this.principal;
+    const notFound = () => new TRPCError({ code: "NOT_FOUND", message: `No ${NOUN[ref.kind]} with id '${ref.id}'` });
+    if (p.kind === "share") {
+      if (options.shared && role === "viewer" && ref.kind === "run" && p.runIds.includes(ref.id)) return { projectId: p.projectId };
+      throw options.shared ? notFound() : new TRPCError({ code: "FORBIDDEN", message: "A share link opens only the view it names; sign in to do more." });
+    }
+    const projectId = await projectOf(this.db, ref);
+    if (projectId === null) throw notFound();
+    const held = await this.roleIn(projectId);
+    if (held === null) throw notFound();
+    if (!atLeast(held, role)) {
+      throw new TRPCError({
+        code: "FORBIDDEN",
+        message: `Your role in this project is ${held}${p.kind === "apikey" ? " (through this API key)" : ""}; ${ROLE_NEEDED[role]} needs ${role} or above. Ask a project owner.`,
+      });
+    }
+    return { projectId };
+  }
+}
+
+/** The project an object belongs to, or null when there is no such object. */
+export async function projectOf(db: Database, ref: { kind: ObjectKind; id: string }): Promise<string | null> {
+  const one = async (rows: Promise<{ projectId: string }[]>) => (await rows)[0]?.projectId ?? null;
+  switch (ref.kind) {
+    case "project":
+      return one(db.select({ projectId: projects.id }).from(projects).where(eq(projects.id, ref.id)));
+    case "experiment":
+      return one(db.select({ projectId: experiments.projectId }).from(experiments).where(eq(experiments.id, ref.id)));
+    case "run":
+      return one(db.select({ projectId: runs.projectId }).from(runs).where(eq(runs.id, ref.id)));
+    case "checkpoint":
+      return one(db.select({ projectId: runs.projectId }).from(checkpoints).innerJoin(runs, eq(runs.id, checkpoints.runId)).where(eq(checkpoints.id, ref.id)));
+    case "dataset":
+      return one(db.select({ projectId: datasets.projectId }).from(datasets).where(eq(datasets.id, ref.id)));
+    case "shareLink":
+      return one(db.select({ projectId: shareLinks.projectId }).from(shareLinks).where(eq(shareLinks.id, ref.id)));
+    case "invitation":
+      return one(db.select({ projectId: projectInvitations.projectId }).from(projectInvitations).where(eq(projectInvitations.id, ref.id)));
+  }
+}
+
+/** The runs among `ids` that lie in `projectIds` (for checks on several runs at once, such as a comparison). */
+export async function runsInProjects(db: Database, ids: string[], projectIds: string[]): Promise<Set<string>> {
+  if (ids.length === 0 || projectIds.length === 0) return new Set();
+  const rows = await db
+    .select({ id: runs.id })
+    .from(runs)
+    .where(and(inArray(runs.id, ids), inArray(runs.projectId, projectIds)));
+  return new Set(rows.map((row) => row.id));
+}

@@ -1,0 +1,64 @@
+/**
+ * Share links: view-only links to a run, a comparison of runs or one trajectory, carrying the view they open. The
+ * token (256 bits) is shown when the link is made; only its SHA-256 is stored. An expired or revoked link, or one
+ * that never existed, opens nothing, and says so in the same words.
+ */
+import { and, desc, eq, gt, isNull, or, sql } from "drizzle-orm";
+import { type Database, newId, type ShareKind, shareLinks, users } from "../db";
+import type { Principal } from "./access";
+import { hashToken, looksLikeToken, newToken } from "./tokens";
+
+/** The one answer for a link that does not open: unknown, revoked and expired alike. */
+export const LINK_GONE = "This share link does not exist or no longer works; ask whoever sent it for a new one.";
+
+export async function createShareLink(
+  db: Database,
+  options: { projectId: string; kind: ShareKind; runIds: string[]; view: Record<string, string>; title: string; createdBy: string; expiresAt: Date | null },
+): Promise<{ id: string; token: string }> {
+  const token = newToken("tls");
+  const id = newId("shr");
+  await db.insert(shareLinks).values({ id, tokenHash: hashToken(token), ...options });
+  return { id, token };
+}
+
+/** The link a token opens now, or null (unknown, revoked or expired). Records when it was opened. */
+export async function openShareLink(db: Database, token: string) {
+  if (!looksLikeToken(token, "tls")) return null;
+  const now = new Date();
+  const [row] = await db
+    .select()
+    .from(shareLinks)
+    .where(and(eq(shareLinks.tokenHash, hashToken(token)), isNull(shareLinks.revokedAt), or(isNull(shareLinks.expiresAt), gt(shareLinks.expiresAt, now))));
+  if (!row) return null;
+  // At most one write a minute per link, so a page's many requests do not each write.
+  if (!row.lastOpenedAt || now.getTime() - row.lastOpenedAt.getTime() > 60_000) {
+    await db.update(shareLinks).set({ lastOpenedAt: now }).where(eq(shareLinks.id, row.id));
+  }
+  return row;
+}
+
+export async function principalForShareToken(db: Database, token: string): Promise<Extract<Principal, { kind: "share" }> | null> {
+  const link = await openShareLink(db, token);
+  return link ? { kind: "share", linkId: link.id, projectId: link.projectId, runIds: link.runIds } : null;
+}
+
+/** The links of a project that show a run (or every link of the project), newest first, with who made them. */
+export async function listShareLinks(db: Database, projectId: string, runId?: string) {
+  return db
+    .select({
+      id: shareLinks.id,
+      kind: shareLinks.kind,
+      runIds: shareLinks.runIds,
+      view: shareLinks.view,
+      title: shareLinks.title,
+      createdAt: shareLinks.createdAt,
+      expiresAt: shareLinks.expiresAt,
+      revokedAt: shareLinks.revokedAt,
+      lastOpenedAt: shareLinks.lastOpenedAt,
+      createdBy: users.name,
+    })
+    .from(shareLinks)
+    .innerJoin(users, eq(users.id, shareLinks.createdBy))
+    .where(and(eq(shareLinks.projectId, projectId), runId ? sql`${shareLinks.runIds} @> ${JSON.stringify([runId])}::jsonb` : undefined))
+    .orderBy(desc(shareLinks.createdAt));
+}
