@@ -1,6 +1,7 @@
 /**
  * On a team server, pages need a signed-in person: a visitor without a session cookie goes to the sign-in page,
- * which brings them back. This only spares them an error page; every procedure, stream and download checks the
+ * which brings them back. A server taking API keys only (TINKERLAB_AUTH=apikey) answers its pages with one that
+ * says so. This only spares them an error page; every procedure, stream and download checks the
  * session itself (server/api/trpc.ts).
  */
 import { type NextRequest, NextResponse } from "next/server";
@@ -8,8 +9,13 @@ import { PUBLIC_PAGES, SESSION_COOKIE } from "@/server/auth/constants";
 import { serverEnv } from "@/server/env";
 
 export function proxy(request: NextRequest) {
-  if (serverEnv().TINKERLAB_AUTH !== "team") return NextResponse.next();
+  const mode = serverEnv().TINKERLAB_AUTH;
+  if (mode === "local") return NextResponse.next();
   const { pathname, search } = request.nextUrl;
+  // A server that takes API keys only has no pages for people, but share links open on it as anywhere.
+  if (mode === "apikey") {
+    return pathname.startsWith("/s/") || pathname === "/api-only" ? NextResponse.next() : NextResponse.rewrite(new URL("/api-only", request.url));
+  }
   if (PUBLIC_PAGES.some((page) => (page.endsWith("/") ? pathname.startsWith(page) : pathname === page)) || request.cookies.has(SESSION_COOKIE))
     return NextResponse.next();
   const signIn = new URL("/sign-in", request.url);

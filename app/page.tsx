@@ -44,7 +44,7 @@ export default async function HomePage() {
                 </div>
                 <div className="shrink-0 text-right text-sm text-slate-500">
                   <p>
-                    {experiment.runCount} run{experiment.runCount === 1 ? "" : "s"} · v{experiment.latestVersion}
+                    {experiment.projectName} · {experiment.runCount} run{experiment.runCount === 1 ? "" : "s"} · v{experiment.latestVersion}
                   </p>
                   <p>
                     updated <RelativeTime date={experiment.updatedAt} />

@@ -91,8 +91,8 @@ describe("checkpoints as bases", () => {
       config: { name: "missing", environment: "arithmetic", agent: { base: "ckpt_nothere" } },
     });
     await expect(caller.runs.launch({ experimentId: experiment.id })).rejects.toMatchObject({
-      code: "NOT_FOUND",
-      message: "No checkpoint with id 'ckpt_nothere'",
+      code: "BAD_REQUEST",
+      message: "agent.base: No checkpoint named 'ckpt_nothere'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.",
     });
   });
 
@@ -107,7 +107,11 @@ describe("checkpoints as bases", () => {
       name: "borrowed",
       config: { name: "borrowed", environment: "arithmetic", agent: { base: id, training: { mode: "lora" }, sampling: { maxTokens: 5 } } },
     });
-    await expect(asBob.runs.launch({ experimentId: experiment.id })).rejects.toMatchObject({ code: "NOT_FOUND", message: `No checkpoint with id '${id}'` });
+    // The same words as for a checkpoint that does not exist.
+    await expect(asBob.runs.launch({ experimentId: experiment.id })).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      message: `agent.base: No checkpoint named '${id}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`,
+    });
     // Once Bob is a member of the checkpoint's project (a viewer is enough), it is his to start from.
     await setMember(handle.db, DEFAULT_PROJECT, bob.id, "viewer");
     const asMember = callerFor(handle, bob);

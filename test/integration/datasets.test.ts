@@ -93,9 +93,12 @@ describe("datasets", () => {
     await expect(asBob.datasets.preview({ id: localSums!.id })).rejects.toMatchObject({ code: "NOT_FOUND" });
     await expect(asBob.datasets.upload({ name: "elsewhere", text: rows, projectId: DEFAULT_PROJECT })).rejects.toMatchObject({ code: "NOT_FOUND" });
     // The local user sees every project's datasets.
-    expect((await callerFor(handle).datasets.list()).uploaded.filter((d) => d.name === "sums").map((d) => d.projectId).sort()).toEqual(
-      [DEFAULT_PROJECT, bobsProject].sort(),
-    );
+    expect(
+      (await callerFor(handle).datasets.list()).uploaded
+        .filter((d) => d.name === "sums")
+        .map((d) => d.projectId)
+        .sort(),
+    ).toEqual([DEFAULT_PROJECT, bobsProject].sort());
     // An SFT run reads its own project's datasets only: 'chats' lives in the default project.
     const experiment = await asBob.experiments.create({
       name: "sft",

@@ -69,7 +69,10 @@ describe("an evaluation job", () => {
     const rollouts = await caller.runs.rollouts({ runId: evaluation, split: "eval" });
     expect(rollouts.items).toHaveLength(12);
 
-    await expect(caller.runs.evaluate({ checkpointId: "ckpt_nope" })).rejects.toMatchObject({ code: "NOT_FOUND", message: "No checkpoint with id 'ckpt_nope'" });
+    await expect(caller.runs.evaluate({ checkpointId: "ckpt_nope" })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      message: "No checkpoint with id 'ckpt_nope'",
+    });
 
     // An export job writes the checkpoint's model as one safetensors file, which reloads to the same weights.
     const { runId: exported } = await caller.runs.export({ checkpointId: last.id });
@@ -85,8 +88,14 @@ describe("an evaluation job", () => {
     const trained = BaseModel.fromCheckpoint(path.join(artifactsDir, "runs", runId, "step-000006"), BaseModel.load(path.join(basesDir, "tiny-base")));
     expect(tensors.get("lm_head")!.data).toEqual(trained.weights.lmHead);
     // An export is no base, and no export of an export.
-    const fromExport = await caller.experiments.create({ ...experiment, name: "from an export", config: { ...experiment.config, agent: { ...experiment.config.agent, base: file!.id } } });
-    await expect(caller.runs.launch({ experimentId: fromExport.id })).rejects.toThrow(/agent\.base: '.*' is an export \(a file to download\), not a checkpoint/);
+    const fromExport = await caller.experiments.create({
+      ...experiment,
+      name: "from an export",
+      config: { ...experiment.config, agent: { ...experiment.config.agent, base: file!.id } },
+    });
+    await expect(caller.runs.launch({ experimentId: fromExport.id })).rejects.toThrow(
+      /agent\.base: '.*' is an export \(a file to download\), not a checkpoint/,
+    );
     await expect(caller.runs.export({ checkpointId: file!.id })).rejects.toThrow(/No checkpoint/);
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { TRPCError } from "@trpc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import type { DatabaseHandle } from "@/server/db";
 import { callerFor, openTestDatabase } from "./support/database";
 
@@ -23,8 +24,17 @@ describe("experiments", () => {
     expect(created.version).toBe(1);
     const list = await caller.experiments.list();
     const found = list.find((e) => e.id === created.id);
-    expect(found).toMatchObject({ name: "arithmetic-grpo", description: "two-digit addition", runCount: 0, latestVersion: 1 });
+    // Without a projectId it goes to the first project the caller may edit: the default project for the local user.
+    expect(found).toMatchObject({
+      name: "arithmetic-grpo",
+      description: "two-digit addition",
+      runCount: 0,
+      latestVersion: 1,
+      projectId: DEFAULT_PROJECT,
+      projectName: "Default",
+    });
     const detail = await caller.experiments.byId({ id: created.id });
+    expect(detail.role).toBe("owner");
     expect(detail.latest).toMatchObject({ version: 1, files: { "environment.ts": "export default 1;" }, config: { steps: 10 } });
   });
 

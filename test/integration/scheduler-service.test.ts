@@ -37,9 +37,17 @@ beforeEach(async () => {
 
 async function submit(priority = 0, totalSteps = 10) {
   const runId = newId("run");
-  await handle.db
-    .insert(runs)
-    .values({ id: runId, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: runId, config: {}, seed: 0, totalSteps });
+  await handle.db.insert(runs).values({
+    id: runId,
+    projectId: DEFAULT_PROJECT,
+    experimentId,
+    experimentVersionId: versionId,
+    createdBy: LOCAL_USER.id,
+    name: runId,
+    config: {},
+    seed: 0,
+    totalSteps,
+  });
   const jobId = await submitJob(handle.db, {
     runId,
     userId: LOCAL_USER.id,

@@ -41,7 +41,11 @@ describe("experiments.validate", () => {
   });
 
   it("reports a syntax error with its file, line and column", async () => {
-    const report = await callerFor(db.handle).experiments.validate({ experimentId, files: { "environment.ts": "export default {\n  name: ,\n};\n" }, typeCheck: false });
+    const report = await callerFor(db.handle).experiments.validate({
+      experimentId,
+      files: { "environment.ts": "export default {\n  name: ,\n};\n" },
+      typeCheck: false,
+    });
     expect(report.ok).toBe(false);
     expect(report.diagnostics[0]).toMatchObject({ source: "syntax", file: "environment.ts", line: 2 });
   });
@@ -49,13 +53,17 @@ describe("experiments.validate", () => {
   it("lets the environment read the datasets of the experiment's project, and no other's", async () => {
     const fromRows = good
       .replace('data: { kind: "free" },', 'data: { kind: "dataset", dataset: "counts" },')
-      .replace('reset: () => ({ state: { n: 0 }, observation: "0" }),', "reset: ({ sample }) => ({ state: { n: Number(sample!.start) }, observation: String(sample!.start) }),");
+      .replace(
+        'reset: () => ({ state: { n: 0 }, observation: "0" }),',
+        "reset: ({ sample }) => ({ state: { n: Number(sample!.start) }, observation: String(sample!.start) }),",
+      );
     expect(fromRows).toContain("sample!.start");
     const local = callerFor(db.handle);
     await local.datasets.upload({ name: "counts", text: [0, 1, 2].map((start) => JSON.stringify({ start })).join("\n") });
     const report = await local.experiments.validate({ experimentId, files: { "environment.ts": fromRows }, typeCheck: false });
     expect(report.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(report.ok).toBe(true);
+    expect(report.episodes.length).toBeGreaterThan(0);
 
     // The same source in another project's experiment: that project has no dataset 'counts'.
     const cleo = { id: "usr_cleo", name: "Cleo", email: "cleo@example.com" };
@@ -65,13 +73,17 @@ describe("experiments.validate", () => {
     const { id: cleosExperiment } = await asCleo.experiments.create({ name: "cleo's", projectId });
     const elsewhere = await asCleo.experiments.validate({ experimentId: cleosExperiment, files: { "environment.ts": fromRows }, typeCheck: false });
     expect(elsewhere.ok).toBe(false);
-    expect(elsewhere.diagnostics).toContainEqual(expect.objectContaining({ severity: "error", message: expect.stringMatching(/^data\.dataset: no dataset named 'counts'/) }));
+    expect(elsewhere.diagnostics).toContainEqual(
+      expect.objectContaining({ severity: "error", message: expect.stringMatching(/^data\.dataset: no dataset named 'counts'/) }),
+    );
 
     // Validating runs code for an experiment: a stranger to its project does not find it, a viewer may not.
-    await expect(asCleo.experiments.validate({ experimentId, files: { "environment.ts": good }, typeCheck: false })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(asCleo.experiments.validate({ experimentId, files: { "environment.ts": good }, typeCheck: false })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
     await setMember(db.handle.db, DEFAULT_PROJECT, cleo.id, "viewer");
-    await expect(
-      callerFor(db.handle, cleo).experiments.validate({ experimentId, files: { "environment.ts": good }, typeCheck: false }),
-    ).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(callerFor(db.handle, cleo).experiments.validate({ experimentId, files: { "environment.ts": good }, typeCheck: false })).rejects.toMatchObject({
+      code: "FORBIDDEN",
+    });
   });
 });

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { validateInChildProcess } from "../../validation";
 import { datasetFiles } from "../../datasets";
-import { resolveBase } from "../../jobs";
+import { isCheckpointBase, resolveBase } from "../../jobs";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 import { type Database, newId, experiments, experimentVersions, projects, runs } from "../../db";
@@ -226,6 +226,8 @@ export const experimentsRouter = createTRPCRouter({
       let context;
       if (input.base) {
         try {
+          // Another project's checkpoint is as unknown here as anywhere (the catch below leaves the context out).
+          if (isCheckpointBase(input.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: input.base });
           const base = await resolveBase(ctx.db, input.base);
           const shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
           context = { base: input.base, contextLength: shape.contextLength, maxTokens: input.maxTokens };

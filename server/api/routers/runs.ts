@@ -395,8 +395,19 @@ async function queueRun(
 ): Promise<string> {
   const { db } = ctx;
   const { config } = run;
-  // A checkpoint as the base: the caller must be able to see it (its run's project), as for anything it reads.
-  if (isCheckpointBase(config.agent.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: config.agent.base });
+  // A checkpoint as the base: the caller must be able to see it (its run's project), as for anything it reads; one
+  // it may not see is refused in the same words as one that does not exist.
+  if (isCheckpointBase(config.agent.base)) {
+    await ctx.access.require("viewer", { kind: "checkpoint", id: config.agent.base }).catch((error: unknown) => {
+      if (error instanceof TRPCError && error.code === "NOT_FOUND") {
+        throw new TRPCError({
+          code: "BAD_REQUEST",
+          message: `agent.base: No checkpoint named '${config.agent.base}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`,
+        });
+      }
+      throw error;
+    });
+  }
   let shape;
   try {
     const base = await resolveBase(db, config.agent.base);

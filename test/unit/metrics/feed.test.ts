@@ -16,7 +16,9 @@ let versionId: string;
 
 beforeAll(async () => {
   handle = await openDatabase({ pgliteDir: "memory" });
-  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({ name: "feed" });
+  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({
+    name: "feed",
+  });
   experimentId = created.id;
   versionId = created.versionId;
 }, 120_000);
@@ -24,9 +26,18 @@ afterAll(() => handle.close());
 
 async function newRun(status: "running" | "completed" = "running") {
   const id = newId("run");
-  await handle.db
-    .insert(runs)
-    .values({ id, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status, config: {}, seed: 1, totalSteps: 1000 });
+  await handle.db.insert(runs).values({
+    id,
+    projectId: DEFAULT_PROJECT,
+    experimentId,
+    experimentVersionId: versionId,
+    createdBy: LOCAL_USER.id,
+    name: id,
+    status,
+    config: {},
+    seed: 1,
+    totalSteps: 1000,
+  });
   return id;
 }
 

@@ -28,7 +28,9 @@ let versionId: string;
 beforeAll(async () => {
   handle = await openDatabase({ pgliteDir: "memory" });
   setDatabase(handle);
-  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({ name: "sse" });
+  const created = await createCaller(createContextInner({ database: handle, principal: { kind: "local", user: LOCAL_USER } })).experiments.create({
+    name: "sse",
+  });
   experimentId = created.id;
   versionId = created.versionId;
   server = http.createServer((req, res) => {
@@ -46,9 +48,18 @@ afterAll(async () => {
 
 async function newRun() {
   const id = newId("run");
-  await handle.db
-    .insert(runs)
-    .values({ id, projectId: DEFAULT_PROJECT, experimentId, experimentVersionId: versionId, createdBy: LOCAL_USER.id, name: id, status: "running", config: {}, seed: 1, totalSteps: 1000 });
+  await handle.db.insert(runs).values({
+    id,
+    projectId: DEFAULT_PROJECT,
+    experimentId,
+    experimentVersionId: versionId,
+    createdBy: LOCAL_USER.id,
+    name: id,
+    status: "running",
+    config: {},
+    seed: 1,
+    totalSteps: 1000,
+  });
   return id;
 }
 
