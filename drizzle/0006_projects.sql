@@ -27,7 +27,7 @@ CREATE TABLE "projects" (
 --> statement-breakpoint
 INSERT INTO "users" ("id", "name", "email") VALUES ('usr_local', 'Local user', 'local@tinkerlab.local') ON CONFLICT DO NOTHING;--> statement-breakpoint
 INSERT INTO "projects" ("id", "name", "created_by") VALUES ('prj_default', 'Default', 'usr_local');--> statement-breakpoint
-INSERT INTO "project_members" ("project_id", "user_id", "role") VALUES ('prj_default', 'usr_local', 'owner');--> statement-breakpoint
+INSERT INTO "project_members" ("project_id", "user_id", "role") SELECT 'prj_default', 'usr_local', 'owner' WHERE NOT EXISTS (SELECT 1 FROM "users" WHERE "role" = 'admin');--> statement-breakpoint
 INSERT INTO "project_members" ("project_id", "user_id", "role") SELECT 'prj_default', "id", 'owner' FROM "users" WHERE "role" = 'admin' AND "id" <> 'usr_local';--> statement-breakpoint
 DELETE FROM "share_links";--> statement-breakpoint
 ALTER TABLE "datasets" DROP CONSTRAINT "datasets_name_unique";--> statement-breakpoint

@@ -44,7 +44,16 @@ export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
   return (
     <div className="mx-auto max-w-sm">
       <Card title={kind === "sign-in" ? "Sign in" : invite ? "Make your account" : "Make the first account"}>
-        <form action={submit} aria-label={kind === "sign-in" ? "Sign in" : "Sign up"} className="space-y-3 px-4 py-4">
+        <form
+          // onSubmit rather than a form action: React resets a form after its action, which would clear what was typed
+          // when the server refuses it (a taken email, a link that no longer works).
+          onSubmit={(event) => {
+            event.preventDefault();
+            void submit(new FormData(event.currentTarget));
+          }}
+          aria-label={kind === "sign-in" ? "Sign in" : "Sign up"}
+          className="space-y-3 px-4 py-4"
+        >
           {kind === "sign-up" && (
             <label className="block text-sm font-medium text-slate-700">
               Name

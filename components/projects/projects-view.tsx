@@ -94,7 +94,7 @@ function NewProjectForm() {
       <ErrorMessage error={create.error} />
       <div className="flex items-center justify-between gap-3">
         <p className="text-xs text-slate-500">You become its owner and can invite others.</p>
-        <Button type="submit" disabled={create.isPending || create.isSuccess}>
+        <Button type="submit" className="shrink-0" disabled={create.isPending || create.isSuccess}>
           {create.isPending ? "Making…" : "Make project"}
         </Button>
       </div>

@@ -7,12 +7,12 @@ import { appRouter, createCaller } from "./root";
 import { createTRPCContext } from "./trpc";
 
 /** Server components call procedures through these, without an HTTP round trip. */
-const createRequestContext = cache(async () => createTRPCContext({ headers: new Headers(await headers()) }));
+export const requestContext = cache(async () => createTRPCContext({ headers: new Headers(await headers()) }));
 
 export const getQueryClient = cache(makeQueryClient);
 
 /** Query options for prefetching into the request's query client (hydrated into client components). */
-export const trpc = createTRPCOptionsProxy({ router: appRouter, ctx: createRequestContext, queryClient: getQueryClient });
+export const trpc = createTRPCOptionsProxy({ router: appRouter, ctx: requestContext, queryClient: getQueryClient });
 
 /** Direct calls for server components that render the data themselves. */
-export const serverCaller = cache(async () => createCaller(await createRequestContext()));
+export const serverCaller = cache(async () => createCaller(await requestContext()));

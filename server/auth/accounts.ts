@@ -12,7 +12,7 @@ import { APIError } from "better-auth/api";
 import { and, eq, ne, count } from "drizzle-orm";
 import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
 import { acceptInvitation, DEFAULT_PROJECT, findInvitation, setMember } from "./projects";
-import { accounts, type Database, LOCAL_USER, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
+import { accounts, type Database, LOCAL_USER, projectMembers, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
 
 export const MIN_PASSWORD_LENGTH = 12;
 
@@ -76,6 +76,8 @@ export function createAccounts(db: Database, options: { secret: string; hosts: s
             if (won.length > 0) {
               await db.update(users).set({ role: "admin" }).where(eq(users.id, user.id));
               await setMember(db, DEFAULT_PROJECT, user.id, "owner");
+              // The local user stands for "no accounts": on a team server it is nobody's teammate.
+              await db.delete(projectMembers).where(and(eq(projectMembers.projectId, DEFAULT_PROJECT), eq(projectMembers.userId, LOCAL_USER.id)));
             }
             const invite = inviteOf(ctx);
             if (invite) await acceptInvitation(db, invite, user.id);

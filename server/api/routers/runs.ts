@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql
 import { z } from "zod";
 import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
-import { checkpoints, type Database, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
 import { isCheckpointBase, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
