@@ -243,9 +243,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                       set aside: damaged
                     </span>
                   ) : (
-                    <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
-                      {c.id}
-                    </span>
+                    r.role !== null && (
+                      <span className="font-mono text-slate-600" title="Name it as agent.base to start a run from here">
+                        {c.id}
+                      </span>
+                    )
                   )}
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
                   {canEdit && !c.setAsideReason && (

@@ -19,7 +19,8 @@ export function useViewParams(): [URLSearchParams, (changes: Record<string, stri
         else next.set(key, value);
       }
       const query = next.toString().replace(/%2C/g, ",").replace(/%2F/g, "/");
-      window.history.replaceState(window.history.state, "", query ? `${pathname}?${query}` : pathname);
+      // State null: Next.js then syncs useSearchParams (with its own state object, it would take the call for its own and not).
+      window.history.replaceState(null, "", query ? `${pathname}?${query}` : pathname);
     },
     [pathname],
   );

@@ -72,7 +72,10 @@ describe("sharing a run", () => {
     // The view to share: wall time on the x-axis, heavier smoothing.
     await page.getByLabel("x-axis").selectOption("time");
     await page.getByLabel("Smoothing").fill("0.9");
-    await page.waitForURL(/x=time/);
+    await page.waitForURL(/x=time.*smooth=0\.9|smooth=0\.9.*x=time/);
+    // The page itself follows its URL (Next.js syncs the History API into its search parameters).
+    expect(await page.getByLabel("x-axis").inputValue()).toBe("time");
+    await page.getByText("0.90", { exact: true }).waitFor();
     await page.getByRole("button", { name: "Share" }).click();
     const panel = page.getByRole("dialog", { name: "Share" });
     await panel.getByRole("button", { name: "Make link" }).click();
