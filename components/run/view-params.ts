@@ -1,30 +1,38 @@
 "use client";
 
 import { usePathname, useSearchParams } from "next/navigation";
-import { useCallback } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 
 /**
  * A page's view state in its URL's query (smoothing, x-axis, zoom, the rollouts' split, step and sample...), so a
- * reload, a copied address or a share link opens the same view. Changes replace the URL through the History API,
- * which Next.js syncs into `useSearchParams` without a round trip to the server; defaults are left out.
+ * reload, a copied address or a share link opens the same view. A change shows at once (the hook's own copy) and
+ * replaces the URL through the History API, which Next.js syncs into `useSearchParams` in a transition, without a
+ * round trip to the server; a change of the URL from elsewhere (back, a link) wins. Defaults are left out.
  */
 export function useViewParams(): [URLSearchParams, (changes: Record<string, string | null>) => void] {
-  const params = useSearchParams();
+  const urlKey = useSearchParams().toString();
   const pathname = usePathname();
+  const [key, setKey] = useState(urlKey);
+  // Next.js reports URL changes late (in a transition): by then this hook may have written newer ones, so it takes
+  // the address as it is now, not the one reported.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: urlKey only signals that the address changed
+  useEffect(() => setKey(new URLSearchParams(window.location.search).toString()), [urlKey]);
   const set = useCallback(
     (changes: Record<string, string | null>) => {
       const next = new URLSearchParams(window.location.search);
-      for (const [key, value] of Object.entries(changes)) {
-        if (value === null) next.delete(key);
-        else next.set(key, value);
+      for (const [name, value] of Object.entries(changes)) {
+        if (value === null) next.delete(name);
+        else next.set(name, value);
       }
+      setKey(next.toString());
       const query = next.toString().replace(/%2C/g, ",").replace(/%2F/g, "/");
       // State null: Next.js then syncs useSearchParams (with its own state object, it would take the call for its own and not).
       window.history.replaceState(null, "", query ? `${pathname}?${query}` : pathname);
     },
     [pathname],
   );
-  return [new URLSearchParams(params.toString()), set];
+  const params = useMemo(() => new URLSearchParams(key), [key]);
+  return [params, set];
 }
 
 /** A number from the query, within [min, max], or `fallback` when absent or not a number. */

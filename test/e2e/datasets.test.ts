@@ -121,7 +121,7 @@ describe("the datasets page", () => {
     await chooseFile("math-facts.csv", Buffer.from("question,answer\n1+1,2\n"));
     await expect.poll(() => form.getByLabel("Format").inputValue()).toBe("csv");
     await form.getByRole("button", { name: "Upload" }).click();
-    await form.getByRole("alert").getByText("a dataset named 'math-facts' exists already; choose another name").waitFor();
+    await form.getByRole("alert").getByText("a dataset named 'math-facts' exists already in this project; choose another name").waitFor();
   });
 
   it("lists the uploaded datasets after a reload", async () => {

@@ -76,10 +76,10 @@ describe("sharing a run", () => {
     // The page itself follows its URL (Next.js syncs the History API into its search parameters).
     expect(await page.getByLabel("x-axis").inputValue()).toBe("time");
     await page.getByText("0.90", { exact: true }).waitFor();
-    await page.getByRole("button", { name: "Share" }).click();
+    await page.getByRole("button", { name: "Share", exact: true }).click();
     const panel = page.getByRole("dialog", { name: "Share" });
     await panel.getByRole("button", { name: "Make link" }).click();
-    const link = await panel.getByLabel("Share link").inputValue();
+    const link = await panel.getByLabel("Share link", { exact: true }).inputValue();
     expect(link).toMatch(new RegExp(`^${server.url}/s/tls_[\\w-]{43}$`));
     await panel.getByRole("list", { name: "Share links" }).locator('[data-status="active"]').first().waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "share-panel.png"), fullPage: true });
@@ -112,12 +112,47 @@ describe("sharing a run", () => {
     await shared.goto(`${server.url}/runs/${runId}`);
     await shared.waitForURL(/\/sign-in/);
 
+    // One trajectory: a sample opened in the rollouts, shared; the link opens that step's sample and only the viewer.
+    await page.keyboard.press("Escape");
+    await page.locator('[aria-label="Samples"] [data-sample="1/2"]').click();
+    await page.getByRole("button", { name: "Share trajectory" }).click();
+    const trajectoryPanel = page.getByRole("dialog", { name: "Share" });
+    await trajectoryPanel.getByRole("button", { name: "Make link" }).click();
+    const trajectoryLink = await trajectoryPanel.getByLabel("Share link", { exact: true }).inputValue();
+    const step = new URL(page.url()).searchParams.get("step");
+    await page.keyboard.press("Escape");
+    const trajectory = await visitor.newPage();
+    await trajectory.goto(trajectoryLink);
+    expect(new URL(trajectory.url()).searchParams.get("sample")).toBe("1/2");
+    expect(new URL(trajectory.url()).searchParams.get("step")).toMatch(/^\d+$/);
+    if (step) expect(new URL(trajectory.url()).searchParams.get("step")).toBe(step);
+    await trajectory.getByLabel("Sample").getByText("group 1 · sample 2").waitFor();
+    expect(await trajectory.getByRole("figure", { name: "chart reward/mean" }).count()).toBe(0);
+    await trajectory.screenshot({ path: path.join(SCREENSHOTS, "shared-trajectory.png"), fullPage: true });
+
     // Revoked from the run page's Share panel: the same address is now a 404.
-    await panel.getByRole("button", { name: "Revoke" }).first().click();
-    await panel.getByRole("list", { name: "Share links" }).locator('[data-status="revoked"]').first().waitFor();
+    await page.getByRole("button", { name: "Share", exact: true }).click();
+    const runLink = panel.getByRole("listitem").filter({ hasText: /^run ·/ });
+    await runLink.getByRole("button", { name: "Revoke" }).click();
+    await runLink.and(page.locator('[data-status="revoked"]')).waitFor();
     const gone = await shared.goto(link);
     expect(gone?.status()).toBe(404);
     await shared.getByText("Not found").waitFor();
     await callAs(cookie, "runs.control", { id: runId, action: "cancel" });
   }, 300_000);
+});
+
+describe("the client bundle", () => {
+  it("holds no server secret nor the names of the settings that carry them, and the log no share token", async () => {
+    const { readdirSync, readFileSync } = await import("node:fs");
+    const chunks = path.join(__dirname, "../../.next/static/chunks");
+    const files = readdirSync(chunks, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js"));
+    expect(files.length).toBeGreaterThan(0);
+    const bundle = files.map((f) => readFileSync(path.join(chunks, f), "utf8")).join("\n");
+    for (const name of ["TINKERLAB_AUTH_SECRET", "TINKERLAB_WORKER_TOKEN", "DATABASE_URL", "auth_secret", "BETTER_AUTH_SECRET"]) {
+      expect(bundle, name).not.toContain(name);
+    }
+    // Nor did the server's log ever show the share link's token made above.
+    expect(server.output()).not.toMatch(/tls_[\w-]{43}/);
+  });
 });

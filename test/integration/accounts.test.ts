@@ -68,6 +68,8 @@ describe("accounts on a team server", () => {
     expect(await handle.db.select().from(users).where(eq(users.email, "bob@example.com"))).toEqual([]);
     // The first account owns the default project (the examples and what the server made before it had accounts).
     expect(await roleOf(DEFAULT_PROJECT, ada!.id)).toBe("owner");
+    // The local user stands for "no accounts": on a team server it is no member of anything.
+    expect(await roleOf(DEFAULT_PROJECT, LOCAL_USER.id)).toBeNull();
   });
 
   it("lets whoever holds a working invitation link sign up, joining its project with its role", async () => {
