@@ -32,6 +32,9 @@ export function NavBar({ accounts = false }: { accounts?: boolean }) {
   const pathname = usePathname();
   // A share link's page (/s/…) is for people without an account: its holder can open nothing else, so no links.
   const shared = pathname.startsWith("/s/");
+  // On a team server, the pages a signed-out visitor may open (signing in or up, an invitation) show no workbench
+  // links: each would only lead back to sign in.
+  const entrance = accounts && (pathname === "/sign-in" || pathname === "/sign-up" || pathname.startsWith("/invite/"));
   return (
     <header className="border-b border-slate-200 bg-white">
       <div className="mx-auto flex h-14 max-w-7xl items-center gap-8 px-6">
@@ -44,26 +47,30 @@ export function NavBar({ accounts = false }: { accounts?: boolean }) {
             <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-slate-900">
               <Logo />
             </Link>
-            <nav aria-label="Main" className="flex items-center gap-1">
-              {links.map((link) => {
-                const active = link.match(pathname);
-                return (
-                  <Link key={link.href} href={link.href} aria-current={active ? "page" : undefined} className={linkStyle(active)}>
-                    {link.label}
-                  </Link>
-                );
-              })}
-            </nav>
-            <div className="ml-auto flex items-center gap-3">
-              <Link
-                href="/settings"
-                aria-current={pathname.startsWith("/settings") ? "page" : undefined}
-                className={linkStyle(pathname.startsWith("/settings"))}
-              >
-                Settings
-              </Link>
-              {accounts && <SignedIn />}
-            </div>
+            {!entrance && (
+              <nav aria-label="Main" className="flex items-center gap-1">
+                {links.map((link) => {
+                  const active = link.match(pathname);
+                  return (
+                    <Link key={link.href} href={link.href} aria-current={active ? "page" : undefined} className={linkStyle(active)}>
+                      {link.label}
+                    </Link>
+                  );
+                })}
+              </nav>
+            )}
+            {!entrance && (
+              <div className="ml-auto flex items-center gap-3">
+                <Link
+                  href="/settings"
+                  aria-current={pathname.startsWith("/settings") ? "page" : undefined}
+                  className={linkStyle(pathname.startsWith("/settings"))}
+                >
+                  Settings
+                </Link>
+                {accounts && <SignedIn />}
+              </div>
+            )}
           </>
         )}
       </div>
