@@ -250,20 +250,39 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                     )
                   )}
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
-                  {canEdit && !c.setAsideReason && (
+                  {r.role !== null && !c.setAsideReason && (
                     <span className="flex gap-2">
-                      <CheckpointAction
-                        label="Evaluate"
-                        title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
-                        action={evaluateCheckpoint}
-                        checkpointId={c.id}
-                      />
-                      <CheckpointAction
-                        label="Export"
-                        title="Write this checkpoint's model (an adapter merged into its base) as one safetensors file to download"
-                        action={exportCheckpoint}
-                        checkpointId={c.id}
-                      />
+                      {canEdit && (
+                        <>
+                          <CheckpointAction
+                            label="Evaluate"
+                            title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
+                            action={evaluateCheckpoint}
+                            checkpointId={c.id}
+                          />
+                          <CheckpointAction
+                            label="Export"
+                            title="Write this checkpoint's model (an adapter merged into its base) as one safetensors file to download"
+                            action={exportCheckpoint}
+                            checkpointId={c.id}
+                          />
+                        </>
+                      )}
+                      <a
+                        className="text-brand-700 hover:underline"
+                        href={`/api/models/${c.id}.onnx`}
+                        download
+                        title="This checkpoint's model (an adapter merged into its base) as ONNX, with its key/value cache as inputs and outputs"
+                      >
+                        ONNX
+                      </a>
+                      <a
+                        className="text-brand-700 hover:underline"
+                        href={`/playground?model=${c.id}&run=${runId}`}
+                        title="Sample from this checkpoint in your browser"
+                      >
+                        Try
+                      </a>
                     </span>
                   )}
                 </li>
