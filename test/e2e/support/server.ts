@@ -90,8 +90,8 @@ export function startExpectingFailure(overrides: Record<string, string>): Promis
   });
 }
 
-/** Debian's Chromium, headless, in a fresh profile. */
-export async function launchBrowser(): Promise<BrowserContext> {
+/** Debian's Chromium, headless, in a fresh profile; `extraArgs` go after the defaults (e.g. --enable-unsafe-webgpu). */
+export async function launchBrowser(extraArgs: string[] = []): Promise<BrowserContext> {
   return chromium.launchPersistentContext(tempDir("chromium"), {
     executablePath: "/usr/bin/chromium",
     headless: true,
@@ -105,6 +105,7 @@ export async function launchBrowser(): Promise<BrowserContext> {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      ...extraArgs,
     ],
   });
 }

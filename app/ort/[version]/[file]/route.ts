@@ -1,0 +1,50 @@
+/**
+ * onnxruntime-web's WebAssembly runtime, served by the app rather than a CDN: the playground's worker imports the
+ * loader (`.mjs`) and streams the binary (`.wasm`) from here. Files are read from the installed package, so they
+ * always match the JavaScript bundled into the worker; the URL names that version, which lets browsers cache each
+ * file for good and a new version arrive under a new URL.
+ *
+ * The loader also starts the runtime's threads as module workers; a worker started from a cross-origin-isolated
+ * page must itself be served with Cross-Origin-Embedder-Policy, so every file here carries it.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { Readable } from "node:stream";
+
+export const dynamic = "force-dynamic";
+
+const DIST = path.join(process.cwd(), "node_modules", "onnxruntime-web", "dist");
+
+/** The runtime the default `onnxruntime-web` build loads: WebAssembly with threads and SIMD, and WebGPU through JSEP. */
+const FILES: Record<string, string> = {
+  "ort-wasm-simd-threaded.jsep.mjs": "text/javascript; charset=utf-8",
+  "ort-wasm-simd-threaded.jsep.wasm": "application/wasm",
+};
+
+let installedVersion: string | undefined;
+function ortVersion(): string {
+  installedVersion ??= (JSON.parse(fs.readFileSync(path.join(DIST, "..", "package.json"), "utf8")) as { version: string }).version;
+  return installedVersion;
+}
+
+export async function GET(_request: Request, context: { params: Promise<{ version: string; file: string }> }) {
+  const { version, file } = await context.params;
+  const contentType = FILES[file];
+  if (!contentType || version !== ortVersion()) {
+    return Response.json(
+      { error: `No file '${version}/${file}'; this server has onnxruntime-web ${ortVersion()} with ${Object.keys(FILES).join(", ")}` },
+      { status: 404 },
+    );
+  }
+  const full = path.join(DIST, file);
+  const body = Readable.toWeb(fs.createReadStream(full)) as ReadableStream<Uint8Array>;
+  return new Response(body, {
+    headers: {
+      "content-type": contentType,
+      "content-length": String(fs.statSync(full).size),
+      "cache-control": "public, max-age=31536000, immutable",
+      "cross-origin-embedder-policy": "require-corp",
+      "cross-origin-resource-policy": "same-origin",
+    },
+  });
+}

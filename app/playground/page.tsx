@@ -1,0 +1,21 @@
+import type { Metadata } from "next";
+import { Suspense } from "react";
+import { PlaygroundView } from "@/components/playground/playground-view";
+import { PageHeader } from "@/components/ui/card";
+
+export const dynamic = "force-dynamic";
+export const metadata: Metadata = { title: "Playground" };
+
+export default function PlaygroundPage() {
+  return (
+    <>
+      <PageHeader
+        title="Playground"
+        subtitle="Try a base or a checkpoint in this browser: the model runs here with onnxruntime-web, on WebGPU when the browser offers it, else on WebAssembly."
+      />
+      <Suspense>
+        <PlaygroundView />
+      </Suspense>
+    </>
+  );
+}

@@ -1,0 +1,165 @@
+/**
+ * `npm run bench:browser`: a policy running in the browser against the same policy on the server.
+ *
+ * For each shipped base (lib/envs/bases), in headless Chromium on the playground page (`tinkerlab start` as a child
+ * process, the app's own build):
+ *   - tokens/s on WASM (the default context, --disable-gpu) and on WebGPU (--enable-unsafe-webgpu; without a GPU,
+ *     Chromium's adapter is SwiftShader, WebGPU emulated on the CPU, which the table says),
+ *   - the server runtime's single-stream sampling tokens/s on the same weights, in this process, in the same run,
+ *   - the first token's time on a warm page (model loaded, one generation done) and from opening the page.
+ *
+ * Tokens/s: from the `<|bos|>` token, greedy, with no stop token, until the context is full (each call fills it),
+ * repeated for `--seconds` (default 2) after two warm-up calls; new tokens over the calls' time, the prompt's forward
+ * pass included, on both sides. First token: the median of five generations from a short chat prompt.
+ * The last line is JSON: {"models":[{"name", "wasm_tokens_per_s", "webgpu_tokens_per_s", "server_tokens_per_s", "first_token_ms"}]}.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { buildIfStale } from "../bin/build-if-stale.mjs";
+import { builtInBaseDir } from "../lib/envs/bases";
+import { renderChat } from "../lib/model/chat";
+import { ByteTokenizer, specialTokens } from "../lib/model/tokenizer";
+import { BaseModel, initBackend, TrainingClient } from "../server/runtime";
+import { launchBrowser, startServer, tempDir } from "../test/e2e/support/server";
+import { formatTable, median } from "./lib/measure";
+
+const root = path.resolve(import.meta.dirname, "..");
+const seconds = Number(process.argv[process.argv.indexOf("--seconds") + 1] || 2) || 2;
+const basesDir = path.join(root, "lib", "envs", "bases");
+const bases = fs
+  .readdirSync(basesDir)
+  .filter((name) => fs.existsSync(path.join(basesDir, name, "manifest.json")))
+  .sort();
+
+const tokenizer = new ByteTokenizer();
+/** The first-token prompt: a short chat turn, which fits every base's context. */
+const CHAT_PROMPT = renderChat(
+  tokenizer,
+  [
+    { role: "system", content: "Add." },
+    { role: "user", content: "12+7" },
+  ],
+  { addGenerationPrompt: true },
+).tokens;
+const FILL_PROMPT = [specialTokens.bos];
+
+type Rate = { tokens: number; seconds: number };
+const rate = (calls: Rate[]) => calls.reduce((sum, c) => sum + c.tokens, 0) / calls.reduce((sum, c) => sum + c.seconds, 0);
+
+/** Calls `generate` twice to warm up, then for `seconds`; returns new tokens per second over the calls. */
+async function measure(generate: () => Promise<Rate>): Promise<number> {
+  for (let i = 0; i < 2; i++) await generate();
+  const calls: Rate[] = [];
+  const start = performance.now();
+  while (performance.now() - start < seconds * 1000 || calls.length < 3) calls.push(await generate());
+  return rate(calls);
+}
+
+async function serverTokensPerSecond(name: string): Promise<number> {
+  const client = new TrainingClient(BaseModel.load(builtInBaseDir(name)));
+  const maxTokens = client.base.config.contextLength;
+  return measure(async () => {
+    const start = performance.now();
+    const { samples } = await client.sample([FILL_PROMPT], 1, { temperature: 0, maxTokens, stop: [] });
+    return { tokens: samples[0]![0]!.tokens.length, seconds: (performance.now() - start) / 1000 };
+  });
+}
+
+type BrowserFigures = { backend: string; adapter: string; tokensPerSecond: number; firstTokenMs: number; openToFirstTokenMs: number };
+
+async function inBrowser(page: Page, url: string, name: string, contextLength: number): Promise<BrowserFigures> {
+  const opened = performance.now();
+  await page.goto(`${url}/playground?model=${name}`);
+  await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 120_000 });
+  const { backend } = await page.evaluate(() => window.__tinkerlabPlayground!.ready);
+  await page.evaluate((ids) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: 1, temperature: 0 }), CHAT_PROMPT);
+  const openToFirstTokenMs = performance.now() - opened;
+  const adapter = await page.evaluate(async () => {
+    const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<{ info?: { architecture?: string; isFallbackAdapter?: boolean } } | null> } }).gpu;
+    const found = await gpu?.requestAdapter();
+    if (!found) return "none";
+    return `${found.info?.architecture || "unknown"}${found.info?.isFallbackAdapter ? " (fallback, CPU)" : ""}`;
+  });
+  const firstTokens: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const { firstTokenMs } = await page.evaluate((ids) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: 1, temperature: 0 }), CHAT_PROMPT);
+    firstTokens.push(firstTokenMs);
+  }
+  const tokensPerSecond = await measure(async () => {
+    const generated = await page.evaluate(
+      ([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0, stop: [] }),
+      [FILL_PROMPT, contextLength] as const,
+    );
+    return { tokens: generated.tokens.length, seconds: generated.tokens.length / generated.tokensPerSecond };
+  });
+  return { backend, adapter, tokensPerSecond, firstTokenMs: median(firstTokens), openToFirstTokenMs };
+}
+
+buildIfStale(root);
+const loadBefore = os.loadavg()[0]!;
+const backend = await initBackend();
+const server = await startServer({
+  TINKERLAB_BASES_DIR: basesDir,
+  TINKERLAB_EXAMPLES: "off",
+  TINKERLAB_LOCAL_WORKERS: "0",
+  ARTIFACTS_DIR: tempDir("bench-browser-artifacts"),
+});
+const contexts: Record<"wasm" | "webgpu", BrowserContext> = {
+  wasm: await launchBrowser(),
+  webgpu: await launchBrowser(["--enable-unsafe-webgpu"]),
+};
+const pages = { wasm: await contexts.wasm.newPage(), webgpu: await contexts.webgpu.newPage() };
+const userAgent = await pages.wasm.evaluate(() => navigator.userAgent);
+
+const results: { name: string; parameters: number; wasm: BrowserFigures; webgpu: BrowserFigures; server: number }[] = [];
+try {
+  for (const name of bases) {
+    const config = JSON.parse(fs.readFileSync(path.join(basesDir, name, "model_config.json"), "utf8"));
+    const parameters = BaseModel.load(builtInBaseDir(name)).parameterCount();
+    const wasm = await inBrowser(pages.wasm, server.url, name, config.contextLength);
+    const webgpu = await inBrowser(pages.webgpu, server.url, name, config.contextLength);
+    const serverRate = await serverTokensPerSecond(name);
+    results.push({ name, parameters, wasm, webgpu, server: serverRate });
+    console.error(`${name}: ${wasm.backend} ${wasm.tokensPerSecond.toFixed(0)} tok/s, ${webgpu.backend} ${webgpu.tokensPerSecond.toFixed(0)} tok/s, server ${serverRate.toFixed(0)} tok/s`);
+  }
+} finally {
+  await contexts.wasm.close();
+  await contexts.webgpu.close();
+  await server.stop();
+}
+
+const first = results[0];
+console.log(`${userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? userAgent}, headless · WASM: ${first?.wasm.backend} · WebGPU context: ${first?.webgpu.backend}, adapter ${first?.webgpu.adapter}`);
+console.log(`server runtime: ${backend.capabilities.backend}${backend.capabilities.kernel ? ` (${backend.capabilities.kernel})` : ""}, ${os.cpus().length} cores`);
+console.log(`load average (1 min): ${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`);
+console.log(
+  formatTable(
+    ["base", "params", "WASM tok/s", "WebGPU tok/s", "server tok/s", "WASM / server", "first token ms (warm, WASM)", "first token ms (warm, WebGPU)", "open → first token ms (WASM)"],
+    results.map((r) => [
+      r.name,
+      r.parameters,
+      r.wasm.tokensPerSecond,
+      r.webgpu.tokensPerSecond,
+      r.server,
+      r.wasm.tokensPerSecond / r.server,
+      r.wasm.firstTokenMs,
+      r.webgpu.firstTokenMs,
+      r.wasm.openToFirstTokenMs,
+    ]),
+  ),
+);
+const round = (x: number) => Math.round(x * 10) / 10;
+console.log(
+  JSON.stringify({
+    models: results.map((r) => ({
+      name: r.name,
+      wasm_tokens_per_s: round(r.wasm.tokensPerSecond),
+      webgpu_tokens_per_s: r.webgpu.backend === "WebGPU" ? round(r.webgpu.tokensPerSecond) : null,
+      server_tokens_per_s: round(r.server),
+      first_token_ms: round(r.wasm.firstTokenMs),
+    })),
+  }),
+);
+process.exit(0);

@@ -1,0 +1,248 @@
+/**
+ * Runs an exported policy (GET /api/models/<name>.onnx) with onnxruntime-web, off the page's thread: WebGPU when
+ * the browser offers an adapter, else WebAssembly, threaded when the page is cross-origin isolated. Generation is
+ * incremental over the model's key/value cache (the prompt once, then one token per step) and each token goes to
+ * the page as it is drawn, with its probability and the five most likely tokens at its position.
+ *
+ * Requests run one at a time, in order; `stop` is read between tokens, so it takes effect at the next one.
+ */
+import * as ort from "onnxruntime-web";
+import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
+import { Rng } from "@/lib/model/rng";
+import { decodeModel } from "@/lib/onnx/proto";
+import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
+import { drawToken, softmax, topChoices } from "./sampling";
+
+type GpuAdapterSource = { requestAdapter(): Promise<object | null> };
+
+const scope = self as unknown as {
+  crossOriginIsolated: boolean;
+  navigator: Navigator & { gpu?: GpuAdapterSource };
+  postMessage(message: WorkerEvent): void;
+  onmessage: ((event: MessageEvent<WorkerRequest>) => void) | null;
+};
+
+const post = (message: WorkerEvent) => scope.postMessage(message);
+
+/** What the browser offers, probed once; the backend is the one the session was actually created on. */
+interface Capabilities {
+  readonly threads: number;
+  readonly crossOriginIsolated: boolean;
+  /** why WebGPU is not used, or null when an adapter was found */
+  readonly noWebGpu: string | null;
+}
+
+async function detectCapabilities(): Promise<Capabilities> {
+  const crossOriginIsolated = scope.crossOriginIsolated;
+  // Threads need SharedArrayBuffer, which only a cross-origin-isolated page has.
+  const threads = crossOriginIsolated ? Math.min(4, scope.navigator.hardwareConcurrency || 1) : 1;
+  let noWebGpu: string | null = null;
+  const gpu = scope.navigator.gpu;
+  if (!gpu) noWebGpu = "this browser has no WebGPU";
+  else {
+    try {
+      if (!(await gpu.requestAdapter())) noWebGpu = "no WebGPU adapter";
+    } catch (error) {
+      noWebGpu = `no WebGPU adapter: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+  return Object.freeze({ threads, crossOriginIsolated, noWebGpu });
+}
+
+function describeBackend(kind: BackendInfo["kind"], capabilities: Capabilities, webGpuFailure: string | null): BackendInfo {
+  if (kind === "webgpu") return { kind, threads: capabilities.threads, label: "WebGPU" };
+  const reasons = [capabilities.crossOriginIsolated ? null : "page not cross-origin isolated", webGpuFailure ?? capabilities.noWebGpu ?? null].filter(
+    (reason) => reason !== null,
+  );
+  const threads = `${capabilities.threads} thread${capabilities.threads === 1 ? "" : "s"}`;
+  return { kind, threads: capabilities.threads, label: `WASM, ${threads}${reasons.length > 0 ? ` (${reasons.join("; ")})` : ""}` };
+}
+
+/** A model with its session: the key/value cache's tensors are named past_key_values.{i}.key/value and present.{i}.key/value. */
+interface Policy {
+  session: ort.InferenceSession;
+  config: GPTConfig;
+  backend: BackendInfo;
+  /** past_key_values.{i}.key, past_key_values.{i}.value for each layer, in that order */
+  pastNames: string[];
+  presentNames: string[];
+}
+
+let policy: Policy | null = null;
+
+async function load(url: string): Promise<ModelInfo> {
+  const capabilities = await detectCapabilities();
+  ort.env.wasm.wasmPaths = `/ort/${ort.env.versions.web}/`;
+  ort.env.wasm.numThreads = capabilities.threads;
+
+  const response = await fetch(url);
+  if (!response.ok) {
+    const body = await response.text();
+    let message = body;
+    try {
+      message = (JSON.parse(body) as { error?: string }).error ?? body;
+    } catch {}
+    throw new Error(`GET ${url} answered ${response.status}: ${message || response.statusText}`);
+  }
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const configText = decodeModel(bytes).metadataProps?.find((prop) => prop.key === "tinkerlab.config")?.value;
+  if (!configText) throw new Error(`${url} has no 'tinkerlab.config' in its metadata; export it again with this version of Tinkerlab`);
+  const config = parseGPTConfig(JSON.parse(configText));
+  const layers = Array.from({ length: config.nLayers }, (_, i) => i);
+  const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
+  const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
+
+  let session: ort.InferenceSession | null = null;
+  let kind: BackendInfo["kind"] = "wasm";
+  let webGpuFailure: string | null = null;
+  if (capabilities.noWebGpu === null) {
+    try {
+      // The cache stays on the GPU from step to step; only the logits come back.
+      session = await ort.InferenceSession.create(bytes, {
+        executionProviders: ["webgpu"],
+        preferredOutputLocation: { logits: "cpu", ...Object.fromEntries(presentNames.map((name) => [name, "gpu-buffer"])) },
+      });
+      kind = "webgpu";
+    } catch (error) {
+      webGpuFailure = `WebGPU failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+  session ??= await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+  for (const name of ["input_ids", ...pastNames]) {
+    if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
+  }
+  const backend = describeBackend(kind, capabilities, webGpuFailure);
+  policy = { session, config, backend, pastNames, presentNames };
+  return { backend, config, bytes: bytes.length };
+}
+
+/** An empty cache: [1, nHeads, 0, headDim] per key and value of each layer. */
+function emptyCache({ config, pastNames }: Policy): ort.Tensor[] {
+  const dims = [1, config.nHeads, 0, config.dModel / config.nHeads];
+  return pastNames.map(() => new ort.Tensor("float32", new Float32Array(0), dims));
+}
+
+/** Appends `tokens` to the cache; returns the logits after the last of them and the grown cache. */
+async function forward(model: Policy, tokens: readonly number[], cache: ort.Tensor[]): Promise<{ logits: Float32Array; cache: ort.Tensor[] }> {
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor(
+      "int64",
+      BigInt64Array.from(tokens, (t) => BigInt(t)),
+      [1, tokens.length],
+    ),
+  };
+  model.pastNames.forEach((name, i) => (feeds[name] = cache[i]!));
+  const out = await model.session.run(feeds);
+  const V = model.config.vocabSize;
+  const all = out.logits!.data as Float32Array; // [1, T, V]
+  return { logits: all.slice((tokens.length - 1) * V, tokens.length * V), cache: model.presentNames.map((name) => out[name]!) };
+}
+
+function release(cache: ort.Tensor[]) {
+  for (const tensor of cache) if (tensor.location === "gpu-buffer") tensor.dispose();
+}
+
+/** A task boundary, so that a `stop` posted meanwhile is read (a resolved promise alone would not let it in). */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
+}
+
+const stopRequests = new Set<number>();
+
+async function generate(id: number, prompt: number[], settings: SamplingSettings): Promise<GenerationSummary> {
+  const model = requirePolicy();
+  const { contextLength, vocabSize } = model.config;
+  if (prompt.length === 0) throw new Error("the prompt is empty; start it with at least one token (e.g. <|bos|>)");
+  if (prompt.length > contextLength) throw new Error(`the prompt has ${prompt.length} tokens, over the model's contextLength=${contextLength}`);
+  const start = performance.now();
+  const rng = new Rng(settings.seed ?? Math.floor(Math.random() * 2 ** 32));
+  const stop = new Set(settings.stop);
+  const probs = new Float64Array(vocabSize);
+  const tokens: number[] = [];
+  let firstTokenAt = start;
+  let finishReason: GenerationSummary["finishReason"] = "length";
+  let cache = emptyCache(model);
+  let cached = 0;
+  let input: readonly number[] = prompt;
+  try {
+    for (;;) {
+      const step = await forward(model, input, cache);
+      release(cache);
+      cache = step.cache;
+      cached += input.length;
+      // Probabilities are those of the temperature sampled at, or of temperature 1 when greedy, as the server's logprobs.
+      softmax(step.logits, settings.temperature === 0 ? 1 : settings.temperature, probs);
+      const token = drawToken(step.logits, probs, settings, rng);
+      tokens.push(token);
+      if (tokens.length === 1) firstTokenAt = performance.now();
+      const generated: GeneratedToken = { token, probability: probs[token]!, alternatives: topChoices(probs, 5) };
+      post({ type: "token", id, token: generated });
+      if (stop.has(token)) {
+        finishReason = "stop";
+        break;
+      }
+      if (tokens.length >= settings.maxTokens || cached >= contextLength) break;
+      await nextTask();
+      if (stopRequests.has(id)) {
+        finishReason = "stopped";
+        break;
+      }
+      input = [token];
+    }
+  } finally {
+    release(cache);
+    stopRequests.delete(id);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  return { tokens, finishReason, firstTokenMs: firstTokenAt - start, tokensPerSecond: tokens.length / seconds };
+}
+
+async function lastLogits(tokens: number[]): Promise<Float32Array> {
+  const model = requirePolicy();
+  if (tokens.length === 0 || tokens.length > model.config.contextLength) {
+    throw new Error(`give 1 to ${model.config.contextLength} tokens (the model's contextLength); got ${tokens.length}`);
+  }
+  const step = await forward(model, tokens, emptyCache(model));
+  release(step.cache);
+  return step.logits;
+}
+
+function requirePolicy(): Policy {
+  if (!policy) throw new Error("no model is loaded in this worker yet");
+  return policy;
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+let queue: Promise<void> = Promise.resolve();
+
+scope.onmessage = ({ data: request }) => {
+  if (request.type === "stop") {
+    stopRequests.add(request.id);
+    return;
+  }
+  queue = queue.then(async () => {
+    if (request.type === "load") {
+      try {
+        post({ type: "loaded", model: await load(request.url) });
+      } catch (error) {
+        post({ type: "load-failed", message: message(error) });
+      }
+    } else if (request.type === "generate") {
+      try {
+        post({ type: "done", id: request.id, summary: await generate(request.id, request.prompt, request.settings) });
+      } catch (error) {
+        post({ type: "failed", id: request.id, message: message(error) });
+      }
+    } else if (request.type === "logits") {
+      try {
+        post({ type: "logits", id: request.id, logits: await lastLogits(request.tokens) });
+      } catch (error) {
+        post({ type: "failed", id: request.id, message: message(error) });
+      }
+    }
+  });
+};

@@ -1,0 +1,74 @@
+/** The messages between the playground page and its inference worker (inference.worker.ts). */
+import type { GPTConfig } from "@/lib/model/config";
+
+/** How to draw each token, as the server's sampler reads them (server/runtime/sampler.ts). */
+export interface SamplingSettings {
+  /** most new tokens */
+  maxTokens: number;
+  /** softmax temperature; 0 picks the most likely token */
+  temperature: number;
+  /** sample from the K most likely tokens (0 = all) */
+  topK: number;
+  /** sample from the smallest set of tokens whose probability reaches topP */
+  topP: number;
+  /** token ids that end the generation (kept in it) */
+  stop: number[];
+  /** seed of the draws; without it, a fresh one each generation */
+  seed?: number;
+}
+
+/** Where the model runs, chosen once per worker from what the browser offers. */
+export interface BackendInfo {
+  kind: "webgpu" | "wasm";
+  /** WebAssembly threads (WebGPU runs its CPU-side operators on them too) */
+  threads: number;
+  /** what the page shows: "WebGPU", "WASM, 4 threads", "WASM, 1 thread (page not cross-origin isolated)" */
+  label: string;
+}
+
+export interface TokenChoice {
+  token: number;
+  /** probability under softmax(logits / temperature) before top-k and top-p (temperature 1 when greedy) */
+  probability: number;
+}
+
+/** One generated token with the five most likely tokens at its position (itself among them when it is). */
+export interface GeneratedToken extends TokenChoice {
+  alternatives: TokenChoice[];
+}
+
+export interface GenerationSummary {
+  tokens: number[];
+  finishReason: "stop" | "length" | "stopped";
+  /** from the request reaching the worker to the first token drawn (the prompt's forward pass included) */
+  firstTokenMs: number;
+  /** new tokens over the whole generation's time, the prompt's forward pass included */
+  tokensPerSecond: number;
+}
+
+/** What the worker reports of the model it loaded. */
+export interface ModelInfo {
+  backend: BackendInfo;
+  config: GPTConfig;
+  /** size of the .onnx file */
+  bytes: number;
+}
+
+export interface LoadedModel extends ModelInfo {
+  /** from starting the worker to a session ready to run: the runtime, the download and the session's creation */
+  loadMs: number;
+}
+
+export type WorkerRequest =
+  | { type: "load"; url: string }
+  | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings }
+  | { type: "stop"; id: number }
+  | { type: "logits"; id: number; tokens: number[] };
+
+export type WorkerEvent =
+  | { type: "loaded"; model: ModelInfo }
+  | { type: "load-failed"; message: string }
+  | { type: "token"; id: number; token: GeneratedToken }
+  | { type: "done"; id: number; summary: GenerationSummary }
+  | { type: "logits"; id: number; logits: Float32Array }
+  | { type: "failed"; id: number; message: string };

@@ -1,0 +1,76 @@
+"use client";
+
+import { Fragment, useId } from "react";
+import type { GeneratedToken } from "./protocol";
+import { tokenLabel } from "./token-label";
+
+/** Chip colours by the token's probability, most confident first. */
+const BANDS = [
+  { min: 0.9, label: "≥ 90%", className: "bg-emerald-100 text-emerald-950 ring-emerald-300" },
+  { min: 0.6, label: "60–90%", className: "bg-lime-100 text-lime-950 ring-lime-300" },
+  { min: 0.3, label: "30–60%", className: "bg-amber-100 text-amber-950 ring-amber-300" },
+  { min: 0.1, label: "10–30%", className: "bg-orange-100 text-orange-950 ring-orange-300" },
+  { min: 0, label: "< 10%", className: "bg-red-100 text-red-950 ring-red-300" },
+] as const;
+
+const bandOf = (probability: number) => BANDS.find((band) => probability >= band.min) ?? BANDS[BANDS.length - 1];
+const percent = (probability: number) => `${(probability * 100).toFixed(probability >= 0.995 || probability < 0.001 ? 1 : 0)}%`;
+
+export function ProbabilityLegend() {
+  return (
+    <ul aria-label="Chip colours" className="flex flex-wrap items-center gap-1.5 text-xs text-slate-500">
+      <li>Probability:</li>
+      {BANDS.map((band) => (
+        <li key={band.label} className={`rounded px-1.5 py-0.5 ring-1 ring-inset ${band.className}`}>
+          {band.label}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function TokenChip({ token }: { token: GeneratedToken }) {
+  const tooltip = useId();
+  const label = tokenLabel(token.token);
+  return (
+    <span
+      tabIndex={0}
+      aria-describedby={tooltip}
+      className={`group relative inline-flex min-w-5 cursor-default justify-center rounded px-1 py-0.5 font-mono text-sm ring-1 ring-inset focus:outline-2 focus:outline-brand-500 ${bandOf(token.probability).className}`}
+    >
+      {label}
+      <span
+        id={tooltip}
+        role="tooltip"
+        className="invisible absolute top-full left-0 z-20 mt-1 w-44 rounded-md border border-slate-200 bg-white p-2 text-xs text-slate-700 shadow-lg group-hover:visible group-focus:visible"
+      >
+        <span className="mb-1 block font-sans font-medium text-slate-900">
+          “{label}” {percent(token.probability)}
+        </span>
+        <span className="block font-sans text-slate-500">Most likely here:</span>
+        {token.alternatives.map((choice) => (
+          <span key={choice.token} className={`flex justify-between gap-2 ${choice.token === token.token ? "font-semibold text-slate-900" : ""}`}>
+            <span>{tokenLabel(choice.token)}</span>
+            <span className="tabular-nums">{percent(choice.probability)}</span>
+          </span>
+        ))}
+      </span>
+    </span>
+  );
+}
+
+/** The generated tokens as chips coloured by probability; hovering or focusing one shows the top alternatives. */
+export function TokenStream({ tokens }: { tokens: readonly GeneratedToken[] }) {
+  return (
+    <div role="list" aria-label="Generated tokens" className="flex flex-wrap items-center gap-1">
+      {tokens.map((token, i) => (
+        <Fragment key={i}>
+          <span role="listitem">
+            <TokenChip token={token} />
+          </span>
+          {token.token === 0x0a && <span aria-hidden className="basis-full" />}
+        </Fragment>
+      ))}
+    </div>
+  );
+}

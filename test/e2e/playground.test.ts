@@ -1,0 +1,213 @@
+/**
+ * The playground in Chromium: a run's checkpoint-free base (tiny-base) exported to ONNX by the server and run in the
+ * page's worker with onnxruntime-web, once on WebAssembly (the default context, --disable-gpu) and once on WebGPU
+ * (--enable-unsafe-webgpu). The last position's logits must equal the training runtime's to 1e-4, and greedy
+ * generation the runtime's greedy sample, token for token. Also: the page is cross-origin isolated (so WASM runs
+ * threaded), the runtime's files come from the app, and tokens stream in as chips with their alternatives.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { renderChat } from "@/lib/model/chat";
+import { ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
+import { saveTinyBase } from "@/test/support/tiny-run";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { callAsWorker, claimJobAsWorker, launchBrowser, SCREENSHOTS, startServerWithRunForTestWorker, tempDir, type TestServer } from "./support/server";
+
+const TOKEN = "playground-worker-token-0123456789";
+const tokenizer = new ByteTokenizer();
+let server: TestServer;
+let runId: string;
+let reference: BaseModel;
+
+const chat = (system: string, user: string) =>
+  renderChat(
+    tokenizer,
+    [
+      { role: "system", content: system },
+      { role: "user", content: user },
+    ],
+    { addGenerationPrompt: true },
+  ).tokens;
+
+/** Token sequences whose last-position logits are compared: chat prompts, and raw ids with special tokens among them. */
+const SEQUENCES = [
+  chat("Answer with a number.", "What is 2+3?"),
+  [specialTokens.bos],
+  [specialTokens.bos, 72, 105, 33, specialTokens.endOfTurn, specialTokens.user, 0, 255, 32, 10],
+  Array.from({ length: 40 }, (_, i) => (i * 37) % 262),
+];
+const PROMPTS = [chat("Answer with a number.", "What is 2+3?"), chat("", "hi")];
+
+/** Logits after the last token, from the training runtime's forward pass. */
+function runtimeLogits(tokens: number[]): Float32Array {
+  const { config, weights } = reference;
+  const { logits } = reference.engine.run({
+    model: { config, weights, lora: null, valueHead: null },
+    tokens: Int32Array.from(tokens),
+    batch: 1,
+    seqLen: tokens.length,
+  });
+  return logits.slice((tokens.length - 1) * config.vocabSize, tokens.length * config.vocabSize);
+}
+
+async function runtimeGreedy(prompt: number[], maxTokens: number): Promise<number[]> {
+  const { samples } = await new TrainingClient(reference).sample([prompt], 1, { temperature: 0, maxTokens });
+  return samples[0]![0]!.tokens;
+}
+
+const maxAbsDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+  expect(a.length).toBe(b.length);
+  let max = 0;
+  for (let i = 0; i < a.length; i++) max = Math.max(max, Math.abs(a[i]! - b[i]!));
+  return max;
+};
+
+beforeAll(async () => {
+  ({ server, runId } = await startServerWithRunForTestWorker(TOKEN, "playground", { name: "grpo", steps: 10, groupSize: 2, groupsPerStep: 2 }));
+  const { workerId, jobId } = await claimJobAsWorker(server, TOKEN);
+  const rollouts = ["What is 2+3?", "What is 4+4?"].flatMap((task, g) =>
+    [0, 1].map((i) => ({
+      step: 1,
+      split: "train" as const,
+      groupIndex: g,
+      sampleIndex: i,
+      prompt: "Answer with a number.",
+      turns: [{ observation: task, action: String(i), reward: i }],
+      rewards: { correct: i },
+      totalReward: i,
+      advantage: i - 0.5,
+      tokens: [48 + i, specialTokens.endOfTurn],
+      tokenLogprobs: [-0.5, -0.1],
+    })),
+  );
+  await callAsWorker(server, TOKEN, "worker.report", { workerId, jobId, step: 1, metrics: [], rollouts });
+  await callAsWorker(server, TOKEN, "worker.finish", { workerId, jobId, outcome: "completed", reason: null });
+  // The same tiny base the server was given (saveTinyBase is seeded), loaded here as the runtime loads it.
+  const dir = tempDir("reference");
+  await saveTinyBase(dir);
+  reference = BaseModel.load(path.join(dir, "tiny-base"));
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+}, 300_000);
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** Opens the playground on tiny-base and waits for its model; returns the backend the page reports. */
+async function openPlayground(page: Page): Promise<string> {
+  const response = await page.goto(`${server.url}/playground?model=tiny-base&run=${runId}`);
+  expect(response?.headers()["cross-origin-opener-policy"]).toBe("same-origin");
+  expect(response?.headers()["cross-origin-embedder-policy"]).toBe("require-corp");
+  await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 60_000 });
+  const { backend } = await page.evaluate(() => window.__tinkerlabPlayground!.ready);
+  await expect.poll(() => page.getByLabel("Runtime").innerText()).toContain(backend);
+  return backend;
+}
+
+/** Last-position logits and greedy generations in the page against the runtime; returns the largest logit difference. */
+async function checkParity(page: Page): Promise<number> {
+  let worst = 0;
+  for (const tokens of SEQUENCES) {
+    const logits = await page.evaluate((ids) => window.__tinkerlabPlayground!.logits(ids), tokens);
+    worst = Math.max(worst, maxAbsDiff(logits, runtimeLogits(tokens)));
+  }
+  expect(worst).toBeLessThan(1e-4);
+  for (const prompt of PROMPTS) {
+    const maxTokens = 48 - prompt.length + 4; // past the context, so the limit there is checked too
+    const generated = await page.evaluate(([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0 }), [
+      prompt,
+      maxTokens,
+    ] as const);
+    expect(generated.tokens).toEqual(await runtimeGreedy(prompt, maxTokens));
+    expect(generated.tokensPerSecond).toBeGreaterThan(0);
+  }
+  return worst;
+}
+
+describe("the playground on WebAssembly", () => {
+  let browser: BrowserContext;
+  let page: Page;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+    page = await browser.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("serves onnxruntime-web's files itself, with the headers a cross-origin-isolated worker needs", async () => {
+    const version = JSON.parse(fs.readFileSync(path.join(__dirname, "../../node_modules/onnxruntime-web/package.json"), "utf8")).version;
+    const wasm = await fetch(`${server.url}/ort/${version}/ort-wasm-simd-threaded.jsep.wasm`);
+    expect(wasm.status).toBe(200);
+    expect(wasm.headers.get("content-type")).toBe("application/wasm");
+    expect(wasm.headers.get("cross-origin-embedder-policy")).toBe("require-corp");
+    expect(new Uint8Array(await wasm.arrayBuffer()).subarray(0, 4)).toEqual(new Uint8Array([0, 0x61, 0x73, 0x6d]));
+    const loader = await fetch(`${server.url}/ort/${version}/ort-wasm-simd-threaded.jsep.mjs`, { method: "HEAD" });
+    expect(loader.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect((await fetch(`${server.url}/ort/${version}/ort.node.min.mjs`)).status).toBe(404);
+    expect((await fetch(`${server.url}/ort/0.0.1/ort-wasm-simd-threaded.jsep.wasm`)).status).toBe(404);
+    // Only the playground is isolated: other pages keep their ordinary headers.
+    expect((await fetch(`${server.url}/runs`)).headers.get("cross-origin-opener-policy")).toBeNull();
+  });
+
+  it("runs tiny-base threaded on WASM with the runtime's logits and greedy tokens", async () => {
+    const backend = await openPlayground(page);
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    const threads = Math.min(4, cores);
+    expect(backend).toBe(`WASM, ${threads} thread${threads === 1 ? "" : "s"} (no WebGPU adapter)`);
+    const worst = await checkParity(page);
+    console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
+  });
+
+  it("streams a generation from a run's observation as chips with their alternatives", async () => {
+    const form = page.getByRole("form", { name: "Generate" });
+    await form.getByLabel(`Observation from run ${runId}`).selectOption({ label: "group 0, sample 0: What is 2+3?" });
+    expect(await form.getByLabel("System").inputValue()).toBe("Answer with a number.");
+    expect(await form.getByLabel("User").inputValue()).toBe("What is 2+3?");
+    await form.getByLabel("Temperature").fill("0");
+    await form.getByLabel("Max tokens").fill("12");
+    await form.getByRole("button", { name: "Generate" }).click();
+    await expect.poll(() => page.getByLabel("Runtime").innerText()).toMatch(/tokens\/s · first token in \d+ ms/);
+
+    const expected = await runtimeGreedy(chat("Answer with a number.", "What is 2+3?"), 12);
+    const chips = page.getByRole("list", { name: "Generated tokens" }).getByRole("listitem");
+    expect(await chips.count()).toBe(expected.length);
+    const first = chips.first().locator("[tabindex]");
+    await first.hover();
+    const tooltip = page.getByRole("tooltip").first();
+    await tooltip.waitFor({ state: "visible" });
+    expect(await tooltip.innerText()).toContain("Most likely here");
+    await page.screenshot({ path: path.join(SCREENSHOTS, "playground.png"), fullPage: true });
+  });
+});
+
+describe("the playground on WebGPU", () => {
+  let browser: BrowserContext;
+  let page: Page;
+  beforeAll(async () => {
+    browser = await launchBrowser(["--enable-unsafe-webgpu"]);
+    page = await browser.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("runs tiny-base on WebGPU with the runtime's logits and greedy tokens", async () => {
+    const backend = await openPlayground(page);
+    const adapter = await page.evaluate(async () => {
+      const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
+      return (await gpu?.requestAdapter()) != null;
+    });
+    if (adapter) expect(backend).toBe("WebGPU");
+    else {
+      // This Chromium offers no adapter even with the flag: the page must say so rather than claim WebGPU.
+      console.warn("Chromium offered no WebGPU adapter with --enable-unsafe-webgpu; checking the WASM fallback instead");
+      expect(backend).toMatch(/^WASM, \d threads? \((this browser has no WebGPU|no WebGPU adapter)/);
+    }
+    const worst = await checkParity(page);
+    console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "playground-webgpu.png"), fullPage: true });
+  });
+});
