@@ -12,15 +12,14 @@ const config: NextConfig = {
     "@tensorflow/tfjs-node-gpu",
   ],
   devIndicators: false,
-  // The playground runs WebAssembly threads, which only a cross-origin-isolated page may start (COOP and COEP); a
-  // worker started from such a page must itself be served with COEP, so script chunks carry it too. On a script a
-  // page merely loads, COEP has no effect, so other pages are unchanged. onnxruntime-web's files (app/ort) set it
-  // themselves.
+  // The playground runs WebAssembly threads, which only a cross-origin-isolated page may start (COOP and COEP). A
+  // worker started from such a page must itself be served with COEP: Turbopack starts every worker from its
+  // `turbopack-worker-*.js` entry, so that file carries it. onnxruntime-web's files (app/ort) set it themselves.
   async headers() {
     const embedderPolicy = { key: "Cross-Origin-Embedder-Policy", value: "require-corp" };
     return [
       { source: "/playground", headers: [{ key: "Cross-Origin-Opener-Policy", value: "same-origin" }, embedderPolicy] },
-      { source: "/_next/static/:path*", headers: [embedderPolicy] },
+      { source: "/_next/static/chunks/:entry(turbopack-worker-.+\\.js)", headers: [embedderPolicy] },
     ];
   },
   poweredByHeader: false,

@@ -8,9 +8,10 @@
  *   - the server runtime's single-stream sampling tokens/s on the same weights, in this process, in the same run,
  *   - the first token's time on a warm page (model loaded, one generation done) and from opening the page.
  *
- * Tokens/s: from the `<|bos|>` token, greedy, with no stop token, until the context is full (each call fills it),
- * repeated for `--seconds` (default 2) after two warm-up calls; new tokens over the calls' time, the prompt's forward
- * pass included, on both sides. First token: the median of five generations from a short chat prompt.
+ * Tokens/s: from the `<|bos|>` token, greedy, with no stop token, `--tokens` new tokens per call (default 64, fewer
+ * where the context is shorter), repeated for `--seconds` (default 2, two calls at least) after 1.5 s of warm-up
+ * calls; new tokens over the calls' time, the prompt's forward pass included, on both sides. First token: the
+ * median of five generations from a short chat prompt.
  * The last line is JSON: {"models":[{"name", "wasm_tokens_per_s", "webgpu_tokens_per_s", "server_tokens_per_s", "first_token_ms"}]}.
  */
 import fs from "node:fs";
@@ -18,7 +19,6 @@ import os from "node:os";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { buildIfStale } from "../bin/build-if-stale.mjs";
-import { builtInBaseDir } from "../lib/envs/bases";
 import { renderChat } from "../lib/model/chat";
 import { ByteTokenizer, specialTokens } from "../lib/model/tokenizer";
 import { BaseModel, initBackend, TrainingClient } from "../server/runtime";
@@ -26,7 +26,9 @@ import { launchBrowser, startServer, tempDir } from "../test/e2e/support/server"
 import { formatTable, median } from "./lib/measure";
 
 const root = path.resolve(import.meta.dirname, "..");
-const seconds = Number(process.argv[process.argv.indexOf("--seconds") + 1] || 2) || 2;
+const option = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
+const seconds = option("--seconds", 2);
+const tokensPerCall = option("--tokens", 64);
 const basesDir = path.join(root, "lib", "envs", "bases");
 const bases = fs
   .readdirSync(basesDir)
@@ -48,18 +50,25 @@ const FILL_PROMPT = [specialTokens.bos];
 type Rate = { tokens: number; seconds: number };
 const rate = (calls: Rate[]) => calls.reduce((sum, c) => sum + c.tokens, 0) / calls.reduce((sum, c) => sum + c.seconds, 0);
 
-/** Calls `generate` twice to warm up, then for `seconds`; returns new tokens per second over the calls. */
+/**
+ * Calls `generate` for a warm-up second and a half (once at least), then for `seconds` (twice at least); returns new
+ * tokens per second over the measured calls. The warm-up matters in the browser: V8 compiles WebAssembly with a
+ * baseline compiler and optimizes hot code in the background, and a cold page decoded at a fifth of the speed it
+ * reached after about a second.
+ */
 async function measure(generate: () => Promise<Rate>): Promise<number> {
-  for (let i = 0; i < 2; i++) await generate();
+  const warm = performance.now();
+  do await generate();
+  while (performance.now() - warm < 1500);
   const calls: Rate[] = [];
   const start = performance.now();
-  while (performance.now() - start < seconds * 1000 || calls.length < 3) calls.push(await generate());
+  while (performance.now() - start < seconds * 1000 || calls.length < 2) calls.push(await generate());
   return rate(calls);
 }
 
 async function serverTokensPerSecond(name: string): Promise<number> {
-  const client = new TrainingClient(BaseModel.load(builtInBaseDir(name)));
-  const maxTokens = client.base.config.contextLength;
+  const client = new TrainingClient(BaseModel.load(path.join(basesDir, name)));
+  const maxTokens = Math.min(tokensPerCall, client.base.config.contextLength);
   return measure(async () => {
     const start = performance.now();
     const { samples } = await client.sample([FILL_PROMPT], 1, { temperature: 0, maxTokens, stop: [] });
@@ -77,7 +86,8 @@ async function inBrowser(page: Page, url: string, name: string, contextLength: n
   await page.evaluate((ids) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: 1, temperature: 0 }), CHAT_PROMPT);
   const openToFirstTokenMs = performance.now() - opened;
   const adapter = await page.evaluate(async () => {
-    const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<{ info?: { architecture?: string; isFallbackAdapter?: boolean } } | null> } }).gpu;
+    type Adapter = { info?: { architecture?: string; isFallbackAdapter?: boolean } };
+    const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<Adapter | null> } }).gpu;
     const found = await gpu?.requestAdapter();
     if (!found) return "none";
     return `${found.info?.architecture || "unknown"}${found.info?.isFallbackAdapter ? " (fallback, CPU)" : ""}`;
@@ -88,10 +98,10 @@ async function inBrowser(page: Page, url: string, name: string, contextLength: n
     firstTokens.push(firstTokenMs);
   }
   const tokensPerSecond = await measure(async () => {
-    const generated = await page.evaluate(
-      ([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0, stop: [] }),
-      [FILL_PROMPT, contextLength] as const,
-    );
+    const generated = await page.evaluate(([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0, stop: [] }), [
+      FILL_PROMPT,
+      Math.min(tokensPerCall, contextLength),
+    ] as const);
     return { tokens: generated.tokens.length, seconds: generated.tokens.length / generated.tokensPerSecond };
   });
   return { backend, adapter, tokensPerSecond, firstTokenMs: median(firstTokens), openToFirstTokenMs };
@@ -110,19 +120,33 @@ const contexts: Record<"wasm" | "webgpu", BrowserContext> = {
   wasm: await launchBrowser(),
   webgpu: await launchBrowser(["--enable-unsafe-webgpu"]),
 };
-const pages = { wasm: await contexts.wasm.newPage(), webgpu: await contexts.webgpu.newPage() };
+const pages: Record<"wasm" | "webgpu", Page> = { wasm: await contexts.wasm.newPage(), webgpu: await contexts.webgpu.newPage() };
 const userAgent = await pages.wasm.evaluate(() => navigator.userAgent);
 
-const results: { name: string; parameters: number; wasm: BrowserFigures; webgpu: BrowserFigures; server: number }[] = [];
+/** A backend that fails on one base (a GPU process lost, say) is reported as such rather than ending the bench. */
+async function attempt(what: string, run: () => Promise<BrowserFigures>): Promise<BrowserFigures | null> {
+  try {
+    return await run();
+  } catch (error) {
+    console.error(`${what} failed: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
+    return null;
+  }
+}
+
+const results: { name: string; parameters: number; wasm: BrowserFigures | null; webgpu: BrowserFigures | null; server: number }[] = [];
 try {
   for (const name of bases) {
     const config = JSON.parse(fs.readFileSync(path.join(basesDir, name, "model_config.json"), "utf8"));
-    const parameters = BaseModel.load(builtInBaseDir(name)).parameterCount();
-    const wasm = await inBrowser(pages.wasm, server.url, name, config.contextLength);
-    const webgpu = await inBrowser(pages.webgpu, server.url, name, config.contextLength);
+    const parameters = BaseModel.load(path.join(basesDir, name)).parameterCount();
+    const wasm = await attempt(`${name} on WASM`, () => inBrowser(pages.wasm, server.url, name, config.contextLength));
+    const webgpu = await attempt(`${name} on WebGPU`, async () => {
+      if (pages.webgpu.isClosed()) pages.webgpu = await contexts.webgpu.newPage();
+      return inBrowser(pages.webgpu, server.url, name, config.contextLength);
+    });
     const serverRate = await serverTokensPerSecond(name);
     results.push({ name, parameters, wasm, webgpu, server: serverRate });
-    console.error(`${name}: ${wasm.backend} ${wasm.tokensPerSecond.toFixed(0)} tok/s, ${webgpu.backend} ${webgpu.tokensPerSecond.toFixed(0)} tok/s, server ${serverRate.toFixed(0)} tok/s`);
+    const rateOf = (figures: BrowserFigures | null) => (figures ? `${figures.backend} ${figures.tokensPerSecond.toFixed(0)} tok/s` : "failed");
+    console.error(`${name}: ${rateOf(wasm)}, ${rateOf(webgpu)}, server ${serverRate.toFixed(0)} tok/s`);
   }
 } finally {
   await contexts.wasm.close();
@@ -130,23 +154,38 @@ try {
   await server.stop();
 }
 
-const first = results[0];
-console.log(`${userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? userAgent}, headless · WASM: ${first?.wasm.backend} · WebGPU context: ${first?.webgpu.backend}, adapter ${first?.webgpu.adapter}`);
-console.log(`server runtime: ${backend.capabilities.backend}${backend.capabilities.kernel ? ` (${backend.capabilities.kernel})` : ""}, ${os.cpus().length} cores`);
+const wasmRun = results.find((r) => r.wasm)?.wasm;
+const webgpuRun = results.find((r) => r.webgpu)?.webgpu;
+console.log(
+  `${userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? userAgent}, headless · WASM context: ${wasmRun?.backend ?? "failed"} · WebGPU context: ${webgpuRun?.backend ?? "failed"}, adapter ${webgpuRun?.adapter ?? "?"}`,
+);
+console.log(
+  `server runtime: ${backend.capabilities.backend}${backend.capabilities.kernel ? ` (${backend.capabilities.kernel})` : ""}, ${os.cpus().length} cores`,
+);
 console.log(`load average (1 min): ${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`);
 console.log(
   formatTable(
-    ["base", "params", "WASM tok/s", "WebGPU tok/s", "server tok/s", "WASM / server", "first token ms (warm, WASM)", "first token ms (warm, WebGPU)", "open → first token ms (WASM)"],
+    [
+      "base",
+      "params",
+      "WASM tok/s",
+      "WebGPU tok/s",
+      "server tok/s",
+      "WASM / server",
+      "first token ms (warm, WASM)",
+      "first token ms (warm, WebGPU)",
+      "open → first token ms (WASM)",
+    ],
     results.map((r) => [
       r.name,
       r.parameters,
-      r.wasm.tokensPerSecond,
-      r.webgpu.tokensPerSecond,
+      r.wasm?.tokensPerSecond ?? "failed",
+      r.webgpu?.tokensPerSecond ?? "failed",
       r.server,
-      r.wasm.tokensPerSecond / r.server,
-      r.wasm.firstTokenMs,
-      r.webgpu.firstTokenMs,
-      r.wasm.openToFirstTokenMs,
+      r.wasm ? r.wasm.tokensPerSecond / r.server : "-",
+      r.wasm?.firstTokenMs ?? "-",
+      r.webgpu?.firstTokenMs ?? "-",
+      r.wasm?.openToFirstTokenMs ?? "-",
     ]),
   ),
 );
@@ -155,10 +194,10 @@ console.log(
   JSON.stringify({
     models: results.map((r) => ({
       name: r.name,
-      wasm_tokens_per_s: round(r.wasm.tokensPerSecond),
-      webgpu_tokens_per_s: r.webgpu.backend === "WebGPU" ? round(r.webgpu.tokensPerSecond) : null,
+      wasm_tokens_per_s: r.wasm ? round(r.wasm.tokensPerSecond) : null,
+      webgpu_tokens_per_s: r.webgpu?.backend === "WebGPU" ? round(r.webgpu.tokensPerSecond) : null,
       server_tokens_per_s: round(r.server),
-      first_token_ms: round(r.wasm.firstTokenMs),
+      first_token_ms: r.wasm ? round(r.wasm.firstTokenMs) : null,
     })),
   }),
 );

@@ -10,6 +10,7 @@ const links = [
   { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
   { href: "/datasets", label: "Datasets", match: (path: string) => path.startsWith("/datasets") },
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
+  { href: "/playground", label: "Playground", match: (path: string) => path.startsWith("/playground") },
   { href: "/projects", label: "Projects", match: (path: string) => path.startsWith("/projects") },
 ];
 

@@ -24,6 +24,8 @@ export class BrowserPolicy {
   private readonly generations = new Map<number, Waiting<GenerationSummary> & { onToken(token: GeneratedToken): void }>();
   private readonly forwards = new Map<number, Waiting<Float32Array>>();
   private nextId = 1;
+  /** where stop() writes, read by the worker between tokens without waiting for a message (see the worker) */
+  private readonly stopSignal = window.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
   constructor(readonly modelName: string) {
     const started = performance.now();
@@ -41,14 +43,15 @@ export class BrowserPolicy {
       };
     });
     this.ready.catch(() => {}); // a caller that never awaits it must not see an unhandled rejection
-    this.send({ type: "load", url: modelUrl(modelName) });
+    this.send({ type: "load", url: modelUrl(modelName), stopSignal: this.stopSignal });
   }
 
   generate(prompt: number[], settings: SamplingSettings, onToken: (token: GeneratedToken) => void): Generation {
     const id = this.nextId++;
     const done = new Promise<GenerationSummary>((resolve, reject) => this.generations.set(id, { resolve, reject, onToken }));
     this.send({ type: "generate", id, prompt, settings });
-    return { done, stop: () => this.send({ type: "stop", id }) };
+    const stop = () => (this.stopSignal ? Atomics.store(this.stopSignal, 0, id) : this.send({ type: "stop", id }));
+    return { done, stop };
   }
 
   /** The logits after the last of `tokens`, from one forward pass over all of them. */

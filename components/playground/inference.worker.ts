@@ -6,7 +6,7 @@
  *
  * Requests run one at a time, in order; `stop` is read between tokens, so it takes effect at the next one.
  */
-import * as ort from "onnxruntime-web";
+import type * as Ort from "onnxruntime-web";
 import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
@@ -58,9 +58,33 @@ function describeBackend(kind: BackendInfo["kind"], capabilities: Capabilities, 
   return { kind, threads: capabilities.threads, label: `WASM, ${threads}${reasons.length > 0 ? ` (${reasons.join("; ")})` : ""}` };
 }
 
+type OrtRuntime = typeof Ort;
+
+/**
+ * onnxruntime-web in the build the backend needs. WebGPU runs on the default build's JSEP runtime (the `/webgpu`
+ * build's native WebGPU provider was no faster here); its WebAssembly kernels run slower than the plain build's
+ * (arithmetic-base, one thread, headless Chromium on 2 cores: 940 against 1,640 tokens/s), so WASM takes the plain
+ * build. Only the build imported is downloaded.
+ */
+async function importRuntime(kind: BackendInfo["kind"], threads: number): Promise<OrtRuntime> {
+  const ort = kind === "webgpu" ? await import("onnxruntime-web") : await import("onnxruntime-web/wasm");
+  ort.env.wasm.wasmPaths = `/ort/${ort.env.versions.web}/`;
+  ort.env.wasm.numThreads = threads;
+  return ort;
+}
+
+/**
+ * Threads that wait for work sleep rather than spin: on a small model most operators are too small to split, and
+ * spinning threads took the cores the others needed (text-world-base, 2 cores: two spinning threads 2,060 tokens/s,
+ * one thread 2,240, two sleeping threads 2,570).
+ */
+const sessionOptions = (threads: number): Ort.InferenceSession.SessionOptions =>
+  threads > 1 ? { extra: { session: { intra_op: { allow_spinning: "0" } } } } : {};
+
 /** A model with its session: the key/value cache's tensors are named past_key_values.{i}.key/value and present.{i}.key/value. */
 interface Policy {
-  session: ort.InferenceSession;
+  ort: OrtRuntime;
+  session: Ort.InferenceSession;
   config: GPTConfig;
   backend: BackendInfo;
   /** past_key_values.{i}.key, past_key_values.{i}.value for each layer, in that order */
@@ -70,11 +94,10 @@ interface Policy {
 
 let policy: Policy | null = null;
 
-async function load(url: string): Promise<ModelInfo> {
+async function load(url: string, sharedStopSignal: Int32Array | null): Promise<ModelInfo> {
+  stopSignal = sharedStopSignal;
   const capabilities = await detectCapabilities();
-  ort.env.wasm.wasmPaths = `/ort/${ort.env.versions.web}/`;
-  ort.env.wasm.numThreads = capabilities.threads;
-
+  const runtime = importRuntime(capabilities.noWebGpu === null ? "webgpu" : "wasm", capabilities.threads);
   const response = await fetch(url);
   if (!response.ok) {
     const body = await response.text();
@@ -92,40 +115,44 @@ async function load(url: string): Promise<ModelInfo> {
   const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
   const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
 
-  let session: ort.InferenceSession | null = null;
+  const ort = await runtime;
+  const options = sessionOptions(capabilities.threads);
+  let session: Ort.InferenceSession | null = null;
   let kind: BackendInfo["kind"] = "wasm";
   let webGpuFailure: string | null = null;
   if (capabilities.noWebGpu === null) {
     try {
       // The cache stays on the GPU from step to step; only the logits come back.
       session = await ort.InferenceSession.create(bytes, {
+        ...options,
         executionProviders: ["webgpu"],
         preferredOutputLocation: { logits: "cpu", ...Object.fromEntries(presentNames.map((name) => [name, "gpu-buffer"])) },
       });
       kind = "webgpu";
     } catch (error) {
+      // The JSEP build runs WebAssembly too, if more slowly than the plain build.
       webGpuFailure = `WebGPU failed: ${error instanceof Error ? error.message : String(error)}`;
     }
   }
-  session ??= await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+  session ??= await ort.InferenceSession.create(bytes, { ...options, executionProviders: ["wasm"] });
   for (const name of ["input_ids", ...pastNames]) {
     if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
   }
   const backend = describeBackend(kind, capabilities, webGpuFailure);
-  policy = { session, config, backend, pastNames, presentNames };
+  policy = { ort, session, config, backend, pastNames, presentNames };
   return { backend, config, bytes: bytes.length };
 }
 
 /** An empty cache: [1, nHeads, 0, headDim] per key and value of each layer. */
-function emptyCache({ config, pastNames }: Policy): ort.Tensor[] {
+function emptyCache({ ort, config, pastNames }: Policy): Ort.Tensor[] {
   const dims = [1, config.nHeads, 0, config.dModel / config.nHeads];
   return pastNames.map(() => new ort.Tensor("float32", new Float32Array(0), dims));
 }
 
 /** Appends `tokens` to the cache; returns the logits after the last of them and the grown cache. */
-async function forward(model: Policy, tokens: readonly number[], cache: ort.Tensor[]): Promise<{ logits: Float32Array; cache: ort.Tensor[] }> {
-  const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor(
+async function forward(model: Policy, tokens: readonly number[], cache: Ort.Tensor[]): Promise<{ logits: Float32Array; cache: Ort.Tensor[] }> {
+  const feeds: Record<string, Ort.Tensor> = {
+    input_ids: new model.ort.Tensor(
       "int64",
       BigInt64Array.from(tokens, (t) => BigInt(t)),
       [1, tokens.length],
@@ -138,20 +165,31 @@ async function forward(model: Policy, tokens: readonly number[], cache: ort.Tens
   return { logits: all.slice((tokens.length - 1) * V, tokens.length * V), cache: model.presentNames.map((name) => out[name]!) };
 }
 
-function release(cache: ort.Tensor[]) {
+function release(cache: Ort.Tensor[]) {
   for (const tensor of cache) if (tensor.location === "gpu-buffer") tensor.dispose();
 }
 
 /** A task boundary, so that a `stop` posted meanwhile is read (a resolved promise alone would not let it in). */
+const taskBoundary = new MessageChannel();
+const waitingForBoundary: (() => void)[] = [];
+taskBoundary.port1.onmessage = () => waitingForBoundary.shift()?.();
 function nextTask(): Promise<void> {
   return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => resolve();
-    channel.port2.postMessage(null);
+    waitingForBoundary.push(resolve);
+    taskBoundary.port2.postMessage(null);
   });
 }
 
+/** Generations the page asked to stop, by `stop` message (which needs a task boundary to arrive). */
 const stopRequests = new Set<number>();
+/** Shared with the page when it is cross-origin isolated: the id of the generation to stop, read without yielding. */
+let stopSignal: Int32Array | null = null;
+
+async function stopRequested(id: number): Promise<boolean> {
+  if (stopSignal) return Atomics.load(stopSignal, 0) === id;
+  await nextTask();
+  return stopRequests.has(id);
+}
 
 async function generate(id: number, prompt: number[], settings: SamplingSettings): Promise<GenerationSummary> {
   const model = requirePolicy();
@@ -186,8 +224,7 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
         break;
       }
       if (tokens.length >= settings.maxTokens || cached >= contextLength) break;
-      await nextTask();
-      if (stopRequests.has(id)) {
+      if (await stopRequested(id)) {
         finishReason = "stopped";
         break;
       }
@@ -227,7 +264,7 @@ scope.onmessage = ({ data: request }) => {
   queue = queue.then(async () => {
     if (request.type === "load") {
       try {
-        post({ type: "loaded", model: await load(request.url) });
+        post({ type: "loaded", model: await load(request.url, request.stopSignal) });
       } catch (error) {
         post({ type: "load-failed", message: message(error) });
       }

@@ -64,6 +64,12 @@ function useTokenStream() {
         setTokens([...buffer.current]);
       });
     },
+    /** draws what has arrived now (at the end, so the chips and the summary appear together) */
+    flush() {
+      cancelAnimationFrame(frame.current);
+      frame.current = 0;
+      setTokens([...buffer.current]);
+    },
   };
 }
 
@@ -117,7 +123,10 @@ export function PlaygroundView() {
     setGeneration(started);
     started.done
       .then(setSummary, (error: Error) => setGenerationError(error.message))
-      .finally(() => setGeneration((current) => (current === started ? null : current)));
+      .finally(() => {
+        stream.flush();
+        setGeneration((current) => (current === started ? null : current));
+      });
   };
 
   const contextLength = model?.config.contextLength ?? null;
@@ -137,7 +146,7 @@ export function PlaygroundView() {
         >
           <ModelPicker catalog={catalog.data} error={catalog.error?.message ?? null} value={modelName} onChange={chooseModel} />
           <PromptEditor value={prompt} onChange={setPrompt} runId={runId} promptTokens={promptTokens.length} contextLength={contextLength} />
-          <SamplingControls value={sampling} onChange={setSampling} maxTokens={roomLeft} />
+          <SamplingControls value={sampling} onChange={setSampling} contextRoom={roomLeft} />
           <div className="flex gap-2">
             <Button type="submit" disabled={!model || generation !== null || (roomLeft !== null && roomLeft < 1)}>
               Generate

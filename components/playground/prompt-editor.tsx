@@ -43,39 +43,41 @@ export function PromptEditor({
   contextLength: number | null;
 }) {
   const run = useRunObservations(runId);
-  const tooLong = contextLength !== null && promptTokens >= contextLength;
+  const tooLong = contextLength !== null && promptTokens > contextLength;
   return (
     <fieldset className="space-y-3">
       <legend className="text-sm font-medium text-slate-700">Prompt</legend>
       {runId !== null && (
-        <label className="block text-sm">
-          <span className="text-slate-600">Observation from run {runId}</span>
-          <select
-            value=""
-            onChange={(event) => {
-              const picked = run.observations[Number(event.target.value)];
-              if (picked) onChange(picked.prompt);
-            }}
-            disabled={run.observations.length === 0}
-            className="mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
-          >
-            <option value="">
-              {run.isLoading
-                ? "Loading the run's rollouts…"
-                : run.error
-                  ? `Cannot read the run's rollouts: ${run.error.message}`
-                  : run.observations.length === 0
-                    ? "The run has no rollouts yet"
-                    : `Pick one of ${run.observations.length} from step ${run.step}…`}
-            </option>
-            {run.observations.map((observation, i) => (
-              <option key={i} value={i}>
-                {observation.label}
+        <div>
+          <label className="block text-sm">
+            <span className="text-slate-600">Observation from run {runId}</span>
+            <select
+              value=""
+              onChange={(event) => {
+                const picked = run.observations[Number(event.target.value)];
+                if (picked) onChange(picked.prompt);
+              }}
+              disabled={run.observations.length === 0}
+              className="mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
+            >
+              <option value="">
+                {run.isLoading
+                  ? "Loading the run's rollouts…"
+                  : run.error
+                    ? `Cannot read the run's rollouts: ${run.error.message}`
+                    : run.observations.length === 0
+                      ? "The run has no rollouts yet"
+                      : `Pick one of ${run.observations.length} from step ${run.step}…`}
               </option>
-            ))}
-          </select>
-          <span className="mt-1 block text-xs text-slate-500">The run's system prompt comes with it; earlier turns of a conversation do not.</span>
-        </label>
+              {run.observations.map((observation, i) => (
+                <option key={i} value={i}>
+                  {observation.label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <p className="mt-1 text-xs text-slate-500">The run's system prompt comes with it; earlier turns of a conversation do not.</p>
+        </div>
       )}
       <label className="block text-sm">
         <span className="text-slate-600">System</span>
@@ -88,7 +90,7 @@ export function PromptEditor({
       <p className={`text-xs ${tooLong ? "text-red-700" : "text-slate-500"}`}>
         {promptTokens} prompt tokens in the chat template
         {contextLength !== null && ` of the model's ${contextLength}`}
-        {tooLong && ": no room left to generate"}
+        {tooLong && ": too long for this model"}
       </p>
     </fieldset>
   );

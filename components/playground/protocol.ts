@@ -60,7 +60,8 @@ export interface LoadedModel extends ModelInfo {
 }
 
 export type WorkerRequest =
-  | { type: "load"; url: string }
+  /** `stopSignal`: an Int32Array on shared memory (cross-origin-isolated pages only) where the page writes the id of a generation to stop */
+  | { type: "load"; url: string; stopSignal: Int32Array | null }
   | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings }
   | { type: "stop"; id: number }
   | { type: "logits"; id: number; tokens: number[] };

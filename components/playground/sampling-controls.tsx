@@ -33,7 +33,8 @@ function NumberField({
   value: number | undefined;
   min: number;
   max?: number;
-  step: number;
+  /** the granularity of the field; "any" for a real number */
+  step: number | "any";
   onChange(value: number | undefined): void;
 }) {
   return (
@@ -57,7 +58,8 @@ function NumberField({
 }
 
 /** Temperature, top-k, top-p, max tokens and an optional seed, read as the server's sampler reads them. */
-export function SamplingControls({ value, onChange, maxTokens }: { value: SamplingForm; onChange(value: SamplingForm): void; maxTokens: number | null }) {
+/** `contextRoom`: how many tokens fit after the prompt (generation stops there whatever the maximum, as on the server). */
+export function SamplingControls({ value, onChange, contextRoom }: { value: SamplingForm; onChange(value: SamplingForm): void; contextRoom: number | null }) {
   return (
     <fieldset className="grid grid-cols-2 gap-3">
       <legend className="col-span-2 mb-1 text-sm font-medium text-slate-700">Sampling</legend>
@@ -67,7 +69,7 @@ export function SamplingControls({ value, onChange, maxTokens }: { value: Sampli
         value={value.temperature}
         min={0}
         max={5}
-        step={0.1}
+        step="any"
         onChange={(temperature) => onChange({ ...value, temperature: temperature ?? 0 })}
       />
       <NumberField label="Top-k" hint="0 keeps every token" value={value.topK} min={0} step={1} onChange={(topK) => onChange({ ...value, topK: topK ?? 0 })} />
@@ -77,15 +79,14 @@ export function SamplingControls({ value, onChange, maxTokens }: { value: Sampli
         value={value.topP}
         min={0.01}
         max={1}
-        step={0.05}
+        step="any"
         onChange={(topP) => onChange({ ...value, topP: topP ?? 1 })}
       />
       <NumberField
         label="Max tokens"
-        hint={maxTokens !== null ? `up to the context (${maxTokens})` : "new tokens at most"}
+        hint={contextRoom !== null ? `the context has room for ${contextRoom}` : "new tokens at most"}
         value={value.maxTokens}
         min={1}
-        max={maxTokens ?? undefined}
         step={1}
         onChange={(tokens) => onChange({ ...value, maxTokens: tokens ?? 1 })}
       />

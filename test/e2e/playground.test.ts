@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderChat } from "@/lib/model/chat";
 import { ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
 import { saveTinyBase } from "@/test/support/tiny-run";
+import { tokenLabel } from "@/components/playground/token-label";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { callAsWorker, claimJobAsWorker, launchBrowser, SCREENSHOTS, startServerWithRunForTestWorker, tempDir, type TestServer } from "./support/server";
 
@@ -101,7 +102,7 @@ async function openPlayground(page: Page): Promise<string> {
   expect(response?.headers()["cross-origin-embedder-policy"]).toBe("require-corp");
   await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 60_000 });
   const { backend } = await page.evaluate(() => window.__tinkerlabPlayground!.ready);
-  await expect.poll(() => page.getByLabel("Runtime").innerText()).toContain(backend);
+  await expect.poll(() => page.getByLabel("Runtime").innerText(), { timeout: 30_000 }).toContain(backend);
   return backend;
 }
 
@@ -143,8 +144,10 @@ describe("the playground on WebAssembly", () => {
     expect(wasm.headers.get("content-type")).toBe("application/wasm");
     expect(wasm.headers.get("cross-origin-embedder-policy")).toBe("require-corp");
     expect(new Uint8Array(await wasm.arrayBuffer()).subarray(0, 4)).toEqual(new Uint8Array([0, 0x61, 0x73, 0x6d]));
-    const loader = await fetch(`${server.url}/ort/${version}/ort-wasm-simd-threaded.jsep.mjs`, { method: "HEAD" });
-    expect(loader.headers.get("content-type")).toMatch(/^text\/javascript/);
+    for (const file of ["ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.jsep.mjs"]) {
+      const loader = await fetch(`${server.url}/ort/${version}/${file}`, { method: "HEAD" });
+      expect(loader.headers.get("content-type")).toMatch(/^text\/javascript/);
+    }
     expect((await fetch(`${server.url}/ort/${version}/ort.node.min.mjs`)).status).toBe(404);
     expect((await fetch(`${server.url}/ort/0.0.1/ort-wasm-simd-threaded.jsep.wasm`)).status).toBe(404);
     // Only the playground is isolated: other pages keep their ordinary headers.
@@ -152,7 +155,14 @@ describe("the playground on WebAssembly", () => {
   });
 
   it("runs tiny-base threaded on WASM with the runtime's logits and greedy tokens", async () => {
+    const requested: string[] = [];
+    browser.on("request", (request) => requested.push(request.url()));
     const backend = await openPlayground(page);
+    // Everything comes from the app; the worker takes the runtime from its /ort route, not from a bundler's copy.
+    expect(requested.filter((url) => !url.startsWith(`${server.url}/`) && !url.startsWith("blob:"))).toEqual([]);
+    const runtimeFiles = requested.map((url) => new URL(url).pathname).filter((url) => url.includes("ort-wasm"));
+    expect(runtimeFiles.every((url) => url.startsWith("/ort/"))).toBe(true);
+    expect(new Set(runtimeFiles.map((url) => url.split("/").at(-1)))).toEqual(new Set(["ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]));
     expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     const threads = Math.min(4, cores);
@@ -161,19 +171,31 @@ describe("the playground on WebAssembly", () => {
     console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
   });
 
+  it("reloads itself once when reached by an in-app link, to get the isolation headers", async () => {
+    await page.goto(`${server.url}/runs`);
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(false);
+    // A client-side navigation, as a <Link> makes: the document (and its headers) stay those of /runs.
+    await page.evaluate(() => (window as unknown as { next: { router: { push(href: string): void } } }).next.router.push("/playground?model=tiny-base"));
+    await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 60_000 });
+    expect(await page.evaluate(() => window.crossOriginIsolated)).toBe(true);
+    expect((await page.evaluate(() => window.__tinkerlabPlayground!.ready)).backend).toMatch(/^WASM, \d threads? \(no WebGPU adapter\)$/);
+  });
+
   it("streams a generation from a run's observation as chips with their alternatives", async () => {
+    await openPlayground(page);
     const form = page.getByRole("form", { name: "Generate" });
     await form.getByLabel(`Observation from run ${runId}`).selectOption({ label: "group 0, sample 0: What is 2+3?" });
-    expect(await form.getByLabel("System").inputValue()).toBe("Answer with a number.");
-    expect(await form.getByLabel("User").inputValue()).toBe("What is 2+3?");
+    expect(await form.getByRole("textbox", { name: "System" }).inputValue()).toBe("Answer with a number.");
+    expect(await form.getByRole("textbox", { name: "User" }).inputValue()).toBe("What is 2+3?");
     await form.getByLabel("Temperature").fill("0");
-    await form.getByLabel("Max tokens").fill("12");
+    await form.getByLabel("Max tokens").fill("12"); // past the context's room (10 tokens): generation stops there
     await form.getByRole("button", { name: "Generate" }).click();
-    await expect.poll(() => page.getByLabel("Runtime").innerText()).toMatch(/tokens\/s · first token in \d+ ms/);
+    await expect.poll(() => page.getByLabel("Runtime").innerText(), { timeout: 30_000 }).toMatch(/tokens\/s · first token in \d+ ms/);
 
     const expected = await runtimeGreedy(chat("Answer with a number.", "What is 2+3?"), 12);
     const chips = page.getByRole("list", { name: "Generated tokens" }).getByRole("listitem");
-    expect(await chips.count()).toBe(expected.length);
+    await expect.poll(() => chips.count()).toBe(expected.length);
+    expect(await chips.allInnerTexts()).toEqual(expected.map(tokenLabel));
     const first = chips.first().locator("[tabindex]");
     await first.hover();
     const tooltip = page.getByRole("tooltip").first();
@@ -195,19 +217,42 @@ describe("the playground on WebGPU", () => {
   });
 
   it("runs tiny-base on WebGPU with the runtime's logits and greedy tokens", async () => {
+    const requested: string[] = [];
+    browser.on("request", (request) => requested.push(new URL(request.url()).pathname));
     const backend = await openPlayground(page);
     const adapter = await page.evaluate(async () => {
       const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
       return (await gpu?.requestAdapter()) != null;
     });
-    if (adapter) expect(backend).toBe("WebGPU");
-    else {
+    if (adapter) {
+      expect(backend).toBe("WebGPU");
+      // WebGPU needs onnxruntime-web's JSEP build.
+      expect(requested.filter((url) => url.includes("ort-wasm")).every((url) => url.includes(".jsep."))).toBe(true);
+    } else {
       // This Chromium offers no adapter even with the flag: the page must say so rather than claim WebGPU.
       console.warn("Chromium offered no WebGPU adapter with --enable-unsafe-webgpu; checking the WASM fallback instead");
       expect(backend).toMatch(/^WASM, \d threads? \((this browser has no WebGPU|no WebGPU adapter)/);
     }
     const worst = await checkParity(page);
     console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
+  });
+
+  it("stops a generation between two tokens", async () => {
+    const form = page.getByRole("form", { name: "Generate" });
+    await form.getByRole("textbox", { name: "System" }).fill("");
+    await form.getByRole("textbox", { name: "User" }).fill("Count.");
+    await form.getByLabel("Temperature").fill("0");
+    await form.getByLabel("Max tokens").fill("40");
+    await form.getByRole("button", { name: "Generate" }).click();
+    const chips = page.getByRole("list", { name: "Generated tokens" }).getByRole("listitem");
+    await chips.first().waitFor();
+    await form.getByRole("button", { name: "Stop" }).click();
+    await expect.poll(() => page.getByLabel("Runtime").innerText(), { timeout: 30_000 }).toMatch(/tokens\/s/);
+    const shown = await chips.allInnerTexts();
+    const greedy = (await runtimeGreedy(chat("", "Count."), 40)).map(tokenLabel);
+    // On a fast GPU the generation may end before Stop lands; on SwiftShader (about 20 tokens/s) it is stopped.
+    if (shown.length < greedy.length) expect(await page.getByLabel("Runtime").innerText()).toContain("stopped");
+    expect(shown).toEqual(greedy.slice(0, shown.length));
     await page.screenshot({ path: path.join(SCREENSHOTS, "playground-webgpu.png"), fullPage: true });
   });
 });

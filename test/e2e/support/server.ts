@@ -3,10 +3,11 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium, type BrowserContext } from "playwright-core";
 import { saveTinyBase } from "../../support/tiny-run";
 
-export const ROOT = path.resolve(__dirname, "../../..");
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.."); // also under tsx (bench/browser.ts)
 const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 const CLI = path.join(ROOT, "bin", "tinkerlab.ts");
 

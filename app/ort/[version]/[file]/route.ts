@@ -15,8 +15,10 @@ export const dynamic = "force-dynamic";
 
 const DIST = path.join(process.cwd(), "node_modules", "onnxruntime-web", "dist");
 
-/** The runtime the default `onnxruntime-web` build loads: WebAssembly with threads and SIMD, and WebGPU through JSEP. */
+/** The runtimes the playground's worker loads: plain WebAssembly (threads, SIMD), and the JSEP build for WebGPU. */
 const FILES: Record<string, string> = {
+  "ort-wasm-simd-threaded.mjs": "text/javascript; charset=utf-8",
+  "ort-wasm-simd-threaded.wasm": "application/wasm",
   "ort-wasm-simd-threaded.jsep.mjs": "text/javascript; charset=utf-8",
   "ort-wasm-simd-threaded.jsep.wasm": "application/wasm",
 };
