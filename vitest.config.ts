@@ -8,6 +8,9 @@ export default defineConfig({
   resolve: { alias },
   test: {
     pool: "forks",
+    // Two forks on two cores: the end-to-end files (one fork of their own, in order) run beside unit and integration
+    // files, which wait on the e2e servers' and browsers' work anyway. Vitest's default is cores - 1.
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 300_000,
     projects: [
