@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { currentView } from "@/components/run/view-params";
 import { Button } from "@/components/ui/button";
+import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 
@@ -15,9 +16,6 @@ const EXPIRIES = [
   { label: "7 days", days: 7 },
   { label: "30 days", days: 30 },
 ] as const;
-
-const statusOf = (link: { revokedAt: Date | null; expiresAt: Date | null }) =>
-  link.revokedAt ? "revoked" : link.expiresAt && link.expiresAt.getTime() <= Date.now() ? "expired" : "active";
 
 /**
  * "Share": a view-only link to this run, comparison or trajectory, opening the view as it is now (the page's URL
@@ -156,7 +154,7 @@ function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: str
         ) : (
           <ul aria-label="Share links" className="max-h-48 divide-y divide-slate-100 overflow-auto text-xs">
             {listed.map((link) => {
-              const status = statusOf(link);
+              const status = accessStatus(link);
               return (
                 <li key={link.id} data-status={status} className="flex items-center gap-2 py-1.5">
                   <span className="min-w-0 flex-1 truncate" title={link.title}>

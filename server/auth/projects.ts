@@ -6,6 +6,7 @@
 import { TRPCError } from "@trpc/server";
 import { and, asc, count, eq, gt, isNull, sql } from "drizzle-orm";
 import { type Database, newId, projectInvitations, projectMembers, type ProjectRole, projects, users } from "../db";
+import { atLeast } from "./access";
 import { hashToken, looksLikeToken, newToken } from "./tokens";
 
 /** The project of what a server made before projects existed, and of the built-in examples. */
@@ -111,8 +112,7 @@ export async function acceptInvitation(
     .select({ role: projectMembers.role })
     .from(projectMembers)
     .where(and(eq(projectMembers.projectId, invitation.projectId), eq(projectMembers.userId, userId)));
-  const rank = { viewer: 1, editor: 2, owner: 3 } as const;
-  const role = current && rank[current.role] >= rank[invitation.role] ? current.role : invitation.role;
+  const role = current && atLeast(current.role, invitation.role) ? current.role : invitation.role;
   if (!current || role !== current.role) await setMember(db, invitation.projectId, userId, role);
   await db
     .update(projectInvitations)

@@ -10,6 +10,11 @@ export function newToken(prefix: "tl" | "tls" | "tli"): string {
   return `${prefix}_${randomBytes(32).toString("base64url")}`;
 }
 
+/** The moment `days` days from now (an expiry), or null for none. */
+export function daysFromNow(days: number | null): Date | null {
+  return days === null ? null : new Date(Date.now() + days * 86_400_000);
+}
+
 export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }

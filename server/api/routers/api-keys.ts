@@ -7,9 +7,8 @@ import { and, desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { apiKeys, projectRoles, projects } from "../../db";
 import { createApiKey } from "../../auth/api-keys";
+import { daysFromNow } from "../../auth/tokens";
 import { createTRPCRouter, personProcedure } from "../trpc";
-
-const DAY_MS = 86_400_000;
 
 export const apiKeysRouter = createTRPCRouter({
   list: personProcedure.query(({ ctx }) =>
@@ -45,7 +44,7 @@ export const apiKeysRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       // The maker must hold the role it gives the key in that project.
       await ctx.access.require(input.role, { kind: "project", id: input.projectId });
-      const expiresAt = input.expiresInDays === null ? null : new Date(Date.now() + input.expiresInDays * DAY_MS);
+      const expiresAt = daysFromNow(input.expiresInDays);
       const made = await createApiKey(ctx.db, { userId: ctx.user.id, name: input.name, projectId: input.projectId, role: input.role, expiresAt });
       return { ...made, expiresAt };
     }),

@@ -6,12 +6,12 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq } from "drizzle-orm";
 import { z } from "zod";
 import { projectInvitations, projectRoles, projects, users } from "../../db";
+import { daysFromNow } from "../../auth/tokens";
 import { acceptInvitation, createInvitation, createProject, findInvitation, listMembers, projectsOf, removeMember, setMember } from "../../auth/projects";
 import { createTRPCRouter, personProcedure, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
 const projectName = z.string().trim().min(1, "give the project a name").max(120, "a project name holds at most 120 characters");
 const role = z.enum(projectRoles);
-const DAY_MS = 86_400_000;
 
 /** The one answer for an invitation that does not work: unknown, revoked and expired alike. */
 const INVITATION_GONE = "This invitation link does not exist or no longer works; ask a project owner for a new one.";
@@ -101,7 +101,7 @@ export const projectsRouter = createTRPCRouter({
   invite: projectProcedure("owner", "project", "projectId")
     .input(z.object({ projectId: z.string().min(1), role: role.default("editor"), expiresInDays: z.number().int().min(1).max(30).default(7) }))
     .mutation(async ({ ctx, input }) => {
-      const expiresAt = new Date(Date.now() + input.expiresInDays * DAY_MS);
+      const expiresAt = daysFromNow(input.expiresInDays)!;
       const { id, token } = await createInvitation(ctx.db, { projectId: input.projectId, role: input.role, createdBy: ctx.user.id, expiresAt });
       return { id, token, path: `/invite/${token}`, expiresAt };
     }),

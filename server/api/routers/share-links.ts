@@ -7,9 +7,9 @@ import { eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { runs, shareKinds, shareLinks } from "../../db";
 import { createShareLink, LINK_GONE, listShareLinks, openShareLink } from "../../auth/share-links";
+import { daysFromNow } from "../../auth/tokens";
 import { createTRPCRouter, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
-const DAY_MS = 86_400_000;
 /** The view state a link may carry: the page's URL parameters (panels, smoothing, x-axis, step, sample...). */
 const viewSchema = z
   .record(z.string().regex(/^[a-zA-Z][\w.-]{0,39}$/, "view parameters are named with letters, digits, '_', '.' or '-'"), z.string().max(2000))
@@ -41,7 +41,7 @@ export const shareLinksRouter = createTRPCRouter({
       if (projectIds.size > 1) throw new TRPCError({ code: "BAD_REQUEST", message: "runIds: a link shows runs of one project" });
       const names = await ctx.db.select({ id: runs.id, name: runs.name }).from(runs).where(inArray(runs.id, runIds));
       const title = input.title || (input.kind === "compare" ? `Comparison of ${runIds.length} runs` : (names[0]?.name ?? runIds[0]!));
-      const expiresAt = input.expiresInDays === null ? null : new Date(Date.now() + input.expiresInDays * DAY_MS);
+      const expiresAt = daysFromNow(input.expiresInDays);
       const { id, token } = await createShareLink(ctx.db, {
         projectId: [...projectIds][0]!,
         kind: input.kind,
