@@ -280,7 +280,11 @@ describe("sandboxed environments", () => {
   });
 
   it("hands a probe each call of this thread's sandbox functions, with its ops and time, while one is installed", async () => {
-    const pool = await createPool();
+    // A reset of at least 10 ms, so that the blocking resetMany is certain to wait for its answer even when this
+    // thread is descheduled between posting the batch and looking for the answer (a busy 2-core machine).
+    const pool = await createPool({
+      reset: `const until = Date.now() + 10; while (Date.now() < until) {} return { state: { n: 0 }, observation: "start" };`,
+    });
     const log: HostWork[] = [];
     let blockedMs = 0;
     pool.installProbe({ hostWork: (work) => log.push(work), blocked: (ms) => (blockedMs += ms) });

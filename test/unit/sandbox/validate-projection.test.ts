@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 
-const environment = (work: number, maxTurns: number) => `import { defineEnvironment } from "tinkerlab";
+/** step() busy for `ms` milliseconds: a time, not a loop count, so the projection does not depend on the machine's speed. */
+const environment = (ms: number, maxTurns: number) => `import { defineEnvironment } from "tinkerlab";
 export default defineEnvironment<{ t: number }, string>({
   name: "slow-steps",
   data: { kind: "free" },
@@ -16,16 +17,16 @@ export default defineEnvironment<{ t: number }, string>({
   reset: () => ({ state: { t: 0 }, observation: "go" }),
   parseAction: (text) => ({ ok: true, action: text }),
   step(state) {
-    let x = 0;
-    for (let i = 0; i < ${work}; i++) x = (x + i * 7) % 1000003;
-    return { state: { t: state.t + 1 + (x % 1) }, observation: "go", reward: 0, done: false };
+    const until = Date.now() + ${ms};
+    while (Date.now() < until) {}
+    return { state: { t: state.t + 1 }, observation: "go", reward: 0, done: false };
   },
 });
 `;
 
 describe("validation's projection of an episode's CPU time", () => {
   it("warns when step() times maxTurns would pass cpuMsPerEpisode, naming the turn a run would stop at", async () => {
-    const report = await validateExperimentSource({ "environment.ts": environment(300_000, 1000) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
+    const report = await validateExperimentSource({ "environment.ts": environment(20, 1000) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
     const warning = report.diagnostics.find((d) => /ms of CPU per call in the dry run/.test(d.message));
     expect(warning?.severity).toBe("warning");
     expect(warning!.message).toMatch(
@@ -35,7 +36,7 @@ describe("validation's projection of an episode's CPU time", () => {
   }, 60_000);
 
   it("says nothing when a whole episode fits", async () => {
-    const report = await validateExperimentSource({ "environment.ts": environment(10, 20) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
+    const report = await validateExperimentSource({ "environment.ts": environment(0, 20) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
     expect(report.diagnostics.filter((d) => /per call in the dry run/.test(d.message))).toEqual([]);
   }, 60_000);
 });
