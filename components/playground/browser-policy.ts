@@ -4,6 +4,7 @@
  * another.
  */
 import { specialTokens } from "@/lib/model/tokenizer";
+import type { ActionConstraint } from "@/lib/sdk/action-space";
 import type { GeneratedToken, GenerationSummary, LoadedModel, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 
 /** Where the app serves a base's or checkpoint's ONNX export. */
@@ -46,10 +47,11 @@ export class BrowserPolicy {
     this.send({ type: "load", url: modelUrl(modelName), stopSignal: this.stopSignal });
   }
 
-  generate(prompt: number[], settings: SamplingSettings, onToken: (token: GeneratedToken) => void): Generation {
+  /** Generates from `prompt`; under a `constraint` (a turn's legal actions) only a legal action, then the end of the turn. */
+  generate(prompt: number[], settings: SamplingSettings, onToken: (token: GeneratedToken) => void, constraint: ActionConstraint | null = null): Generation {
     const id = this.nextId++;
     const done = new Promise<GenerationSummary>((resolve, reject) => this.generations.set(id, { resolve, reject, onToken }));
-    this.send({ type: "generate", id, prompt, settings });
+    this.send({ type: "generate", id, prompt, settings, constraint });
     const stop = () => (this.stopSignal ? Atomics.store(this.stopSignal, 0, id) : this.send({ type: "stop", id }));
     return { done, stop };
   }

@@ -11,7 +11,10 @@ import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
 import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
-import { drawToken, softmax, topChoices } from "./sampling";
+import { drawToken } from "@/lib/model/sampling";
+import { specialTokens } from "@/lib/model/tokenizer";
+import { type ActionConstraint, automatonFor } from "@/lib/sdk/action-space";
+import { softmax, topChoices } from "./sampling";
 
 type GpuAdapterSource = { requestAdapter(): Promise<object | null> };
 
@@ -191,7 +194,7 @@ async function stopRequested(id: number): Promise<boolean> {
   return stopRequests.has(id);
 }
 
-async function generate(id: number, prompt: number[], settings: SamplingSettings): Promise<GenerationSummary> {
+async function generate(id: number, prompt: number[], settings: SamplingSettings, constraint: ActionConstraint | null): Promise<GenerationSummary> {
   const model = requirePolicy();
   const { contextLength, vocabSize } = model.config;
   if (prompt.length === 0) throw new Error("the prompt is empty; start it with at least one token (e.g. <|bos|>)");
@@ -200,6 +203,12 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
   const rng = new Rng(settings.seed ?? Math.floor(Math.random() * 2 ** 32));
   const stop = new Set(settings.stop);
   const probs = new Float64Array(vocabSize);
+  const weights = new Float64Array(vocabSize);
+  // Under legal actions, as the server's sampler: every token but the automaton's next bytes (and the end of the
+  // turn once an action is complete) is masked out, and the turn ends at that end token.
+  const automaton = constraint ? automatonFor(constraint) : null;
+  let automatonState = automaton?.start ?? 0;
+  const masked = automaton ? new Float32Array(vocabSize) : null;
   const tokens: number[] = [];
   let firstTokenAt = start;
   let finishReason: GenerationSummary["finishReason"] = "length";
@@ -212,17 +221,25 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
       release(cache);
       cache = step.cache;
       cached += input.length;
+      let logits = step.logits;
+      if (automaton && masked) {
+        masked.fill(-Infinity);
+        for (const byte of automaton.bytes(automatonState)) masked[byte] = logits[byte]!;
+        if (automaton.accepting(automatonState)) masked[specialTokens.endOfTurn] = logits[specialTokens.endOfTurn]!;
+        logits = masked;
+      }
+      const token = drawToken(logits, 0, vocabSize, settings, rng, weights);
       // Probabilities are those of the temperature sampled at, or of temperature 1 when greedy, as the server's logprobs.
-      softmax(step.logits, settings.temperature === 0 ? 1 : settings.temperature, probs);
-      const token = drawToken(step.logits, probs, settings, rng);
+      softmax(logits, settings.temperature === 0 ? 1 : settings.temperature, probs);
       tokens.push(token);
       if (tokens.length === 1) firstTokenAt = performance.now();
       const generated: GeneratedToken = { token, probability: probs[token]!, alternatives: topChoices(probs, 5) };
       post({ type: "token", id, token: generated });
-      if (stop.has(token)) {
+      if (automaton ? token === specialTokens.endOfTurn : stop.has(token)) {
         finishReason = "stop";
         break;
       }
+      if (automaton) automatonState = automaton.next(automatonState, token);
       if (tokens.length >= settings.maxTokens || cached >= contextLength) break;
       if (await stopRequested(id)) {
         finishReason = "stopped";
@@ -270,7 +287,7 @@ scope.onmessage = ({ data: request }) => {
       }
     } else if (request.type === "generate") {
       try {
-        post({ type: "done", id: request.id, summary: await generate(request.id, request.prompt, request.settings) });
+        post({ type: "done", id: request.id, summary: await generate(request.id, request.prompt, request.settings, request.constraint ?? null) });
       } catch (error) {
         post({ type: "failed", id: request.id, message: message(error) });
       }

@@ -6,6 +6,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
+import { EpisodePlayer } from "@/components/episode/episode-player";
 import { renderChat } from "@/lib/model/chat";
 import { ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
 import { BrowserPolicy, type Generation, exposePolicy } from "./browser-policy";
@@ -18,6 +19,12 @@ import { ProbabilityLegend, TokenStream } from "./token-stream";
 import { useCrossOriginIsolation } from "./use-cross-origin-isolation";
 
 const tokenizer = new ByteTokenizer();
+
+type Mode = "prompt" | "episode";
+const modes: [Mode, string][] = [
+  ["prompt", "Prompt"],
+  ["episode", "Episode"],
+];
 
 type ModelState = { status: "idle" } | { status: "loading"; name: string } | { status: "ready"; model: LoadedModel } | { status: "failed"; message: string };
 
@@ -87,8 +94,15 @@ export function PlaygroundView() {
   const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending");
   const model = state.status === "ready" ? state.model : null;
 
+  const [mode, setMode] = useState<Mode>(params.get("mode") === "episode" ? "episode" : "prompt");
   const [prompt, setPrompt] = useState<ChatPrompt>({ system: "Answer briefly.", user: "What is 12 + 7?" });
   const [sampling, setSampling] = useState<SamplingForm>(defaultSampling);
+  // A run's episodes are played with the run's own sampling, until the form is changed.
+  const playable = useQuery({ ...trpc.runs.playable.queryOptions({ runId: runId ?? "" }), enabled: runId !== null, retry: false });
+  const runSampling = playable.data?.sampling;
+  useEffect(() => {
+    if (runSampling) setSampling((current) => ({ ...current, ...runSampling }));
+  }, [runSampling]);
   const promptTokens = useMemo(
     () =>
       renderChat(
@@ -106,12 +120,19 @@ export function PlaygroundView() {
   const [summary, setSummary] = useState<GenerationSummary | null>(null);
   const [generationError, setGenerationError] = useState<string | null>(null);
 
+  const setParam = (name: string, value: string) => {
+    const query = new URLSearchParams(window.location.search);
+    query.set(name, value);
+    window.history.replaceState(null, "", `${pathname}?${query}`);
+  };
   const chooseModel = (name: string) => {
     generation?.stop();
     setChosen(name);
-    const query = new URLSearchParams(params.toString());
-    query.set("model", name);
-    window.history.replaceState(null, "", `${pathname}?${query}`);
+    setParam("model", name);
+  };
+  const chooseMode = (next: Mode) => {
+    setMode(next);
+    setParam("mode", next);
   };
 
   const generate = () => {
@@ -136,6 +157,20 @@ export function PlaygroundView() {
   return (
     <div className="grid gap-6 lg:grid-cols-[22rem_1fr]">
       <Card>
+        <div role="tablist" aria-label="What to try" className="flex border-b border-slate-200 px-4 pt-3 text-sm">
+          {modes.map(([value, label]) => (
+            <button
+              key={value}
+              type="button"
+              role="tab"
+              aria-selected={mode === value}
+              onClick={() => chooseMode(value)}
+              className={`-mb-px border-b-2 px-3 pb-2 font-medium ${mode === value ? "border-slate-900 text-slate-900" : "border-transparent text-slate-500 hover:text-slate-800"}`}
+            >
+              {label}
+            </button>
+          ))}
+        </div>
         <form
           aria-label="Generate"
           className="space-y-5 p-4"
@@ -145,16 +180,20 @@ export function PlaygroundView() {
           }}
         >
           <ModelPicker catalog={catalog.data} error={catalog.error?.message ?? null} value={modelName} onChange={chooseModel} />
-          <PromptEditor value={prompt} onChange={setPrompt} runId={runId} promptTokens={promptTokens.length} contextLength={contextLength} />
-          <SamplingControls value={sampling} onChange={setSampling} contextRoom={roomLeft} />
-          <div className="flex gap-2">
-            <Button type="submit" disabled={!model || generation !== null || (roomLeft !== null && roomLeft < 1)}>
-              Generate
-            </Button>
-            <Button type="button" variant="secondary" disabled={generation === null} onClick={() => generation?.stop()}>
-              Stop
-            </Button>
-          </div>
+          {mode === "prompt" && (
+            <PromptEditor value={prompt} onChange={setPrompt} runId={runId} promptTokens={promptTokens.length} contextLength={contextLength} />
+          )}
+          <SamplingControls value={sampling} onChange={setSampling} contextRoom={mode === "prompt" ? roomLeft : null} />
+          {mode === "prompt" && (
+            <div className="flex gap-2">
+              <Button type="submit" disabled={!model || generation !== null || (roomLeft !== null && roomLeft < 1)}>
+                Generate
+              </Button>
+              <Button type="button" variant="secondary" disabled={generation === null} onClick={() => generation?.stop()}>
+                Stop
+              </Button>
+            </div>
+          )}
         </form>
       </Card>
 
@@ -162,32 +201,36 @@ export function PlaygroundView() {
         <Card title="Runtime">
           <RuntimeStatus state={state} isolation={isolation} summary={summary} generating={generation !== null} count={stream.tokens.length} />
         </Card>
-        <Card title="Output" actions={<ProbabilityLegend />}>
-          <div className="space-y-4 p-4">
-            {stream.tokens.length === 0 ? (
-              <p className="text-sm text-slate-500">
-                {generation
-                  ? "Waiting for the first token…"
-                  : "Generated tokens appear here, coloured by their probability; hover or focus one for the alternatives."}
-              </p>
-            ) : (
-              <TokenStream tokens={stream.tokens} />
-            )}
-            {generationError && (
-              <p role="alert" className="text-sm text-red-700">
-                {generationError}
-              </p>
-            )}
-            {stream.tokens.length > 0 && (
-              <div>
-                <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
-                <pre aria-label="Generated text" className="mt-1 font-mono text-sm whitespace-pre-wrap text-slate-900">
-                  {text}
-                </pre>
-              </div>
-            )}
-          </div>
-        </Card>
+        {mode === "episode" ? (
+          <EpisodePlayer policy={policy} model={model} sampling={sampling} runId={runId} />
+        ) : (
+          <Card title="Output" actions={<ProbabilityLegend />}>
+            <div className="space-y-4 p-4">
+              {stream.tokens.length === 0 ? (
+                <p className="text-sm text-slate-500">
+                  {generation
+                    ? "Waiting for the first token…"
+                    : "Generated tokens appear here, coloured by their probability; hover or focus one for the alternatives."}
+                </p>
+              ) : (
+                <TokenStream tokens={stream.tokens} />
+              )}
+              {generationError && (
+                <p role="alert" className="text-sm text-red-700">
+                  {generationError}
+                </p>
+              )}
+              {stream.tokens.length > 0 && (
+                <div>
+                  <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
+                  <pre aria-label="Generated text" className="mt-1 font-mono text-sm whitespace-pre-wrap text-slate-900">
+                    {text}
+                  </pre>
+                </div>
+              )}
+            </div>
+          </Card>
+        )}
       </div>
     </div>
   );

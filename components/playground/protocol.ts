@@ -1,5 +1,6 @@
 /** The messages between the playground page and its inference worker (inference.worker.ts). */
 import type { GPTConfig } from "@/lib/model/config";
+import type { ActionConstraint } from "@/lib/sdk/action-space";
 
 /** How to draw each token, as the server's sampler reads them (server/runtime/sampler.ts). */
 export interface SamplingSettings {
@@ -62,7 +63,8 @@ export interface LoadedModel extends ModelInfo {
 export type WorkerRequest =
   /** `stopSignal`: an Int32Array on shared memory (cross-origin-isolated pages only) where the page writes the id of a generation to stop */
   | { type: "load"; url: string; stopSignal: Int32Array | null }
-  | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings }
+  /** `constraint`: the turn's legal actions, which the tokens drawn are held to as the server's sampler holds them */
+  | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings; constraint?: ActionConstraint | null }
   | { type: "stop"; id: number }
   | { type: "logits"; id: number; tokens: number[] };
 

@@ -140,6 +140,19 @@ export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): n
   return empty[Math.floor(rng.uniform() * empty.length)]!;
 }
 
+/** A move's text as the index of a free cell, or why it is not one. */
+function parseCell(text: string, state: BoardState): { ok: true; action: number } | { ok: false; error: string } {
+  const { size, cells } = state;
+  const match = /^\s*([a-h])([1-8])\s*$/i.exec(text);
+  if (!match) return { ok: false, error: `expected a cell like b2, got ${JSON.stringify(text.trim().slice(0, 20))}` };
+  const col = COLUMNS.indexOf(match[1]!.toLowerCase());
+  const row = Number(match[2]) - 1;
+  if (col >= size || row >= size) return { ok: false, error: `${text.trim()} is off the ${size}x${size} board` };
+  const index = row * size + col;
+  if (cells[index] !== ".") return { ok: false, error: `${text.trim()} is taken` };
+  return { ok: true, action: index };
+}
+
 function boardGame(options: {
   name: string;
   size: number;
@@ -162,16 +175,7 @@ function boardGame(options: {
       if (rng.uniform() < 0.5) state = place(state, opponentMove(state, rng, options.opponent), "O");
       return { state, observation: renderBoard(state) };
     },
-    parseAction(text, state) {
-      const match = /^\s*([a-h])([1-8])\s*$/i.exec(text);
-      if (!match) return { ok: false, error: `expected a cell like b2, got ${JSON.stringify(text.trim().slice(0, 20))}` };
-      const col = COLUMNS.indexOf(match[1]!.toLowerCase());
-      const row = Number(match[2]) - 1;
-      if (col >= size || row >= size) return { ok: false, error: `${text.trim()} is off the ${size}x${size} board` };
-      const index = row * size + col;
-      if (state.cells[index] !== ".") return { ok: false, error: `${text.trim()} is taken` };
-      return { ok: true, action: index };
-    },
+    parseAction: parseCell,
     step(state, index, { rng }) {
       let next = place(state, index, "X");
       if (!next.winner) next = place(next, opponentMove(next, rng, options.opponent), "O");
@@ -206,3 +210,38 @@ export const gomoku = boardGame({
   opponent: "greedy",
   description: "Four in a row on a 6×6 board against an opponent that wins or blocks when it can, else moves at random.",
 });
+
+/**
+ * The same board with two players and no scripted opponent, for a person to play against a policy (the
+ * playground's episode player, under `turnBased(["X", "O"])` or `turnBased(["O", "X"])` when O opens). Each side sees
+ * the board as the single-player game shows it, so a policy trained as X plays X here unchanged. A win pays the
+ * winner's move +1; an invalid move costs its player -1 and ends the game.
+ */
+function boardDuel(options: { name: string; size: number; line: number }): EnvironmentDefinition<BoardState & { toMove: "X" | "O" }, number> {
+  const { size, line } = options;
+  type DuelState = BoardState & { toMove: "X" | "O" };
+  return defineEnvironment<DuelState, number>({
+    name: `${options.name}-duel`,
+    description: `${options.name} for two players: X and O take turns, ${line} in a row wins.`,
+    data: { kind: "free" },
+    systemPrompt: `X to play, ${line} in a row.`,
+    maxTurns: size * size,
+    invalidAction: { penalty: -1, endEpisode: true },
+    reset({ sample }) {
+      const toMove = sample?.opens === "O" ? "O" : "X";
+      const state: DuelState = { size, line, cells: Array<Cell>(size * size).fill("."), winner: null, moves: 0, toMove };
+      return { state, observation: renderBoard(state) };
+    },
+    parseAction: parseCell,
+    step(state, index) {
+      const placed = place(state, index, state.toMove);
+      const next: DuelState = { ...placed, toMove: state.toMove === "X" ? "O" : "X" };
+      if (next.winner) return { state: next, reward: next.winner === state.toMove ? 1 : 0, done: true, info: { winner: next.winner } };
+      return { state: next, observation: renderBoard(next), reward: 0, done: false };
+    },
+    render: renderBoard,
+  });
+}
+
+export const ticTacToeDuel = boardDuel({ name: "tic-tac-toe", size: 3, line: 3 });
+export const gomokuDuel = boardDuel({ name: "gomoku", size: 6, line: 4 });

@@ -4,7 +4,7 @@ import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import type { Protocol } from "@/lib/sdk/protocol";
 import { multiTurn, singleTurn } from "@/lib/sdk/protocol";
 import { arithmetic } from "./arithmetic";
-import { gomoku, ticTacToe } from "./board-games";
+import { gomoku, gomokuDuel, ticTacToe, ticTacToeDuel } from "./board-games";
 import { guessNumber } from "./guess-number";
 import { textWorld } from "./text-world";
 import { toolUse } from "./tool-use";
@@ -15,6 +15,12 @@ export type UseCase = {
   /** Shown in the workbench's template picker. */
   title: string;
   template: ExperimentConfigInput;
+  /**
+   * The game for two players without the scripted opponent, for a person to play against the policy (the
+   * playground's episode player): `sides` are its agents, the policy's trained side first; a dataset row
+   * `{ opens: <side> }` says who moves first.
+   */
+  duel?: { environment: EnvironmentDefinition<any, any, any>; sides: [string, string] };
 };
 
 export const useCases: Record<string, UseCase> = {
@@ -49,6 +55,7 @@ export const useCases: Record<string, UseCase> = {
     environment: ticTacToe,
     protocol: multiTurn("agent", "last"),
     title: "Tic-tac-toe against a random opponent",
+    duel: { environment: ticTacToeDuel, sides: ["X", "O"] },
     template: {
       name: "tic-tac-toe-ppo",
       environment: "tic-tac-toe",
@@ -65,6 +72,7 @@ export const useCases: Record<string, UseCase> = {
     environment: gomoku,
     protocol: multiTurn("agent", "last"),
     title: "Gomoku, four in a row on 6×6",
+    duel: { environment: gomokuDuel, sides: ["X", "O"] },
     template: {
       name: "gomoku-ppo",
       environment: "gomoku",

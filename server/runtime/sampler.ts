@@ -15,6 +15,7 @@ import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
 import { automatonFor, type ActionAutomaton } from "@/lib/sdk/action-space";
 import { type ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
+import { drawToken } from "@/lib/model/sampling";
 import { logprobOf } from "./batch";
 
 export const sampleParamsSchema = z.object({
@@ -56,51 +57,6 @@ export function parseSampleParams(input: SampleParamsInput | undefined): SampleP
   const parsed = sampleParamsSchema.safeParse(input ?? {});
   if (!parsed.success) throw new Error(`invalid sample params: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
-}
-
-/** Draws one token id from a row of logits under temperature, top-k and top-p. */
-function drawToken(logits: Float32Array, offset: number, V: number, p: SampleParams, rng: Rng, probs: Float64Array): number {
-  if (p.temperature === 0) {
-    let best = 0;
-    for (let j = 1; j < V; j++) if (logits[offset + j] > logits[offset + best]) best = j;
-    return best;
-  }
-  const inv = 1 / p.temperature;
-  let max = -Infinity;
-  for (let j = 0; j < V; j++) max = Math.max(max, logits[offset + j] * inv);
-  let sum = 0;
-  for (let j = 0; j < V; j++) {
-    probs[j] = Math.exp(logits[offset + j] * inv - max);
-    sum += probs[j];
-  }
-  if (p.topK === 0 && p.topP >= 1) {
-    let u = rng.uniform() * sum;
-    for (let j = 0; j < V; j++) {
-      u -= probs[j];
-      if (u < 0) return j;
-    }
-    return V - 1;
-  }
-  // Truncation: the most likely tokens first, the top K of them, then the shortest prefix reaching topP.
-  const order = Array.from({ length: V }, (_, j) => j).sort((a, b) => probs[b] - probs[a] || a - b);
-  const k = p.topK > 0 ? Math.min(p.topK, V) : V;
-  let kept = 0,
-    mass = 0,
-    keptMass = 0;
-  for (let i = 0; i < k; i++) mass += probs[order[i]];
-  for (; kept < k; kept++) {
-    keptMass += probs[order[kept]];
-    if (keptMass >= p.topP * mass) {
-      kept++;
-      break;
-    }
-  }
-  let u = rng.uniform() * keptMass;
-  for (let i = 0; i < kept; i++) {
-    u -= probs[order[i]];
-    if (u < 0) return order[i];
-  }
-  return order[kept - 1];
 }
 
 export function sampleWithDecoder(

@@ -183,7 +183,11 @@ export const registerGlobal = "__tinkerlab_register";
  * sandbox's thread is what runs, so the CPU an op used is at most the smaller of this clock's advance and the
  * wall clock's: a thread descheduled on a busy machine is not charged for the wait.
  */
-export function processCpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-}
+export const processCpuMs: () => number =
+  typeof process !== "undefined" && typeof process.cpuUsage === "function"
+    ? () => {
+        const { user, system } = process.cpuUsage();
+        return (user + system) / 1000;
+      }
+    : // A browser worker has no CPU clock: there an op is charged its wall time.
+      () => performance.now();

@@ -219,6 +219,8 @@ const TABLE: Record<string, Entry> = {
   "runs.promptAcrossSteps": { allowed: SHARED_READERS, input: () => ({ runId: fx.run, prompt: "1+1=" }) },
   "runs.logs": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
   "runs.byId": { allowed: SHARED_READERS, input: () => ({ id: fx.run }) },
+  "runs.playable": { allowed: READERS, input: () => ({ runId: fx.run }) },
+  "runs.playableRows": { allowed: READERS, input: () => ({ runId: fx.run, dataset: "word-problems" }) },
 
   "checkpoints.bases": { allowed: SIGNED_IN, input: () => ({}) },
   "checkpoints.ofRun": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },

@@ -7,6 +7,7 @@ import { checkpoints, experiments, experimentVersions, metricPoints, rollouts, r
 import { datasetFiles } from "../../datasets";
 import { isCheckpointBase, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
+import { importProjectModule } from "../../project-module";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
 import { type Context, createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
@@ -361,6 +362,37 @@ export const runsRouter = createTRPCRouter({
         .limit(1000);
     }),
 
+  /**
+   * What the playground's episode player needs to play the run's environment in the browser (server/playable.ts):
+   * the environment (built in, or the experiment's own compiled for the sandbox), the protocol and the run's sampling.
+   */
+  playable: projectProcedure("viewer", "run", "runId")
+    .input(z.object({ runId: z.string().min(1) }))
+    .query(async ({ ctx, input }) => {
+      const { playableRun, PlayableError } = await playableModule();
+      try {
+        return await playableRun(ctx.db, input.runId);
+      } catch (error) {
+        if (error instanceof PlayableError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+        throw error;
+      }
+    }),
+
+  /** Held-out rows of a dataset the run's environment reads (as a run splits it), for the episode player. */
+  playableRows: projectProcedure("viewer", "run", "runId")
+    .input(z.object({ runId: z.string().min(1), dataset: z.string().min(1).max(200) }))
+    .query(async ({ ctx, input }) => {
+      const [run] = await ctx.db.select({ projectId: runs.projectId }).from(runs).where(eq(runs.id, input.runId));
+      if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${input.runId}'` });
+      const { heldOutRows, PlayableError } = await playableModule();
+      try {
+        return await heldOutRows(ctx.db, run.projectId, input.dataset);
+      } catch (error) {
+        if (error instanceof PlayableError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+        throw error;
+      }
+    }),
+
   /** A run with its config, and the caller's role in its project (null for a share link's holder): what the page lets it do. */
   byId: sharedRunProcedure("id")
     .input(z.object({ id: z.string().min(1) }))
@@ -375,6 +407,9 @@ export const runsRouter = createTRPCRouter({
       return { ...run, role: await ctx.access.roleIn(run.projectId) };
     }),
 });
+
+/** server/playable.ts compiles with esbuild and reads files beside lib/envs, which Next cannot bundle. */
+const playableModule = () => importProjectModule<typeof import("@/server/playable")>("server/playable.ts");
 
 /**
  * Checks a run's base and queues it with the footprint of its job kind: training (RL, SFT) or an evaluation,

@@ -4,24 +4,16 @@
  * Share links open a run's view, never its files: their holders, like nobody, are told to sign in.
  */
 import fs from "node:fs";
-import path from "node:path";
 import { Readable } from "node:stream";
-import { pathToFileURL } from "node:url";
 import { TRPCError } from "@trpc/server";
 import { authenticate, signInMessage } from "@/server/api/trpc";
 import { Access } from "@/server/auth/access";
 import { getDatabase } from "@/server/db";
 import { serverEnv } from "@/server/env";
+import { importProjectModule } from "@/server/project-module";
 
-/**
- * server/onnx.ts loads models with the runtime, which Next cannot bundle (its native kernel is required by a path
- * known at run time). The server process runs under tsx from the project folder (bin/start.mjs, web-server.ts's
- * Next `dir`), so the module is imported there at run time, past the bundler; tests import it the same way.
- */
-async function onnxModule(): Promise<typeof import("@/server/onnx")> {
-  const file = pathToFileURL(path.join(process.cwd(), "server", "onnx.ts")).href;
-  return import(/* webpackIgnore: true */ /* turbopackIgnore: true */ /* @vite-ignore */ file);
-}
+/** server/onnx.ts loads models with the runtime, which Next cannot bundle: imported at run time. */
+const onnxModule = () => importProjectModule<typeof import("@/server/onnx")>("server/onnx.ts");
 
 /** What a model file may be called, in words for an error message (as server/onnx.ts says it). */
 const NAMES_ACCEPTED = "a built-in base ('<name>.onnx', e.g. 'arithmetic-base.onnx') or a run's checkpoint ('ckpt_….onnx')";

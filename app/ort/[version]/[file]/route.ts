@@ -7,9 +7,8 @@
  * The loader also starts the runtime's threads as module workers; a worker started from a cross-origin-isolated
  * page must itself be served with Cross-Origin-Embedder-Policy, so every file here carries it.
  */
-import fs from "node:fs";
 import path from "node:path";
-import { Readable } from "node:stream";
+import { packageFileResponse, packageVersion } from "@/server/package-file";
 
 export const dynamic = "force-dynamic";
 
@@ -25,7 +24,7 @@ const FILES: Record<string, string> = {
 
 let installedVersion: string | undefined;
 function ortVersion(): string {
-  installedVersion ??= (JSON.parse(fs.readFileSync(path.join(DIST, "..", "package.json"), "utf8")) as { version: string }).version;
+  installedVersion ??= packageVersion(path.join(DIST, ".."));
   return installedVersion;
 }
 
@@ -38,15 +37,5 @@ export async function GET(_request: Request, context: { params: Promise<{ versio
       { status: 404 },
     );
   }
-  const full = path.join(DIST, file);
-  const body = Readable.toWeb(fs.createReadStream(full)) as ReadableStream<Uint8Array>;
-  return new Response(body, {
-    headers: {
-      "content-type": contentType,
-      "content-length": String(fs.statSync(full).size),
-      "cache-control": "public, max-age=31536000, immutable",
-      "cross-origin-embedder-policy": "require-corp",
-      "cross-origin-resource-policy": "same-origin",
-    },
-  });
+  return packageFileResponse(path.join(DIST, file), contentType);
 }
