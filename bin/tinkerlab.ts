@@ -1,89 +1,193 @@
 /**
- * The Tinkerlab command line.
+ * The Tinkerlab command line (commander; `--help` on every command).
  *
- *   tinkerlab start [--dev]   the workbench (web server, scheduler, local workers) on PORT, default 3000
- *   tinkerlab worker          a worker: joins TINKERLAB_SERVER_URL with TINKERLAB_WORKER_TOKEN, or, with only
- *                             DATABASE_URL, takes work straight from that PostgreSQL server
+ *   tinkerlab start [--dev]            the workbench (web server, scheduler, local workers) on PORT, default 3000
+ *   tinkerlab worker                   a worker: joins TINKERLAB_SERVER_URL with TINKERLAB_WORKER_TOKEN, or, with only
+ *                                      DATABASE_URL, takes work straight from that PostgreSQL server
+ *   tinkerlab login                    keeps a server's URL and API key for the commands below
+ *   tinkerlab run <dir|config.json>    saves, validates and launches an experiment, and follows the run
+ *   tinkerlab runs ls|logs|export      lists runs, prints a run's log, exports its metrics, rollouts and checkpoints
+ *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
  *
- * Configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …).
+ * The server's configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …);
+ * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
+ * TINKERLAB_API_KEY or `tinkerlab login`.
  */
-import { StartupError } from "../server/db";
-import { ConfigError, serverEnv } from "../server/env";
-import { startWebServer } from "../server/web-server";
-import { databaseChannel, httpChannel } from "../server/worker/channel";
-import { runWorker } from "../server/worker/worker-process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Command, Option } from "commander";
+import * as commands from "./cli/commands";
+import { cliErrorOf, EXIT, type GlobalOptions } from "./cli/context";
 
-const USAGE = "usage: tinkerlab start [--dev] | tinkerlab worker";
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-async function main(argv: string[]) {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case "start": {
-      const unknown = rest.filter((arg) => arg !== "--dev");
-      if (unknown.length) fail(`unknown option ${unknown.join(" ")}\n${USAGE}`);
-      const env = serverEnv();
-      const server = await startWebServer(env, { dev: rest.includes("--dev"), workerEnv: process.env });
-      const db = server.database;
-      console.log(`Tinkerlab is ready at ${server.url}`);
-      console.log(`  database: ${db.kind} (${db.location}), migration ${db.migration.latest}`);
-      const stop = async (signal: string) => {
-        console.log(`\n${signal}: shutting down`);
-        await server.close().catch(() => {});
-        process.exit(0);
-      };
-      process.once("SIGINT", () => void stop("SIGINT"));
-      process.once("SIGTERM", () => void stop("SIGTERM"));
-      return;
+/** The server and worker run from the project folder (Next's folder, modules imported at run time). */
+async function startServer(options: { dev?: boolean }) {
+  process.chdir(ROOT);
+  const { StartupError } = await import("../server/db");
+  const { ConfigError, serverEnv } = await import("../server/env");
+  const { startWebServer } = await import("../server/web-server");
+  try {
+    const env = serverEnv();
+    const server = await startWebServer(env, { dev: options.dev === true, workerEnv: process.env });
+    const db = server.database;
+    console.log(`Tinkerlab is ready at ${server.url}`);
+    console.log(`  database: ${db.kind} (${db.location}), migration ${db.migration.latest}`);
+    const stop = async (signal: string) => {
+      console.log(`\n${signal}: shutting down`);
+      await server.close().catch(() => {});
+      process.exit(0);
+    };
+    process.once("SIGINT", () => void stop("SIGINT"));
+    process.once("SIGTERM", () => void stop("SIGTERM"));
+  } catch (error) {
+    if (error instanceof StartupError || error instanceof ConfigError) {
+      console.error(`tinkerlab: cannot start.\n${error.message}`);
+      process.exit(1);
     }
-    case "worker": {
-      if (rest.length) fail(`unknown option ${rest.join(" ")}\n${USAGE}`);
-      const env = serverEnv();
-      const log = (line: string) => console.log(`[worker ${process.pid}] ${line}`);
-      let channel;
-      if (env.TINKERLAB_SERVER_URL || env.TINKERLAB_WORKER_TOKEN) {
-        if (!env.TINKERLAB_SERVER_URL || !env.TINKERLAB_WORKER_TOKEN) {
-          fail("a worker joining a server needs both TINKERLAB_SERVER_URL (e.g. http://host:3000) and TINKERLAB_WORKER_TOKEN (the server's worker token)");
-        }
-        channel = httpChannel(env.TINKERLAB_SERVER_URL, env.TINKERLAB_WORKER_TOKEN);
-      } else if (env.DATABASE_URL) {
-        channel = await databaseChannel(env.DATABASE_URL, { log });
-      } else {
-        fail(
-          "a worker needs either DATABASE_URL (the PostgreSQL server the workbench uses: it takes work from there directly) " +
-            "or TINKERLAB_SERVER_URL and TINKERLAB_WORKER_TOKEN (to join a server, e.g. one on the embedded database)",
-        );
-      }
-      await runWorker({
-        channel,
-        artifactsDir: env.ARTIFACTS_DIR,
-        backend: env.TINKERLAB_BACKEND,
-        memoryShare: env.TINKERLAB_WORKER_MEMORY_SHARE,
-        computeSlots: env.TINKERLAB_WORKER_SLOTS,
-        exitWithParent: env.TINKERLAB_WORKER_EXIT_WITH_PARENT === "on",
-        log,
-      });
-      return;
-    }
-    case undefined:
-    case "--help":
-    case "help":
-      console.log(USAGE);
-      return;
-    default:
-      fail(`unknown command '${command}'\n${USAGE}`);
+    throw error;
   }
 }
 
-function fail(message: string): never {
+async function startWorker() {
+  process.chdir(ROOT);
+  const { ConfigError, serverEnv } = await import("../server/env");
+  const { databaseChannel, httpChannel } = await import("../server/worker/channel");
+  const { runWorker } = await import("../server/worker/worker-process");
+  let env;
+  try {
+    env = serverEnv();
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`cannot start.\n${error.message}`, 1);
+    throw error;
+  }
+  const log = (line: string) => console.log(`[worker ${process.pid}] ${line}`);
+  let channel;
+  if (env.TINKERLAB_SERVER_URL || env.TINKERLAB_WORKER_TOKEN) {
+    if (!env.TINKERLAB_SERVER_URL || !env.TINKERLAB_WORKER_TOKEN) {
+      fail("a worker joining a server needs both TINKERLAB_SERVER_URL (e.g. http://host:3000) and TINKERLAB_WORKER_TOKEN (the server's worker token)");
+    }
+    channel = httpChannel(env.TINKERLAB_SERVER_URL, env.TINKERLAB_WORKER_TOKEN);
+  } else if (env.DATABASE_URL) {
+    channel = await databaseChannel(env.DATABASE_URL, { log });
+  } else {
+    fail(
+      "a worker needs either DATABASE_URL (the PostgreSQL server the workbench uses: it takes work from there directly) " +
+        "or TINKERLAB_SERVER_URL and TINKERLAB_WORKER_TOKEN (to join a server, e.g. one on the embedded database)",
+    );
+  }
+  await runWorker({
+    channel,
+    artifactsDir: env.ARTIFACTS_DIR,
+    backend: env.TINKERLAB_BACKEND,
+    memoryShare: env.TINKERLAB_WORKER_MEMORY_SHARE,
+    computeSlots: env.TINKERLAB_WORKER_SLOTS,
+    exitWithParent: env.TINKERLAB_WORKER_EXIT_WITH_PARENT === "on",
+    log,
+  });
+}
+
+function fail(message: string, code: number = EXIT.usage): never {
   console.error(`tinkerlab: ${message}`);
-  process.exit(2);
+  process.exit(code);
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof StartupError || error instanceof ConfigError) {
-    console.error(`tinkerlab: cannot start.\n${error.message}`);
-    process.exit(1);
-  }
+/** The options every client command takes. */
+function clientCommand(command: Command): Command {
+  return command
+    .option("--url <url>", "the server (default: TINKERLAB_URL, else the one 'tinkerlab login' saved, else http://localhost:3000)")
+    .option("--key <key>", "an API key, tl_… (default: TINKERLAB_API_KEY, else the one 'tinkerlab login' saved)")
+    .option("--json", "print JSON for scripts instead of text");
+}
+
+/** Runs a client command's action; a refusal or an unreachable server is one line on stderr and its exit code. */
+function action<A extends unknown[]>(run: (...args: A) => Promise<unknown>) {
+  return async (...args: A) => {
+    try {
+      const code = await run(...args);
+      process.exit(typeof code === "number" ? code : EXIT.ok);
+    } catch (error) {
+      const known = cliErrorOf(error);
+      if (!known) throw error;
+      fail(known.message, known.code);
+    }
+  };
+}
+
+const program = new Command("tinkerlab")
+  .description("Reinforcement learning of language-model agents: the workbench, its workers, and a client of a running server.")
+  .showHelpAfterError()
+  .configureOutput({ outputError: (text, write) => write(`tinkerlab: ${text.replace(/^error: /, "")}`) })
+  .exitOverride((error) =>
+    process.exit(
+      error.exitCode === 1 && error.code !== "commander.help" && error.code !== "commander.helpDisplayed" && error.code !== "commander.version"
+        ? EXIT.usage
+        : error.exitCode,
+    ),
+  );
+
+program
+  .command("start")
+  .description("start the workbench: web server, scheduler and local workers (PORT, default 3000)")
+  .option("--dev", "Next's development server, with hot reload")
+  .action((options: { dev?: boolean }) => startServer(options));
+
+program
+  .command("worker")
+  .description("start a worker that joins a server (TINKERLAB_SERVER_URL, TINKERLAB_WORKER_TOKEN) or takes work from DATABASE_URL")
+  .action(() => startWorker());
+
+clientCommand(program.command("login"))
+  .description("check a server's URL and API key and keep them for the other commands")
+  .action(action((options: GlobalOptions) => commands.login(options)));
+
+clientCommand(program.command("run"))
+  .description(
+    "save a folder (experiment.json and its source files) as an experiment's next version, validate it, launch a run and follow it; exit code 0 completed, 1 failed, 4 cancelled",
+  )
+  .argument("<target>", "a folder with experiment.json (and environment.ts, …), or a config .json file")
+  .option("--no-follow", "launch and return at once with the run's id and URL")
+  .option("--no-validate", "launch without validating the code in the sandbox first")
+  .option("-m, --message <text>", "the message of the version saved")
+  .action(action((target: string, options: GlobalOptions & { follow?: boolean; validate?: boolean; message?: string }) => commands.run(target, options)));
+
+const runs = program.command("runs").description("runs: list, logs, export");
+clientCommand(runs.command("ls"))
+  .description("list runs, newest first")
+  .option("--experiment <id>", "only this experiment's runs")
+  .addOption(new Option("--status <status...>", "only runs in these states").choices(["queued", "running", "paused", "completed", "failed", "cancelled"]))
+  .option("--limit <n>", "at most this many", "20")
+  .action(action((options: GlobalOptions & { experiment?: string; status?: string[]; limit?: string }) => commands.runsList(options)));
+clientCommand(runs.command("logs"))
+  .description("print a run's log")
+  .argument("<run>", "the run's id (run_…)")
+  .option("-f, --follow", "keep printing new lines until the run ends")
+  .action(action((runId: string, options: GlobalOptions & { follow?: boolean }) => commands.runsLogs(runId, options)));
+clientCommand(runs.command("export"))
+  .description("write a run to a folder: run.json, metrics.csv, rollouts.jsonl, checkpoints.json (and each checkpoint's model with --onnx)")
+  .argument("<run>", "the run's id (run_…)")
+  .option("-o, --out <dir>", "the folder (default: the run's id)")
+  .option("--onnx", "also download each checkpoint's model as ONNX")
+  .action(action((runId: string, options: GlobalOptions & { out?: string; onnx?: boolean }) => commands.runsExport(runId, options)));
+
+const experiments = program.command("experiments").description("experiments: list, push a folder, pull a version");
+clientCommand(experiments.command("ls"))
+  .description("list experiments")
+  .option("--limit <n>", "at most this many", "50")
+  .action(action((options: GlobalOptions & { limit?: string }) => commands.experimentsList(options)));
+clientCommand(experiments.command("push"))
+  .description("save a folder as its experiment's next version (a new experiment the first time; .tinkerlab.json remembers which)")
+  .argument("<dir>", "a folder with experiment.json and its source files")
+  .option("-m, --message <text>", "the version's message")
+  .action(action((dir: string, options: GlobalOptions & { message?: string }) => commands.push(dir, options)));
+clientCommand(experiments.command("pull"))
+  .description("write an experiment's version (default: its latest) to a folder")
+  .argument("<experiment>", "the experiment's id (exp_…)")
+  .argument("[dir]", "the folder (default: the experiment's name)")
+  .option("--version <n>", "this version instead of the latest")
+  .action(action((experimentId: string, dir: string | undefined, options: GlobalOptions & { version?: string }) => commands.pull(experimentId, dir, options)));
+
+program.parseAsync(process.argv).catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

@@ -8,6 +8,6 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 export function importProjectModule<Module>(relativePath: string): Promise<Module> {
-  const file = pathToFileURL(path.join(process.cwd(), relativePath)).href;
+  const file = pathToFileURL(path.join(/* turbopackIgnore: true */ process.cwd(), relativePath)).href;
   return import(/* webpackIgnore: true */ /* turbopackIgnore: true */ /* @vite-ignore */ file) as Promise<Module>;
 }

@@ -283,6 +283,13 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                       >
                         Try
                       </a>
+                      <a
+                        className="text-brand-700 hover:underline"
+                        href={`/playground?mode=episode&model=${c.id}&run=${runId}`}
+                        title="Play an episode of this run's environment with this checkpoint in your browser, or take a side yourself"
+                      >
+                        Play
+                      </a>
                     </span>
                   )}
                 </li>

@@ -1,0 +1,264 @@
+/**
+ * The CLI's client commands: login, run, runs (ls, logs, export) and experiments (ls, push, pull). Each talks to a
+ * server through `tinkerlab/client` (lib/client) and prints for people, or JSON with --json.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import readline from "node:readline/promises";
+import { SingleBar } from "cli-progress";
+import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
+import { CliError, clientFor, EXIT, type GlobalOptions, printJson, printTable, resolveServer, writeCredentials } from "./context";
+import { readExperiment, readLink, sameContent, writeExperiment, writeLink } from "./experiment-folder";
+
+const runUrl = (client: TinkerlabClient, runId: string) => `${client.url}/runs/${runId}`;
+const when = (date: Date | string | null) => (date ? new Date(date).toISOString().slice(0, 16).replace("T", " ") : null);
+
+/** `tinkerlab login`: checks the server and key, then keeps them for the other commands. */
+export async function login(options: GlobalOptions) {
+  const { url, apiKey } = resolveServer(options);
+  const client = clientFor({ url, key: apiKey });
+  const experiments = await client.experiments.list(1);
+  const file = writeCredentials({ url: client.url, apiKey });
+  if (options.json) printJson({ url: client.url, authenticated: apiKey !== undefined, credentials: file });
+  else
+    console.log(
+      `Logged in to ${client.url}${apiKey ? ` with key ${apiKey.slice(0, 10)}…` : " (no key: a local server)"}; ${experiments.length > 0 ? "experiments are visible" : "no experiments yet"}. Saved to ${file}.`,
+    );
+}
+
+/** The experiment a folder is on the server: its latest version when unchanged, a new version, or a new experiment. */
+async function syncExperiment(client: TinkerlabClient, target: string, message: string) {
+  const folder = readExperiment(target);
+  const link = readLink(folder.dir);
+  if (link && link.url === client.url) {
+    try {
+      const current = await client.experiments.get(link.experimentId);
+      const latest = current.latest;
+      if (latest && sameContent({ config: latest.config, files: latest.files as Record<string, string> }, folder)) {
+        return { folder, experimentId: link.experimentId, version: latest.version, created: false, saved: false };
+      }
+      const saved = await client.experiments.save(link.experimentId, { files: folder.files, config: folder.config, message });
+      writeLink(folder.dir, { ...link, version: saved.version });
+      return { folder, experimentId: link.experimentId, version: saved.version, created: false, saved: true };
+    } catch (error) {
+      if (!(error instanceof TinkerlabError && error.code === "NOT_FOUND")) throw error;
+      // the experiment was deleted, or the link is another server's: a new experiment
+    }
+  }
+  const name = typeof folder.config.name === "string" && folder.config.name.trim() ? folder.config.name : path.basename(folder.dir);
+  const created = await client.experiments.create({ name, files: folder.files, config: folder.config as never });
+  writeLink(folder.dir, { url: client.url, experimentId: created.id, version: created.version });
+  return { folder, experimentId: created.id, version: created.version, created: true, saved: true };
+}
+
+/** `tinkerlab experiments push <dir>`: the folder as the experiment's next version (or a new experiment). */
+export async function push(target: string, options: GlobalOptions & { message?: string }) {
+  const client = clientFor(options);
+  const result = await syncExperiment(client, target, options.message ?? "pushed from the CLI");
+  const url = `${client.url}/experiments/${result.experimentId}`;
+  if (options.json) printJson({ experimentId: result.experimentId, version: result.version, created: result.created, saved: result.saved, url });
+  else if (!result.saved) console.log(`Unchanged: ${result.experimentId} is at version ${result.version}. ${url}`);
+  else console.log(`${result.created ? "Created" : "Saved"} ${result.experimentId} version ${result.version}. ${url}`);
+}
+
+/** `tinkerlab experiments pull <id> [dir]`: an experiment's version (default its latest) into a folder. */
+export async function pull(experimentId: string, dir: string | undefined, options: GlobalOptions & { version?: string }) {
+  const client = clientFor(options);
+  const experiment = await client.experiments.get(experimentId);
+  const version = options.version !== undefined ? Number(options.version) : experiment.latestVersion;
+  if (!Number.isInteger(version) || version < 1) throw new CliError(`--version must be a whole number from 1; got '${options.version}'`, EXIT.usage);
+  const saved = version === experiment.latest?.version ? experiment.latest : await client.experiments.version(experimentId, version);
+  if (!saved) throw new CliError(`experiment ${experimentId} has no version ${version}`, EXIT.refused);
+  const target = path.resolve(dir ?? experiment.name.replace(/[^\w.-]+/g, "-"));
+  const files = saved.files as Record<string, string>;
+  writeExperiment(target, saved.config, files);
+  writeLink(target, { url: client.url, experimentId, version });
+  if (options.json) printJson({ experimentId, version, dir: target, files: Object.keys(files) });
+  else
+    console.log(
+      `Wrote ${experiment.name} version ${version} to ${target}: experiment.json${Object.keys(files).length ? `, ${Object.keys(files).join(", ")}` : ""}.`,
+    );
+}
+
+export async function experimentsList(options: GlobalOptions & { limit?: string }) {
+  const client = clientFor(options);
+  const items = await client.experiments.list(Number(options.limit ?? 50));
+  printTable(
+    items.map((e) => ({ id: e.id, name: e.name, version: e.latestVersion, updated: when(e.updatedAt) })),
+    ["id", "name", "version", "updated"],
+    options.json,
+  );
+}
+
+export async function runsList(options: GlobalOptions & { experiment?: string; status?: string[]; limit?: string }) {
+  const client = clientFor(options);
+  const { items } = await client.runs.list({
+    experimentId: options.experiment,
+    status: options.status as never,
+    limit: Number(options.limit ?? 20),
+  });
+  printTable(
+    items.map((r) => ({
+      id: r.id,
+      name: r.name,
+      experiment: r.experimentName,
+      status: r.status,
+      step: `${r.step}/${r.totalSteps}`,
+      created: when(r.createdAt),
+    })),
+    ["id", "name", "experiment", "status", "step", "created"],
+    options.json,
+  );
+}
+
+/** `tinkerlab runs logs <id>`: the run's log; with --follow, new lines until the run ends. */
+export async function runsLogs(runId: string, options: GlobalOptions & { follow?: boolean }) {
+  const client = clientFor(options);
+  let afterSeq = 0;
+  for (;;) {
+    const lines = await client.runs.logs(runId, afterSeq);
+    for (const line of lines) {
+      if (options.json) console.log(JSON.stringify(line));
+      else console.log(`${when(line.createdAt)}  ${line.level.padEnd(5)}  ${line.message}`);
+      afterSeq = line.seq;
+    }
+    if (lines.length === 1000) continue;
+    if (!options.follow || isFinished((await client.runs.get(runId)).status)) return;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+/** `tinkerlab runs export <id>`: the run, its metrics as CSV, its rollouts as JSONL, its checkpoints (and their models with --onnx). */
+export async function runsExport(runId: string, options: GlobalOptions & { out?: string; onnx?: boolean }) {
+  const client = clientFor(options);
+  const run = await client.runs.get(runId);
+  const dir = path.resolve(options.out ?? runId);
+  fs.mkdirSync(dir, { recursive: true });
+  const written: string[] = [];
+  const write = (name: string, data: string | Uint8Array) => {
+    fs.mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    fs.writeFileSync(path.join(dir, name), data);
+    written.push(name);
+  };
+  write("run.json", `${JSON.stringify(run, null, 2)}\n`);
+  const rows = ["step,name,value,wall_time"];
+  for (let afterSeq = 0; ; ) {
+    const page = await client.runs.metrics(runId, afterSeq);
+    for (const p of page.points) rows.push(`${p.step},${csvField(p.name)},${p.value},${new Date(p.wallTime).toISOString()}`);
+    if (page.points.length === 0 || page.lastSeq === afterSeq) break;
+    afterSeq = page.lastSeq;
+  }
+  write("metrics.csv", `${rows.join("\n")}\n`);
+  write("rollouts.jsonl", await client.runs.rolloutsJsonl(runId));
+  const checkpoints = await client.runs.checkpoints(runId);
+  write("checkpoints.json", `${JSON.stringify(checkpoints, null, 2)}\n`);
+  if (options.onnx) {
+    for (const checkpoint of checkpoints.filter((c) => c.kind === "state")) {
+      if (!options.json) process.stderr.write(`downloading ${checkpoint.id}.onnx (step ${checkpoint.step})…\n`);
+      write(`models/${checkpoint.id}.onnx`, await client.models.onnx(checkpoint.id));
+    }
+  }
+  if (options.json) printJson({ runId, dir, files: written, metricPoints: rows.length - 1 });
+  else console.log(`Exported ${run.name} (${run.status}, step ${run.step}/${run.totalSteps}) to ${dir}: ${written.join(", ")}.`);
+}
+
+const csvField = (text: string) => (/[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
+
+/**
+ * `tinkerlab run <dir|config.json>`: saves the folder as the experiment's next version (or a new experiment),
+ * validates its code, launches a run and follows it with a progress bar (step, reward, ETA) until it ends. The
+ * exit code is the run's outcome: 0 completed, 1 failed, 4 cancelled. Ctrl-C asks whether to cancel the run;
+ * answering no leaves it running on the server.
+ */
+export async function run(target: string, options: GlobalOptions & { follow?: boolean; validate?: boolean; message?: string }) {
+  const client = clientFor(options);
+  const synced = await syncExperiment(client, target, options.message ?? "run from the CLI");
+  const say = (line: string) => !options.json && console.log(line);
+  say(`${synced.created ? "Created" : synced.saved ? "Saved" : "Using"} experiment ${synced.experimentId} version ${synced.version}.`);
+
+  if (options.validate !== false && Object.keys(synced.folder.files).length > 0) {
+    const agent = synced.folder.config.agent as { base?: string; sampling?: { maxTokens?: number } } | undefined;
+    const report = await client.experiments.validate(synced.experimentId, synced.folder.files, {
+      base: agent?.base,
+      maxTokens: agent?.sampling?.maxTokens,
+    });
+    const errors = report.diagnostics.filter((d) => d.severity === "error");
+    for (const d of report.diagnostics) {
+      const where = d.file ? `${d.file}${d.line ? `:${d.line}${d.column ? `:${d.column}` : ""}` : ""}: ` : "";
+      if (!options.json) console.error(`${d.severity}: ${where}${d.message}`);
+    }
+    if (errors.length > 0) {
+      if (options.json) printJson({ experimentId: synced.experimentId, version: synced.version, diagnostics: report.diagnostics });
+      throw new CliError(`validation found ${errors.length} error${errors.length === 1 ? "" : "s"}; nothing was launched`, EXIT.refused);
+    }
+  }
+
+  const { runId } = await client.runs.launch(synced.experimentId);
+  const url = runUrl(client, runId);
+  if (options.follow === false) {
+    if (options.json) printJson({ runId, url, experimentId: synced.experimentId, version: synced.version });
+    else say(`Launched ${runId}: ${url}`);
+    return EXIT.ok;
+  }
+  say(`Launched ${runId}: ${url}`);
+  const final = await follow(client, runId, options);
+  if (options.json) printJson({ runId, url, status: final.status, step: final.step, reason: final.reason });
+  else say(`Run ${runId} ${final.status} at step ${final.step}/${final.totalSteps}${final.reason ? `: ${final.reason}` : ""}. ${url}`);
+  return final.status === "completed" ? EXIT.ok : final.status === "cancelled" ? EXIT.runCancelled : EXIT.runFailed;
+}
+
+/** Follows a run with a progress bar (none with --json or when stdout is not a terminal); Ctrl-C asks to cancel. */
+async function follow(client: TinkerlabClient, runId: string, options: GlobalOptions): Promise<Run> {
+  const interactive = process.stdout.isTTY && !options.json;
+  const bar = interactive
+    ? new SingleBar({ format: "{bar} {value}/{total} steps | reward {reward} | ETA {eta_formatted} | {status}", hideCursor: true, etaBuffer: 20 })
+    : null;
+  const controller = new AbortController();
+  let asking = false;
+  const onInterrupt = async () => {
+    if (asking || !process.stdin.isTTY) {
+      // a second Ctrl-C, or no one to ask: stop following, leave the run as it is
+      bar?.stop();
+      console.error(`\nStopped following; the run goes on: ${runUrl(client, runId)}`);
+      process.exit(130);
+    }
+    asking = true;
+    bar?.stop();
+    const rl = readline.createInterface({ input: process.stdin, output: process.stderr });
+    const answer = await rl.question(`\nCancel run ${runId}? [y/N] `);
+    rl.close();
+    asking = false;
+    if (/^y(es)?$/i.test(answer.trim())) {
+      await client.runs.cancel(runId);
+      console.error("Cancelling…");
+    } else {
+      console.error(`Stopped following; the run goes on: ${runUrl(client, runId)}`);
+      controller.abort();
+    }
+  };
+  process.on("SIGINT", onInterrupt);
+  let last: Run | null = null;
+  let started = false;
+  try {
+    for await (const update of client.runs.follow(runId, { intervalMs: 1000, signal: controller.signal })) {
+      last = update.run;
+      const reward = update.latest["reward/mean"];
+      const payload = { reward: reward === undefined ? "—" : reward.toFixed(3), status: update.run.status };
+      if (bar) {
+        if (!started) bar.start(update.run.totalSteps, update.run.step, payload);
+        else {
+          bar.setTotal(update.run.totalSteps);
+          bar.update(update.run.step, payload);
+        }
+        started = true;
+      } else if (!options.json && update.points.length > 0) {
+        console.log(`step ${update.run.step}/${update.run.totalSteps}  reward ${payload.reward}  ${update.run.status}`);
+      }
+    }
+  } finally {
+    process.off("SIGINT", onInterrupt);
+    bar?.stop();
+  }
+  if (controller.signal.aborted) process.exit(EXIT.ok);
+  return last!;
+}

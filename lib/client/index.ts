@@ -1,0 +1,190 @@
+/**
+ * `tinkerlab/client`: a typed client of a Tinkerlab server for scripts and the CLI (bin/tinkerlab.ts). It speaks
+ * the server's own tRPC API over HTTP, authenticated with an API key (Settings → API keys, sent as
+ * `Authorization: Bearer tl_…`; a local server needs none), so every type is the server's.
+ *
+ *   const tl = createClient({ url: "http://localhost:3000", apiKey: process.env.TINKERLAB_API_KEY });
+ *   const { id } = await tl.experiments.create({ name: "mine", files, config });
+ *   const { runId } = await tl.runs.launch(id);
+ *   for await (const update of tl.runs.follow(runId)) console.log(update.run.step, update.latest["reward/mean"]);
+ *
+ * `tl.api` is the raw tRPC client, for every procedure the wrappers here do not name.
+ */
+import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
+import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import superjson from "superjson";
+import type { RunState } from "@/lib/lifecycle";
+import type { AppRouter } from "@/server/api/root";
+
+export type RouterInputs = inferRouterInputs<AppRouter>;
+export type RouterOutputs = inferRouterOutputs<AppRouter>;
+export type Run = RouterOutputs["runs"]["byId"];
+export type RunSummary = RouterOutputs["runs"]["list"]["items"][number];
+export type MetricPoint = RouterOutputs["runs"]["metrics"]["points"][number];
+export type ExperimentFiles = NonNullable<RouterInputs["experiments"]["create"]["files"]>;
+export type ExperimentConfigInput = RouterInputs["experiments"]["create"]["config"];
+
+/** A run's states that do not change any more. */
+export const FINISHED_STATUSES = ["completed", "failed", "cancelled"] as const satisfies readonly RunState[];
+export const isFinished = (status: string) => (FINISHED_STATUSES as readonly string[]).includes(status);
+
+export interface ClientOptions {
+  /** the server, e.g. http://localhost:3000 */
+  url: string;
+  /** an API key (tl_…); a local server (TINKERLAB_AUTH=local) needs none */
+  apiKey?: string;
+  /** the fetch to use (default: the global one) */
+  fetch?: typeof fetch;
+}
+
+/** What the server answered when it refused a call: its message, and its code (NOT_FOUND, BAD_REQUEST, UNAUTHORIZED, …). */
+export class TinkerlabError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number | null,
+  ) {
+    super(message);
+    this.name = "TinkerlabError";
+  }
+}
+
+/** One look at a followed run: the run, the metric points reported since the last look, and each metric's latest value. */
+export interface RunUpdate {
+  run: Run;
+  points: MetricPoint[];
+  latest: Record<string, number>;
+}
+
+export function createClient(options: ClientOptions) {
+  const base = options.url.replace(/\/+$/, "");
+  if (!/^https?:\/\//.test(base)) throw new TypeError(`url must start with http:// or https://; got '${options.url}'`);
+  const headers: Record<string, string> = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {};
+  const doFetch = options.fetch ?? fetch;
+  const api = createTRPCClient<AppRouter>({
+    links: [httpLink({ url: `${base}/api/trpc`, transformer: superjson, headers, fetch: doFetch })],
+  });
+
+  /** Runs a call; a refusal becomes a TinkerlabError with the server's own message. */
+  const call = async <T>(what: () => Promise<T>): Promise<T> => {
+    try {
+      return await what();
+    } catch (error) {
+      throw asTinkerlabError(error, base);
+    }
+  };
+
+  /** GET of one of the server's files (a run's rollouts as JSONL, a model as ONNX), with the key. */
+  const download = async (path: string): Promise<Response> => {
+    let response: Response;
+    try {
+      response = await doFetch(`${base}${path}`, { headers });
+    } catch (error) {
+      throw new TinkerlabError(`cannot reach ${base}: ${(error as Error).message}`, "UNREACHABLE", null);
+    }
+    if (!response.ok) {
+      const text = await response.text();
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {}
+      throw new TinkerlabError(`GET ${path} answered ${response.status}: ${message}`, response.status === 404 ? "NOT_FOUND" : "HTTP_ERROR", response.status);
+    }
+    return response;
+  };
+
+  const experiments = {
+    list: (limit = 50) => call(() => api.experiments.list.query({ limit })),
+    get: (id: string) => call(() => api.experiments.byId.query({ id })),
+    version: (id: string, version: number) => call(() => api.experiments.version.query({ id, version })),
+    create: (input: RouterInputs["experiments"]["create"]) => call(() => api.experiments.create.mutate(input)),
+    /** Saves files and config as the experiment's next version. */
+    save: (id: string, input: { files: ExperimentFiles; config: ExperimentConfigInput; message?: string }) =>
+      call(() =>
+        api.experiments.save.mutate({ id, files: input.files, config: input.config as RouterInputs["experiments"]["save"]["config"], message: input.message }),
+      ),
+    /**
+     * Compiles source files and plays a few episodes of them in the sandbox (with the experiment's project's
+     * datasets): diagnostics with file, line and column, without saving or launching anything.
+     */
+    validate: (id: string, files: ExperimentFiles, options: Omit<RouterInputs["experiments"]["validate"], "experimentId" | "files"> = {}) =>
+      call(() => api.experiments.validate.mutate({ experimentId: id, files, ...options })),
+  };
+
+  const runs = {
+    list: (filter: RouterInputs["runs"]["list"] = { limit: 50 }) => call(() => api.runs.list.query(filter)),
+    get: (id: string) => call(() => api.runs.byId.query({ id })),
+    /** Launches a run of the experiment's latest version. */
+    launch: (experimentId: string, options: { priority?: number } = {}) => call(() => api.runs.launch.mutate({ experimentId, ...options })),
+    cancel: (id: string) => call(() => api.runs.control.mutate({ id, action: "cancel" })),
+    pause: (id: string) => call(() => api.runs.control.mutate({ id, action: "pause" })),
+    resume: (id: string) => call(() => api.runs.control.mutate({ id, action: "resume" })),
+    /** Log lines after `afterSeq` (0: from the start), at most 1,000 a call. */
+    logs: (runId: string, afterSeq = 0) => call(() => api.runs.logs.query({ runId, afterSeq })),
+    /** Metric points after `afterSeq` (0: from the start). */
+    metrics: (runId: string, afterSeq = 0) => call(() => api.runs.metrics.query({ runId, afterSeq })),
+    rollouts: (runId: string, options: { split?: "train" | "eval"; step?: number } = {}) => call(() => api.runs.rollouts.query({ runId, ...options })),
+    checkpoints: (runId: string) => call(() => api.checkpoints.ofRun.query({ runId })),
+    /** Every rollout of the run as JSON lines (the run page's download). */
+    rolloutsJsonl: async (runId: string) => (await download(`/runs/${encodeURIComponent(runId)}/rollouts.jsonl`)).text(),
+
+    /**
+     * Follows a run until it finishes: one update a look, every `intervalMs`, with the metric points reported
+     * since the last one. Ends after the update that shows the run completed, failed or cancelled.
+     */
+    follow: async function* (runId: string, options: { intervalMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<RunUpdate> {
+      const interval = options.intervalMs ?? 1000;
+      let afterSeq = 0;
+      const latest: Record<string, number> = {};
+      for (;;) {
+        const run = await runs.get(runId);
+        const points: MetricPoint[] = [];
+        for (;;) {
+          const page = await runs.metrics(runId, afterSeq);
+          points.push(...page.points);
+          if (page.points.length === 0 || page.lastSeq === afterSeq) break;
+          afterSeq = page.lastSeq;
+        }
+        for (const point of points) latest[point.name] = point.value;
+        yield { run, points, latest: { ...latest } };
+        if (isFinished(run.status) || options.signal?.aborted) return;
+        await sleep(interval, options.signal);
+      }
+    },
+
+    /** Waits for a run to finish; returns it as it ended. */
+    wait: async (runId: string, options: { intervalMs?: number; signal?: AbortSignal } = {}): Promise<Run> => {
+      let last: Run | null = null;
+      for await (const update of runs.follow(runId, options)) last = update.run;
+      return last!;
+    },
+  };
+
+  const models = {
+    /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
+    onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
+  };
+
+  return { url: base, api, experiments, runs, models };
+}
+
+export type TinkerlabClient = ReturnType<typeof createClient>;
+
+function asTinkerlabError(error: unknown, base: string): TinkerlabError {
+  if (error instanceof TRPCClientError) {
+    const data = (error as TRPCClientError<AppRouter>).data as { code?: string; httpStatus?: number } | undefined;
+    if (!data && /fetch failed|ECONNREFUSED|Failed to fetch/i.test(error.message)) {
+      return new TinkerlabError(`cannot reach ${base}: is the server running? (${error.message})`, "UNREACHABLE", null);
+    }
+    return new TinkerlabError(error.message, data?.code ?? "ERROR", data?.httpStatus ?? null);
+  }
+  if (error instanceof TinkerlabError) return error;
+  return new TinkerlabError(error instanceof Error ? error.message : String(error), "ERROR", null);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+  });
+}

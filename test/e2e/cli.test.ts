@@ -1,0 +1,126 @@
+/**
+ * The `tinkerlab` command line against a running server, as a script or a person in a terminal uses it: login,
+ * pull an example into a folder, change it, run it to the end (exit code from the run), push, export, and clear
+ * one-line errors with their own exit codes for a folder without a config, code that does not validate, an
+ * unknown run, and a server that is not there.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, ROOT, startServer, tempDir, type TestServer } from "./support/server";
+
+let server: TestServer;
+let home: string;
+let work: string;
+
+beforeAll(async () => {
+  server = await startServer({ ARTIFACTS_DIR: tempDir("artifacts") });
+  home = tempDir("cli-home");
+  work = tempDir("cli-work");
+}, 180_000);
+afterAll(() => server?.stop());
+
+/** Runs the CLI (bin/tinkerlab) in `work` with its own config folder; resolves with its exit code and output. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(ROOT, "bin", "tinkerlab"), args, {
+      cwd: work,
+      env: { NODE_ENV: "production", PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("the tinkerlab CLI", () => {
+  it("logs in, pulls an example, runs a changed copy to the end, and exports the run", async () => {
+    const login = await cli(["login", "--url", server.url]);
+    expect(login.code, login.stderr).toBe(0);
+    expect(login.stdout).toMatch(/Logged in to http:\/\/127\.0\.0\.1:\d+ \(no key: a local server\)/);
+    const saved = JSON.parse(fs.readFileSync(path.join(home, ".config", "tinkerlab", "credentials.json"), "utf8"));
+    expect(saved).toEqual({ url: server.url });
+
+    // From here on the server comes from the saved login.
+    const list = await cli(["experiments", "ls", "--json"]);
+    const arithmetic = (JSON.parse(list.stdout) as { id: string; name: string }[]).find((e) => e.name === "arithmetic-grpo")!;
+    expect(arithmetic).toBeDefined();
+    const pulled = await cli(["experiments", "pull", arithmetic.id, "arith"]);
+    expect(pulled.code, pulled.stderr).toBe(0);
+    const configFile = path.join(work, "arith", "experiment.json");
+    const config = JSON.parse(fs.readFileSync(configFile, "utf8"));
+    expect(config.environment).toBe("arithmetic");
+
+    // Unchanged, a push saves nothing; changed, the run saves a version and launches it.
+    expect((await cli(["experiments", "push", "arith"])).stdout).toMatch(new RegExp(`Unchanged: ${arithmetic.id} is at version 1`));
+    config.algorithm = { ...config.algorithm, steps: 4, groupsPerStep: 4 };
+    config.evaluation = { every: 0, episodes: 8 };
+    fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
+    const run = await cli(["run", "arith", "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    const outcome = JSON.parse(run.stdout) as { runId: string; url: string; status: string; step: number };
+    expect(outcome).toMatchObject({ status: "completed", step: 4 });
+    expect(outcome.url).toBe(`${server.url}/runs/${outcome.runId}`);
+    const versions = await cli(["experiments", "ls", "--json"]);
+    expect((JSON.parse(versions.stdout) as { id: string; version: number }[]).find((e) => e.id === arithmetic.id)!.version).toBe(2);
+
+    const runs = await cli(["runs", "ls", "--experiment", arithmetic.id]);
+    expect(runs.stdout).toMatch(new RegExp(`${outcome.runId} .* completed +4/4`));
+
+    const exported = await cli(["runs", "export", outcome.runId, "-o", "out", "--onnx"]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const out = path.join(work, "out");
+    const csv = fs.readFileSync(path.join(out, "metrics.csv"), "utf8").trim().split("\n");
+    expect(csv[0]).toBe("step,name,value,wall_time");
+    expect(csv.some((line) => /^4,reward\/mean,/.test(line))).toBe(true);
+    const rollouts = fs.readFileSync(path.join(out, "rollouts.jsonl"), "utf8").trim().split("\n");
+    expect(rollouts.length).toBeGreaterThan(0);
+    expect(JSON.parse(rollouts[0]!)).toHaveProperty("turns");
+    const checkpoints = JSON.parse(fs.readFileSync(path.join(out, "checkpoints.json"), "utf8")) as { id: string; kind: string }[];
+    const state = checkpoints.filter((c) => c.kind === "state");
+    expect(state.length).toBeGreaterThan(0);
+    for (const c of state) expect(fs.statSync(path.join(out, "models", `${c.id}.onnx`)).size).toBeGreaterThan(10_000);
+
+    const logs = await cli(["runs", "logs", outcome.runId]);
+    expect(logs.code).toBe(0);
+    expect(logs.stdout.trim().split("\n").length).toBeGreaterThan(0);
+  }, 240_000);
+
+  it("refuses, in one line with its own exit code, what it cannot do", async () => {
+    fs.mkdirSync(path.join(work, "empty"), { recursive: true });
+    const noConfig = await cli(["run", "empty", "--url", server.url]);
+    expect(noConfig.code).toBe(2);
+    expect(noConfig.stderr).toMatch(/^tinkerlab: empty has no experiment\.json; write the experiment's config there/);
+
+    fs.mkdirSync(path.join(work, "broken"), { recursive: true });
+    fs.writeFileSync(
+      path.join(work, "broken", "experiment.json"),
+      JSON.stringify({ name: "broken", environment: "custom", agent: { base: "arithmetic-base" } }),
+    );
+    fs.writeFileSync(
+      path.join(work, "broken", "environment.ts"),
+      `import { defineEnvironment } from "tinkerlab";\nexport default defineEnvironment({ name: "b", data: { kind: "free" }, systemPrompt: "x", maxTurns: 1,\n  reset: () => { throw new Error("no reset for you"); },\n  parseAction: (t) => ({ ok: true, action: t }), step: (s) => ({ state: s, reward: 0, done: true }) });\n`,
+    );
+    const broken = await cli(["run", "broken", "--url", server.url]);
+    expect(broken.code).toBe(3);
+    expect(broken.stderr).toMatch(/error: environment\.ts:3:\d+: .*no reset for you/);
+    expect(broken.stderr).toMatch(/tinkerlab: validation found 1 error; nothing was launched/);
+
+    const unknown = await cli(["runs", "logs", "run_doesnotexist", "--url", server.url]);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/^tinkerlab: .*run_doesnotexist/);
+
+    const port = await freePort();
+    const away = await cli(["runs", "ls", "--url", `http://127.0.0.1:${port}`]);
+    expect(away.code).toBe(5);
+    expect(away.stderr).toMatch(new RegExp(`^tinkerlab: cannot reach http://127\\.0\\.0\\.1:${port}: is the server running\\?`));
+
+    const badUrl = await cli(["runs", "ls", "--url", "localhost:3000"]);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toMatch(/url must start with http:\/\/ or https:\/\//);
+  }, 120_000);
+});
