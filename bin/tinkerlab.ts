@@ -8,6 +8,7 @@
  *   tinkerlab run <dir|config.json>    saves, validates and launches an experiment, and follows the run
  *   tinkerlab runs ls|logs|export      lists runs, prints a run's log, exports its metrics, rollouts and checkpoints
  *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
+ *   tinkerlab export <model>           a base or checkpoint as an ONNX file
  *
  * The server's configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …);
  * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
@@ -150,6 +151,12 @@ clientCommand(program.command("run"))
   .option("--no-validate", "launch without validating the code in the sandbox first")
   .option("-m, --message <text>", "the message of the version saved")
   .action(action((target: string, options: GlobalOptions & { follow?: boolean; validate?: boolean; message?: string }) => commands.run(target, options)));
+
+clientCommand(program.command("export"))
+  .description("download a built-in base or a checkpoint as an ONNX file (opset 17, key/value cache as inputs and outputs)")
+  .argument("<model>", "a built-in base's name (e.g. arithmetic-base) or a checkpoint's id (ckpt_…)")
+  .option("-o, --out <file>", "where to write it (default: <model>.onnx)")
+  .action(action((name: string, options: GlobalOptions & { out?: string }) => commands.exportModel(name, options)));
 
 const runs = program.command("runs").description("runs: list, logs, export");
 clientCommand(runs.command("ls"))

@@ -162,6 +162,17 @@ export async function runsExport(runId: string, options: GlobalOptions & { out?:
   else console.log(`Exported ${run.name} (${run.status}, step ${run.step}/${run.totalSteps}) to ${dir}: ${written.join(", ")}.`);
 }
 
+/** `tinkerlab export <model>`: a built-in base or a checkpoint as an ONNX file (key/value cache in and out; docs/BROWSER.md). */
+export async function exportModel(name: string, options: GlobalOptions & { out?: string }) {
+  const client = clientFor(options);
+  const bytes = await client.models.onnx(name);
+  const file = path.resolve(options.out ?? `${name}.onnx`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, bytes);
+  if (options.json) printJson({ model: name, file, bytes: bytes.length });
+  else console.log(`Wrote ${name} as ONNX to ${file} (${(bytes.length / 1e6).toFixed(2)} MB).`);
+}
+
 const csvField = (text: string) => (/[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text);
 
 /**

@@ -85,6 +85,13 @@ describe("the tinkerlab CLI", () => {
     expect(state.length).toBeGreaterThan(0);
     for (const c of state) expect(fs.statSync(path.join(out, "models", `${c.id}.onnx`)).size).toBeGreaterThan(10_000);
 
+    const onnx = await cli(["export", state[0]!.id, "-o", "model.onnx"]);
+    expect(onnx.stdout).toMatch(new RegExp(`Wrote ${state[0]!.id} as ONNX to .*model\\.onnx`));
+    expect(fs.readFileSync(path.join(work, "model.onnx"))).toEqual(fs.readFileSync(path.join(out, "models", `${state[0]!.id}.onnx`)));
+    const missing = await cli(["export", "no-such-base"]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/No model named 'no-such-base'/);
+
     const logs = await cli(["runs", "logs", outcome.runId]);
     expect(logs.code).toBe(0);
     expect(logs.stdout.trim().split("\n").length).toBeGreaterThan(0);
