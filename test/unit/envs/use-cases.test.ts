@@ -271,3 +271,29 @@ describe("experiment templates", () => {
     expect(() => builtInBaseDir("nope")).toThrow(/no built-in base 'nope'; the built-in bases are arithmetic-base/);
   });
 });
+
+describe("board games for two players (the episode player's duel)", () => {
+  it("alternates X and O from the side the row says opens, and pays the winner's move", async () => {
+    const duel = useCases["tic-tac-toe"]!.duel!;
+    expect(duel.sides).toEqual(["X", "O"]);
+    const moves: Record<string, string[]> = { X: ["a1", "a2", "a3"], O: ["b1", "c3", "b3"] };
+    const [trajectory] = await runEpisodes(
+      { name: "turn-based", agents: ["O", "X"], history: "full" },
+      [{ session: new EnvironmentSession(duel.environment), seed: 0, sample: { opens: "O" } }],
+      async ([request]) => [{ text: moves[request!.agent]!.shift()! }],
+    );
+    expect(trajectory!.turns.map((turn) => `${turn.agent}:${turn.action}`)).toEqual(["O:b1", "X:a1", "O:c3", "X:a2", "O:b3", "X:a3"]);
+    expect(trajectory!.turns[0]!.render).toBe("a1 O c1\na2 b2 c2\na3 b3 c3");
+    expect(trajectory!.agentReturns).toEqual({ O: 0, X: 1 });
+    expect(trajectory!.turns.at(-1)!.info).toEqual({ winner: "X" });
+  });
+
+  it("answers a taken cell as an invalid move that costs its player and ends the game", async () => {
+    const session = new EnvironmentSession(useCases.gomoku!.duel!.environment);
+    session.reset(0);
+    session.step("a1");
+    const taken = session.step("a1");
+    expect(taken).toMatchObject({ done: true, reward: -1 });
+    expect(String(taken.info.invalid)).toMatch(/a1 is taken/);
+  });
+});
