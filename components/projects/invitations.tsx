@@ -6,9 +6,10 @@ import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { CopyField } from "@/components/ui/copy-field";
+import { DataTable, RevokeCell, StatusCell } from "@/components/ui/data-table";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
-import { accessStatus, StatusBadge } from "@/components/ui/status-badge";
+import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import { RoleBadge } from "./role-badge";
 import { ROLE_WORDS, ROLES, type ProjectRole } from "./roles";
@@ -100,64 +101,38 @@ export function InvitationList({ projectId, initialInvitations }: { projectId: s
       {invitations.data.length === 0 ? (
         <EmptyState title="No invitation links">Make one under Invite people; its link is shown once, when it is made.</EmptyState>
       ) : (
-        <div className="overflow-x-auto">
-          <table className="w-full text-sm" aria-label="Invitation links">
-            <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
-              <tr>
-                <th className="px-4 py-2 font-medium">Role</th>
-                <th className="px-4 py-2 font-medium">Status</th>
-                <th className="px-4 py-2 text-right font-medium">Joined</th>
-                <th className="px-4 py-2 font-medium">Made</th>
-                <th className="px-4 py-2 font-medium">Expires</th>
-                <th className="px-4 py-2">
-                  <span className="sr-only">Actions</span>
-                </th>
+        <DataTable label="Invitation links" columns={["Role", "Status", { name: "Joined", align: "right" }, "Made", "Expires"]}>
+          {invitations.data.map((invitation) => {
+            const status = accessStatus(invitation);
+            return (
+              <tr key={invitation.id} data-invitation={invitation.id}>
+                <td className="px-4 py-2">
+                  <RoleBadge role={invitation.role} />
+                </td>
+                <StatusCell status={status} />
+                <td className="px-4 py-2 text-right tabular-nums text-slate-700">{invitation.accepted}</td>
+                <td className="whitespace-nowrap px-4 py-2 text-slate-500">
+                  <span className="text-slate-600">{invitation.createdBy}</span>, <RelativeTime date={invitation.createdAt} />
+                </td>
+                <td className="whitespace-nowrap px-4 py-2 text-slate-500">
+                  {invitation.revokedAt ? (
+                    <>
+                      revoked <RelativeTime date={invitation.revokedAt} />
+                    </>
+                  ) : (
+                    <RelativeTime date={invitation.expiresAt} />
+                  )}
+                </td>
+                <RevokeCell
+                  show={status === "active"}
+                  message="Revoke this invitation link? Nobody else can join with it; those who joined stay."
+                  pending={revoke.isPending}
+                  onRevoke={() => revoke.mutate({ id: invitation.id })}
+                />
               </tr>
-            </thead>
-            <tbody className="divide-y divide-slate-100">
-              {invitations.data.map((invitation) => {
-                const status = accessStatus(invitation);
-                return (
-                  <tr key={invitation.id} data-invitation={invitation.id}>
-                    <td className="px-4 py-2">
-                      <RoleBadge role={invitation.role} />
-                    </td>
-                    <td className="px-4 py-2">
-                      <StatusBadge status={status} />
-                    </td>
-                    <td className="px-4 py-2 text-right tabular-nums text-slate-700">{invitation.accepted}</td>
-                    <td className="whitespace-nowrap px-4 py-2 text-slate-500">
-                      <span className="text-slate-600">{invitation.createdBy}</span>, <RelativeTime date={invitation.createdAt} />
-                    </td>
-                    <td className="whitespace-nowrap px-4 py-2 text-slate-500">
-                      {invitation.revokedAt ? (
-                        <>
-                          revoked <RelativeTime date={invitation.revokedAt} />
-                        </>
-                      ) : (
-                        <RelativeTime date={invitation.expiresAt} />
-                      )}
-                    </td>
-                    <td className="px-4 py-2 text-right">
-                      {status === "active" && (
-                        <Button
-                          variant="ghost"
-                          disabled={revoke.isPending}
-                          onClick={() => {
-                            if (window.confirm("Revoke this invitation link? Nobody else can join with it; those who joined stay."))
-                              revoke.mutate({ id: invitation.id });
-                          }}
-                        >
-                          Revoke
-                        </Button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       )}
       <ErrorMessage error={revoke.error} className="border-t border-slate-100 px-4 py-2" />
     </Card>

@@ -3,11 +3,11 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "@/components/trpc/provider";
-import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
+import { DataTable, RevokeCell, StatusCell, TimeCell } from "@/components/ui/data-table";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
-import { accessStatus, StatusBadge } from "@/components/ui/status-badge";
+import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import type { ShareLink } from "./types";
 
@@ -33,59 +33,33 @@ export function ShareLinksCard({ projectId, initialLinks, canRevoke }: { project
           Editors make view-only links to a run, a trajectory or a comparison from its page; whoever holds one sees that view without an account.
         </EmptyState>
       ) : (
-        <div className="overflow-x-auto">
-          <table className="w-full text-sm" aria-label="Share links">
-            <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
-              <tr>
-                <th className="px-4 py-2 font-medium">Title</th>
-                <th className="px-4 py-2 font-medium">Kind</th>
-                <th className="px-4 py-2 font-medium">Made</th>
-                <th className="px-4 py-2 font-medium">Expires</th>
-                <th className="whitespace-nowrap px-4 py-2 font-medium">Last opened</th>
-                <th className="px-4 py-2 font-medium">Status</th>
-                <th className="px-4 py-2">
-                  <span className="sr-only">Actions</span>
-                </th>
+        <DataTable label="Share links" columns={["Title", "Kind", "Made", "Expires", { name: "Last opened", nowrap: true }, "Status"]}>
+          {links.data.map((link) => {
+            const status = accessStatus(link);
+            return (
+              <tr key={link.id} data-share-link={link.id}>
+                <td className="min-w-48 px-4 py-2">
+                  <Link href={membersPage(link)} className="break-words font-medium text-slate-800 hover:text-brand-700 hover:underline">
+                    {link.title}
+                  </Link>
+                </td>
+                <td className="px-4 py-2 text-slate-600">{link.kind}</td>
+                <td className="whitespace-nowrap px-4 py-2 text-slate-500">
+                  <span className="text-slate-600">{link.createdBy}</span>, <RelativeTime date={link.createdAt} />
+                </td>
+                <TimeCell date={link.expiresAt} />
+                <TimeCell date={link.lastOpenedAt} />
+                <StatusCell status={status} />
+                <RevokeCell
+                  show={canRevoke && status === "active"}
+                  message={`Revoke the link "${link.title}"? Whoever holds it can no longer open it.`}
+                  pending={revoke.isPending}
+                  onRevoke={() => revoke.mutate({ id: link.id })}
+                />
               </tr>
-            </thead>
-            <tbody className="divide-y divide-slate-100">
-              {links.data.map((link) => {
-                const status = accessStatus(link);
-                return (
-                  <tr key={link.id} data-share-link={link.id}>
-                    <td className="min-w-48 px-4 py-2">
-                      <Link href={membersPage(link)} className="break-words font-medium text-slate-800 hover:text-brand-700 hover:underline">
-                        {link.title}
-                      </Link>
-                    </td>
-                    <td className="px-4 py-2 text-slate-600">{link.kind}</td>
-                    <td className="whitespace-nowrap px-4 py-2 text-slate-500">
-                      <span className="text-slate-600">{link.createdBy}</span>, <RelativeTime date={link.createdAt} />
-                    </td>
-                    <td className="whitespace-nowrap px-4 py-2 text-slate-500">{link.expiresAt ? <RelativeTime date={link.expiresAt} /> : "never"}</td>
-                    <td className="whitespace-nowrap px-4 py-2 text-slate-500">{link.lastOpenedAt ? <RelativeTime date={link.lastOpenedAt} /> : "never"}</td>
-                    <td className="px-4 py-2">
-                      <StatusBadge status={status} />
-                    </td>
-                    <td className="px-4 py-2 text-right">
-                      {canRevoke && status === "active" && (
-                        <Button
-                          variant="ghost"
-                          disabled={revoke.isPending}
-                          onClick={() => {
-                            if (window.confirm(`Revoke the link "${link.title}"? Whoever holds it can no longer open it.`)) revoke.mutate({ id: link.id });
-                          }}
-                        >
-                          Revoke
-                        </Button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </DataTable>
       )}
       <ErrorMessage error={revoke.error} className="border-t border-slate-100 px-4 py-2" />
     </Card>

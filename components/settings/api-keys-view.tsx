@@ -10,9 +10,10 @@ import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { CopyField } from "@/components/ui/copy-field";
+import { DataTable, RevokeCell, StatusCell, TimeCell } from "@/components/ui/data-table";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
-import { accessStatus, StatusBadge } from "@/components/ui/status-badge";
+import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import type { AppRouter } from "@/server/api/root";
 
@@ -59,65 +60,35 @@ export function ApiKeysView({ initialKeys, projects, localServer }: { initialKey
         {keys.data.length === 0 ? (
           <EmptyState title="No API keys yet">Make one for each place that calls this server: a laptop, a CI job, a remote worker.</EmptyState>
         ) : (
-          <div className="overflow-x-auto">
-            <table className="w-full text-sm" aria-label="API keys">
-              <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
-                <tr>
-                  <th className="px-4 py-2 font-medium">Name</th>
-                  <th className="px-4 py-2 font-medium">Key</th>
-                  <th className="px-4 py-2 font-medium">Project</th>
-                  <th className="px-4 py-2 font-medium">Role</th>
-                  <th className="px-4 py-2 font-medium">Created</th>
-                  <th className="whitespace-nowrap px-4 py-2 font-medium">Last used</th>
-                  <th className="px-4 py-2 font-medium">Expires</th>
-                  <th className="px-4 py-2 font-medium">Status</th>
-                  <th className="px-4 py-2">
-                    <span className="sr-only">Actions</span>
-                  </th>
+          <DataTable label="API keys" columns={["Name", "Key", "Project", "Role", "Created", { name: "Last used", nowrap: true }, "Expires", "Status"]}>
+            {keys.data.map((key) => {
+              const status = accessStatus(key);
+              return (
+                <tr key={key.id} data-api-key={key.id}>
+                  <td className="px-4 py-2 font-medium text-slate-800">{key.name}</td>
+                  <td className="whitespace-nowrap px-4 py-2 font-mono text-xs text-slate-600">{key.prefix}…</td>
+                  <td className="whitespace-nowrap px-4 py-2">
+                    <Link href={`/projects/${key.projectId}`} className="text-slate-700 hover:text-brand-700 hover:underline">
+                      {key.projectName}
+                    </Link>
+                  </td>
+                  <td className="px-4 py-2">
+                    <RoleBadge role={key.role} />
+                  </td>
+                  <TimeCell date={key.createdAt} />
+                  <TimeCell date={key.lastUsedAt} />
+                  <TimeCell date={key.expiresAt} />
+                  <StatusCell status={status} />
+                  <RevokeCell
+                    show={status === "active"}
+                    message={`Revoke the key "${key.name}"? Whatever uses it stops working at once.`}
+                    pending={revoke.isPending}
+                    onRevoke={() => revoke.mutate({ id: key.id })}
+                  />
                 </tr>
-              </thead>
-              <tbody className="divide-y divide-slate-100">
-                {keys.data.map((key) => {
-                  const status = accessStatus(key);
-                  return (
-                    <tr key={key.id} data-api-key={key.id}>
-                      <td className="px-4 py-2 font-medium text-slate-800">{key.name}</td>
-                      <td className="whitespace-nowrap px-4 py-2 font-mono text-xs text-slate-600">{key.prefix}…</td>
-                      <td className="whitespace-nowrap px-4 py-2">
-                        <Link href={`/projects/${key.projectId}`} className="text-slate-700 hover:text-brand-700 hover:underline">
-                          {key.projectName}
-                        </Link>
-                      </td>
-                      <td className="px-4 py-2">
-                        <RoleBadge role={key.role} />
-                      </td>
-                      <td className="whitespace-nowrap px-4 py-2 text-slate-500">
-                        <RelativeTime date={key.createdAt} />
-                      </td>
-                      <td className="whitespace-nowrap px-4 py-2 text-slate-500">{key.lastUsedAt ? <RelativeTime date={key.lastUsedAt} /> : "never"}</td>
-                      <td className="whitespace-nowrap px-4 py-2 text-slate-500">{key.expiresAt ? <RelativeTime date={key.expiresAt} /> : "never"}</td>
-                      <td className="px-4 py-2">
-                        <StatusBadge status={status} />
-                      </td>
-                      <td className="px-4 py-2 text-right">
-                        {status === "active" && (
-                          <Button
-                            variant="ghost"
-                            disabled={revoke.isPending}
-                            onClick={() => {
-                              if (window.confirm(`Revoke the key "${key.name}"? Whatever uses it stops working at once.`)) revoke.mutate({ id: key.id });
-                            }}
-                          >
-                            Revoke
-                          </Button>
-                        )}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
+              );
+            })}
+          </DataTable>
         )}
         <ErrorMessage error={revoke.error} className="border-t border-slate-100 px-4 py-2" />
       </Card>
