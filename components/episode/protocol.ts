@@ -1,7 +1,7 @@
 /** The messages between the episode player (episode-player.tsx) and its environment worker (environment.worker.ts). */
 import type { DatasetRow, Json } from "@/lib/sdk/environment";
 import type { ActRequest, Protocol, Trajectory } from "@/lib/sdk/protocol";
-import type { SandboxLimits } from "@/server/sandbox/limits";
+import type { SandboxLimits } from "@/server/sandbox/browser";
 
 /** The environment to play: a built-in use case (its own game, or its two-player `duel`), or a run's compiled sandbox bundle. */
 export type EnvironmentSource =

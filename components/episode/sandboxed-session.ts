@@ -3,17 +3,28 @@
  * SDK, the bridge and the user's modules, from `runs.playable`) in a QuickJS WebAssembly instance of its own, with
  * the run's memory and stack limits, and each reset or step stopped by QuickJS's interrupt once it passes its CPU
  * budget (the per-call limit, or what is left of the episode's). The answers are checked as the server checks
- * them (server/sandbox/answers.ts). A browser has no CPU clock, so an op is charged its wall time.
+ * them (server/sandbox/answers.ts, through the sandbox's browser entry, browser.ts). A browser has no CPU clock, so an op is charged its wall time.
  *
  * One episode at a time, shaped like the SDK's `EnvironmentSession` for `runEpisodes`; runs in a worker
  * (environment.worker.ts), where a long step blocks nothing but that worker.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
 import type { DatasetRow, Json, SessionStep } from "@/lib/sdk/environment";
-import { AnswerReader, checkDescription, checkSummary, finite, type SandboxedSummary } from "@/server/sandbox/answers";
-import type { SandboxLimits } from "@/server/sandbox/limits";
-import { QuickJSEngine } from "@/server/sandbox/quickjs-engine";
-import { type EnvironmentDescription, type GuestEpisodeEnd, type GuestFailure, type GuestOp, encodeRequest, FAILED } from "@/server/sandbox/wire";
+import {
+  AnswerReader,
+  checkDescription,
+  checkSummary,
+  type EnvironmentDescription,
+  encodeRequest,
+  FAILED,
+  finite,
+  type GuestEpisodeEnd,
+  type GuestFailure,
+  type GuestOp,
+  QuickJSEngine,
+  type SandboxedSummary,
+  type SandboxLimits,
+} from "@/server/sandbox/browser";
 
 export class BrowserSandboxError extends Error {}
 
