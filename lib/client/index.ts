@@ -14,6 +14,7 @@ import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import superjson from "superjson";
 import type { RunState } from "@/lib/lifecycle";
+import type { LossName, SampledSequence, SampleOptions, TrainingBatch, TrainingPrimitives } from "@/lib/rl/primitives";
 import type { AppRouter } from "@/server/api/root";
 
 export type RouterInputs = inferRouterInputs<AppRouter>;
@@ -160,15 +161,118 @@ export function createClient(options: ClientOptions) {
     },
   };
 
+  const training = {
+    /**
+     * Opens a remote training session on a base (a built-in base or a checkpoint): the model and its optimizer
+     * live on a worker, placed by the scheduler like any job, and the session's primitives run there. Resolves once
+     * the session is open (its calls wait for its place); `close()` saves and ends it.
+     */
+    create: async (options: RouterInputs["sessions"]["create"]) => {
+      const opened = await call(() => api.sessions.create.mutate(options));
+      return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, (what) => call(what));
+    },
+  };
+
   const models = {
     /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
     onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
   };
 
-  return { url: base, api, experiments, runs, models };
+  return { url: base, api, experiments, runs, training, models };
 }
 
 export type TinkerlabClient = ReturnType<typeof createClient>;
+
+type CallAnswer = RouterOutputs["sessions"]["invoke"];
+
+/** How long one request waits on the server for a call's answer before asking again. */
+const ANSWER_WAIT_MS = 20_000;
+/** Tries of one request when the connection fails: the same call id each time, so the call runs once. */
+const SEND_TRIES = 8;
+
+/**
+ * A remote training session: the training primitives (lib/rl/primitives.ts) of a model on a worker, with the same
+ * types and results as the in-process TrainingClient, so `trainRl` and a script's own loop run on it unchanged.
+ * Every call returns at once a promise of its answer, so a loop can overlap calls (sample the next batch while the
+ * last one trains): the calls run on the worker one at a time, in the order they were made. Each call has its own
+ * id; a request lost with its connection is sent again with that id, and the server answers it from the one run.
+ */
+export class RemoteTrainingSession implements TrainingPrimitives {
+  private submitted: Promise<void> = Promise.resolve();
+  private unanswered = 0;
+
+  constructor(
+    private readonly api: ReturnType<typeof createTRPCClient<AppRouter>>,
+    /** the session's run id: its page is /runs/<id> */
+    readonly sessionId: string,
+    readonly contextLength: number,
+    private readonly guard: <T>(what: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  forward(batch: TrainingBatch, options: { temperature?: number } = {}) {
+    return this.call<{ logprobs: number[][]; values?: number[][] }>("forward", { batch, options });
+  }
+
+  forwardBackward(batch: TrainingBatch, loss: LossName, config?: Parameters<TrainingPrimitives["forwardBackward"]>[2]) {
+    return this.call<{ loss: number; metrics: Record<string, number> }>("forwardBackward", { batch, loss, config });
+  }
+
+  optimStep(params: { lr: number; weightDecay?: number; gradClip?: number }) {
+    return this.call<{ gradNorm: number; step: number }>("optimStep", { params });
+  }
+
+  sample(prompts: number[][], n: number, params?: SampleOptions) {
+    return this.call<{ samples: SampledSequence[][] }>("sample", { prompts, n, params });
+  }
+
+  /** Saves the session's model, optimizer and step as a checkpoint of its run (a base for later runs). */
+  saveState() {
+    return this.call<{ step: number; checkpointId: string | null }>("saveState", {});
+  }
+
+  /** Saves the session and ends it, freeing its place. */
+  close() {
+    return this.call<{ step: number; checkpointId: string | null }>("close", {});
+  }
+
+  private async call<T>(method: RouterInputs["sessions"]["invoke"]["method"], args: Record<string, unknown>): Promise<T> {
+    const callId = randomId();
+    // With another call unanswered, this one is only submitted in its first request (its place in the order),
+    // and waited for in the next; alone, one request submits it and waits for its answer.
+    const pipelined = this.unanswered > 0;
+    this.unanswered += 1;
+    const previous = this.submitted;
+    let markSubmitted = () => {};
+    this.submitted = new Promise<void>((resolve) => (markSubmitted = resolve));
+    try {
+      await previous;
+      let answer = await this.send(callId, method, args, pipelined ? 0 : ANSWER_WAIT_MS);
+      markSubmitted();
+      while (answer.state === "queued" || answer.state === "running") answer = await this.send(callId, method, args, ANSWER_WAIT_MS);
+      if (answer.state === "failed") throw new TinkerlabError(`${method} failed on session ${this.sessionId}: ${answer.error}`, "CALL_FAILED", null);
+      return answer.result as T;
+    } finally {
+      markSubmitted();
+      this.unanswered -= 1;
+    }
+  }
+
+  private async send(callId: string, method: RouterInputs["sessions"]["invoke"]["method"], args: Record<string, unknown>, waitMs: number): Promise<CallAnswer> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.guard(() => this.api.sessions.invoke.mutate({ sessionId: this.sessionId, callId, method, args, waitMs }));
+      } catch (error) {
+        const lost = error instanceof TinkerlabError && (error.code === "UNREACHABLE" || error.status === 502 || error.status === 503 || error.status === 504);
+        if (!lost || attempt >= SEND_TRIES) throw error;
+        await sleep(Math.min(5_000, 250 * 2 ** (attempt - 1)));
+      }
+    }
+  }
+}
+
+function randomId(): string {
+  return globalThis.crypto.randomUUID();
+}
 
 function asTinkerlabError(error: unknown, base: string): TinkerlabError {
   if (error instanceof TRPCClientError) {

@@ -12,8 +12,11 @@ export type JobState = (typeof jobStates)[number];
 export const runStates = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;
 export type RunState = (typeof runStates)[number];
 
-/** What a job does: train with RL, fine-tune on demonstrations, serve samples, evaluate, or export a checkpoint. */
-export const jobKinds = ["rl", "sft", "inference", "eval", "export"] as const;
+/**
+ * What a job does: train with RL, fine-tune on demonstrations, serve samples, evaluate, export a checkpoint, or
+ * hold a remote training session (a script's calls of the training primitives, run on a worker).
+ */
+export const jobKinds = ["rl", "sft", "inference", "eval", "export", "session"] as const;
 export type JobKind = (typeof jobKinds)[number];
 
 /** States a job never leaves. */

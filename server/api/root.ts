@@ -6,6 +6,7 @@ import { healthRouter } from "./routers/health";
 import { projectsRouter } from "./routers/projects";
 import { runsRouter } from "./routers/runs";
 import { schedulerRouter } from "./routers/scheduler";
+import { sessionsRouter } from "./routers/sessions";
 import { shareLinksRouter } from "./routers/share-links";
 import { workerRouter } from "./routers/worker";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
@@ -21,6 +22,7 @@ export const appRouter = createTRPCRouter({
   projects: projectsRouter,
   shareLinks: shareLinksRouter,
   apiKeys: apiKeysRouter,
+  sessions: sessionsRouter,
 });
 
 export type AppRouter = typeof appRouter;

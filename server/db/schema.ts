@@ -408,6 +408,34 @@ export const runLogs = pgTable(
   (t) => [index("run_logs_run_seq_idx").on(t.runId, t.seq)],
 );
 
+/** A remote training session's calls (server/jobs/sessions.ts): state of one primitive call, by the client's own id. */
+export const sessionCallState = pgEnum("session_call_state", ["queued", "running", "done", "failed"]);
+
+/**
+ * The calls a script made on a remote training session (a run whose job kind is "session"), in the order the
+ * worker runs them. The id is the client's: a call sent again after a lost connection finds its row, and its answer
+ * when it has one, so no call (an optimizer step) is ever applied twice.
+ */
+export const sessionCalls = pgTable(
+  "session_calls",
+  {
+    id: text("id").primaryKey(),
+    seq: bigserial("seq", { mode: "number" }).notNull(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id, { onDelete: "cascade" }),
+    method: text("method").notNull(),
+    /** The call's arguments and its result, as JSON text: a sample's text may hold characters jsonb refuses (NUL). */
+    args: text("args").notNull(),
+    state: sessionCallState("state").notNull().default("queued"),
+    result: text("result"),
+    error: text("error"),
+    createdAt: createdAt(),
+    answeredAt: timestamp("answered_at", { withTimezone: true }),
+  },
+  (t) => [index("session_calls_run_state_seq_idx").on(t.runId, t.state, t.seq)],
+);
+
 export const devices = pgTable(
   "devices",
   {

@@ -25,3 +25,14 @@ export { heartbeat, registerWorker, type DeviceSpec, type StopWhy } from "./work
 export { startSchedulerLoop } from "./loop";
 export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
 export { estimateQueuedStarts, type StartEstimate } from "./forecast";
+export {
+  answerSessionCall,
+  callSession,
+  DEFAULT_LEASE_SECONDS,
+  MAX_LEASE_SECONDS,
+  openSession,
+  sessionMethods,
+  takeSessionCall,
+  type SessionCallRow,
+  type SessionMethod,
+} from "./sessions";

@@ -65,8 +65,9 @@ function toMb(bytes: number): number {
   return Math.ceil(bytes / mib);
 }
 
+/** Jobs that hold gradients and an optimizer: RL, SFT, and a remote training session. */
 function isTraining(kind: JobKind): boolean {
-  return kind === "rl" || kind === "sft";
+  return kind === "rl" || kind === "sft" || kind === "session";
 }
 
 /** Estimates a job's memory from its model's shape, mode, batch and context. */

@@ -10,6 +10,7 @@ import pg from "pg";
 import { sql } from "drizzle-orm";
 import { openDatabase, type DatabaseHandle } from "../db";
 import {
+  answerSessionCall,
   claimJob,
   finishJob,
   heartbeat,
@@ -20,11 +21,13 @@ import {
   schedulerTick,
   setAsideCheckpoint,
   storeReport,
+  takeSessionCall,
   type ClaimedJob,
   type DeviceSpec,
   type FinishOutcome,
   type JobsNotice,
   type ReportInput,
+  type SessionMethod,
   type StopWhy,
 } from "../jobs";
 import { createPackingPolicy } from "../scheduler";
@@ -50,6 +53,10 @@ export interface WorkerChannel {
   }): Promise<{ next: { id: string; path: string; step: number } | null }>;
   finish(input: { workerId: string; jobId: string; outcome: FinishOutcome; reason: string | null }): Promise<unknown>;
   leave(workerId: string): Promise<unknown>;
+  /** A session job's next call, waiting up to `waitMs` for one; null when none came (server/jobs/sessions.ts). */
+  sessionTake(input: { workerId: string; jobId: string; waitMs: number }): Promise<{ id: string; method: SessionMethod; args: unknown } | null>;
+  /** The answer to a session call: its result, or the error it raised. */
+  sessionAnswer(input: { workerId: string; jobId: string; callId: string; result?: unknown; error: string | null }): Promise<unknown>;
   /** A scheduling pass run by this worker (database workers only). */
   schedule?(): Promise<void>;
   /** Calls `wake` when there may be news for `workerId` (database workers: a NOTIFY). */
@@ -81,6 +88,8 @@ export function inProcessChannel(on: {
     setAside: async (input) => (on.setAside ? on.setAside(input) : refuse()),
     finish: refuse,
     leave: refuse,
+    sessionTake: refuse,
+    sessionAnswer: refuse,
     close: async () => {},
   };
 }
@@ -97,6 +106,8 @@ export function httpChannel(serverUrl: string, token: string): WorkerChannel {
     setAside: (input) => api.worker.setAside.mutate(input),
     finish: (input) => api.worker.finish.mutate(input),
     leave: (workerId) => api.worker.leave.mutate({ workerId }),
+    sessionTake: (input) => api.worker.sessionTake.mutate(input),
+    sessionAnswer: (input) => api.worker.sessionAnswer.mutate(input),
     close: async () => {},
   };
 }
@@ -144,6 +155,8 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
       await db.execute(sql`select pg_notify(${RUN_DATA_CHANNEL}, ${runId})`);
     },
     leave: (workerId) => leaveWorker(db, workerId),
+    sessionTake: (input) => takeSessionCall(db, input),
+    sessionAnswer: (input) => answerSessionCall(db, input),
     async schedule() {
       await schedulerTick(db, policy);
     },

@@ -28,6 +28,7 @@ import { parseDataset } from "@/lib/sdk/dataset";
 import type { WorkerChannel } from "./channel";
 import { type ClaimedJob, describeLineage, type ReportInput } from "../jobs";
 import { mergeReports, ReportQueue } from "./report-queue";
+import { runSessionJob } from "./session-job";
 
 export type JobSpec = ClaimedJob;
 export type StopReason = "cancel" | "pause" | "preempt";
@@ -35,6 +36,16 @@ export type JobOutcome = { outcome: "completed" | "failed" | "cancelled" | "paus
 
 const MEMORY_FILE = "algorithm-memory.json";
 const checkpointDirName = (step: number) => `step-${String(step).padStart(6, "0")}`;
+
+/** A fresh client of the run's agent on `base`: its LoRA settings (or full training), value head and seed. */
+export function newTrainingClient(base: BaseModel, config: ExperimentConfig): TrainingClient {
+  const training = config.agent.training;
+  return new TrainingClient(base, {
+    lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
+    valueHead: config.agent.valueHead,
+    seed: config.seed,
+  });
+}
 
 export async function runJob(options: {
   channel: WorkerChannel;
@@ -45,6 +56,8 @@ export async function runJob(options: {
   stopRequested: () => StopReason | null;
   onStep?: (step: number) => void;
 }): Promise<JobOutcome> {
+  // A remote training session has no environment: the script's calls drive it (./session-job.ts).
+  if (options.spec.job.kind === "session") return runSessionJob(options);
   const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
@@ -58,13 +71,7 @@ export async function runJob(options: {
   }
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
-  const training = config.agent.training;
-  const newClient = () =>
-    new TrainingClient(base, {
-      lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
-      valueHead: config.agent.valueHead,
-      seed: config.seed,
-    });
+  const newClient = () => newTrainingClient(base, config);
   let client = newClient();
   let startStep = 0;
   let memory: Record<string, number> = {};

@@ -74,6 +74,7 @@ const fx = {
   experiment: "",
   version: "",
   run: "",
+  session: "",
   checkpoint: "",
   exportId: "",
   dataset: "",
@@ -122,6 +123,27 @@ beforeAll(async () => {
     id: newId("job"),
     kind: "rl",
     runId: fx.run,
+    userId: alice.id,
+    status: "completed",
+    footprint: { memoryMb: 1, computeSlots: 1 } as never,
+  });
+  // A remote session's run, ended: a call to it is answered "has ended" (a conflict), once access allows it.
+  fx.session = newId("run");
+  await d.insert(runs).values({
+    id: fx.session,
+    projectId: fx.p1,
+    experimentId: fx.experiment,
+    experimentVersionId: fx.version,
+    createdBy: alice.id,
+    name: "a-session",
+    status: "completed",
+    config: { agent: { base: "arithmetic-base" } },
+    totalSteps: 0,
+  });
+  await d.insert(jobs).values({
+    id: newId("job"),
+    kind: "session",
+    runId: fx.session,
     userId: alice.id,
     status: "completed",
     footprint: { memoryMb: 1, computeSlots: 1 } as never,
@@ -240,6 +262,8 @@ const TABLE: Record<string, Entry> = {
   "worker.setAside": { allowed: NOBODY, input: () => ({}) },
   "worker.finish": { allowed: NOBODY, input: () => ({}) },
   "worker.leave": { allowed: NOBODY, input: () => ({ workerId: "wrk_x" }) },
+  "worker.sessionTake": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", waitMs: 0 }) },
+  "worker.sessionAnswer": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", callId: "c" }) },
 
   "projects.list": { allowed: SIGNED_IN, input: () => undefined },
   "projects.create": { allowed: PEOPLE, input: () => ({ name: "scratch" }) },
@@ -280,6 +304,8 @@ const TABLE: Record<string, Entry> = {
         .id,
     }),
   },
+  "sessions.create": { allowed: EDITORS, input: () => ({ base: "arithmetic-base", projectId: fx.p1 }) },
+  "sessions.invoke": { allowed: EDITORS, input: () => ({ sessionId: fx.session, callId: "call-authorization", method: "forward", args: {}, waitMs: 0 }) },
   "shareLinks.open": { allowed: ANYONE, input: () => ({ token: fx.shareToken }) },
 
   "apiKeys.list": { allowed: PEOPLE, input: () => undefined },

@@ -17,7 +17,10 @@ import {
   recordCheckpoint,
   registerWorker,
   setAsideCheckpoint,
+  answerSessionCall,
+  RunStateError,
   storeReport,
+  takeSessionCall,
   WorkerConflictError,
 } from "../../jobs";
 import { createTRPCRouter, workerBaseProcedure } from "../trpc";
@@ -151,6 +154,37 @@ export const workerRouter = createTRPCRouter({
       return { ok: true };
     }),
 
+  /** A session job's next call, waiting up to `waitMs` for one (a long poll); null when none came. */
+  sessionTake: workerProcedure
+    .input(z.object({ workerId: z.string(), jobId: z.string(), waitMs: z.number().int().min(0).max(30_000).default(10_000) }))
+    .mutation(async ({ ctx, input }) => sessionConflict(() => takeSessionCall(ctx.db, input))),
+
+  /** The answer to a session call: its result, or the error it raised. */
+  sessionAnswer: workerProcedure
+    .input(
+      z.object({
+        workerId: z.string(),
+        jobId: z.string(),
+        callId: z.string(),
+        result: z.unknown().optional(),
+        error: z.string().max(100_000).nullable().default(null),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      await sessionConflict(() => answerSessionCall(ctx.db, input));
+      return { ok: true };
+    }),
+
   /** A worker leaving cleanly: its devices go, and jobs it still held go back to the queue. */
   leave: workerProcedure.input(z.object({ workerId: z.string() })).mutation(({ ctx, input }) => leaveWorker(ctx.db, input.workerId)),
 });
+
+/** A session call on a job the worker does not hold: the worker's conflict, not a server error. */
+async function sessionConflict<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof RunStateError) throw new TRPCError({ code: "CONFLICT", message: error.message });
+    throw error;
+  }
+}

@@ -3,7 +3,17 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import type { DatabaseHandle } from "@/server/db";
-import { claimJob, finishJob, heartbeat, recordCheckpoint, registerWorker, setAsideCheckpoint, storeReport } from "@/server/jobs";
+import {
+  answerSessionCall,
+  claimJob,
+  finishJob,
+  heartbeat,
+  recordCheckpoint,
+  registerWorker,
+  setAsideCheckpoint,
+  storeReport,
+  takeSessionCall,
+} from "@/server/jobs";
 import type { WorkerChannel } from "@/server/worker/channel";
 import { saveTinyBase } from "../../support/tiny-run";
 import { openTestDatabase } from "./database";
@@ -20,6 +30,8 @@ export function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
     setAside: (input) => setAsideCheckpoint(database, input),
     finish: (input) => finishJob(database, input),
     leave: async () => ({}),
+    sessionTake: (input) => takeSessionCall(database, input),
+    sessionAnswer: (input) => answerSessionCall(database, input),
     close: async () => {},
   };
 }

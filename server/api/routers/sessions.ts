@@ -1,0 +1,100 @@
+/**
+ * Remote training sessions (server/jobs/sessions.ts): a script opens one on a base, then calls the training
+ * primitives on it, each call by its own id so that a retry after a lost connection is answered once. What the
+ * typed client's `createTrainingClient` speaks (lib/client).
+ */
+import { TRPCError } from "@trpc/server";
+import { z } from "zod";
+import {
+  callSession,
+  DEFAULT_LEASE_SECONDS,
+  isCheckpointBase,
+  JobRejectedError,
+  MAX_LEASE_SECONDS,
+  openSession,
+  RunStateError,
+  resolveBase,
+  sessionMethods,
+} from "../../jobs";
+import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
+import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
+
+export const sessionsRouter = createTRPCRouter({
+  /** Opens a session: a run of job kind "session", queued for a place like any job. */
+  create: protectedProcedure
+    .input(
+      z.object({
+        projectId: z.string().min(1).max(200).optional().describe("the project it belongs to (default: the first the caller may edit)"),
+        base: z.string().min(1).max(200).describe("a built-in base or a checkpoint id (ckpt_…)"),
+        lora: z
+          .object({ rank: z.number().int().min(1).max(256), alpha: z.number().positive().max(4096).optional() })
+          .nullable()
+          .default(null)
+          .describe("train a LoRA adapter of this rank; null: every parameter"),
+        valueHead: z.boolean().default(false).describe("attach a value head (PPO)"),
+        seed: z
+          .number()
+          .int()
+          .min(0)
+          .max(2 ** 31 - 1)
+          .default(0),
+        leaseSeconds: z
+          .number()
+          .int()
+          .min(2)
+          .max(MAX_LEASE_SECONDS)
+          .default(DEFAULT_LEASE_SECONDS)
+          .describe("a session without a call for this long is saved and ended, and its place freed"),
+        name: z.string().trim().min(1).max(120).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+      if (isCheckpointBase(input.base)) {
+        await ctx.access.require("viewer", { kind: "checkpoint", id: input.base }).catch(() => {
+          throw new TRPCError({
+            code: "BAD_REQUEST",
+            message: `base: No checkpoint named '${input.base}'. A base is a built-in base or a checkpoint id (ckpt_…).`,
+          });
+        });
+      }
+      let shape;
+      try {
+        const base = await resolveBase(ctx.db, input.base);
+        shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
+      } catch (error) {
+        throw new TRPCError({ code: "BAD_REQUEST", message: `base: ${(error as Error).message}` });
+      }
+      try {
+        const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
+        return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize };
+      } catch (error) {
+        if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+        throw error;
+      }
+    }),
+
+  /**
+   * A call of a primitive on the session, by the caller's own id: answered when the worker has run it (within
+   * `waitMs`), else `state: "queued" | "running"`, and the same call again (same id) waits on. Sent twice, a call
+   * runs once.
+   */
+  invoke: projectProcedure("editor", "run", "sessionId")
+    .input(
+      z.object({
+        sessionId: z.string().min(1).max(200),
+        callId: z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128),
+        method: z.enum(sessionMethods),
+        args: z.record(z.string(), z.unknown()).default({}),
+        waitMs: z.number().int().min(0).max(60_000).default(20_000),
+      }),
+    )
+    .mutation(async ({ ctx, input, signal }) => {
+      try {
+        return await callSession(ctx.db, input, signal);
+      } catch (error) {
+        if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
+        throw error;
+      }
+    }),
+});

@@ -1,0 +1,77 @@
+/**
+ * A script's training loop against a running server (`tinkerlab/client`): a session on a built-in base is placed
+ * on the server's worker, its primitives answer as the in-process runtime does for the same batch and seed, calls
+ * made without waiting run in the order they were made, and closing saves a checkpoint and ends the run.
+ */
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createClient, TinkerlabError } from "@/lib/client";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { ROOT, startServer, tempDir, type TestServer } from "./support/server";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer({ ARTIFACTS_DIR: tempDir("artifacts"), TINKERLAB_EXAMPLES: "off" });
+}, 180_000);
+afterAll(() => server?.stop());
+
+const batch = {
+  tokens: [
+    [1, 49, 50, 43, 55, 61],
+    [1, 51, 43, 52, 52, 61, 57],
+  ],
+  weights: [
+    [0, 0, 0, 0, 1, 1],
+    [0, 0, 0, 0, 1, 1, 1],
+  ],
+};
+
+/** The largest difference between two nested arrays of numbers (the worker's kernel may round differently). */
+function maxDifference(a: unknown, b: unknown): number {
+  if (typeof a === "number" && typeof b === "number") return Math.abs(a - b);
+  if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) return Math.max(0, ...a.map((x, i) => maxDifference(x, b[i])));
+  return Number.POSITIVE_INFINITY;
+}
+
+describe("a remote training session through the client", () => {
+  it("trains on the server's worker as in-process, in the order of its calls, and closes with a checkpoint", async () => {
+    const tl = createClient({ url: server.url });
+    const session = await tl.training.create({ base: "arithmetic-base", seed: 3, leaseSeconds: 60, name: "e2e" });
+    expect(session.contextLength).toBeGreaterThan(0);
+    const reference = new TrainingClient(BaseModel.load(path.join(ROOT, "lib", "envs", "bases", "arithmetic-base")), { seed: 3 });
+
+    const before = await session.forward(batch);
+    expect(maxDifference(before.logprobs, (await reference.forward(batch)).logprobs)).toBeLessThan(1e-4);
+
+    // Three calls made at once: they run in the order they were made.
+    const trained = session.forwardBackward(batch, "cross_entropy");
+    const stepped = session.optimStep({ lr: 0.01 });
+    const after = session.forward(batch);
+    const [remoteLoss, remoteStep, remoteAfter] = await Promise.all([trained, stepped, after]);
+    const localLoss = await reference.forwardBackward(batch, "cross_entropy");
+    const localStep = await reference.optimStep({ lr: 0.01 });
+    expect(Math.abs(remoteLoss.loss - localLoss.loss)).toBeLessThan(1e-4);
+    expect(remoteStep.step).toBe(1);
+    expect(Math.abs(remoteStep.gradNorm - localStep.gradNorm) / localStep.gradNorm).toBeLessThan(1e-3);
+    expect(maxDifference(remoteAfter.logprobs, (await reference.forward(batch)).logprobs)).toBeLessThan(1e-4);
+    expect(maxDifference(remoteAfter.logprobs, before.logprobs)).toBeGreaterThan(1e-3); // the step changed the weights
+
+    const { samples } = await session.sample([[1, 49, 50, 43]], 2, { maxTokens: 3, seed: 9, temperature: 1 });
+    expect(samples[0]).toHaveLength(2);
+
+    // A failing call names the method and the reason; the session goes on.
+    await expect(session.forwardBackward({ tokens: [[1, 2, 3]] }, "not-a-loss" as never)).rejects.toThrow(
+      new RegExp(`forwardBackward failed on session ${session.sessionId}: .*not-a-loss`),
+    );
+
+    const closed = await session.close();
+    expect(closed).toMatchObject({ step: 1, checkpointId: expect.stringMatching(/^ckpt_/) });
+    const run = await tl.runs.wait(session.sessionId, { intervalMs: 200 });
+    expect(run).toMatchObject({ status: "completed", reason: "closed by its client", experimentName: "Remote sessions" });
+    const checkpoints = await tl.runs.checkpoints(session.sessionId);
+    expect(checkpoints.map((c) => c.id)).toContain(closed.checkpointId);
+    const error = await session.forward(batch).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TinkerlabError);
+    expect((error as TinkerlabError).message).toMatch(/has ended \(completed: closed by its client\); open a new one/);
+  }, 120_000);
+});

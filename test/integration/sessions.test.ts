@@ -1,0 +1,116 @@
+/**
+ * Remote training sessions: a session is a job placed like any other, its calls run on the worker in order with
+ * the same results as in-process, a call sent again (a lost connection) runs once, a failing call leaves the
+ * session usable, and a session without calls for its lease is saved and ended, which frees its place.
+ */
+import path from "node:path";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { checkpoints, jobs } from "@/server/db";
+import { schedulerTick } from "@/server/jobs";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { createPackingPolicy } from "@/server/scheduler";
+import { runJob } from "@/server/worker/run-job";
+import { callerFor } from "./support/database";
+import { channelOn, jobTestbed } from "./support/worker-channel";
+
+const bed = jobTestbed("sessions");
+
+const batch = {
+  tokens: [
+    [1, 72, 105, 33, 10, 65, 66],
+    [1, 50, 43, 50, 61, 52],
+  ],
+  weights: [
+    [0, 0, 0, 1, 1, 1, 1],
+    [0, 0, 0, 1, 1, 1],
+  ],
+};
+
+describe("a remote training session", () => {
+  it("runs the primitives on a worker as in-process, each call once, and ends when it goes quiet", async () => {
+    const { handle, artifactsDir, basesDir } = bed;
+    const caller = callerFor(handle);
+    const channel = channelOn(handle.db);
+    const { workerId } = await channel.register({
+      hostname: "test",
+      pid: process.pid,
+      backend: "js",
+      devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
+    });
+
+    const { sessionId, contextLength } = await caller.sessions.create({ base: "tiny-base", seed: 5, leaseSeconds: 3 });
+    expect(contextLength).toBe(48);
+    const run = await caller.runs.byId({ id: sessionId });
+    expect(run).toMatchObject({ status: "queued", experimentName: "Remote sessions" });
+
+    // The scheduler places it like any job; the worker then holds the session until it ends.
+    await schedulerTick(handle.db, createPackingPolicy());
+    const [job] = await handle.db.select({ id: jobs.id, kind: jobs.kind, status: jobs.status }).from(jobs).where(eq(jobs.runId, sessionId));
+    expect(job).toMatchObject({ kind: "session", status: "placing" });
+    const spec = await channel.claim(workerId, job!.id);
+    const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+
+    let n = 0;
+    const call = async (
+      method: "forward" | "forwardBackward" | "optimStep" | "sample" | "saveState",
+      args: Record<string, unknown>,
+      callId = `call-${++n}-${sessionId}`,
+    ) => {
+      const answer = await caller.sessions.invoke({ sessionId, callId, method, args });
+      if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
+      return answer.result as never;
+    };
+
+    const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed: 5 });
+    expect(await call("forward", { batch })).toEqual(await reference.forward(batch));
+    expect(await call("forwardBackward", { batch, loss: "cross_entropy" })).toEqual(await reference.forwardBackward(batch, "cross_entropy"));
+    // An optimizer step sent twice with the same id (the first answer lost with its connection) is applied once.
+    const stepId = `step-once-${sessionId}`;
+    const first = await caller.sessions.invoke({ sessionId, callId: stepId, method: "optimStep", args: { params: { lr: 0.05 } }, waitMs: 0 });
+    expect(["queued", "running", "done"]).toContain(first.state);
+    const again = await call("optimStep", { params: { lr: 0.05 } }, stepId);
+    expect(again).toEqual(await reference.optimStep({ lr: 0.05 }));
+    expect(again).toMatchObject({ step: 1 });
+    expect(await call("forward", { batch })).toEqual(await reference.forward(batch)); // the next weights are the same
+    const sampleArgs = { prompts: [[1, 50, 43]], n: 2, params: { maxTokens: 4, seed: 11 } };
+    expect(await call("sample", sampleArgs)).toEqual(await reference.sample([[1, 50, 43]], 2, { maxTokens: 4, seed: 11 }));
+
+    // A call that fails is answered with its error; the session goes on.
+    const bad = await caller.sessions.invoke({
+      sessionId,
+      callId: `bad-${sessionId}`,
+      method: "forwardBackward",
+      args: { batch: { tokens: [[1, 2]] }, loss: "no-such-loss" },
+    });
+    expect(bad.state).toBe("failed");
+    expect(bad.error).toMatch(/no-such-loss/);
+    await expect(caller.sessions.invoke({ sessionId, callId: stepId, method: "forward", args: { batch } })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/was a optimStep call; give each call a fresh id/),
+    });
+    expect(await call("saveState", {})).toMatchObject({ step: 1, checkpointId: expect.stringMatching(/^ckpt_/) });
+
+    // Quiet for its lease (3 s): saved, completed, its place freed.
+    const outcome = await working;
+    expect(outcome).toMatchObject({ outcome: "completed", reason: expect.stringMatching(/^ended after 3 s without a call \(its lease\); saved at step 1$/) });
+    await channel.finish({ workerId, jobId: job!.id, ...outcome });
+    const [ended] = await handle.db.select({ status: jobs.status, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, job!.id));
+    expect(ended!.status).toBe("completed");
+    const overview = await caller.scheduler.overview({});
+    expect(JSON.stringify(overview)).not.toContain(job!.id.concat('","status":"running'));
+    expect((await handle.db.select().from(checkpoints).where(eq(checkpoints.runId, sessionId))).map((c) => c.step)).toEqual([1]);
+    await expect(caller.sessions.invoke({ sessionId, callId: `late-${sessionId}`, method: "forward", args: { batch } })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/has ended \(completed: ended after 3 s without a call/),
+    });
+  }, 60_000);
+
+  it("refuses a session on a base that does not exist, naming what a base is", async () => {
+    const caller = callerFor(bed.handle);
+    await expect(caller.sessions.create({ base: "no-such-base" })).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringMatching(/^base: /) });
+    await expect(caller.sessions.invoke({ sessionId: "run_nope", callId: "call-00000001", method: "forward", args: {} })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+  });
+});
