@@ -5,7 +5,11 @@
  */
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { trainRemotely } from "@/examples/remote-rl";
+import { fineTuneRemotely } from "@/examples/remote-sft";
 import { createClient, TinkerlabError } from "@/lib/client";
+import { useCases } from "@/lib/envs";
+import { defineExperiment } from "@/lib/sdk/experiment";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { ROOT, startServer, tempDir, type TestServer } from "./support/server";
 
@@ -73,5 +77,44 @@ describe("a remote training session through the client", () => {
     const error = await session.forward(batch).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TinkerlabError);
     expect((error as TinkerlabError).message).toMatch(/has ended \(completed: closed by its client\); open a new one/);
+  }, 120_000);
+
+  it("reproduces a workbench run's scores through the remote primitives alone (examples/remote-rl.ts)", async () => {
+    const tl = createClient({ url: server.url });
+    const template = useCases.arithmetic!.template;
+    const input = {
+      ...template,
+      name: "arithmetic-small",
+      algorithm: { ...template.algorithm, steps: 4, groupsPerStep: 8 },
+      evaluation: { every: 2, episodes: 32 },
+    };
+    const { id } = await tl.experiments.create({ name: "arithmetic-small", config: input as never });
+    const { runId } = await tl.runs.launch(id);
+    const run = await tl.runs.wait(runId, { intervalMs: 250 });
+    expect(run.status).toBe("completed");
+    const { points } = await tl.runs.metrics(runId);
+    const workbench = points.filter((p) => p.name === "eval/score").map((p) => ({ step: p.step, score: p.value }));
+    expect(workbench.map((e) => e.step)).toEqual([0, 2, 4]);
+
+    const { evaluations, saved } = await trainRemotely(tl, defineExperiment(input as never));
+    expect(evaluations).toEqual(workbench);
+    expect(saved.step).toBe(4);
+  }, 180_000);
+
+  it("fine-tunes on a JSONL file of conversations, the loss falling (examples/remote-sft.ts)", async () => {
+    const tl = createClient({ url: server.url });
+    const lines = Array.from({ length: 12 }, (_, i) =>
+      JSON.stringify({
+        messages: [
+          { role: "system", content: "Add." },
+          { role: "user", content: `${i}+${i}` },
+          { role: "assistant", content: String(2 * i) },
+        ],
+      }),
+    );
+    const { losses, saved } = await fineTuneRemotely(tl, lines.join("\n"), { base: "arithmetic-base", steps: 12, batchSize: 8, learningRate: 3e-3 });
+    expect(losses).toHaveLength(12);
+    expect(losses.at(-1)!).toBeLessThan(losses[0]! * 0.8);
+    expect(saved.checkpointId).toMatch(/^ckpt_/);
   }, 120_000);
 });
