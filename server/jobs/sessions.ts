@@ -46,32 +46,38 @@ export type OpenSession = {
   shape: { parameters: number; dModel: number; nLayers: number; contextLength: number };
 };
 
-/** In-process wake-ups: a new call for a run, an answer for a call. */
-const waiters = new Map<string, Set<() => void>>();
+/**
+ * In-process wake-ups: a new call for a run, an answer for a call. An answer's waiter is handed the answer
+ * itself (the row as the database now holds it), so that the hot path reads nothing back.
+ */
+const waiters = new Map<string, Set<(payload: unknown) => void>>();
 
-function wake(key: string) {
+function wake(key: string, payload: unknown = null) {
   const set = waiters.get(key);
   if (!set) return;
   waiters.delete(key);
-  for (const resolve of set) resolve();
+  for (const resolve of set) resolve(payload);
 }
 
-/** Resolves when `key` is woken, after `ms`, or when `signal` aborts, whichever comes first. */
-function waitFor(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves with the wake's payload when `key` is woken, or null after `ms` or when `signal` aborts. */
+function waitFor(key: string, ms: number, signal?: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => {
     let set = waiters.get(key);
     if (!set) waiters.set(key, (set = new Set()));
-    const done = () => {
+    const done = (payload: unknown = null) => {
       clearTimeout(timer);
       set!.delete(done);
-      signal?.removeEventListener("abort", done);
-      resolve();
+      signal?.removeEventListener("abort", onAbort);
+      resolve(payload);
     };
-    const timer = setTimeout(done, ms);
+    const onAbort = () => done(null);
+    const timer = setTimeout(onAbort, ms);
     set.add(done);
-    signal?.addEventListener("abort", done, { once: true });
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+type CallRow = NonNullable<Awaited<ReturnType<typeof readCall>>>;
 
 /** Opens a session: its run (under the project's "Remote sessions" experiment) and its job, queued for a place. */
 export async function openSession(db: Database, input: OpenSession): Promise<{ sessionId: string; jobId: string }> {
@@ -178,28 +184,35 @@ export async function callSession(
   input: { sessionId: string; callId: string; method: SessionMethod; args: unknown; waitMs: number },
   signal?: AbortSignal,
 ): Promise<SessionCallRow> {
-  let row = await readCall(db, input.callId);
-  if (row && row.runId !== input.sessionId)
-    throw new RunStateError(`call id '${input.callId}' belongs to another session; give each call a fresh id`, "CONFLICT");
-  if (row && row.method !== input.method) throw new RunStateError(`call id '${input.callId}' was a ${row.method} call; give each call a fresh id`, "CONFLICT");
-  if (!row) {
-    const job = await sessionJob(db, input.sessionId);
-    if (["completed", "failed", "cancelled"].includes(job.status)) {
+  // A new call is inserted only while its session's job has not ended: one statement for the common case.
+  const args = JSON.stringify(input.args ?? null);
+  const inserted = await db.execute(sql`
+    insert into ${sessionCalls} (id, run_id, method, args)
+    select ${input.callId}, ${input.sessionId}, ${input.method}, ${args}
+    where exists (
+      select 1 from ${jobs} where ${jobs.runId} = ${input.sessionId} and ${jobs.kind} = 'session'
+        and ${jobs.status} not in ('completed', 'failed', 'cancelled'))
+    on conflict (id) do nothing
+    returning id`);
+  let row: CallRow | undefined;
+  if ((inserted as unknown as { rows: unknown[] }).rows.length > 0) {
+    wake(`calls:${input.sessionId}`);
+    row = { id: input.callId, runId: input.sessionId, state: "queued", result: null, error: null, method: input.method };
+  } else {
+    row = await readCall(db, input.callId);
+    if (!row) {
+      const job = await sessionJob(db, input.sessionId);
       throw new RunStateError(`session ${input.sessionId} has ended (${job.status}${job.reason ? `: ${job.reason}` : ""}); open a new one`, "CONFLICT");
     }
-    await db
-      .insert(sessionCalls)
-      .values({ id: input.callId, runId: input.sessionId, method: input.method, args: JSON.stringify(input.args ?? null) })
-      .onConflictDoNothing();
-    wake(`calls:${input.sessionId}`);
-    row = await readCall(db, input.callId);
+    if (row.runId !== input.sessionId) throw new RunStateError(`call id '${input.callId}' belongs to another session; give each call a fresh id`, "CONFLICT");
+    if (row.method !== input.method) throw new RunStateError(`call id '${input.callId}' was a ${row.method} call; give each call a fresh id`, "CONFLICT");
   }
   const until = Date.now() + input.waitMs;
   while (row!.state === "queued" || row!.state === "running") {
     const left = until - Date.now();
     if (left <= 0 || signal?.aborted) break;
-    await waitFor(`answer:${input.callId}`, Math.min(left, POLL_MS * 4), signal);
-    row = await readCall(db, input.callId);
+    const answered = (await waitFor(`answer:${input.callId}`, Math.min(left, POLL_MS * 4), signal)) as CallRow | null;
+    row = answered ?? (await readCall(db, input.callId));
     if (row!.state === "queued" || row!.state === "running") {
       // The session may have ended with this call unanswered (its worker lost, the session cancelled).
       const job = await sessionJob(db, input.sessionId);
@@ -215,12 +228,19 @@ export async function callSession(
   return { ...answer, result: result === null ? null : (JSON.parse(result) as unknown) };
 }
 
+/** Session jobs found held, by job and worker: a job's worker and run do not change while it runs. */
+const held = new Map<string, string>();
+
 /** The session (run) of a session job the worker holds; refused for anyone else's. */
 async function heldSession(db: Database, workerId: string, jobId: string): Promise<string> {
+  const known = held.get(`${jobId}/${workerId}`);
+  if (known) return known;
   const [job] = await db.select({ runId: jobs.runId, kind: jobs.kind, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, jobId));
   if (job?.kind !== "session" || job.workerId !== workerId || !job.runId) {
     throw new RunStateError(`worker ${workerId} holds no session job '${jobId}'`, "CONFLICT");
   }
+  if (held.size > 10_000) held.clear();
+  held.set(`${jobId}/${workerId}`, job.runId);
   return job.runId;
 }
 
@@ -270,13 +290,21 @@ export async function takeSessionCall(
 /** The worker's answer to a call: its result, or the error the call raised. */
 export async function answerSessionCall(db: Database, input: { workerId: string; jobId: string; callId: string; result?: unknown; error?: string | null }) {
   const sessionId = await heldSession(db, input.workerId, input.jobId);
-  await db
+  const [row] = await db
     .update(sessionCalls)
     .set(
       input.error
         ? { state: "failed", error: input.error, result: null, answeredAt: new Date() }
         : { state: "done", result: JSON.stringify(input.result ?? null), error: null, answeredAt: new Date() },
     )
-    .where(and(eq(sessionCalls.id, input.callId), eq(sessionCalls.runId, sessionId)));
-  wake(`answer:${input.callId}`);
+    .where(and(eq(sessionCalls.id, input.callId), eq(sessionCalls.runId, sessionId)))
+    .returning({
+      id: sessionCalls.id,
+      runId: sessionCalls.runId,
+      state: sessionCalls.state,
+      result: sessionCalls.result,
+      error: sessionCalls.error,
+      method: sessionCalls.method,
+    });
+  if (row) wake(`answer:${input.callId}`, row);
 }

@@ -1,0 +1,118 @@
+/**
+ * `npm run bench:remote`: the training primitives through a remote session against the same primitives in-process.
+ *
+ * A server is started (`tinkerlab start` as a child process, its own local worker) and, in the same run:
+ *   - per-call overhead: a small `forward` (2 sequences of 8 tokens) 200 times in-process, then on a session of
+ *     the same base; the median time of each and their difference, the HTTP round trip, the database row and the
+ *     worker's long poll together;
+ *   - a GRPO step: the arithmetic use case's template (32 groups of 8, its sampling), `--steps` steps (default 6)
+ *     of lib/rl's trainRl in this process on an in-process TrainingClient, then the same config on a remote
+ *     session; the median step time of each, and the remote's overhead over in-process in percent.
+ * In-process runs in this process, the session on the server's worker process: the same kernels, each with the
+ * machine to itself while it runs. The last line is JSON: {"remote_overhead_pct", "call_overhead_ms_p50", …}.
+ */
+import path from "node:path";
+import { buildIfStale } from "../bin/build-if-stale.mjs";
+import { createClient } from "../lib/client";
+import { useCases } from "../lib/envs";
+import { ByteTokenizer } from "../lib/model/tokenizer";
+import type { TrainingPrimitives } from "../lib/rl/primitives";
+import { trainRl } from "../lib/rl/train";
+import { defineExperiment } from "../lib/sdk/experiment";
+import { BaseModel, initBackend, TrainingClient } from "../server/runtime";
+import { ROOT, startServer, tempDir } from "../test/e2e/support/server";
+import { formatTable, median, quantile } from "./lib/measure";
+
+const option = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
+const steps = option("--steps", 6);
+const calls = option("--calls", 200);
+
+const useCase = useCases.arithmetic!;
+const template = useCase.template as { algorithm: object; evaluation?: object };
+const config = defineExperiment({ ...template, algorithm: { ...template.algorithm, steps }, evaluation: { every: 0, episodes: 8 } } as never);
+const base = config.agent.base;
+const batch = {
+  tokens: [
+    [1, 49, 50, 43, 55, 61, 56, 57],
+    [1, 51, 43, 52, 52, 61, 57, 54],
+  ],
+};
+
+/** Milliseconds of each of `n` calls of `run`, after 10 unmeasured ones. */
+async function times(n: number, run: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < 10; i++) await run();
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    await run();
+    out.push(performance.now() - started);
+  }
+  return out;
+}
+
+/** Each training step's wall time (ms) of trainRl on `primitives`; the evaluation before the first step is left out. */
+async function stepTimes(primitives: TrainingPrimitives, contextLength: number): Promise<number[]> {
+  const out: number[] = [];
+  let last = performance.now();
+  await trainRl({
+    config,
+    policy: { primitives, tokenizer: new ByteTokenizer(), contextLength },
+    environment: useCase.environment,
+    protocol: useCase.protocol,
+    hooks: {
+      onMetrics: async (step, metrics) => {
+        if (!("reward/mean" in metrics)) return;
+        const now = performance.now();
+        if (step > 0) out.push(now - last);
+        last = now;
+      },
+    },
+  });
+  return out;
+}
+
+buildIfStale(ROOT);
+const backend = await initBackend();
+const server = await startServer({ ARTIFACTS_DIR: tempDir("bench-remote"), TINKERLAB_EXAMPLES: "off" });
+try {
+  const client = createClient({ url: server.url });
+  const load = () => BaseModel.load(path.join(ROOT, "lib", "envs", "bases", base));
+
+  const local = new TrainingClient(load(), { seed: config.seed });
+  const localCall = await times(calls, () => local.forward(batch));
+  const probe = await client.training.create({ base, seed: config.seed, name: "bench-calls" });
+  const remoteCall = await times(calls, () => probe.forward(batch));
+  await probe.close();
+
+  const localSteps = await stepTimes(new TrainingClient(load(), { seed: config.seed }), load().config.contextLength);
+  const session = await client.training.create({ base, seed: config.seed, name: "bench-grpo" });
+  const remoteSteps = await stepTimes(session, session.contextLength);
+  await session.close();
+
+  const callOverhead = median(remoteCall) - median(localCall);
+  const overheadPct = (median(remoteSteps) / median(localSteps) - 1) * 100;
+  const ms = (x: number) => x.toFixed(2);
+  console.log(
+    `runtime: ${backend.capabilities.backend}${backend.capabilities.kernel ? ` (${backend.capabilities.kernel})` : ""}; ${base}; GRPO ${config.algorithm.groupsPerStep}×${config.algorithm.groupSize} episodes a step`,
+  );
+  console.log(
+    formatTable(
+      ["measure", "in-process", "remote", "remote − in-process"],
+      [
+        [`forward, 2×8 tokens (ms, p50 of ${calls})`, ms(median(localCall)), ms(median(remoteCall)), ms(callOverhead)],
+        [`forward (ms, p90)`, ms(quantile(localCall, 0.9)), ms(quantile(remoteCall, 0.9)), ms(quantile(remoteCall, 0.9) - quantile(localCall, 0.9))],
+        [`GRPO step (ms, median of ${localSteps.length})`, ms(median(localSteps)), ms(median(remoteSteps)), `${overheadPct.toFixed(1)}%`],
+      ],
+    ),
+  );
+  console.log(
+    JSON.stringify({
+      remote_overhead_pct: Number(overheadPct.toFixed(1)),
+      call_overhead_ms_p50: Number(callOverhead.toFixed(2)),
+      call_ms_p50: { in_process: Number(median(localCall).toFixed(2)), remote: Number(median(remoteCall).toFixed(2)) },
+      grpo_step_ms: { in_process: Number(median(localSteps).toFixed(1)), remote: Number(median(remoteSteps).toFixed(1)) },
+    }),
+  );
+} finally {
+  await server.stop();
+}
