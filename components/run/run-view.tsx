@@ -15,7 +15,7 @@ import { numberParam, useViewParams } from "./view-params";
 import { ShareButton } from "@/components/share/share-button";
 import { ZoomableChart } from "./zoomable-chart";
 
-const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s"];
+const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s", "loss", "grad_norm"];
 const ACTIVE = new Set(["queued", "running"]);
 
 export function RunView({ runId, initialMetrics = null }: { runId: string; initialMetrics?: InitialMetrics }) {
@@ -102,6 +102,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const r = run.data;
   // What the caller may do: editors and owners control the run; viewers and a share link's holder (role null) only look.
   const canEdit = r.role === "editor" || r.role === "owner";
+  // A remote training session (a script's calls on a worker) has no environment: nothing to evaluate or play.
+  const session = (r.config as { environment?: string }).environment === "remote-session";
   const stepSeconds = series.get("perf/step_seconds")?.points;
   const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
   const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
@@ -113,7 +115,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <div className="flex items-center gap-3">
           <StatusBadge status={r.status} />
           <span className="text-sm tabular-nums text-slate-600" aria-label="progress">
-            {r.totalSteps > 0 ? `step ${r.step} of ${r.totalSteps}` : "no training steps: it evaluates or exports its base"}
+            {session
+              ? `a remote training session: ${r.step} optimizer step${r.step === 1 ? "" : "s"}`
+              : r.totalSteps > 0
+                ? `step ${r.step} of ${r.totalSteps}`
+                : "no training steps: it evaluates or exports its base"}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
           </span>
@@ -252,7 +258,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
                   {r.role !== null && !c.setAsideReason && (
                     <span className="flex gap-2">
-                      {canEdit && (
+                      {canEdit && !session && (
                         <>
                           <CheckpointAction
                             label="Evaluate"
@@ -283,13 +289,15 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                       >
                         Try
                       </a>
-                      <a
-                        className="text-brand-700 hover:underline"
-                        href={`/playground?mode=episode&model=${c.id}&run=${runId}`}
-                        title="Play an episode of this run's environment with this checkpoint in your browser, or take a side yourself"
-                      >
-                        Play
-                      </a>
+                      {!session && (
+                        <a
+                          className="text-brand-700 hover:underline"
+                          href={`/playground?mode=episode&model=${c.id}&run=${runId}`}
+                          title="Play an episode of this run's environment with this checkpoint in your browser, or take a side yourself"
+                        >
+                          Play
+                        </a>
+                      )}
                     </span>
                   )}
                 </li>
