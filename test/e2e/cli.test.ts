@@ -21,8 +21,15 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => server?.stop());
 
-/** Runs the CLI (bin/tinkerlab) in `work` with its own config folder; resolves with its exit code and output. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs the CLI (bin/tinkerlab) in `work` with its own config folder; resolves with its exit code and output.
+ * `onStdout` sees the output as it comes, with the child (to signal it).
+ */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  onStdout?: (text: string, child: ReturnType<typeof spawn>) => void,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(path.join(ROOT, "bin", "tinkerlab"), args, {
       cwd: work,
@@ -31,7 +38,10 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      onStdout?.(stdout, child);
+    });
     child.stderr.on("data", (chunk) => (stderr += chunk));
     child.on("exit", (code) => resolve({ code, stdout, stderr }));
   });
@@ -96,6 +106,30 @@ describe("the tinkerlab CLI", () => {
     expect(logs.code).toBe(0);
     expect(logs.stdout.trim().split("\n").length).toBeGreaterThan(0);
   }, 240_000);
+
+  it("stops following on Ctrl-C with no terminal to ask on, leaving the run going on the server", async () => {
+    fs.mkdirSync(path.join(work, "long"), { recursive: true });
+    const config = { name: "long", environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 } };
+    fs.writeFileSync(path.join(work, "long", "experiment.json"), JSON.stringify(config));
+    let interrupted = false;
+    const followed = await cli(["run", "long", "--url", server.url], {}, (text, child) => {
+      if (!interrupted && /Launched run_\w+/.test(text)) {
+        interrupted = true;
+        setTimeout(() => child.kill("SIGINT"), 1500);
+      }
+    });
+    expect(followed.code).toBe(130);
+    const runId = /Launched (run_\w+)/.exec(followed.stdout)![1]!;
+    expect(followed.stderr).toContain(`Stopped following; the run goes on: ${server.url}/runs/${runId}`);
+    const status = await cli(["runs", "ls", "--json", "--url", server.url]);
+    const run = (JSON.parse(status.stdout) as { id: string; status: string }[]).find((r) => r.id === runId)!;
+    expect(["queued", "running"]).toContain(run.status);
+    await fetch(`${server.url}/api/trpc/runs.control`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ json: { id: runId, action: "cancel" } }),
+    });
+  }, 120_000);
 
   it("refuses, in one line with its own exit code, what it cannot do", async () => {
     fs.mkdirSync(path.join(work, "empty"), { recursive: true });
