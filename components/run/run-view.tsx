@@ -258,14 +258,16 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
                   {r.role !== null && !c.setAsideReason && (
                     <span className="flex gap-2">
-                      {canEdit && !session && (
+                      {canEdit && (
                         <>
-                          <CheckpointAction
-                            label="Evaluate"
-                            title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
-                            action={evaluateCheckpoint}
-                            checkpointId={c.id}
-                          />
+                          {!session && (
+                            <CheckpointAction
+                              label="Evaluate"
+                              title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
+                              action={evaluateCheckpoint}
+                              checkpointId={c.id}
+                            />
+                          )}
                           <CheckpointAction
                             label="Export"
                             title="Write this checkpoint's model (an adapter merged into its base) as one safetensors file to download"

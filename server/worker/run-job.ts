@@ -58,6 +58,8 @@ export async function runJob(options: {
 }): Promise<JobOutcome> {
   // A remote training session has no environment: the script's calls drive it (./session-job.ts).
   if (options.spec.job.kind === "session") return runSessionJob(options);
+  // Nor does an export, whatever its run's environment (a session's checkpoint exports as any other).
+  if (options.spec.job.kind === "export") return exportJob(options);
   const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
@@ -185,16 +187,6 @@ export async function runJob(options: {
   };
 
   try {
-    if (spec.job.kind === "export") {
-      // An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download.
-      const step = spec.base?.kind === "checkpoint" ? spec.base.step : 0;
-      const file = path.resolve(options.artifactsDir, "runs", runId, "export", `${spec.run.id}.safetensors`);
-      const sizeBytes = writeModelFile(file, base, describeLineage(spec.base ?? { kind: "builtin", name: config.agent.base }));
-      await channel.checkpoint({ workerId, jobId, step, path: file, sizeBytes, kind: "export" });
-      reports.push({ workerId, jobId, logs: [{ level: "info", message: `Exported ${(sizeBytes / 1024 / 1024).toFixed(1)} MiB: ${path.basename(file)}.` }] });
-      await reports.flush();
-      return { outcome: "completed", reason: null };
-    }
     if (spec.job.kind === "eval") {
       // An evaluation run: the base (usually another run's checkpoint) plays the held-out episodes once.
       const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
@@ -378,6 +370,23 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
  * names of docs/CHECKPOINTS.md, and in the header's metadata the model's config, its tokenizer and where it came
  * from, so the one file is all a loader needs.
  */
+/** An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download. */
+async function exportJob(options: { channel: WorkerChannel; workerId: string; spec: JobSpec; artifactsDir: string }): Promise<JobOutcome> {
+  const { channel, workerId, spec } = options;
+  const config = defineExperiment(spec.run.config as never);
+  const base = loadBaseModel(spec.base ?? config.agent.base);
+  const step = spec.base?.kind === "checkpoint" ? spec.base.step : 0;
+  const file = path.resolve(options.artifactsDir, "runs", spec.run.id, "export", `${spec.run.id}.safetensors`);
+  const sizeBytes = writeModelFile(file, base, describeLineage(spec.base ?? { kind: "builtin", name: config.agent.base }));
+  await channel.checkpoint({ workerId, jobId: spec.job.id, step, path: file, sizeBytes, kind: "export" });
+  await channel.report({
+    workerId,
+    jobId: spec.job.id,
+    logs: [{ level: "info", message: `Exported ${(sizeBytes / 1024 / 1024).toFixed(1)} MiB: ${path.basename(file)}.` }],
+  });
+  return { outcome: "completed", reason: null };
+}
+
 function writeModelFile(file: string, model: BaseModel, origin: string): number {
   const bytes = encodeSafetensors(parametersToTensorMap(listGPTParameters(model.weights, model.config)), {
     format: "tinkerlab.model",

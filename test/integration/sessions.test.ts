@@ -100,6 +100,14 @@ describe("a remote training session", () => {
     const overview = await caller.scheduler.overview({});
     expect(JSON.stringify(overview)).not.toContain(job!.id.concat('","status":"running'));
     expect((await handle.db.select().from(checkpoints).where(eq(checkpoints.runId, sessionId))).map((c) => c.step)).toEqual([1]);
+    // Its checkpoint exports as any other (an export needs no environment).
+    const [saved] = await caller.checkpoints.ofRun({ runId: sessionId });
+    const { runId: exported } = await caller.runs.export({ checkpointId: saved!.id });
+    await channel.heartbeat(workerId); // the worker's lease, renewed as its loop would (a slow machine may have let it lapse)
+    await schedulerTick(handle.db, createPackingPolicy());
+    const [exportJob] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, exported));
+    const exportOutcome = await runJob({ channel, workerId, spec: await channel.claim(workerId, exportJob!.id), artifactsDir, stopRequested: () => null });
+    expect(exportOutcome).toEqual({ outcome: "completed", reason: null });
     await expect(caller.sessions.invoke({ sessionId, callId: `late-${sessionId}`, method: "forward", args: { batch } })).rejects.toMatchObject({
       code: "CONFLICT",
       message: expect.stringMatching(/has ended \(completed: ended after 3 s without a call/),
