@@ -138,7 +138,8 @@ describe("validation's dry run", () => {
     expect(error).toMatchObject({ source: "limit", file: "environment.ts" });
     expect([stepLine, stepBodyLine]).toContain(error.line);
     expect(error.message).toMatch(/exceeded validation's CPU budget for its dry run, dryRunCpuMs=500 ms \(the dry run ran \d+ ms/);
-    expect(error.message).toMatch(/it had played \d+ steps, in episode 1 of 3, about \d+ ms each/);
+    // How far it got depends on how much CPU the busy-waits got on this machine: the episode is not fixed.
+    expect(error.message).toMatch(/it had played \d+ steps, in episode [123] of 3, about \d+ ms each/);
   });
 
   it("plays a well-behaved environment within its default budget", async () => {
