@@ -52,6 +52,9 @@ export function ensureDependencies(root, { log = console.log } = {}) {
   const lock = path.join(root, "package-lock.json");
   if (fs.existsSync(marker) && fs.statSync(marker).mtimeMs >= fs.statSync(lock).mtimeMs - 1000) return;
   log("Installing dependencies (npm ci)…");
-  const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit" });
+  // onnxruntime-node ships its CPU binary; its install script would only try to download a GPU one, and when that
+  // fails npm leaves the (optional) package out, which the ONNX parity tests need.
+  const env = { ONNXRUNTIME_NODE_INSTALL: "skip", ...process.env };
+  const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: root, stdio: "inherit", env });
   if (result.status !== 0) throw new Error(`npm ci failed (exit ${result.status})`);
 }
