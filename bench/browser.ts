@@ -10,9 +10,12 @@
  *
  * Tokens/s: from the `<|bos|>` token, greedy, with no stop token, `--tokens` new tokens per call (default 64, fewer
  * where the context is shorter), repeated for `--seconds` (default 2, two calls at least) after 1.5 s of warm-up
- * calls; new tokens over the calls' time, the prompt's forward pass included, on both sides. First token: the
- * median of five generations from a short chat prompt.
- * The last line is JSON: {"models":[{"name", "wasm_tokens_per_s", "webgpu_tokens_per_s", "server_tokens_per_s", "first_token_ms"}]}.
+ * calls; new tokens over the calls' time, the prompt's forward pass included, on both sides. WASM and the server are
+ * measured by turns, `--rounds` times (default 3): each figure is the median of its turns, and WASM / server the
+ * median of each round's ratio, so a machine whose load changes from one minute to the next weighs on both sides of
+ * a ratio alike. First token: the median of five generations from a short chat prompt.
+ * The last line is JSON: {"models":[{"name", "wasm_tokens_per_s", "webgpu_tokens_per_s", "server_tokens_per_s",
+ * "wasm_server_ratio", "first_token_ms"}]}.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -29,6 +32,7 @@ const root = path.resolve(import.meta.dirname, "..");
 const option = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
 const seconds = option("--seconds", 2);
 const tokensPerCall = option("--tokens", 64);
+const rounds = Math.max(1, option("--rounds", 3));
 const basesDir = path.join(root, "lib", "envs", "bases");
 const bases = fs
   .readdirSync(basesDir)
@@ -78,7 +82,19 @@ async function serverTokensPerSecond(name: string): Promise<number> {
 
 type BrowserFigures = { backend: string; adapter: string; tokensPerSecond: number; firstTokenMs: number; openToFirstTokenMs: number };
 
-async function inBrowser(page: Page, url: string, name: string, contextLength: number): Promise<BrowserFigures> {
+/** Tokens/s of the page's loaded model (see the header). */
+function browserTokensPerSecond(page: Page, contextLength: number): Promise<number> {
+  return measure(async () => {
+    const generated = await page.evaluate(([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0, stop: [] }), [
+      FILL_PROMPT,
+      Math.min(tokensPerCall, contextLength),
+    ] as const);
+    return { tokens: generated.tokens.length, seconds: generated.tokens.length / generated.tokensPerSecond };
+  });
+}
+
+/** Opens the playground on the base and times its first tokens, and its tokens/s unless `rate` is false (then NaN). */
+async function inBrowser(page: Page, url: string, name: string, contextLength: number, rate = true): Promise<BrowserFigures> {
   const opened = performance.now();
   await page.goto(`${url}/playground?model=${name}`);
   await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 120_000 });
@@ -97,13 +113,7 @@ async function inBrowser(page: Page, url: string, name: string, contextLength: n
     const { firstTokenMs } = await page.evaluate((ids) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: 1, temperature: 0 }), CHAT_PROMPT);
     firstTokens.push(firstTokenMs);
   }
-  const tokensPerSecond = await measure(async () => {
-    const generated = await page.evaluate(([ids, max]) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: max, temperature: 0, stop: [] }), [
-      FILL_PROMPT,
-      Math.min(tokensPerCall, contextLength),
-    ] as const);
-    return { tokens: generated.tokens.length, seconds: generated.tokens.length / generated.tokensPerSecond };
-  });
+  const tokensPerSecond = rate ? await browserTokensPerSecond(page, contextLength) : Number.NaN;
   return { backend, adapter, tokensPerSecond, firstTokenMs: median(firstTokens), openToFirstTokenMs };
 }
 
@@ -124,7 +134,7 @@ const pages: Record<"wasm" | "webgpu", Page> = { wasm: await contexts.wasm.newPa
 const userAgent = await pages.wasm.evaluate(() => navigator.userAgent);
 
 /** A backend that fails on one base (a GPU process lost, say) is reported as such rather than ending the bench. */
-async function attempt(what: string, run: () => Promise<BrowserFigures>): Promise<BrowserFigures | null> {
+async function attempt<T>(what: string, run: () => Promise<T>): Promise<T | null> {
   try {
     return await run();
   } catch (error) {
@@ -133,18 +143,35 @@ async function attempt(what: string, run: () => Promise<BrowserFigures>): Promis
   }
 }
 
-const results: { name: string; parameters: number; wasm: BrowserFigures | null; webgpu: BrowserFigures | null; server: number }[] = [];
+const results: {
+  name: string;
+  parameters: number;
+  wasm: BrowserFigures | null;
+  webgpu: BrowserFigures | null;
+  server: number;
+  ratio: number | null;
+}[] = [];
 try {
   for (const name of bases) {
     const config = JSON.parse(fs.readFileSync(path.join(basesDir, name, "model_config.json"), "utf8"));
     const parameters = BaseModel.load(path.join(basesDir, name)).parameterCount();
-    const wasm = await attempt(`${name} on WASM`, () => inBrowser(pages.wasm, server.url, name, config.contextLength));
+    const wasm = await attempt(`${name} on WASM`, () => inBrowser(pages.wasm, server.url, name, config.contextLength, false));
     const webgpu = await attempt(`${name} on WebGPU`, async () => {
       if (pages.webgpu.isClosed()) pages.webgpu = await contexts.webgpu.newPage();
       return inBrowser(pages.webgpu, server.url, name, config.contextLength);
     });
-    const serverRate = await serverTokensPerSecond(name);
-    results.push({ name, parameters, wasm, webgpu, server: serverRate });
+    // WASM and the server by turns: each ratio compares two windows a few seconds apart
+    const turns: { server: number; wasm: number | null }[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const serverTurn = await serverTokensPerSecond(name);
+      const wasmTurn = wasm ? await attempt(`${name} on WASM`, () => browserTokensPerSecond(pages.wasm, config.contextLength)) : null;
+      turns.push({ server: serverTurn, wasm: wasmTurn });
+    }
+    const wasmTurns = turns.flatMap((t) => (t.wasm === null ? [] : [t.wasm]));
+    if (wasm) wasm.tokensPerSecond = wasmTurns.length ? median(wasmTurns) : Number.NaN;
+    const ratios = turns.flatMap((t) => (t.wasm === null ? [] : [t.wasm / t.server]));
+    const serverRate = median(turns.map((t) => t.server));
+    results.push({ name, parameters, wasm: wasm && wasmTurns.length ? wasm : null, webgpu, server: serverRate, ratio: ratios.length ? median(ratios) : null });
     const rateOf = (figures: BrowserFigures | null) => (figures ? `${figures.backend} ${figures.tokensPerSecond.toFixed(0)} tok/s` : "failed");
     console.error(`${name}: ${rateOf(wasm)}, ${rateOf(webgpu)}, server ${serverRate.toFixed(0)} tok/s`);
   }
@@ -182,7 +209,7 @@ console.log(
       r.wasm?.tokensPerSecond ?? "failed",
       r.webgpu?.tokensPerSecond ?? "failed",
       r.server,
-      r.wasm ? r.wasm.tokensPerSecond / r.server : "-",
+      r.ratio ?? "-",
       r.wasm?.firstTokenMs ?? "-",
       r.webgpu?.firstTokenMs ?? "-",
       r.wasm?.openToFirstTokenMs ?? "-",
@@ -197,6 +224,7 @@ console.log(
       wasm_tokens_per_s: r.wasm ? round(r.wasm.tokensPerSecond) : null,
       webgpu_tokens_per_s: r.webgpu?.backend === "WebGPU" ? round(r.webgpu.tokensPerSecond) : null,
       server_tokens_per_s: round(r.server),
+      wasm_server_ratio: r.ratio === null ? null : Math.round(r.ratio * 100) / 100,
       first_token_ms: r.wasm ? round(r.wasm.firstTokenMs) : null,
     })),
   }),

@@ -13,9 +13,20 @@
  * query at position p attends to keys 0 … p. A position at or past contextLength is an error of the runtime
  * (its Gather into the position table fails).
  *
- * The graph computes what the engine computes, op for op: LayerNormalization with epsilon 1e-5, attention scaled
- * by 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) from
- * Mul/Add/Tanh (opset 17 has no Gelu), and a separate lm_head without bias. Only standard ai.onnx operators.
+ * The graph computes what the engine computes: LayerNormalization with epsilon 1e-5, attention scaled by
+ * 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), and a separate
+ * lm_head without bias. Only standard ai.onnx operators. It is laid out for onnxruntime's CPU kernels, which on these
+ * small models cost per kernel and per hand-off to another thread far more than per multiply:
+ *   - positions and the causal mask (an additive bias: 0, or the lowest float) are computed once, not per layer;
+ *   - the attention scale is folded into the query weights;
+ *   - each head's attention products (scores, then weighted values) are MatMuls of their own, batched over
+ *     [batch, seq] only (one product when decoding): onnxruntime runs a MatMul batched over heads on its thread
+ *     pool, and waking a pool thread for one token costs more than the product;
+ *   - GELU is Pow/Mul/Add/Tanh in the pattern onnxruntime fuses into one FastGelu (opset 17 has no Gelu);
+ *   - mlp_proj's bias rides on one more hidden unit whose GELU is constant, so the MLP's output is one MatMul added
+ *     onto the residual stream; an MLP too wide for one thread is split in parts (mlpParts);
+ *   - linear layers are MatMul + Add on [batch, seq, C]: on [batch·seq, C] onnxruntime fuses them into Gemm, whose
+ *     WebGPU kernel in onnxruntime-web is several times slower than its MatMul.
  *
  * Metadata: `tinkerlab.config` (the GPTConfig as JSON), `tinkerlab.tokenizer` (the ByteTokenizer's spec as JSON,
  * which ByteTokenizer.fromJSON rebuilds), and whatever the caller adds.
@@ -124,6 +135,58 @@ function valueInfo(name: string, elemType: number, dims: (number | string)[]): V
   return { name, type: { tensorType: { elemType, shape: { dim } } } };
 }
 
+/** attn_qkv with the queries' columns (the first C) scaled by 1/sqrt(headDim), instead of a Mul per layer. */
+function scaleQueries(lin: Linear, C: number, scale: number): Linear {
+  const weight = Float32Array.from(lin.weight, (w, i) => (i % lin.nOut < C ? w * scale : w));
+  const bias = Float32Array.from(lin.bias, (b, i) => (i < C ? b * scale : b));
+  return { ...lin, weight, bias };
+}
+
+/**
+ * onnxruntime's CPU matrix product (MLAS) runs on more than one thread from 64Ki multiply-adds
+ * (MLAS_SGEMM_THREAD_COMPLEXITY); one row below that, it stays on the calling thread. With dModel up to 128 and the
+ * MLP in parts, every product of a one-token step stays below it.
+ */
+const SERIAL_GEMM_LIMIT = 64 * 1024;
+
+/** The bias of the MLP's constant hidden unit: gelu(10) is 10 to float precision (tanh(43.6) rounds to 1) in any runtime. */
+const CONSTANT_UNIT_INPUT = 10;
+
+/**
+ * The MLP in parts of its hidden units, each part's two products under SERIAL_GEMM_LIMIT for one row: fc's columns
+ * and mlp_proj's rows for the part's units. One more hidden unit, last, has zero weights and the bias
+ * CONSTANT_UNIT_INPUT, so its GELU is a constant; its mlp_proj row is mlp_proj's bias divided by that constant, so the
+ * parts' products add up to the MLP's output with its bias.
+ */
+function mlpParts(fc: Linear, proj: Linear, C: number): { fc: Linear; projWeight: Float32Array }[] {
+  const hidden = fc.nOut;
+  const units = hidden + 1;
+  const perPart = Math.floor((SERIAL_GEMM_LIMIT - 1) / C);
+  const count = Math.ceil(units / perPart);
+  const size = Math.ceil(units / count);
+  const constantOut = 0.5 * CONSTANT_UNIT_INPUT * (1 + Math.tanh(geluK * (CONSTANT_UNIT_INPUT + geluC * CONSTANT_UNIT_INPUT ** 3)));
+  const parts: { fc: Linear; projWeight: Float32Array }[] = [];
+  for (let start = 0; start < units; start += size) {
+    const n = Math.min(size, units - start);
+    const fcWeight = new Float32Array(C * n);
+    const fcBias = new Float32Array(n);
+    const projWeight = new Float32Array(n * C);
+    for (let u = 0; u < n; u++) {
+      const unit = start + u;
+      if (unit === hidden) {
+        fcBias[u] = CONSTANT_UNIT_INPUT;
+        for (let o = 0; o < C; o++) projWeight[u * C + o] = proj.bias[o]! / constantOut;
+      } else {
+        fcBias[u] = fc.bias[unit]!;
+        for (let c = 0; c < C; c++) fcWeight[c * n + u] = fc.weight[c * hidden + unit]!;
+        projWeight.set(proj.weight.subarray(unit * C, (unit + 1) * C), u * C);
+      }
+    }
+    parts.push({ fc: { nIn: C, nOut: n, weight: fcWeight, bias: fcBias }, projWeight });
+  }
+  return parts;
+}
+
 /** The model as the bytes of an .onnx file. */
 export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options: OnnxExportOptions = {}): Uint8Array {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
@@ -135,78 +198,95 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   // ---- constants ----
   const zero = g.ints("const.zero", [0], true);
   const one = g.ints("const.one", [1], true);
-  const axis0 = g.ints("const.axes0", [0]);
-  const axis1 = g.ints("const.axes1", [1]);
   const two = g.ints("const.two", [2], true);
-  const splitSizes = g.ints("const.split_qkv", [C, C, C]);
-  const headsShape = g.ints("const.heads_shape", [0, 0, H, hd]);
+  const axes12 = g.ints("const.axes12", [1, 2]);
+  const headsShape = g.ints("const.heads_shape", [0, 0, 3 * H, hd]);
   const mergedShape = g.ints("const.merged_shape", [0, 0, C]);
-  const attnScale = g.scalar("const.attn_scale", 1 / Math.sqrt(hd));
+  const qkvSplit = g.ints("const.qkv_split", [...new Array<number>(H).fill(1), H, H]);
+  // Splits name their sizes: onnxruntime-web's WebGPU Split gets an even split by output count wrong (sizes of 0)
+  const headSplit = g.ints("const.head_split", new Array<number>(H).fill(1));
   const masked = g.scalar("const.masked", -3.4028234663852886e38); // the lowest float32: exp() of it minus the row's max is 0
-  const half = g.scalar("const.half", 0.5);
+  const zeroF = g.scalar("const.zero_f", 0);
+  const gelu = { three: g.scalar("const.three", 3), c: g.scalar("const.gelu_c", geluC), k: g.scalar("const.gelu_k", geluK) };
   const oneF = g.scalar("const.one_f", 1);
-  const geluKc = g.scalar("const.gelu_k", geluK);
-  const geluCc = g.scalar("const.gelu_c", geluC);
+  const half = g.scalar("const.half", 0.5);
 
   // ---- weights ----
+  const norm = (name: string, ln: LayerNormWeights) => ({ gain: g.floats(`${name}.gain`, [C], ln.gain), bias: g.floats(`${name}.bias`, [C], ln.bias) });
   const linear = (name: string, lin: Linear) => ({
     w: g.floats(`${name}.weight`, [lin.nIn, lin.nOut], lin.weight),
     b: g.floats(`${name}.bias`, [lin.nOut], lin.bias),
   });
-  const norm = (name: string, ln: LayerNormWeights) => ({ gain: g.floats(`${name}.gain`, [C], ln.gain), bias: g.floats(`${name}.bias`, [C], ln.bias) });
   const wte = g.floats("wte", [V, C], weights.tokenEmbedding);
   const wpe = g.floats("wpe", [T, C], weights.positionEmbedding);
 
-  // ---- positions and the causal mask ----
-  const seqLen = g.op("Gather", [g.op("Shape", ["input_ids"], "ids_shape"), one], "seq_len", { axis: 0 });
+  // ---- shapes, positions and the causal mask, once for all layers ----
+  const idsShape = g.op("Shape", ["input_ids"], "ids_shape"); // [batch, seq]
+  const seqLen = g.op("Gather", [idsShape, one], "seq_len", { axis: 0 });
   const pastLen = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"], "past_shape"), two], "past_len", { axis: 0 });
   const totalLen = g.op("Add", [pastLen, seqLen], "total_len");
   const positions = g.op("Range", [pastLen, totalLen, one], "positions"); // [seq]
-  const keyPositions = g.op("Range", [zero, totalLen, one], "key_positions"); // [total]
-  // mask[j, t] = key t is at or before query j
-  const mask = g.op("LessOrEqual", [g.op("Unsqueeze", [keyPositions, axis0], "key_row"), g.op("Unsqueeze", [positions, axis1], "query_col")], "causal_mask");
+  // allowed[j, 0, t]: key t is at or before query j; as an additive bias [seq, 1, total_seq], 0 where allowed, else the lowest float
+  const keyPositions = g.op("Range", [zero, totalLen, one], "key_positions");
+  const allowed = g.op("LessOrEqual", [keyPositions, g.op("Unsqueeze", [positions, axes12], "query_positions")], "causal");
+  const maskBias = g.op("Where", [allowed, zeroF, masked], "causal_bias");
 
   // ---- embeddings ----
   let x = g.op("Add", [g.op("Gather", [wte, "input_ids"], "tok_emb", { axis: 0 }), g.op("Gather", [wpe, positions], "pos_emb", { axis: 0 })], "x_emb");
 
   const layerNorm = (input: string, ln: { gain: string; bias: string }, hint: string) =>
     g.op("LayerNormalization", [input, ln.gain, ln.bias], hint, { axis: -1, epsilon: { float: layerNormEps } });
-  const affine = (input: string, lin: { w: string; b: string }, hint: string) => g.op("Add", [g.op("MatMul", [input, lin.w], `${hint}_mm`), lin.b], hint);
-  const toHeads = (input: string, hint: string) => g.op("Transpose", [g.op("Reshape", [input, headsShape], `${hint}_split`)], hint, { perm: [0, 2, 1, 3] });
+  /** input · w + c: a MatMul on [batch, seq, ·] (which stays a MatMul in every runtime) and an Add */
+  const affine = (input: string, w: string, c: string, hint: string) => g.op("Add", [g.op("MatMul", [input, w], `${hint}_mm`), c], hint);
+  // 0.5x · (1 + tanh(sqrt(2/π) · (x + 0.044715 · x^3))), in the form onnxruntime fuses into one FastGelu
+  const geluTanh = (input: string, hint: string) => {
+    const cube = g.op("Pow", [input, gelu.three], `${hint}_cube`);
+    const inner = g.op("Mul", [g.op("Add", [input, g.op("Mul", [cube, gelu.c], `${hint}_cx3`)], `${hint}_sum`), gelu.k], `${hint}_inner`);
+    const onePlusTanh = g.op("Add", [g.op("Tanh", [inner], `${hint}_tanh`), oneF], `${hint}_1p`);
+    return g.op("Mul", [g.op("Mul", [input, half], `${hint}_half`), onePlusTanh], hint);
+  };
 
   for (let l = 0; l < L; l++) {
     const blk = weights.blocks[l]!;
     const p = `blocks.${l}`;
     const ln1 = norm(`${p}.ln1`, blk.ln1);
-    const qkvW = linear(`${p}.attn_qkv`, blk.attn_qkv);
+    const qkvW = linear(`${p}.attn_qkv`, scaleQueries(blk.attn_qkv, C, 1 / Math.sqrt(hd)));
     const projW = linear(`${p}.attn_proj`, blk.attn_proj);
     const ln2 = norm(`${p}.ln2`, blk.ln2);
-    const fcW = linear(`${p}.mlp_fc`, blk.mlp_fc);
-    const outW = linear(`${p}.mlp_proj`, blk.mlp_proj);
 
-    // attention: queries, keys and values side by side in [C, 3C], heads contiguous within each
-    const h = layerNorm(x, ln1, `l${l}_ln1`);
-    const qkv = affine(h, qkvW, `l${l}_qkv`);
-    const [q, k, v] = g.node("Split", [qkv, splitSizes], { outputs: 3, hint: `l${l}_qkv_split`, attrs: { axis: -1 } }) as [string, string, string];
-    const keys = g.node("Concat", [`past_key_values.${l}.key`, toHeads(k, `l${l}_k`)], { outputs: [`present.${l}.key`], attrs: { axis: 2 } })[0]!;
-    const values = g.node("Concat", [`past_key_values.${l}.value`, toHeads(v, `l${l}_v`)], { outputs: [`present.${l}.value`], attrs: { axis: 2 } })[0]!;
-    const scores = g.op(
-      "Mul",
-      [g.op("MatMul", [toHeads(q, `l${l}_q`), g.op("Transpose", [keys], `l${l}_kT`, { perm: [0, 1, 3, 2] })], `l${l}_qk`), attnScale],
-      `l${l}_scores`,
+    // attention: the Gemm's output as [batch, seq, 3·nHeads, headDim], split into each head's queries and all heads'
+    // keys and values; each head's products are MatMuls batched over [batch, seq] only
+    const qkv = g.op("Reshape", [affine(layerNorm(x, ln1, `l${l}_ln1`), qkvW.w, qkvW.b, `l${l}_qkv`), headsShape], `l${l}_qkv_heads`);
+    const parts = g.node("Split", [qkv, qkvSplit], { outputs: H + 2, hint: `l${l}_qkv`, attrs: { axis: 2 } });
+    const queries = parts.slice(0, H); // each [batch, seq, 1, headDim]
+    const toCache = (t: string, hint: string) => g.op("Transpose", [t], hint, { perm: [0, 2, 1, 3] }); // [batch, nHeads, seq, headDim]
+    const keys = g.node("Concat", [`past_key_values.${l}.key`, toCache(parts[H]!, `l${l}_k`)], { outputs: [`present.${l}.key`], attrs: { axis: 2 } })[0]!;
+    const values = g.node("Concat", [`past_key_values.${l}.value`, toCache(parts[H + 1]!, `l${l}_v`)], {
+      outputs: [`present.${l}.value`],
+      attrs: { axis: 2 },
+    })[0]!;
+    const headKeys = g.node("Split", [keys, headSplit], { outputs: H, hint: `l${l}_keys`, attrs: { axis: 1 } }); // each [batch, 1, total_seq, headDim]
+    const headValues = g.node("Split", [values, headSplit], { outputs: H, hint: `l${l}_values`, attrs: { axis: 1 } });
+    const scores = queries.map((q, i) =>
+      g.op("MatMul", [q, g.op("Transpose", [headKeys[i]!], `l${l}_h${i}_kT`, { perm: [0, 1, 3, 2] })], `l${l}_h${i}_scores`),
     );
-    const probs = g.op("Softmax", [g.op("Where", [mask, scores, masked], `l${l}_masked`)], `l${l}_probs`, { axis: -1 });
-    const heads = g.op("Transpose", [g.op("MatMul", [probs, values], `l${l}_attn`)], `l${l}_attn_t`, { perm: [0, 2, 1, 3] });
-    const attnY = g.op("Reshape", [heads, mergedShape], `l${l}_attn_y`);
-    const xMid = g.op("Add", [x, affine(attnY, projW, `l${l}_proj`)], `l${l}_x_mid`);
+    const maskedScores = g.op("Add", [g.op("Concat", scores, `l${l}_scores`, { axis: 2 }), maskBias], `l${l}_masked`); // [batch, seq, nHeads, total_seq]
+    const probs = g.node("Split", [g.op("Softmax", [maskedScores], `l${l}_probs`, { axis: -1 }), headSplit], {
+      outputs: H,
+      hint: `l${l}_probs`,
+      attrs: { axis: 2 },
+    });
+    const heads = probs.map((pr, i) => g.op("MatMul", [pr, headValues[i]!], `l${l}_h${i}_attn`)); // each [batch, seq, 1, headDim]
+    const attnY = g.op("Reshape", [g.op("Concat", heads, `l${l}_attn`, { axis: 2 }), mergedShape], `l${l}_attn_y`);
+    const xMid = g.op("Add", [x, affine(attnY, projW.w, projW.b, `l${l}_proj`)], `l${l}_x_mid`);
 
-    // MLP with GELU (tanh approximation)
-    const fc = affine(layerNorm(xMid, ln2, `l${l}_ln2`), fcW, `l${l}_fc`);
-    const cube = g.op("Mul", [fc, g.op("Mul", [fc, fc], `l${l}_fc_sq`)], `l${l}_fc_cube`);
-    const inner = g.op("Mul", [geluKc, g.op("Add", [fc, g.op("Mul", [geluCc, cube], `l${l}_gelu_cx3`)], `l${l}_gelu_sum`)], `l${l}_gelu_inner`);
-    const gate = g.op("Mul", [half, g.op("Add", [oneF, g.op("Tanh", [inner], `l${l}_gelu_tanh`)], `l${l}_gelu_1p`)], `l${l}_gelu_gate`);
-    const gelu = g.op("Mul", [fc, gate], `l${l}_gelu`);
-    x = g.op("Add", [xMid, affine(gelu, outW, `l${l}_mlp_out`)], `l${l}_x_out`);
+    // MLP: each part's second product adds onto the residual stream
+    const h2 = layerNorm(xMid, ln2, `l${l}_ln2`);
+    for (const [i, part] of mlpParts(blk.mlp_fc, blk.mlp_proj, C).entries()) {
+      const fc = linear(`${p}.mlp_fc.${i}`, part.fc);
+      const out = g.floats(`${p}.mlp_proj.${i}.weight`, [part.fc.nOut, C], part.projWeight);
+      x = affine(geluTanh(affine(h2, fc.w, fc.b, `l${l}_fc${i}`), `l${l}_gelu${i}`), out, i === 0 ? xMid : x, `l${l}_x_out${i}`);
+    }
   }
 
   const lnF = norm("ln_f", weights.lnFinal);

@@ -2,11 +2,13 @@
  * A model exported to ONNX (lib/onnx/export.ts) computes what the engine computes, run by onnxruntime-node: the
  * logits of a whole sequence, the same logits one token at a time over the key/value cache, the same greedy
  * continuation as the runtime's sampler, and the same for a LoRA checkpoint merged into its base. The file declares
- * opset 17, the I/O names the browser codes against, and the model's config and tokenizer.
+ * opset 17, the I/O names the browser codes against, and the model's config and tokenizer. After onnxruntime's
+ * optimizer the graph runs few kernels (GELU fused), and a decoding step of a shipped base never wakes a thread of the
+ * runtime's pool (docs/BROWSER.md, "The graph").
  *
  * onnxruntime-node is an optional dependency that CI installs: if it cannot be loaded, this file fails.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +28,7 @@ import { TrainingClient } from "@/server/runtime/training-client";
 const ort = createRequire(import.meta.url)("onnxruntime-node") as typeof import("onnxruntime-web");
 type Session = import("onnxruntime-web").InferenceSession;
 type Tensor = import("onnxruntime-web").Tensor;
+type InferenceSessionOptions = import("onnxruntime-web").InferenceSession.SessionOptions;
 
 const TOLERANCE = 1e-4;
 const config: GPTConfig = { vocabSize: 262, contextLength: 32, dModel: 32, nLayers: 2, nHeads: 4 };
@@ -151,6 +154,8 @@ describe("exporting a GPT to ONNX", () => {
     expect(graph.node.every((n) => !n.domain)).toBe(true);
     expect(ops.has("Gelu")).toBe(false);
     expect(ops).toContain("LayerNormalization");
+    // every Split names its sizes: onnxruntime-web's WebGPU kernel gets an even split by output count wrong
+    expect(graph.node.filter((n) => n.opType === "Split").every((n) => n.input.length === 2)).toBe(true);
 
     const meta = Object.fromEntries((decoded.metadataProps ?? []).map((e) => [e.key, e.value]));
     expect(JSON.parse(meta["tinkerlab.config"]!)).toEqual(config);
@@ -246,6 +251,21 @@ describe("exporting a GPT to ONNX", () => {
     const sampled = await client.sample([prompt], 1, { temperature: 0, maxTokens: n, stop: [] });
     expect(await onnxGreedy(loraSession, prompt, n)).toEqual(sampled.samples[0]![0]!.tokens);
   });
+
+  it("runs few kernels after onnxruntime's optimizer: at most 33 a layer, each GELU fused into one FastGelu", async () => {
+    const { node: fileNodes } = decodeModel(bytes).graph;
+    // GELU in the pattern onnxruntime fuses (Pow(x, 3)), not Mul(x, Mul(x, x)); no attention scale left to multiply
+    expect(fileNodes.filter((n) => n.opType === "Pow")).toHaveLength(config.nLayers);
+    const optimized = join(dir, "optimized.onnx");
+    await ort.InferenceSession.create(bytes, { optimizedModelFilePath: optimized, logSeverityLevel: 3 } as InferenceSessionOptions);
+    const kernels = decodeModel(new Uint8Array(readFileSync(optimized))).graph.node;
+    const count = (op: string) => kernels.filter((n) => n.opType === op).length;
+    expect(count("FastGelu")).toBe(config.nLayers);
+    expect(count("Tanh") + count("Pow") + count("Mul")).toBe(0);
+    // once a call: positions, the mask, the embeddings, the final LayerNormalization and lm_head
+    const once = 15;
+    expect(kernels.length).toBeLessThanOrEqual(once + 33 * config.nLayers);
+  });
 });
 
 describe("the shipped bases", () => {
@@ -273,7 +293,60 @@ describe("the shipped bases", () => {
     expect(report.length).toBeGreaterThan(0);
     console.log(`onnx export, max abs logit difference of the shipped bases: ${report.join(", ")}`);
   });
+
+  it("each decodes a token without handing work to onnxruntime's thread pool; a long prompt's forward pass may", async () => {
+    for (const name of builtinBaseNames()) {
+      const base = BaseModel.load(baseModelDir(name));
+      const { contextLength: T, nLayers: L, nHeads: H, dModel: C, vocabSize: V } = base.config;
+      const modelBytes = exportGptToOnnx(base.config, base.weights);
+      // one token on a cache of min(63, T - 1) positions
+      const past = Math.min(63, T - 1);
+      const rng = new Rng(5);
+      const step: Record<string, Tensor> = { input_ids: ids([[65]]) };
+      for (let l = 0; l < L; l++)
+        for (const kv of ["key", "value"])
+          step[`past_key_values.${l}.${kv}`] = new ort.Tensor(
+            "float32",
+            Float32Array.from({ length: H * past * (C / H) }, () => rng.normal()),
+            [1, H, past, C / H],
+          );
+      expect(await threadPoolUse(modelBytes, step), `${name}, one token`).toEqual([]);
+      if (name === "generalist-base") {
+        // the probe sees the pool when it is used: a whole context's prompt splits its products across threads
+        const prompt: Record<string, Tensor> = { input_ids: ids([Array.from({ length: T }, (_, i) => (i * 37 + 5) % V)]) };
+        for (let l = 0; l < L; l++)
+          for (const kv of ["key", "value"]) prompt[`past_key_values.${l}.${kv}`] = new ort.Tensor("float32", new Float32Array(0), [1, H, 0, C / H]);
+        expect(await threadPoolUse(modelBytes, prompt), `${name}, a prompt of ${T} tokens`).not.toEqual([]);
+      }
+    }
+  });
 });
+
+/**
+ * The kernels of one run that used onnxruntime's thread pool (two threads), from the runtime's profile: a kernel
+ * that dispatched work records block sizes on the calling thread, and the pool's thread counts the work it ran.
+ */
+async function threadPoolUse(modelBytes: Uint8Array, feeds: Record<string, Tensor>): Promise<string[]> {
+  const profileDir = mkdtempSync(join(dir, "profile-"));
+  const options = { intraOpNumThreads: 2, enableProfiling: true, profileFilePrefix: join(profileDir, "run"), logSeverityLevel: 3 };
+  const profiled = await ort.InferenceSession.create(modelBytes, options as InferenceSessionOptions);
+  await profiled.run(feeds);
+  profiled.endProfiling();
+  await profiled.release();
+  const [file] = readdirSync(profileDir);
+  type Stats = { main_thread?: { block_size?: number[] }; sub_threads?: Record<string, { num_run?: number }> };
+  type ProfileEvent = { cat: string; name: string; args?: { op_name?: string; thread_scheduling_stats?: Stats | string } };
+  const events = JSON.parse(readFileSync(join(profileDir, file!), "utf8")) as ProfileEvent[];
+  const used: string[] = [];
+  for (const event of events) {
+    const stats = event.args?.thread_scheduling_stats;
+    if (event.cat !== "Node" || !stats || typeof stats !== "object") continue;
+    const dispatched = (stats.main_thread?.block_size?.length ?? 0) > 0;
+    const ranOnPool = Object.values(stats.sub_threads ?? {}).some((thread) => (thread.num_run ?? 0) > 0);
+    if (dispatched || ranOnPool) used.push(`${event.args!.op_name} (${event.name})`);
+  }
+  return used;
+}
 
 function maxAbsDiffQuiet(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let max = 0;
