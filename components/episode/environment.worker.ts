@@ -53,7 +53,7 @@ async function load(source: EnvironmentSource): Promise<EnvironmentOutline> {
 }
 
 /** The turn the page is answering: the episode it belongs to, and how to hand it the answer. */
-let waiting: { episode: number; request: ActRequest; resolve(response: ActResponse): void } | null = null;
+let waiting: { episode: number; resolve(response: ActResponse): void } | null = null;
 
 async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0], seed: number, sample: DatasetRow | undefined, contextLength: number | null) {
   if (!newSession) throw new Error("no environment is loaded in this worker yet");
@@ -106,7 +106,7 @@ async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0]
     [{ session: session as EnvironmentSession, seed, sample }],
     async ([request]) => {
       asked = request!;
-      const response = new Promise<ActResponse>((resolve) => (waiting = { episode, request: request!, resolve }));
+      const response = new Promise<ActResponse>((resolve) => (waiting = { episode, resolve }));
       post({ type: "act", episode, request: request! });
       return [await response];
     },

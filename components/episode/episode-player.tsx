@@ -45,12 +45,14 @@ type EpisodeState =
       message: string | null;
     };
 
-/** The environment worker for `source` (one per source: a change ends the old worker). */
+/**
+ * The environment worker for `source` (one per source: a change ends the old worker). `source` must keep its
+ * identity while it means the same environment (the player memoizes it on the query's data, which react-query
+ * keeps stable): it is compared by reference, never serialized, as the player re-renders on every streamed token.
+ */
 function useEnvironment(source: EnvironmentSource | null) {
-  const key = source ? JSON.stringify(source.kind === "sandboxed" ? { code: source.code.length, limits: source.limits } : source) : "";
   const [client, setClient] = useState<EnvironmentClient | null>(null);
   const [outline, setOutline] = useState<{ ok: true; outline: EnvironmentOutline } | { ok: false; message: string } | null>(null);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the key stands for the source
   useEffect(() => {
     if (!source) return;
     const created = new EnvironmentClient(source);
@@ -65,7 +67,7 @@ function useEnvironment(source: EnvironmentSource | null) {
       current = false;
       created.dispose();
     };
-  }, [key]);
+  }, [source]);
   return { client, outline };
 }
 

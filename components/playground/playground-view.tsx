@@ -97,8 +97,9 @@ export function PlaygroundView() {
   const [mode, setMode] = useState<Mode>(params.get("mode") === "episode" ? "episode" : "prompt");
   const [prompt, setPrompt] = useState<ChatPrompt>({ system: "Answer briefly.", user: "What is 12 + 7?" });
   const [sampling, setSampling] = useState<SamplingForm>(defaultSampling);
-  // A run's episodes are played with the run's own sampling, until the form is changed.
-  const playable = useQuery({ ...trpc.runs.playable.queryOptions({ runId: runId ?? "" }), enabled: runId !== null, retry: false });
+  // A run's episodes are played with the run's own sampling, until the form is changed. Asked only in the Episode tab
+  // (the episode player asks the same query): it compiles an experiment's own environment on the server.
+  const playable = useQuery({ ...trpc.runs.playable.queryOptions({ runId: runId ?? "" }), enabled: runId !== null && mode === "episode", retry: false });
   const runSampling = playable.data?.sampling;
   useEffect(() => {
     if (runSampling) setSampling((current) => ({ ...current, ...runSampling }));

@@ -13,7 +13,8 @@
 import { createTRPCClient, httpLink, TRPCClientError } from "@trpc/client";
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import superjson from "superjson";
-import type { RunState } from "@/lib/lifecycle";
+// Relative, not "@/…": a script or the CLI may run this from any folder, where the project's path aliases do not hold.
+import { type RunState, terminalRunStates } from "../lifecycle";
 import type { LossName, SampledSequence, SampleOptions, TrainingBatch, TrainingPrimitives } from "@/lib/rl/primitives";
 import type { AppRouter } from "@/server/api/root";
 
@@ -25,9 +26,8 @@ export type MetricPoint = RouterOutputs["runs"]["metrics"]["points"][number];
 export type ExperimentFiles = NonNullable<RouterInputs["experiments"]["create"]["files"]>;
 export type ExperimentConfigInput = RouterInputs["experiments"]["create"]["config"];
 
-/** A run's states that do not change any more. */
-export const FINISHED_STATUSES = ["completed", "failed", "cancelled"] as const satisfies readonly RunState[];
-export const isFinished = (status: string) => (FINISHED_STATUSES as readonly string[]).includes(status);
+/** Whether a run's state no longer changes (completed, failed, cancelled: lib/lifecycle's terminal states). */
+export const isFinished = (status: string) => terminalRunStates.has(status as RunState);
 
 export interface ClientOptions {
   /** the server, e.g. http://localhost:3000 */

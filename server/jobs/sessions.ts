@@ -12,6 +12,7 @@
  * server, is seen at the next poll (every `POLL_MS`).
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { type JobState, terminalJobStates } from "@/lib/lifecycle";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { type Database, experiments, experimentVersions, jobs, newId, runs, sessionCalls } from "../db";
 import { RunStateError } from "./errors";
@@ -26,7 +27,7 @@ export type SessionMethod = (typeof sessionMethods)[number];
 export const DEFAULT_LEASE_SECONDS = 300;
 export const MAX_LEASE_SECONDS = 24 * 3600;
 /** How often a waiting side looks at the database when nothing woke it. */
-const POLL_MS = 50;
+const POLL_MS = 200;
 
 /** The template name of each project's experiment that holds its remote sessions' runs. */
 export const SESSIONS_TEMPLATE = "remote-sessions";
@@ -163,7 +164,7 @@ async function sessionsExperiment(db: Database, projectId: string, userId: strin
 }
 
 /** The session's job state, or a NOT_FOUND when `sessionId` is no session. */
-async function sessionJob(db: Database, sessionId: string): Promise<{ status: string; reason: string | null }> {
+async function sessionJob(db: Database, sessionId: string): Promise<{ status: JobState; reason: string | null }> {
   const [row] = await db
     .select({ status: jobs.status, kind: jobs.kind, reason: runs.reason })
     .from(jobs)
@@ -211,12 +212,12 @@ export async function callSession(
   while (row!.state === "queued" || row!.state === "running") {
     const left = until - Date.now();
     if (left <= 0 || signal?.aborted) break;
-    const answered = (await waitFor(`answer:${input.callId}`, Math.min(left, POLL_MS * 4), signal)) as CallRow | null;
+    const answered = (await waitFor(`answer:${input.callId}`, Math.min(left, POLL_MS), signal)) as CallRow | null;
     row = answered ?? (await readCall(db, input.callId));
     if (row!.state === "queued" || row!.state === "running") {
       // The session may have ended with this call unanswered (its worker lost, the session cancelled).
       const job = await sessionJob(db, input.sessionId);
-      if (["completed", "failed", "cancelled"].includes(job.status)) {
+      if (terminalJobStates.has(job.status)) {
         throw new RunStateError(
           `session ${input.sessionId} ended (${job.status}${job.reason ? `: ${job.reason}` : ""}) before answering this ${input.method} call`,
           "CONFLICT",
@@ -244,19 +245,19 @@ async function heldSession(db: Database, workerId: string, jobId: string): Promi
   return job.runId;
 }
 
+/** What a call's row answers with: read back, or returned by the worker's answer. */
+const callColumns = {
+  id: sessionCalls.id,
+  runId: sessionCalls.runId,
+  state: sessionCalls.state,
+  result: sessionCalls.result,
+  error: sessionCalls.error,
+  method: sessionCalls.method,
+};
+
 /** A call's row by its id (undefined: none). */
 async function readCall(db: Database, callId: string) {
-  const [row] = await db
-    .select({
-      id: sessionCalls.id,
-      runId: sessionCalls.runId,
-      state: sessionCalls.state,
-      result: sessionCalls.result,
-      error: sessionCalls.error,
-      method: sessionCalls.method,
-    })
-    .from(sessionCalls)
-    .where(eq(sessionCalls.id, callId));
+  const [row] = await db.select(callColumns).from(sessionCalls).where(eq(sessionCalls.id, callId));
   return row;
 }
 
@@ -283,7 +284,7 @@ export async function takeSessionCall(
     if (next) return { id: next.id, method: next.method as SessionMethod, args: JSON.parse(next.args) as unknown };
     const left = until - Date.now();
     if (left <= 0) return null;
-    await waitFor(`calls:${sessionId}`, Math.min(left, POLL_MS * 4));
+    await waitFor(`calls:${sessionId}`, Math.min(left, POLL_MS));
   }
 }
 
@@ -298,13 +299,6 @@ export async function answerSessionCall(db: Database, input: { workerId: string;
         : { state: "done", result: JSON.stringify(input.result ?? null), error: null, answeredAt: new Date() },
     )
     .where(and(eq(sessionCalls.id, input.callId), eq(sessionCalls.runId, sessionId)))
-    .returning({
-      id: sessionCalls.id,
-      runId: sessionCalls.runId,
-      state: sessionCalls.state,
-      result: sessionCalls.result,
-      error: sessionCalls.error,
-      method: sessionCalls.method,
-    });
+    .returning(callColumns);
   if (row) wake(`answer:${input.callId}`, row);
 }

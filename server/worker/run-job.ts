@@ -47,7 +47,8 @@ export function newTrainingClient(base: BaseModel, config: ExperimentConfig): Tr
   });
 }
 
-export async function runJob(options: {
+/** What a job is run with, of any kind. */
+export type JobOptions = {
   channel: WorkerChannel;
   workerId: string;
   spec: JobSpec;
@@ -55,7 +56,9 @@ export async function runJob(options: {
   /** Why the server asked this job to stop, once it has. */
   stopRequested: () => StopReason | null;
   onStep?: (step: number) => void;
-}): Promise<JobOutcome> {
+};
+
+export async function runJob(options: JobOptions): Promise<JobOutcome> {
   // A remote training session has no environment: the script's calls drive it (./session-job.ts).
   if (options.spec.job.kind === "session") return runSessionJob(options);
   // Nor does an export, whatever its run's environment (a session's checkpoint exports as any other).
@@ -371,7 +374,7 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
  * from, so the one file is all a loader needs.
  */
 /** An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download. */
-async function exportJob(options: { channel: WorkerChannel; workerId: string; spec: JobSpec; artifactsDir: string }): Promise<JobOutcome> {
+async function exportJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
   const config = defineExperiment(spec.run.config as never);
   const base = loadBaseModel(spec.base ?? config.agent.base);

@@ -12,27 +12,19 @@
 import fs from "node:fs";
 import path from "node:path";
 import { defineExperiment } from "@/lib/sdk/experiment";
-import type { SessionMethod } from "../jobs";
+import { DEFAULT_LEASE_SECONDS, type SessionMethod } from "../jobs";
 import { loadBaseModel } from "./base-models";
-import type { WorkerChannel } from "./channel";
-import { type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./run-job";
+import { type JobOptions, type JobOutcome, newTrainingClient } from "./run-job";
 
 /** The longest one wait for a call: stop requests and the lease are looked at in between. */
 const TAKE_WAIT_MS = 1_000;
 
-export async function runSessionJob(options: {
-  channel: WorkerChannel;
-  workerId: string;
-  spec: JobSpec;
-  artifactsDir: string;
-  stopRequested: () => StopReason | null;
-  onStep?: (step: number) => void;
-}): Promise<JobOutcome> {
+export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
   const raw = spec.run.config as { session?: { leaseSeconds?: number } };
-  const leaseMs = (raw.session?.leaseSeconds ?? 300) * 1000;
+  const leaseMs = (raw.session?.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000;
   const config = defineExperiment(spec.run.config as never);
   const training = config.agent.training;
   const client = newTrainingClient(loadBaseModel(spec.base ?? config.agent.base), config);

@@ -13,7 +13,7 @@ import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
 import { tinyExperiment } from "../support/tiny-run";
 import { callerFor } from "./support/database";
-import { channelOn, jobTestbed } from "./support/worker-channel";
+import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-channel";
 
 const bed = jobTestbed("fallback");
 const { artifactsDir } = bed;
@@ -25,12 +25,7 @@ describe("a damaged checkpoint", () => {
     const experiment = await caller.experiments.create(tinyExperiment("fallback", 12));
     const { runId } = await caller.runs.launch({ experimentId: experiment.id });
     const channel = channelOn(handle.db);
-    const { workerId } = await channel.register({
-      hostname: "test",
-      pid: process.pid,
-      backend: "js",
-      devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
-    });
+    const workerId = await registerTestWorker(channel);
     const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, runId));
     const attempt = async (pauseAt: number | null) => {
       await schedulerTick(handle.db, createPackingPolicy());

@@ -15,7 +15,7 @@ import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
 import { tinyExperiment } from "../support/tiny-run";
 import { callerFor } from "./support/database";
-import { channelOn, jobTestbed } from "./support/worker-channel";
+import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-channel";
 
 const bed = jobTestbed("eval");
 const { artifactsDir, basesDir } = bed;
@@ -25,12 +25,7 @@ describe("an evaluation job", () => {
     const { handle } = bed;
     const caller = callerFor(handle);
     const channel = channelOn(handle.db);
-    const { workerId } = await channel.register({
-      hostname: "test",
-      pid: process.pid,
-      backend: "js",
-      devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
-    });
+    const workerId = await registerTestWorker(channel);
     /** Places the run's job on the worker and runs it to its end. */
     const work = async (runId: string) => {
       await schedulerTick(handle.db, createPackingPolicy());

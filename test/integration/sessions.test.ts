@@ -12,7 +12,7 @@ import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
 import { runJob } from "@/server/worker/run-job";
 import { callerFor } from "./support/database";
-import { channelOn, jobTestbed } from "./support/worker-channel";
+import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-channel";
 
 const bed = jobTestbed("sessions");
 
@@ -32,12 +32,7 @@ describe("a remote training session", () => {
     const { handle, artifactsDir, basesDir } = bed;
     const caller = callerFor(handle);
     const channel = channelOn(handle.db);
-    const { workerId } = await channel.register({
-      hostname: "test",
-      pid: process.pid,
-      backend: "js",
-      devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
-    });
+    const workerId = await registerTestWorker(channel);
 
     const { sessionId, contextLength } = await caller.sessions.create({ base: "tiny-base", seed: 5, leaseSeconds: 3 });
     expect(contextLength).toBe(48);

@@ -5,10 +5,10 @@ import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@
 import { downsample } from "@/lib/series";
 import { checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
-import { isCheckpointBase, JobRejectedError, launchRun, resolveBase, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { importProjectModule } from "../../project-module";
-import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
+import { baseShapeFor } from "../base-shape";
 import { type Context, createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 const runColumns = {
@@ -430,26 +430,7 @@ async function queueRun(
 ): Promise<string> {
   const { db } = ctx;
   const { config } = run;
-  // A checkpoint as the base: the caller must be able to see it (its run's project), as for anything it reads; one
-  // it may not see is refused in the same words as one that does not exist.
-  if (isCheckpointBase(config.agent.base)) {
-    await ctx.access.require("viewer", { kind: "checkpoint", id: config.agent.base }).catch((error: unknown) => {
-      if (error instanceof TRPCError && error.code === "NOT_FOUND") {
-        throw new TRPCError({
-          code: "BAD_REQUEST",
-          message: `agent.base: No checkpoint named '${config.agent.base}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`,
-        });
-      }
-      throw error;
-    });
-  }
-  let shape;
-  try {
-    const base = await resolveBase(db, config.agent.base);
-    shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
-  } catch (error) {
-    throw new TRPCError({ code: "BAD_REQUEST", message: `agent.base: ${(error as Error).message}` });
-  }
+  const shape = await baseShapeFor(ctx, config.agent.base, "agent.base");
   const training = run.kind === "rl" || run.kind === "sft";
   try {
     const { runId } = await launchRun(

@@ -5,18 +5,8 @@
  */
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
-import {
-  callSession,
-  DEFAULT_LEASE_SECONDS,
-  isCheckpointBase,
-  JobRejectedError,
-  MAX_LEASE_SECONDS,
-  openSession,
-  RunStateError,
-  resolveBase,
-  sessionMethods,
-} from "../../jobs";
-import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
+import { callSession, DEFAULT_LEASE_SECONDS, JobRejectedError, MAX_LEASE_SECONDS, openSession, RunStateError, sessionMethods } from "../../jobs";
+import { baseShapeFor } from "../base-shape";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 export const sessionsRouter = createTRPCRouter({
@@ -50,21 +40,7 @@ export const sessionsRouter = createTRPCRouter({
     )
     .mutation(async ({ ctx, input }) => {
       const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-      if (isCheckpointBase(input.base)) {
-        await ctx.access.require("viewer", { kind: "checkpoint", id: input.base }).catch(() => {
-          throw new TRPCError({
-            code: "BAD_REQUEST",
-            message: `base: No checkpoint named '${input.base}'. A base is a built-in base or a checkpoint id (ckpt_…).`,
-          });
-        });
-      }
-      let shape;
-      try {
-        const base = await resolveBase(ctx.db, input.base);
-        shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
-      } catch (error) {
-        throw new TRPCError({ code: "BAD_REQUEST", message: `base: ${(error as Error).message}` });
-      }
+      const shape = await baseShapeFor(ctx, input.base, "base");
       try {
         const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
         return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize };

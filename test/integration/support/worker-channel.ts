@@ -36,6 +36,17 @@ export function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
   };
 }
 
+/** Registers a worker with one CPU device of 8 GiB and one compute slot, as the job tests run their jobs on. */
+export async function registerTestWorker(channel: WorkerChannel): Promise<string> {
+  const { workerId } = await channel.register({
+    hostname: "test",
+    pid: process.pid,
+    backend: "js",
+    devices: [{ kind: "cpu", name: "cpu", memoryMb: 8192, computeSlots: 1 }],
+  });
+  return workerId;
+}
+
 /**
  * What a test file that runs jobs needs, made in its hooks: a fresh database, a tiny base in its own
  * TINKERLAB_BASES_DIR, and an artifacts folder (removed afterwards). `handle` is set once `beforeAll` has run.
