@@ -7,9 +7,14 @@
  *   logits = ln_f(x) @ lm_head                             // [N, V]
  *   values = ln_f(x) @ value_head                          // [N]   (when a value head is attached)
  *
+ * The llama architecture runs the same steps with RMSNorm for the norms, no wpe, rotary positions and shared
+ * key/value heads applied between attn_qkv and the attention (llama-ops.ts), and SwiGLU for GELU. With tied
+ * embeddings the output layer is wte itself.
+ *
  * Every linear layer may carry a LoRA update y += scale * (dropout(x) @ A) @ B. The forward pass keeps what the
  * backward pass needs; the backward pass adds gradients only into the parts that are being trained.
  */
+import { type ModelShape, modelShape } from "./config";
 import type { Decoder, Engine, GradientTargets, ModelView, RunRequest, RunResult } from "./engine";
 import {
   add,
@@ -25,6 +30,7 @@ import {
   simdOpsEnabled,
   useSimd,
 } from "./kernels";
+import { rmsNormBackward, rmsNormForward, ropeAndExpand, ropeAndExpandBackward, ropeTable, swigluBackward, swigluForward } from "./llama-ops";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
 
 /**
@@ -38,7 +44,7 @@ const scratch = (n: number): Float32Array => (arena ? arena.alloc(n, false) : ne
 const zeros = (n: number): Float32Array => (arena ? arena.alloc(n, true) : new Float32Array(n));
 import type { LoraPair } from "./lora";
 import type { Rng } from "./rng";
-import type { Linear } from "./weights";
+import type { GPTWeights, LayerNormWeights, Linear } from "./weights";
 
 function assert(condition: boolean, message: () => string): asserts condition {
   if (!condition) throw new Error(message());
@@ -284,7 +290,7 @@ interface BlockSaved {
   ln1: Float32Array;
   mean1: Float32Array;
   rstd1: Float32Array;
-  qkv: Float32Array; // [N, 3C]
+  qkv: Float32Array; // [N, 3C] (llama: after rotary positions, with key/value heads copied per query head)
   qkvSaved: LinearSaved;
   att: Float32Array; // [B, H, T, T]
   projSaved: LinearSaved;
@@ -292,8 +298,8 @@ interface BlockSaved {
   ln2: Float32Array;
   mean2: Float32Array;
   rstd2: Float32Array;
-  fc: Float32Array; // [N, 4C] before GELU
-  fcTanh: Float32Array; // [N, 4C] the tanh inside GELU
+  fc: Float32Array; // [N, dFF] before GELU (llama: [N, 2 * dFF], gate and up)
+  fcTanh: Float32Array | null; // [N, dFF] the tanh inside GELU
   fcSaved: LinearSaved;
   outSaved: LinearSaved;
 }
@@ -301,6 +307,7 @@ interface BlockSaved {
 function embed(x: Float32Array, tokens: Int32Array, T: number, positionOffsets: ArrayLike<number> | null, model: ModelView): void {
   const { vocabSize: V, dModel: C } = model.config;
   const { tokenEmbedding: wte, positionEmbedding: wpe } = model.weights;
+  const learned = wpe.length > 0;
   for (let n = 0; n < tokens.length; n++) {
     const tok = tokens[n];
     assert(tok >= 0 && tok < V && Number.isInteger(tok), () => `token id ${tok} is outside the vocabulary 0..${V - 1}`);
@@ -308,8 +315,58 @@ function embed(x: Float32Array, tokens: Int32Array, T: number, positionOffsets: 
     const xo = n * C,
       eo = tok * C,
       po = t * C;
-    for (let c = 0; c < C; c++) x[xo + c] = wte[eo + c] + wpe[po + c];
+    if (learned) for (let c = 0; c < C; c++) x[xo + c] = wte[eo + c] + wpe[po + c];
+    else for (let c = 0; c < C; c++) x[xo + c] = wte[eo + c];
   }
+}
+
+// ---- the parts where the architectures differ ----
+
+function normForward(
+  s: ModelShape,
+  out: Float32Array,
+  mean: Float32Array,
+  rstd: Float32Array,
+  x: Float32Array,
+  n: LayerNormWeights,
+  N: number,
+  C: number,
+): void {
+  if (s.llama) rmsNormForward(out, rstd, x, n.gain, N, C, s.normEps);
+  else layerNormForward(out, mean, rstd, x, n.gain, n.bias, N, C);
+}
+
+function normBackward(
+  s: ModelShape,
+  dx: Float32Array,
+  grad: LayerNormWeights | undefined,
+  dy: Float32Array,
+  x: Float32Array,
+  mean: Float32Array,
+  rstd: Float32Array,
+  n: LayerNormWeights,
+  N: number,
+  C: number,
+): void {
+  if (s.llama) rmsNormBackward(dx, grad?.gain ?? null, dy, x, rstd, n.gain, N, C);
+  else layerNormBackward(dx, grad?.gain ?? null, grad?.bias ?? null, dy, x, mean, rstd, n.gain, N, C);
+}
+
+/** The MLP's nonlinearity: act[N, dFF] from fc; returns GELU's saved tanh (llama: nothing to keep). */
+function activationForward(s: ModelShape, act: Float32Array, fc: Float32Array, N: number, keep: boolean): Float32Array | null {
+  if (s.llama) {
+    swigluForward(act, fc, N, s.dFF);
+    return null;
+  }
+  const tanh = keep ? scratch(N * s.dFF) : null;
+  geluForward(act, fc, N * s.dFF, tanh);
+  return tanh;
+}
+
+/** logits[N, V] = h @ lm_head, or h @ wteᵀ when tied. */
+function outputLayer(s: ModelShape, logits: Float32Array, h: Float32Array, w: GPTWeights, N: number, C: number, V: number): void {
+  if (s.tied) matmulTransB(logits, h, w.tokenEmbedding, N, C, V, false, 1);
+  else matmul(logits, h, w.lmHead, N, C, V, null);
 }
 
 function runGPT(request: RunRequest): RunResult {
@@ -327,6 +384,9 @@ function runPass(request: RunRequest): RunResult {
   const { model, tokens, batch: B, seqLen: T, dropoutRng } = request;
   const { config, weights: w, lora, valueHead } = model;
   const { dModel: C, nHeads: H, vocabSize: V } = config;
+  const sh = modelShape(config);
+  const table = sh.llama ? ropeTable(config, sh) : null;
+  const positionOf = (n: number) => n % T;
   const N = B * T;
   assert(T <= config.contextLength, () => `sequence length ${T} exceeds contextLength=${config.contextLength}`);
   assert(tokens.length === N, () => `expected ${B}x${T}=${N} tokens, got ${tokens.length}`);
@@ -343,9 +403,11 @@ function runPass(request: RunRequest): RunResult {
     const ln1 = scratch(N * C),
       mean1 = scratch(N),
       rstd1 = scratch(N);
-    layerNormForward(ln1, mean1, rstd1, x, blk.ln1.gain, blk.ln1.bias, N, C);
+    normForward(sh, ln1, mean1, rstd1, x, blk.ln1, N, C);
     const qkv = scratch(N * 3 * C);
-    const qkvSaved = linearForward(qkv, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
+    const raw = sh.llama ? scratch(N * blk.attn_qkv.nOut) : qkv;
+    const qkvSaved = linearForward(raw, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
+    if (table) ropeAndExpand(qkv, raw, N, positionOf, C, H, sh, table);
     const att = zeros(B * H * T * T);
     const attY = scratch(N * C);
     attentionForward(attY, att, qkv, B, T, C, H);
@@ -356,12 +418,11 @@ function runPass(request: RunRequest): RunResult {
     const ln2 = scratch(N * C),
       mean2 = scratch(N),
       rstd2 = scratch(N);
-    layerNormForward(ln2, mean2, rstd2, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
-    const fc = scratch(N * 4 * C);
+    normForward(sh, ln2, mean2, rstd2, xMid, blk.ln2, N, C);
+    const fc = scratch(N * blk.mlp_fc.nOut);
     const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng);
-    const g = scratch(N * 4 * C);
-    const fcTanh = scratch(N * 4 * C);
-    geluForward(g, fc, g.length, fcTanh);
+    const g = scratch(N * sh.dFF);
+    const fcTanh = activationForward(sh, g, fc, N, true);
     const xOut = scratch(N * C);
     const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng);
     add(xOut, xOut, xMid, xOut.length);
@@ -373,9 +434,9 @@ function runPass(request: RunRequest): RunResult {
   const lnf = scratch(N * C),
     meanF = scratch(N),
     rstdF = scratch(N);
-  layerNormForward(lnf, meanF, rstdF, x, w.lnFinal.gain, w.lnFinal.bias, N, C);
+  normForward(sh, lnf, meanF, rstdF, x, w.lnFinal, N, C);
   const logits = scratch(N * V); // [N, V]
-  matmul(logits, lnf, w.lmHead, N, C, V, null);
+  outputLayer(sh, logits, lnf, w, N, C, V);
   let values: Float32Array | null = null;
   if (valueHead) {
     values = scratch(N); // [N]
@@ -392,8 +453,13 @@ function runPass(request: RunRequest): RunResult {
   const grads: GradientTargets = request.backward.grads;
   const gw = grads.weights;
   const dLnf = scratch(N * C);
-  matmulTransB(dLnf, dLogits, w.lmHead, N, V, C, false, 1);
-  if (gw) matmulTransAAccumulate(gw.lmHead, lnf, dLogits, N, C, V, 1);
+  if (sh.tied) {
+    matmul(dLnf, dLogits, w.tokenEmbedding, N, V, C, null);
+    if (gw) matmulTransAAccumulate(gw.tokenEmbedding, dLogits, lnf, N, V, C, 1);
+  } else {
+    matmulTransB(dLnf, dLogits, w.lmHead, N, V, C, false, 1);
+    if (gw) matmulTransAAccumulate(gw.lmHead, lnf, dLogits, N, C, V, 1);
+  }
   if (valueHead && dValues) {
     const gv = grads.valueHead;
     for (let n = 0; n < N; n++) {
@@ -407,7 +473,7 @@ function runPass(request: RunRequest): RunResult {
     }
   }
   const dx = zeros(N * C); // gradient of the residual stream
-  layerNormBackward(dx, gw?.lnFinal.gain ?? null, gw?.lnFinal.bias ?? null, dLnf, x, meanF, rstdF, w.lnFinal.gain, N, C);
+  normBackward(sh, dx, gw?.lnFinal, dLnf, x, meanF, rstdF, w.lnFinal, N, C);
 
   for (let l = config.nLayers - 1; l >= 0; l--) {
     // This layer's gradient temporaries are dead once dx has passed through it.
@@ -418,21 +484,27 @@ function runPass(request: RunRequest): RunResult {
     const gBlk = gw?.blocks[l];
     const gPairs = grads.lora?.blocks[l];
     // MLP branch: x_out = x_mid + mlp_proj(gelu(mlp_fc(ln2(x_mid))))
-    const dG = scratch(N * 4 * C);
+    const dG = scratch(N * sh.dFF);
     linearBackward(dG, dx, N, blk.mlp_proj, s.outSaved, pairs.mlp_proj, scale, dropout, gBlk?.mlp_proj, gPairs?.mlp_proj);
-    const dFc = scratch(N * 4 * C);
-    geluBackward(dFc, dG, s.fc, s.fcTanh, dFc.length);
+    const dFc = scratch(N * blk.mlp_fc.nOut);
+    if (sh.llama) swigluBackward(dFc, dG, s.fc, N, sh.dFF);
+    else geluBackward(dFc, dG, s.fc, s.fcTanh!, dFc.length);
     const dLn2 = scratch(N * C);
     linearBackward(dLn2, dFc, N, blk.mlp_fc, s.fcSaved, pairs.mlp_fc, scale, dropout, gBlk?.mlp_fc, gPairs?.mlp_fc);
-    layerNormBackward(dx, gBlk?.ln2.gain ?? null, gBlk?.ln2.bias ?? null, dLn2, s.xMid, s.mean2, s.rstd2, blk.ln2.gain, N, C);
+    normBackward(sh, dx, gBlk?.ln2, dLn2, s.xMid, s.mean2, s.rstd2, blk.ln2, N, C);
     // attention branch: x_mid = x + attn_proj(attention(attn_qkv(ln1(x))))
     const dAttY = scratch(N * C);
     linearBackward(dAttY, dx, N, blk.attn_proj, s.projSaved, pairs.attn_proj, scale, dropout, gBlk?.attn_proj, gPairs?.attn_proj);
     const dQkv = zeros(N * 3 * C);
     attentionBackward(dQkv, dAttY, s.qkv, s.att, B, T, C, H);
+    let dRaw = dQkv;
+    if (table) {
+      dRaw = zeros(N * blk.attn_qkv.nOut);
+      ropeAndExpandBackward(dRaw, dQkv, N, positionOf, C, H, sh, table);
+    }
     const dLn1 = scratch(N * C);
-    linearBackward(dLn1, dQkv, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv);
-    layerNormBackward(dx, gBlk?.ln1.gain ?? null, gBlk?.ln1.bias ?? null, dLn1, s.x, s.mean1, s.rstd1, blk.ln1.gain, N, C);
+    linearBackward(dLn1, dRaw, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv);
+    normBackward(sh, dx, gBlk?.ln1, dLn1, s.x, s.mean1, s.rstd1, blk.ln1, N, C);
     arena?.release(layerMark);
   }
 
@@ -441,10 +513,8 @@ function runPass(request: RunRequest): RunResult {
       const eo = tokens[n] * C,
         po = (n % T) * C,
         xo = n * C;
-      for (let c = 0; c < C; c++) {
-        gw.tokenEmbedding[eo + c] += dx[xo + c];
-        gw.positionEmbedding[po + c] += dx[xo + c];
-      }
+      for (let c = 0; c < C; c++) gw.tokenEmbedding[eo + c] += dx[xo + c];
+      if (sh.learnedPositions) for (let c = 0; c < C; c++) gw.positionEmbedding[po + c] += dx[xo + c];
     }
   }
   return { logits, values };
@@ -475,7 +545,8 @@ function giveBackDecoderMemory(memory: DecoderMemory): void {
 /** The arrays a decoding step reads as operands of the SIMD kernels: the weights of products and layer norms. */
 function stepOperands(model: ModelView): Float32Array[] {
   const { weights: w, lora } = model;
-  const arrays: Float32Array[] = [w.lmHead, w.lnFinal.gain, w.lnFinal.bias];
+  const s = modelShape(model.config);
+  const arrays: Float32Array[] = [s.tied ? w.tokenEmbedding : w.lmHead, w.lnFinal.gain, w.lnFinal.bias];
   w.blocks.forEach((blk, l) => {
     arrays.push(blk.ln1.gain, blk.ln1.bias, blk.ln2.gain, blk.ln2.bias);
     for (const lin of [blk.attn_qkv, blk.attn_proj, blk.mlp_fc, blk.mlp_proj]) arrays.push(lin.weight);
@@ -488,6 +559,8 @@ function createDecoder(model: ModelView, rows: number): Decoder {
   const { config, weights: w, lora } = model;
   const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
   const hd = C / H;
+  const sh = modelShape(config);
+  const table = sh.llama ? ropeTable(config, sh) : null;
   const scale = lora?.scale ?? 0;
   // [rows, H, Tmax, hd] per layer. With the SIMD kernels, the caches live in a memory of their own, next to room
   // for the queries, outputs and scores of `rows` tokens at a time, and attention runs there (simd-ops.ts,
@@ -542,15 +615,19 @@ function createDecoder(model: ModelView, rows: number): Decoder {
       mean = scratch(N),
       rstd = scratch(N);
     const qkv = scratch(N * 3 * C);
+    const raw = table ? scratch(N * (C + 2 * sh.kvDim)) : qkv;
+    const positionOf = (n: number) => positions[n];
     const y = scratch(N * C);
-    const fc = scratch(N * 4 * C);
+    const fc = scratch(N * w.blocks[0].mlp_fc.nOut);
+    const act = sh.llama ? scratch(N * sh.dFF) : fc;
     for (let l = 0; l < L; l++) {
       const blk = w.blocks[l];
       const pairs = lora?.blocks[l] ?? {};
       const K = keys[l],
         Vc = vals[l];
-      layerNormForward(h, mean, rstd, x, blk.ln1.gain, blk.ln1.bias, N, C);
-      linearForward(qkv, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined);
+      normForward(sh, h, mean, rstd, x, blk.ln1, N, C);
+      linearForward(raw, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined);
+      if (table) ropeAndExpand(qkv, raw, N, positionOf, C, H, sh, table);
       for (let n = 0; n < N; n++) {
         const row = rowIds[Math.floor(n / m)];
         for (let hh = 0; hh < H; hh++) {
@@ -608,11 +685,11 @@ function createDecoder(model: ModelView, rows: number): Decoder {
       const xMid = scratch(N * C);
       linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined);
       add(xMid, xMid, x, xMid.length);
-      layerNormForward(h, mean, rstd, xMid, blk.ln2.gain, blk.ln2.bias, N, C);
+      normForward(sh, h, mean, rstd, xMid, blk.ln2, N, C);
       linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined);
-      geluForward(fc, fc, fc.length);
+      activationForward(sh, act, fc, N, false);
       const xOut = scratch(N * C);
-      linearForward(xOut, fc, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
+      linearForward(xOut, act, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
       add(xOut, xOut, xMid, xOut.length);
       x = xOut;
     }
@@ -621,9 +698,9 @@ function createDecoder(model: ModelView, rows: number): Decoder {
     const last = scratch(R * C);
     for (let r = 0; r < R; r++) last.set(x.subarray((r * m + m - 1) * C, (r * m + m) * C), r * C);
     const lnf = scratch(R * C);
-    layerNormForward(lnf, scratch(R), scratch(R), last, w.lnFinal.gain, w.lnFinal.bias, R, C);
+    normForward(sh, lnf, scratch(R), scratch(R), last, w.lnFinal, R, C);
     const logits = scratch(R * V);
-    matmul(logits, lnf, w.lmHead, R, C, V, null);
+    outputLayer(sh, logits, lnf, w, R, C, V);
     return logits.slice();
   }
 

@@ -1,4 +1,4 @@
-import type { GPTConfig } from "./config";
+import { type GPTConfig, modelShape } from "./config";
 import type { Rng } from "./rng";
 import type { TensorMap } from "./safetensors";
 
@@ -10,31 +10,37 @@ export interface Linear {
   bias: Float32Array; // [nOut]
 }
 
+/** A LayerNorm, or an RMSNorm (llama), whose bias stays zero and is not a parameter. */
 export interface LayerNormWeights {
   gain: Float32Array; // [C]
   bias: Float32Array; // [C]
 }
 
+/**
+ * A bias that the architecture does not have (llama's, unless its config says) is an array of zeros that is not
+ * listed as a parameter: never trained, saved or loaded, so the model computes exactly what it was trained as.
+ */
 export interface BlockWeights {
   ln1: LayerNormWeights;
-  attn_qkv: Linear; // [C, 3C]: queries, keys, values side by side
+  attn_qkv: Linear; // [C, C + 2 * kvDim]: queries, keys, values side by side (gpt: kvDim = C)
   attn_proj: Linear; // [C, C]
   ln2: LayerNormWeights;
-  mlp_fc: Linear; // [C, 4C]
-  mlp_proj: Linear; // [4C, C]
+  mlp_fc: Linear; // gpt: [C, dFF]; llama: [C, 2 * dFF], the gate then the up projection
+  mlp_proj: Linear; // [dFF, C]
 }
 
 export interface GPTWeights {
   tokenEmbedding: Float32Array; // [V, C]
-  positionEmbedding: Float32Array; // [T, C]
+  positionEmbedding: Float32Array; // [T, C]; empty with rotary positions
   blocks: BlockWeights[];
   lnFinal: LayerNormWeights;
-  lmHead: Float32Array; // [C, V], no bias
+  lmHead: Float32Array; // [C, V], no bias; empty when tied to the token embedding
 }
 
 /** GPT-2's initialisation: N(0, 0.02), with the residual projections scaled down by sqrt(2 * nLayers). */
 export function initGPTWeights(config: GPTConfig, rng: Rng): GPTWeights {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L } = config;
+  const s = modelShape(config);
   const normal = (n: number, std: number) => {
     const a = new Float32Array(n);
     for (let i = 0; i < n; i++) a[i] = rng.normal() * std;
@@ -50,17 +56,17 @@ export function initGPTWeights(config: GPTConfig, rng: Rng): GPTWeights {
   const layerNorm = (): LayerNormWeights => ({ gain: new Float32Array(C).fill(1), bias: new Float32Array(C) });
   return {
     tokenEmbedding: normal(V * C, 0.02),
-    positionEmbedding: normal(T * C, 0.02),
+    positionEmbedding: normal(s.learnedPositions ? T * C : 0, 0.02),
     blocks: Array.from({ length: L }, () => ({
       ln1: layerNorm(),
-      attn_qkv: linear(C, 3 * C, 0.02),
+      attn_qkv: linear(C, C + 2 * s.kvDim, 0.02),
       attn_proj: linear(C, C, residualStd),
       ln2: layerNorm(),
-      mlp_fc: linear(C, 4 * C, 0.02),
-      mlp_proj: linear(4 * C, C, residualStd),
+      mlp_fc: linear(C, s.llama ? 2 * s.dFF : s.dFF, 0.02),
+      mlp_proj: linear(s.dFF, C, residualStd),
     })),
     lnFinal: layerNorm(),
-    lmHead: normal(C * V, 0.02),
+    lmHead: normal(s.tied ? 0 : C * V, 0.02),
   };
 }
 
@@ -75,28 +81,28 @@ export interface NamedParameter {
 /** Every tensor of the model with its checkpoint name, in a fixed order. */
 export function listGPTParameters(w: GPTWeights, config: GPTConfig): NamedParameter[] {
   const { vocabSize: V, contextLength: T, dModel: C } = config;
-  const out: NamedParameter[] = [
-    { name: "wte", shape: [V, C], data: w.tokenEmbedding, decay: true },
-    { name: "wpe", shape: [T, C], data: w.positionEmbedding, decay: true },
-  ];
+  const s = modelShape(config);
+  const out: NamedParameter[] = [{ name: "wte", shape: [V, C], data: w.tokenEmbedding, decay: true }];
+  if (s.learnedPositions) out.push({ name: "wpe", shape: [T, C], data: w.positionEmbedding, decay: true });
+  const norm = (name: string, n: LayerNormWeights) => {
+    out.push({ name: `${name}.gain`, shape: [C], data: n.gain, decay: false });
+    if (s.normBias) out.push({ name: `${name}.bias`, shape: [C], data: n.bias, decay: false });
+  };
+  const linear = (name: string, l: Linear, bias: boolean) => {
+    out.push({ name: `${name}.weight`, shape: [l.nIn, l.nOut], data: l.weight, decay: true });
+    if (bias) out.push({ name: `${name}.bias`, shape: [l.nOut], data: l.bias, decay: false });
+  };
   w.blocks.forEach((b, l) => {
     const p = `blocks.${l}.`;
-    out.push({ name: `${p}ln1.gain`, shape: [C], data: b.ln1.gain, decay: false });
-    out.push({ name: `${p}ln1.bias`, shape: [C], data: b.ln1.bias, decay: false });
-    for (const key of ["attn_qkv", "attn_proj"] as const) {
-      out.push({ name: `${p}${key}.weight`, shape: [b[key].nIn, b[key].nOut], data: b[key].weight, decay: true });
-      out.push({ name: `${p}${key}.bias`, shape: [b[key].nOut], data: b[key].bias, decay: false });
-    }
-    out.push({ name: `${p}ln2.gain`, shape: [C], data: b.ln2.gain, decay: false });
-    out.push({ name: `${p}ln2.bias`, shape: [C], data: b.ln2.bias, decay: false });
-    for (const key of ["mlp_fc", "mlp_proj"] as const) {
-      out.push({ name: `${p}${key}.weight`, shape: [b[key].nIn, b[key].nOut], data: b[key].weight, decay: true });
-      out.push({ name: `${p}${key}.bias`, shape: [b[key].nOut], data: b[key].bias, decay: false });
-    }
+    norm(`${p}ln1`, b.ln1);
+    linear(`${p}attn_qkv`, b.attn_qkv, s.qkvBias);
+    linear(`${p}attn_proj`, b.attn_proj, s.attnOutBias);
+    norm(`${p}ln2`, b.ln2);
+    linear(`${p}mlp_fc`, b.mlp_fc, s.mlpBias);
+    linear(`${p}mlp_proj`, b.mlp_proj, s.mlpBias);
   });
-  out.push({ name: "ln_f.gain", shape: [C], data: w.lnFinal.gain, decay: false });
-  out.push({ name: "ln_f.bias", shape: [C], data: w.lnFinal.bias, decay: false });
-  out.push({ name: "lm_head", shape: [C, V], data: w.lmHead, decay: true });
+  norm("ln_f", w.lnFinal);
+  if (!s.tied) out.push({ name: "lm_head", shape: [C, V], data: w.lmHead, decay: true });
   return out;
 }
 

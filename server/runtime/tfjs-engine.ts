@@ -10,6 +10,7 @@ import type { Engine, ModelView, RunRequest, RunResult } from "@/lib/model/engin
 import { jsEngine } from "@/lib/model/gpt";
 import { layerNormEps } from "@/lib/model/kernels";
 import { listLoraParameters } from "@/lib/model/lora";
+import { modelShape } from "@/lib/model/config";
 import { type NamedParameter, listGPTParameters, listValueHeadParameters } from "@/lib/model/weights";
 
 type TF = typeof tfc;
@@ -94,6 +95,12 @@ export function createTfjsEngine(tf: TF, name: string): Engine {
 
   function run(request: RunRequest): RunResult {
     const { model } = request;
+    const shape = modelShape(model.config);
+    if (shape.llama || shape.tied || shape.dFF !== 4 * model.config.dModel) {
+      throw new Error(
+        `the ${name} engine computes GPT-2's block with an untied lm_head and dFF = 4 * dModel only; this base (architecture ${model.config.architecture ?? "gpt"}, tiedEmbeddings ${shape.tied}, dFF ${shape.dFF}) runs on the js engine (TINKERLAB_BACKEND=js)`,
+      );
+    }
     const [baseParams, loraParams, valueParams] = parameterLists(model);
     const grads = request.backward?.grads;
     // Which tensors get gradients, and the buffers those gradients are added to.

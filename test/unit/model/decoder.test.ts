@@ -14,6 +14,11 @@ describe.each(["never", ...(simdAvailable() ? ["auto"] : [])] as SimdMode[])("th
   it.each([
     ["head width a multiple of 4", { vocabSize: 13, contextLength: 12, dModel: 16, nLayers: 2, nHeads: 2 }],
     ["head width 3 (plain loops only)", { vocabSize: 13, contextLength: 12, dModel: 12, nLayers: 2, nHeads: 4 }],
+    [
+      "llama: rotary positions, grouped-query attention, tied embeddings",
+      { architecture: "llama", vocabSize: 13, contextLength: 12, dModel: 16, nLayers: 2, nHeads: 4, nKvHeads: 2, dFF: 24, tiedEmbeddings: true, qkvBias: true },
+    ],
+    ["llama: head width 6 (plain loops only)", { architecture: "llama", vocabSize: 13, contextLength: 12, dModel: 12, nLayers: 2, nHeads: 2, dFF: 20 }],
   ] as [string, GPTConfig][])("gives the forward pass's logits token by token, %s", (_, config) => {
     setSimdMode(mode);
     const rng = new Rng(5);

@@ -7,8 +7,31 @@ import { cloneLoraAdapter, initLoraAdapter, listLoraParameters } from "@/lib/mod
 import { Rng } from "@/lib/model/rng";
 import { type NamedParameter, cloneGPTWeights, initGPTWeights, initValueHead, listGPTParameters, listValueHeadParameters } from "@/lib/model/weights";
 
-// A deliberately odd-shaped tiny model so that index mix-ups between dimensions show up as wrong gradients.
-const config: GPTConfig = { vocabSize: 11, contextLength: 7, dModel: 12, nLayers: 2, nHeads: 3 };
+// Deliberately odd-shaped tiny models so that index mix-ups between dimensions show up as wrong gradients: GPT-2's
+// block, and Llama's with grouped-query attention (two query heads per key/value head), an MLP width that is no
+// multiple of dModel, tied embeddings, query/key/value biases (as Qwen2 has) and llama3 rotary scaling.
+const configs: [string, GPTConfig][] = [
+  ["gpt", { vocabSize: 11, contextLength: 7, dModel: 12, nLayers: 2, nHeads: 3 }],
+  [
+    "llama",
+    {
+      architecture: "llama",
+      vocabSize: 11,
+      contextLength: 7,
+      dModel: 16,
+      nLayers: 2,
+      nHeads: 4,
+      nKvHeads: 2,
+      dFF: 10,
+      normEps: 1e-6,
+      ropeTheta: 500,
+      ropeScaling: { type: "llama3", factor: 4, lowFreqFactor: 1, highFreqFactor: 4, originalContextLength: 16 },
+      tiedEmbeddings: true,
+      qkvBias: true,
+    },
+  ],
+];
+let config: GPTConfig = configs[0][1];
 const B = 2,
   T = 6,
   N = B * T;
@@ -71,8 +94,12 @@ function checkParameters(params: NamedParameter[], grads: NamedParameter[], loss
 afterAll(() => setSimdMode("auto"));
 
 // Plain loops and the WebAssembly SIMD kernel are separate code paths; both must give the right gradients.
-describe.each(["never", ...(simdAvailable() ? ["always"] : [])] as SimdMode[])("backward pass of the TypeScript engine (SIMD %s)", (mode) => {
-  beforeAll(() => setSimdMode(mode));
+const cases = configs.flatMap(([arch, c]) => (["never", ...(simdAvailable() ? ["always"] : [])] as SimdMode[]).map((mode) => [arch, mode, c] as const));
+describe.each(cases)("backward pass of the TypeScript engine (%s, SIMD %s)", (_arch, mode, archConfig) => {
+  beforeAll(() => {
+    setSimdMode(mode);
+    config = archConfig;
+  });
   it("matches finite differences for every base tensor and the value head", () => {
     const { model, tokens, cLogits, cValues, lossOf, rng } = setup(false);
     const grads: GradientTargets = { weights: cloneGPTWeights(model.weights, 0), valueHead: initValueHead(config) };
