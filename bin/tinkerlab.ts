@@ -9,6 +9,7 @@
  *   tinkerlab runs ls|logs|export      lists runs, prints a run's log, exports its metrics, rollouts and checkpoints
  *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
  *   tinkerlab export <model>           a base or checkpoint as an ONNX file
+ *   tinkerlab bases ls|import          lists the bases; imports a Hugging Face model folder as a base (on the server)
  *
  * The server's configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …);
  * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
@@ -88,6 +89,34 @@ async function startWorker() {
   });
 }
 
+/** Imports a Hugging Face model folder into this machine's ARTIFACTS_DIR, where the server and its workers read bases. */
+async function importBase(dir: string, options: { name?: string; contextLength?: string; replace?: boolean; json?: boolean }) {
+  const source = path.resolve(dir);
+  process.chdir(ROOT);
+  const { ConfigError } = await import("../server/env");
+  const { importHFBase } = await import("../server/worker/base-import");
+  const contextLength = options.contextLength === undefined ? undefined : Number(options.contextLength);
+  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength > 0)) {
+    fail(`--context-length must be a whole number of tokens above 0, got '${options.contextLength}'`);
+  }
+  const started = Date.now();
+  try {
+    const record = importHFBase(source, { name: options.name, contextLength, replace: options.replace });
+    if (options.json) console.log(JSON.stringify(record));
+    else {
+      const { config } = record;
+      console.log(
+        `Imported ${record.modelType} from ${record.source} as base '${record.name}' in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
+          `${(record.parameters / 1e6).toFixed(1)}M parameters, ${config.nLayers} layers, dModel ${config.dModel}, context ${config.contextLength} tokens, vocabulary ${config.vocabSize}.`,
+      );
+      console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`cannot import.\n${error.message}`, 1);
+    fail((error as Error).message, 1);
+  }
+}
+
 function fail(message: string, code: number = EXIT.usage): never {
   console.error(`tinkerlab: ${message}`);
   process.exit(code);
@@ -157,6 +186,22 @@ clientCommand(program.command("export"))
   .argument("<model>", "a built-in base's name (e.g. arithmetic-base) or a checkpoint's id (ckpt_…)")
   .option("-o, --out <file>", "where to write it (default: <model>.onnx)")
   .action(action((name: string, options: GlobalOptions & { out?: string }) => commands.exportModel(name, options)));
+
+const bases = program.command("bases").description("bases: list them, import a Hugging Face model");
+clientCommand(bases.command("ls"))
+  .description("list the bases a run may start from: built-in, imported, and your runs' checkpoints")
+  .action(action((options: GlobalOptions) => commands.basesList(options)));
+bases
+  .command("import")
+  .description(
+    "import a Hugging Face model folder (config.json, model.safetensors or shards, tokenizer.json, tokenizer_config.json) as a base, into this machine's ARTIFACTS_DIR: run it where the server runs",
+  )
+  .argument("<dir>", "the model's folder")
+  .option("--name <name>", "the base's name (default: the folder's name)")
+  .option("--context-length <tokens>", "longest sequence the base attends over (default: the model's, at most 2048)")
+  .option("--replace", "replace an imported base of the same name")
+  .option("--json", "print the import record as JSON")
+  .action((dir: string, options: { name?: string; contextLength?: string; replace?: boolean; json?: boolean }) => importBase(dir, options));
 
 const runs = program.command("runs").description("runs: list, logs, export");
 clientCommand(runs.command("ls"))

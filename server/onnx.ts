@@ -11,7 +11,8 @@ import path from "node:path";
 import { exportGptToOnnx } from "@/lib/onnx/export";
 import type { Database } from "./db";
 import { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError } from "./jobs";
-import { baseModelDir, builtinBaseNames } from "./worker/base-catalog";
+import { baseModelDir, baseNames } from "./worker/base-catalog";
+import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { loadBaseModel } from "./worker/base-models";
 
 export { UnknownBaseError };
@@ -24,7 +25,7 @@ export interface OnnxFile {
 }
 
 /** What a model file may be called: `<built-in base>.onnx` or `<ckpt_…>.onnx`, in words for an error message. */
-export const ONNX_NAMES_ACCEPTED = "a built-in base ('<name>.onnx', e.g. 'arithmetic-base.onnx') or a run's checkpoint ('ckpt_….onnx')";
+export const ONNX_NAMES_ACCEPTED = "a base, built-in or imported ('<name>.onnx', e.g. 'arithmetic-base.onnx'), or a run's checkpoint ('ckpt_….onnx')";
 
 const checkpointId = /^ckpt_[A-Za-z0-9]+$/;
 const builtinName = /^[a-z0-9][a-z0-9-]*$/;
@@ -35,7 +36,7 @@ const inFlight = new Map<string, Promise<OnnxFile>>();
 /** The name's ONNX file, exported on first use; UnknownBaseError for a name that is no model (or one refused as a base). */
 export async function onnxFileFor(db: Database, artifactsDir: string, name: string): Promise<OnnxFile> {
   const builtin = !isCheckpointBase(name);
-  if (builtin ? !builtinName.test(name) || !builtinBaseNames().includes(name) : !checkpointId.test(name)) {
+  if (builtin ? !builtinName.test(name) || !baseNames().includes(name) : !checkpointId.test(name)) {
     throw new UnknownBaseError(`No model named '${name}'. A model file is ${ONNX_NAMES_ACCEPTED}.`);
   }
   // Resolved before the cache is looked at: a checkpoint set aside since its file was made is refused all the same.
@@ -49,7 +50,11 @@ export async function onnxFileFor(db: Database, artifactsDir: string, name: stri
     pending = (async () => {
       const model = loadBaseModel(source);
       const bytes = exportGptToOnnx(model.config, model.weights, {
-        metadata: { "tinkerlab.model": name, "tinkerlab.lineage": describeLineage(source) },
+        metadata: {
+          "tinkerlab.model": name,
+          "tinkerlab.lineage": describeLineage(source),
+          "tinkerlab.tokenizer": JSON.stringify(tokenizerSpec(model.tokenizer)),
+        },
       });
       fs.mkdirSync(path.dirname(file), { recursive: true });
       const temp = `${file}.${process.pid}.${Date.now().toString(36)}.tmp`;

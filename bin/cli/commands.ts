@@ -111,6 +111,33 @@ export async function runsList(options: GlobalOptions & { experiment?: string; s
   );
 }
 
+/** `tinkerlab bases ls`: the built-in and imported bases, then the caller's runs' checkpoints. */
+export async function basesList(options: GlobalOptions) {
+  const client = clientFor(options);
+  const { builtin, checkpoints } = await client.models.bases();
+  const size = (shape: { parameters: number } | null) => (shape ? `${(shape.parameters / 1e6).toFixed(2)}M` : "?");
+  printTable(
+    [
+      ...builtin.map((b) => ({
+        base: b.name,
+        kind: b.imported ? "imported" : "built-in",
+        parameters: size(b.shape),
+        context: String(b.shape?.contextLength ?? "?"),
+        origin: b.origin,
+      })),
+      ...checkpoints.map((c) => ({
+        base: c.id,
+        kind: `checkpoint (${c.mode})`,
+        parameters: size(c.shape),
+        context: String(c.shape?.contextLength ?? "?"),
+        origin: `${c.experimentName} / ${c.runName}, step ${c.step}`,
+      })),
+    ],
+    ["base", "kind", "parameters", "context", "origin"],
+    options.json,
+  );
+}
+
 /** `tinkerlab runs logs <id>`: the run's log; with --follow, new lines until the run ends. */
 export async function runsLogs(runId: string, options: GlobalOptions & { follow?: boolean }) {
   const client = clientFor(options);

@@ -9,7 +9,7 @@ type Shape = { parameters: number; contextLength: number } | null;
 const describeShape = (shape: Shape) => (shape ? `${compact.format(shape.parameters)} params · context ${shape.contextLength}` : "folder missing");
 
 /**
- * The agent's base: a built-in base or any run's checkpoint, each with its size, context length and what made it.
+ * The agent's base: a built-in base, an imported Hugging Face model (`tinkerlab bases import`) or any run's checkpoint, each with its size, context length and what made it.
  * A name the list does not hold (typed in the JSON view) stays selectable, so nothing is changed behind the user.
  */
 export function BasePicker({ id, invalid, value, onChange }: { id: string; invalid: boolean; value: string; onChange(value: string): void }) {
@@ -30,13 +30,21 @@ export function BasePicker({ id, invalid, value, onChange }: { id: string; inval
         onChange={(event) => onChange(event.target.value)}
       >
         {!known && <option value={value}>{value === "" ? "— choose a base —" : `${value} (not found)`}</option>}
-        <optgroup label="Built-in bases">
-          {builtin.map((b) => (
-            <option key={b.name} value={b.name}>
-              {`${b.name} · ${describeShape(b.shape)}`}
-            </option>
-          ))}
-        </optgroup>
+        {[
+          { label: "Built-in bases", items: builtin.filter((b) => !b.imported) },
+          { label: "Imported models", items: builtin.filter((b) => b.imported) },
+        ].map(
+          (group) =>
+            group.items.length > 0 && (
+              <optgroup key={group.label} label={group.label}>
+                {group.items.map((b) => (
+                  <option key={b.name} value={b.name}>
+                    {`${b.name} · ${describeShape(b.shape)}`}
+                  </option>
+                ))}
+              </optgroup>
+            ),
+        )}
         {fromRuns.length > 0 && (
           <optgroup label="Checkpoints of runs">
             {fromRuns.map((c) => (

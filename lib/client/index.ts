@@ -174,6 +174,8 @@ export function createClient(options: ClientOptions) {
   };
 
   const models = {
+    /** The bases a run may start from: built-in and imported bases, and the caller's runs' checkpoints. */
+    bases: () => call(() => api.checkpoints.bases.query({ limit: 200 })),
     /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
     onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
   };

@@ -1,4 +1,4 @@
-import { type ByteTokenizer, specialTokens } from "./tokenizer";
+import type { Tokenizer } from "./tokenizer";
 
 export type ChatRole = "system" | "user" | "assistant";
 
@@ -17,36 +17,7 @@ export interface RenderedChat {
   lossMask: number[];
 }
 
-const roleToken: Record<ChatRole, number> = {
-  system: specialTokens.system,
-  user: specialTokens.user,
-  assistant: specialTokens.assistant,
-};
-
-/**
- * The chat template: `<|bos|>` then, per message, `<|role|> content <|end|>`. With `addGenerationPrompt` the
- * rendering ends with `<|assistant|>`, ready for sampling the next reply (which should stop at `<|end|>`).
- */
-export function renderChat(tokenizer: ByteTokenizer, messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): RenderedChat {
-  const tokens: number[] = [specialTokens.bos];
-  const lossMask: number[] = [0];
-  for (const message of messages) {
-    if (!(message.role in roleToken)) {
-      throw new Error(`chat role must be system, user or assistant; got '${String(message.role)}'`);
-    }
-    const byPolicy = message.role === "assistant" ? 1 : 0;
-    tokens.push(roleToken[message.role]);
-    lossMask.push(0);
-    for (const t of tokenizer.encode(message.content)) {
-      tokens.push(t);
-      lossMask.push(byPolicy);
-    }
-    tokens.push(specialTokens.endOfTurn);
-    lossMask.push(byPolicy);
-  }
-  if (options.addGenerationPrompt) {
-    tokens.push(specialTokens.assistant);
-    lossMask.push(0);
-  }
-  return { tokens, lossMask };
+/** A conversation in the tokenizer's chat template (the byte tokenizer's, or an imported model's own). */
+export function renderChat(tokenizer: Tokenizer, messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): RenderedChat {
+  return tokenizer.renderChat(messages, options);
 }

@@ -1,5 +1,6 @@
 /**
- * A GPT (lib/model/gpt.ts) as an ONNX model, opset 17, that decodes incrementally over a key/value cache:
+ * A model of the engine (lib/model/gpt.ts), either architecture, as an ONNX model, opset 17, that decodes
+ * incrementally over a key/value cache:
  *
  *   inputs   input_ids                     int64   [batch, seq]
  *            past_key_values.{i}.key       float32 [batch, nHeads, past_seq, headDim]   (i = 0 … nLayers-1)
@@ -11,11 +12,13 @@
  * The first call passes caches with past_seq = 0; each later call passes the previous call's present.* as
  * past_key_values.* and only the new tokens. Positions are past_seq + 0 … seq-1, computed in the graph, and the
  * query at position p attends to keys 0 … p. A position at or past contextLength is an error of the runtime
- * (its Gather into the position table fails).
+ * (its Gather into the position table, or the rotary table, fails). The cache holds nHeads heads in either
+ * architecture, so a reader of the file needs only nHeads and dModel from its config to make an empty one.
  *
- * The graph computes what the engine computes: LayerNormalization with epsilon 1e-5, attention scaled by
- * 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), and a separate
- * lm_head without bias. Only standard ai.onnx operators. It is laid out for onnxruntime's CPU kernels, which on these
+ * The graph computes what the engine computes. For "gpt": LayerNormalization with epsilon 1e-5, attention scaled by
+ * 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), and lm_head
+ * without bias (or wte transposed, when tied). For "llama" (llamaGraph): RMSNorm, rotary positions, grouped-query
+ * attention, SwiGLU. Only standard ai.onnx operators. It is laid out for onnxruntime's CPU kernels, which on these
  * small models cost per kernel and per hand-off to another thread far more than per multiply:
  *   - positions and the causal mask (an additive bias: 0, or the lowest float) are computed once, not per layer;
  *   - the attention scale is folded into the query weights;
@@ -23,15 +26,17 @@
  *     [batch, seq] only (one product when decoding): onnxruntime runs a MatMul batched over heads on its thread
  *     pool, and waking a pool thread for one token costs more than the product;
  *   - GELU is Pow/Mul/Add/Tanh in the pattern onnxruntime fuses into one FastGelu (opset 17 has no Gelu);
- *   - mlp_proj's bias rides on one more hidden unit whose GELU is constant, so the MLP's output is one MatMul added
- *     onto the residual stream; an MLP too wide for one thread is split in parts (mlpParts);
+ *   - mlp_proj's bias rides on one more hidden unit whose activation is constant, so the MLP's output is one MatMul
+ *     added onto the residual stream; an MLP too wide for one thread is split in parts (mlpParts);
  *   - linear layers are MatMul + Add on [batch, seq, C]: on [batch·seq, C] onnxruntime fuses them into Gemm, whose
  *     WebGPU kernel in onnxruntime-web is several times slower than its MatMul.
  *
  * Metadata: `tinkerlab.config` (the GPTConfig as JSON), `tinkerlab.tokenizer` (the ByteTokenizer's spec as JSON,
- * which ByteTokenizer.fromJSON rebuilds), and whatever the caller adds.
+ * which ByteTokenizer.fromJSON rebuilds; a caller whose model has another tokenizer gives its own in `metadata`), and
+ * whatever the caller adds.
  */
-import type { GPTConfig } from "@/lib/model/config";
+import { type GPTConfig, gptConfigSchema, type ModelShape, modelShape } from "@/lib/model/config";
+import { ropeTable } from "@/lib/model/llama-ops";
 import { geluC, geluK, layerNormEps } from "@/lib/model/simd-ops";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 import type { GPTWeights, LayerNormWeights, Linear } from "@/lib/model/weights";
@@ -143,6 +148,37 @@ function scaleQueries(lin: Linear, C: number, scale: number): Linear {
 }
 
 /**
+ * attn_qkv of a llama block ([C, C + 2·kvDim]: q, then nKvHeads key heads, then as many value heads) in GPT-2's
+ * layout [C, 3C]: every query head gets its own copy of the key and value head it shares, so the graph is plain
+ * multi-head attention and the cache holds nHeads heads, as the engine's does. The queries are scaled as in
+ * scaleQueries. Copying costs (nHeads - nKvHeads)·headDim·2 columns of weights and product, and no kernel.
+ */
+function expandKeyValueHeads(lin: Linear, C: number, H: number, s: ModelShape, scale: number): Linear {
+  const hd = s.headDim;
+  const group = H / s.nKvHeads;
+  const nOut = 3 * C;
+  // source column of each output column
+  const from = new Int32Array(nOut);
+  for (let c = 0; c < C; c++) from[c] = c;
+  for (let h = 0; h < H; h++) {
+    const kv = Math.floor(h / group) * hd;
+    for (let d = 0; d < hd; d++) {
+      from[C + h * hd + d] = C + kv + d;
+      from[2 * C + h * hd + d] = C + s.kvDim + kv + d;
+    }
+  }
+  const weight = new Float32Array(C * nOut);
+  const bias = new Float32Array(nOut);
+  for (let o = 0; o < nOut; o++) {
+    const f = from[o]!;
+    const k = o < C ? scale : 1;
+    bias[o] = lin.bias[f]! * k;
+    for (let i = 0; i < C; i++) weight[i * nOut + o] = lin.weight[i * lin.nOut + f]! * k;
+  }
+  return { nIn: C, nOut, weight, bias };
+}
+
+/**
  * onnxruntime's CPU matrix product (MLAS) runs on more than one thread from 64Ki multiply-adds
  * (MLAS_SGEMM_THREAD_COMPLEXITY); one row below that, it stays on the calling thread. With dModel up to 128 and the
  * MLP in parts, every product of a one-token step stays below it.
@@ -152,6 +188,28 @@ const SERIAL_GEMM_LIMIT = 64 * 1024;
 /** The bias of the MLP's constant hidden unit: gelu(10) is 10 to float precision (tanh(43.6) rounds to 1) in any runtime. */
 const CONSTANT_UNIT_INPUT = 10;
 
+/** The gate's bias of SwiGLU's constant hidden unit (its up projection's bias is 1): silu(20) is 20 to float precision. */
+const CONSTANT_GATE_INPUT = 20;
+
+/**
+ * Parts pay only while they are few (generalist-base's MLP takes two): a wider MLP, a Hugging Face base's, has
+ * products worth the thread pool, and hundreds of units a part would only add kernels.
+ */
+const MAX_MLP_PARTS = 4;
+
+/**
+ * `units` hidden units in the fewest parts of at most `perPart`, as even as can be, or in one part where that takes
+ * more than MAX_MLP_PARTS: [first unit, count] each.
+ */
+function partRanges(units: number, perPart: number): [number, number][] {
+  const fewest = Math.ceil(units / perPart);
+  const count = fewest > MAX_MLP_PARTS ? 1 : fewest;
+  const size = Math.ceil(units / count);
+  const ranges: [number, number][] = [];
+  for (let start = 0; start < units; start += size) ranges.push([start, Math.min(size, units - start)]);
+  return ranges;
+}
+
 /**
  * The MLP in parts of its hidden units, each part's two products under SERIAL_GEMM_LIMIT for one row: fc's columns
  * and mlp_proj's rows for the part's units. One more hidden unit, last, has zero weights and the bias
@@ -160,14 +218,8 @@ const CONSTANT_UNIT_INPUT = 10;
  */
 function mlpParts(fc: Linear, proj: Linear, C: number): { fc: Linear; projWeight: Float32Array }[] {
   const hidden = fc.nOut;
-  const units = hidden + 1;
-  const perPart = Math.floor((SERIAL_GEMM_LIMIT - 1) / C);
-  const count = Math.ceil(units / perPart);
-  const size = Math.ceil(units / count);
   const constantOut = 0.5 * CONSTANT_UNIT_INPUT * (1 + Math.tanh(geluK * (CONSTANT_UNIT_INPUT + geluC * CONSTANT_UNIT_INPUT ** 3)));
-  const parts: { fc: Linear; projWeight: Float32Array }[] = [];
-  for (let start = 0; start < units; start += size) {
-    const n = Math.min(size, units - start);
+  return partRanges(hidden + 1, Math.floor((SERIAL_GEMM_LIMIT - 1) / C)).map(([start, n]) => {
     const fcWeight = new Float32Array(C * n);
     const fcBias = new Float32Array(n);
     const projWeight = new Float32Array(n * C);
@@ -182,18 +234,187 @@ function mlpParts(fc: Linear, proj: Linear, C: number): { fc: Linear; projWeight
         projWeight.set(proj.weight.subarray(unit * C, (unit + 1) * C), u * C);
       }
     }
-    parts.push({ fc: { nIn: C, nOut: n, weight: fcWeight, bias: fcBias }, projWeight });
-  }
-  return parts;
+    return { fc: { nIn: C, nOut: n, weight: fcWeight, bias: fcBias }, projWeight };
+  });
+}
+
+/**
+ * SwiGLU's MLP in parts, as mlpParts: each part's fc has the gates of its n units, then their up projections
+ * ([C, 2n]). With mlpBias, one more unit, last, has zero weights, the gate bias CONSTANT_GATE_INPUT and the up bias
+ * 1, so silu(gate)·up is the constant silu(CONSTANT_GATE_INPUT), and its mlp_proj row carries mlp_proj's bias.
+ */
+function swigluParts(fc: Linear, proj: Linear, C: number, dFF: number, bias: boolean): { fc: Linear; projWeight: Float32Array }[] {
+  const constantOut = CONSTANT_GATE_INPUT / (1 + Math.exp(-CONSTANT_GATE_INPUT));
+  return partRanges(dFF + (bias ? 1 : 0), Math.floor((SERIAL_GEMM_LIMIT - 1) / (2 * C))).map(([start, n]) => {
+    const fcWeight = new Float32Array(C * 2 * n);
+    const fcBias = new Float32Array(2 * n);
+    const projWeight = new Float32Array(n * C);
+    for (let u = 0; u < n; u++) {
+      const unit = start + u;
+      if (unit === dFF) {
+        fcBias[u] = CONSTANT_GATE_INPUT;
+        fcBias[n + u] = 1;
+        for (let o = 0; o < C; o++) projWeight[u * C + o] = proj.bias[o]! / constantOut;
+      } else {
+        fcBias[u] = fc.bias[unit]!;
+        fcBias[n + u] = fc.bias[dFF + unit]!;
+        for (let c = 0; c < C; c++) {
+          fcWeight[c * 2 * n + u] = fc.weight[c * 2 * dFF + unit]!;
+          fcWeight[c * 2 * n + n + u] = fc.weight[c * 2 * dFF + dFF + unit]!;
+        }
+        projWeight.set(proj.weight.subarray(unit * C, (unit + 1) * C), u * C);
+      }
+    }
+    return { fc: { nIn: C, nOut: 2 * n, weight: fcWeight, bias: fcBias }, projWeight };
+  });
+}
+
+/** Every array of the weights has the size the config gives it, or an error names the first that has not. */
+function checkWeights(config: GPTConfig, s: ModelShape, w: GPTWeights): void {
+  const { vocabSize: V, contextLength: T, dModel: C, nLayers: L } = config;
+  if (w.blocks.length !== L) throw new Error(`the weights have ${w.blocks.length} blocks, the config says nLayers=${L}`);
+  const check = (name: string, a: Float32Array, n: number) => {
+    if (a.length !== n) throw new Error(`the weights' ${name} has ${a.length} values, the config needs ${n}`);
+  };
+  check("wte", w.tokenEmbedding, V * C);
+  check("wpe", w.positionEmbedding, s.learnedPositions ? T * C : 0);
+  check("lm_head", w.lmHead, s.tied ? 0 : C * V);
+  const linear = (name: string, lin: Linear, nIn: number, nOut: number) => {
+    if (lin.nIn !== nIn || lin.nOut !== nOut) throw new Error(`the weights' ${name} is [${lin.nIn}, ${lin.nOut}], the config needs [${nIn}, ${nOut}]`);
+    check(`${name}.weight`, lin.weight, nIn * nOut);
+    check(`${name}.bias`, lin.bias, nOut);
+  };
+  w.blocks.forEach((b, l) => {
+    linear(`blocks.${l}.attn_qkv`, b.attn_qkv, C, C + 2 * s.kvDim);
+    linear(`blocks.${l}.attn_proj`, b.attn_proj, C, C);
+    linear(`blocks.${l}.mlp_fc`, b.mlp_fc, C, s.llama ? 2 * s.dFF : s.dFF);
+    linear(`blocks.${l}.mlp_proj`, b.mlp_proj, s.dFF, C);
+  });
+}
+
+/**
+ * The config as the file's metadata: the five fields every config has, in the order files have always had them, then
+ * each optional field the config sets, so a reader rebuilds the same shape (parseGPTConfig) from it.
+ */
+function configMetadata(config: GPTConfig): string {
+  const { vocabSize, contextLength, dModel, nLayers, nHeads } = config;
+  const out: Record<string, unknown> = { vocabSize, contextLength, dModel, nLayers, nHeads };
+  for (const key of Object.keys(gptConfigSchema.shape) as (keyof GPTConfig)[]) if (!(key in out) && config[key] !== undefined) out[key] = config[key];
+  return JSON.stringify(out);
+}
+
+/** protobuf's limit on one message (2 GiB), less room for the graph's nodes and names. */
+const MAX_FILE_BYTES = 2 ** 31 - 2 ** 24;
+
+/** The lowest float32, a masked score's bias: exp() of it minus the row's max is 0. */
+const MASKED = -3.4028234663852886e38;
+
+/**
+ * The query positions past_seq … past_seq+seq-1 and the causal mask as an additive bias [seq, 1, total_seq]
+ * (0 where key t is at or before query j, else the lowest float), once for all layers.
+ */
+function positionsAndMask(g: GraphBuilder, c: { zero: string; one: string; two: string; axes12: string; zeroF: string; masked: string }) {
+  const idsShape = g.op("Shape", ["input_ids"], "ids_shape"); // [batch, seq]
+  const seqLen = g.op("Gather", [idsShape, c.one], "seq_len", { axis: 0 });
+  const pastLen = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"], "past_shape"), c.two], "past_len", { axis: 0 });
+  const totalLen = g.op("Add", [pastLen, seqLen], "total_len");
+  const positions = g.op("Range", [pastLen, totalLen, c.one], "positions"); // [seq]
+  const keyPositions = g.op("Range", [c.zero, totalLen, c.one], "key_positions");
+  const allowed = g.op("LessOrEqual", [keyPositions, g.op("Unsqueeze", [positions, c.axes12], "query_positions")], "causal");
+  const maskBias = g.op("Where", [allowed, c.zeroF, c.masked], "causal_bias");
+  return { positions, maskBias };
+}
+
+/**
+ * Layer l's causal attention over its cache: from each head's queries ([batch, seq, 1, headDim], already scaled) and
+ * the new keys and values ([batch, seq, nHeads, headDim]) to its output [batch, seq, C]. Writes present.{l}.*. Each
+ * head's products are MatMuls batched over [batch, seq] only.
+ */
+function attention(
+  g: GraphBuilder,
+  l: number,
+  queries: string[],
+  newKeys: string,
+  newValues: string,
+  maskBias: string,
+  c: { headSplit: string; mergedShape: string },
+): string {
+  const H = queries.length;
+  const toCache = (t: string, hint: string) => g.op("Transpose", [t], hint, { perm: [0, 2, 1, 3] }); // [batch, nHeads, seq, headDim]
+  const keys = g.node("Concat", [`past_key_values.${l}.key`, toCache(newKeys, `l${l}_k`)], { outputs: [`present.${l}.key`], attrs: { axis: 2 } })[0]!;
+  const values = g.node("Concat", [`past_key_values.${l}.value`, toCache(newValues, `l${l}_v`)], {
+    outputs: [`present.${l}.value`],
+    attrs: { axis: 2 },
+  })[0]!;
+  const headKeys = g.node("Split", [keys, c.headSplit], { outputs: H, hint: `l${l}_keys`, attrs: { axis: 1 } }); // each [batch, 1, total_seq, headDim]
+  const headValues = g.node("Split", [values, c.headSplit], { outputs: H, hint: `l${l}_values`, attrs: { axis: 1 } });
+  const scores = queries.map((q, i) => g.op("MatMul", [q, g.op("Transpose", [headKeys[i]!], `l${l}_h${i}_kT`, { perm: [0, 1, 3, 2] })], `l${l}_h${i}_scores`));
+  const maskedScores = g.op("Add", [g.op("Concat", scores, `l${l}_scores`, { axis: 2 }), maskBias], `l${l}_masked`); // [batch, seq, nHeads, total_seq]
+  const probs = g.node("Split", [g.op("Softmax", [maskedScores], `l${l}_probs`, { axis: -1 }), c.headSplit], {
+    outputs: H,
+    hint: `l${l}_probs`,
+    attrs: { axis: 2 },
+  });
+  const heads = probs.map((pr, i) => g.op("MatMul", [pr, headValues[i]!], `l${l}_h${i}_attn`)); // each [batch, seq, 1, headDim]
+  return g.op("Reshape", [g.op("Concat", heads, `l${l}_attn`, { axis: 2 }), c.mergedShape], `l${l}_attn_y`);
 }
 
 /** The model as the bytes of an .onnx file. */
 export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options: OnnxExportOptions = {}): Uint8Array {
-  const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
+  const { vocabSize: V, dModel: C, nLayers: L, nHeads: H } = config;
   if (C % H !== 0) throw new Error(`dModel=${C} is not a multiple of nHeads=${H}`);
-  if (weights.blocks.length !== L) throw new Error(`the weights have ${weights.blocks.length} blocks, the config says nLayers=${L}`);
-  const hd = C / H;
+  const s = modelShape(config);
+  if (H % s.nKvHeads !== 0) throw new Error(`nHeads=${H} is not a multiple of nKvHeads=${s.nKvHeads}`);
+  if (s.llama && s.headDim % 2 !== 0) throw new Error(`rotary positions need an even head width; dModel / nHeads = ${s.headDim}`);
+  checkWeights(config, s, weights);
+  const hd = s.headDim;
   const g = new GraphBuilder();
+  if (s.llama) llamaGraph(g, config, s, weights);
+  else gptGraph(g, config, s, weights);
+
+  const weightBytes = g.initializers.reduce((n, t) => n + (t.rawData?.length ?? 0), 0);
+  if (weightBytes > MAX_FILE_BYTES) {
+    throw new Error(
+      `the ONNX file would hold ${(weightBytes / 2 ** 30).toFixed(2)} GiB of weights, over protobuf's 2 GiB limit on one file; ` +
+        "this exporter writes no external data files, so it cannot export a model this large",
+    );
+  }
+
+  const cacheDims = (len: string) => ["batch", H, len, hd];
+  const inputs = [valueInfo("input_ids", DataType.INT64, ["batch", "seq"])];
+  const outputs = [valueInfo("logits", DataType.FLOAT, ["batch", "seq", V])];
+  for (let l = 0; l < L; l++) {
+    inputs.push(valueInfo(`past_key_values.${l}.key`, DataType.FLOAT, cacheDims("past_seq")));
+    inputs.push(valueInfo(`past_key_values.${l}.value`, DataType.FLOAT, cacheDims("past_seq")));
+    outputs.push(valueInfo(`present.${l}.key`, DataType.FLOAT, cacheDims("total_seq")));
+    outputs.push(valueInfo(`present.${l}.value`, DataType.FLOAT, cacheDims("total_seq")));
+  }
+
+  const metadata: Record<string, string> = {
+    "tinkerlab.config": configMetadata(config),
+    "tinkerlab.tokenizer": JSON.stringify(new ByteTokenizer().toJSON()),
+    ...options.metadata,
+  };
+  return encodeModel({
+    irVersion: ONNX_IR_VERSION,
+    opsetImport: [{ domain: "", version: ONNX_OPSET }],
+    producerName: options.producer ?? "tinkerlab",
+    graph: {
+      name: s.llama ? "tinkerlab-llama" : "tinkerlab-gpt",
+      docString: `${s.llama ? "Llama" : "GPT"} with a key/value cache: feed present.* back as past_key_values.* with only the new tokens.`,
+      node: g.nodes,
+      initializer: g.initializers,
+      input: inputs,
+      output: outputs,
+    },
+    metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
+  });
+}
+
+/** GPT-2's block; its nodes and initializers (names and order) are those every earlier export wrote. */
+function gptGraph(g: GraphBuilder, config: GPTConfig, s: ModelShape, weights: GPTWeights): void {
+  const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
+  const hd = s.headDim;
 
   // ---- constants ----
   const zero = g.ints("const.zero", [0], true);
@@ -205,7 +426,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   const qkvSplit = g.ints("const.qkv_split", [...new Array<number>(H).fill(1), H, H]);
   // Splits name their sizes: onnxruntime-web's WebGPU Split gets an even split by output count wrong (sizes of 0)
   const headSplit = g.ints("const.head_split", new Array<number>(H).fill(1));
-  const masked = g.scalar("const.masked", -3.4028234663852886e38); // the lowest float32: exp() of it minus the row's max is 0
+  const masked = g.scalar("const.masked", MASKED);
   const zeroF = g.scalar("const.zero_f", 0);
   const gelu = { three: g.scalar("const.three", 3), c: g.scalar("const.gelu_c", geluC), k: g.scalar("const.gelu_k", geluK) };
   const oneF = g.scalar("const.one_f", 1);
@@ -220,16 +441,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   const wte = g.floats("wte", [V, C], weights.tokenEmbedding);
   const wpe = g.floats("wpe", [T, C], weights.positionEmbedding);
 
-  // ---- shapes, positions and the causal mask, once for all layers ----
-  const idsShape = g.op("Shape", ["input_ids"], "ids_shape"); // [batch, seq]
-  const seqLen = g.op("Gather", [idsShape, one], "seq_len", { axis: 0 });
-  const pastLen = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"], "past_shape"), two], "past_len", { axis: 0 });
-  const totalLen = g.op("Add", [pastLen, seqLen], "total_len");
-  const positions = g.op("Range", [pastLen, totalLen, one], "positions"); // [seq]
-  // allowed[j, 0, t]: key t is at or before query j; as an additive bias [seq, 1, total_seq], 0 where allowed, else the lowest float
-  const keyPositions = g.op("Range", [zero, totalLen, one], "key_positions");
-  const allowed = g.op("LessOrEqual", [keyPositions, g.op("Unsqueeze", [positions, axes12], "query_positions")], "causal");
-  const maskBias = g.op("Where", [allowed, zeroF, masked], "causal_bias");
+  const { positions, maskBias } = positionsAndMask(g, { zero, one, two, axes12, zeroF, masked });
 
   // ---- embeddings ----
   let x = g.op("Add", [g.op("Gather", [wte, "input_ids"], "tok_emb", { axis: 0 }), g.op("Gather", [wpe, positions], "pos_emb", { axis: 0 })], "x_emb");
@@ -254,30 +466,11 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
     const projW = linear(`${p}.attn_proj`, blk.attn_proj);
     const ln2 = norm(`${p}.ln2`, blk.ln2);
 
-    // attention: the Gemm's output as [batch, seq, 3·nHeads, headDim], split into each head's queries and all heads'
-    // keys and values; each head's products are MatMuls batched over [batch, seq] only
+    // attention: the product's output as [batch, seq, 3·nHeads, headDim], split into each head's queries and all
+    // heads' keys and values
     const qkv = g.op("Reshape", [affine(layerNorm(x, ln1, `l${l}_ln1`), qkvW.w, qkvW.b, `l${l}_qkv`), headsShape], `l${l}_qkv_heads`);
     const parts = g.node("Split", [qkv, qkvSplit], { outputs: H + 2, hint: `l${l}_qkv`, attrs: { axis: 2 } });
-    const queries = parts.slice(0, H); // each [batch, seq, 1, headDim]
-    const toCache = (t: string, hint: string) => g.op("Transpose", [t], hint, { perm: [0, 2, 1, 3] }); // [batch, nHeads, seq, headDim]
-    const keys = g.node("Concat", [`past_key_values.${l}.key`, toCache(parts[H]!, `l${l}_k`)], { outputs: [`present.${l}.key`], attrs: { axis: 2 } })[0]!;
-    const values = g.node("Concat", [`past_key_values.${l}.value`, toCache(parts[H + 1]!, `l${l}_v`)], {
-      outputs: [`present.${l}.value`],
-      attrs: { axis: 2 },
-    })[0]!;
-    const headKeys = g.node("Split", [keys, headSplit], { outputs: H, hint: `l${l}_keys`, attrs: { axis: 1 } }); // each [batch, 1, total_seq, headDim]
-    const headValues = g.node("Split", [values, headSplit], { outputs: H, hint: `l${l}_values`, attrs: { axis: 1 } });
-    const scores = queries.map((q, i) =>
-      g.op("MatMul", [q, g.op("Transpose", [headKeys[i]!], `l${l}_h${i}_kT`, { perm: [0, 1, 3, 2] })], `l${l}_h${i}_scores`),
-    );
-    const maskedScores = g.op("Add", [g.op("Concat", scores, `l${l}_scores`, { axis: 2 }), maskBias], `l${l}_masked`); // [batch, seq, nHeads, total_seq]
-    const probs = g.node("Split", [g.op("Softmax", [maskedScores], `l${l}_probs`, { axis: -1 }), headSplit], {
-      outputs: H,
-      hint: `l${l}_probs`,
-      attrs: { axis: 2 },
-    });
-    const heads = probs.map((pr, i) => g.op("MatMul", [pr, headValues[i]!], `l${l}_h${i}_attn`)); // each [batch, seq, 1, headDim]
-    const attnY = g.op("Reshape", [g.op("Concat", heads, `l${l}_attn`, { axis: 2 }), mergedShape], `l${l}_attn_y`);
+    const attnY = attention(g, l, parts.slice(0, H), parts[H]!, parts[H + 1]!, maskBias, { headSplit, mergedShape });
     const xMid = g.op("Add", [x, affine(attnY, projW.w, projW.b, `l${l}_proj`)], `l${l}_x_mid`);
 
     // MLP: each part's second product adds onto the residual stream
@@ -290,36 +483,131 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   }
 
   const lnF = norm("ln_f", weights.lnFinal);
-  const lmHead = g.floats("lm_head", [C, V], weights.lmHead);
-  g.node("MatMul", [layerNorm(x, lnF, "ln_f_out"), lmHead], { outputs: ["logits"] });
+  g.node("MatMul", [layerNorm(x, lnF, "ln_f_out"), outputWeight(g, s, weights, wte, C, V)], { outputs: ["logits"] });
+}
 
-  const cacheDims = (len: string) => ["batch", H, len, hd];
-  const inputs = [valueInfo("input_ids", DataType.INT64, ["batch", "seq"])];
-  const outputs = [valueInfo("logits", DataType.FLOAT, ["batch", "seq", V])];
+/**
+ * The output layer's [C, V] operand: lm_head, or with tied embeddings wte transposed by a node whose only input is
+ * an initializer, which onnxruntime folds into a constant when it loads the file (the file keeps one copy of wte).
+ */
+function outputWeight(g: GraphBuilder, s: ModelShape, weights: GPTWeights, wte: string, C: number, V: number): string {
+  return s.tied ? g.op("Transpose", [wte], "wte_t", { perm: [1, 0] }) : g.floats("lm_head", [C, V], weights.lmHead);
+}
+
+/**
+ * Llama's block (lib/model/llama-ops.ts) in standard operators, in the GPT graph's layout where the two agree:
+ *   - RMSNorm is Pow(x, 2) → ReduceMean → Add(eps) → Sqrt → Div → Mul(gain), the pattern onnxruntime fuses into one
+ *     SimplifiedLayerNormalization;
+ *   - grouped-query attention: each key/value head's columns are copied at export to every query head it serves
+ *     (expandKeyValueHeads), so the attention and the cache are the GPT graph's;
+ *   - rotary positions: cos and sin of every position's angles are tables [contextLength, 1, headDim] (each half of
+ *     a head's width repeated, the sign of rotate_half folded into sin's first half), gathered once a call at the
+ *     query positions; queries and keys of all heads are turned together as x·cos + swap(x)·sin, where swap (one
+ *     Gather on the last axis) exchanges the two halves of each head;
+ *   - SwiGLU is silu(gate)·up with silu = gate·Sigmoid(gate), the pattern onnxruntime fuses into QuickGelu; gate and
+ *     up come from one product, split in two;
+ *   - a linear layer without a bias is a MatMul alone.
+ */
+function llamaGraph(g: GraphBuilder, config: GPTConfig, s: ModelShape, weights: GPTWeights): void {
+  const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
+  const hd = s.headDim;
+  const halfHd = hd / 2;
+
+  // ---- constants ----
+  const zero = g.ints("const.zero", [0], true);
+  const one = g.ints("const.one", [1], true);
+  const two = g.ints("const.two", [2], true);
+  const axes12 = g.ints("const.axes12", [1, 2]);
+  const headsShape = g.ints("const.heads_shape", [0, 0, 3 * H, hd]);
+  const mergedShape = g.ints("const.merged_shape", [0, 0, C]);
+  // Splits name their sizes: onnxruntime-web's WebGPU Split gets an even split by output count wrong (sizes of 0)
+  const qkvSplit = g.ints("const.qk_v_split", [2 * H, H]);
+  const qkSplit = g.ints("const.q_k_split", [...new Array<number>(H).fill(1), H]);
+  const headSplit = g.ints("const.head_split", new Array<number>(H).fill(1));
+  const swapHalves = g.ints(
+    "const.swap_halves",
+    Array.from({ length: hd }, (_, i) => (i + halfHd) % hd),
+  );
+  const masked = g.scalar("const.masked", MASKED);
+  const zeroF = g.scalar("const.zero_f", 0);
+  const twoF = g.scalar("const.two_f", 2);
+  const eps = g.scalar("const.norm_eps", s.normEps);
+
+  // ---- weights and tables ----
+  const table = ropeTable(config, s);
+  const cosTable = new Float32Array(T * hd);
+  const sinTable = new Float32Array(T * hd);
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < halfHd; i++) {
+      const c = table.cos[t * halfHd + i]!;
+      const sn = table.sin[t * halfHd + i]!;
+      cosTable[t * hd + i] = c;
+      cosTable[t * hd + halfHd + i] = c;
+      // rotate_half(x) = [-x2, x1]; swap(x) = [x2, x1], so the sign rides on sin
+      sinTable[t * hd + i] = -sn;
+      sinTable[t * hd + halfHd + i] = sn;
+    }
+  }
+  const cos = g.floats("rope.cos", [T, 1, hd], cosTable);
+  const sin = g.floats("rope.sin", [T, 1, hd], sinTable);
+  const wte = g.floats("wte", [V, C], weights.tokenEmbedding);
+  const gain = (name: string, n: LayerNormWeights) => g.floats(`${name}.gain`, [C], n.gain);
+  /** a linear layer's weight, and its bias when the layer has one */
+  const linear = (name: string, lin: Linear, bias: boolean) => ({
+    w: g.floats(`${name}.weight`, [lin.nIn, lin.nOut], lin.weight),
+    b: bias ? g.floats(`${name}.bias`, [lin.nOut], lin.bias) : null,
+  });
+
+  const { positions, maskBias } = positionsAndMask(g, { zero, one, two, axes12, zeroF, masked });
+  const posCos = g.op("Gather", [cos, positions], "pos_cos", { axis: 0 }); // [seq, 1, headDim]
+  const posSin = g.op("Gather", [sin, positions], "pos_sin", { axis: 0 });
+
+  let x = g.op("Gather", [wte, "input_ids"], "tok_emb", { axis: 0 });
+
+  const rmsNorm = (input: string, gainName: string, hint: string) => {
+    const meanSquare = g.op("ReduceMean", [g.op("Pow", [input, twoF], `${hint}_sq`)], `${hint}_ms`, { axes: [-1], keepdims: 1 });
+    const rms = g.op("Sqrt", [g.op("Add", [meanSquare, eps], `${hint}_ms_eps`)], `${hint}_rms`);
+    return g.op("Mul", [g.op("Div", [input, rms], `${hint}_normed`), gainName], hint);
+  };
+  /** input · w (+ b): a MatMul on [batch, seq, ·], then `add` (the residual stream) when given */
+  const affine = (input: string, lin: { w: string; b: string | null }, hint: string, add?: string) => {
+    let y = g.op("MatMul", [input, lin.w], `${hint}_mm`);
+    if (lin.b) y = g.op("Add", [y, lin.b], `${hint}_b`);
+    return add ? g.op("Add", [add, y], hint) : y;
+  };
+
   for (let l = 0; l < L; l++) {
-    inputs.push(valueInfo(`past_key_values.${l}.key`, DataType.FLOAT, cacheDims("past_seq")));
-    inputs.push(valueInfo(`past_key_values.${l}.value`, DataType.FLOAT, cacheDims("past_seq")));
-    outputs.push(valueInfo(`present.${l}.key`, DataType.FLOAT, cacheDims("total_seq")));
-    outputs.push(valueInfo(`present.${l}.value`, DataType.FLOAT, cacheDims("total_seq")));
+    const blk = weights.blocks[l]!;
+    const p = `blocks.${l}`;
+    const ln1 = gain(`${p}.ln1`, blk.ln1);
+    const qkvW = linear(`${p}.attn_qkv`, expandKeyValueHeads(blk.attn_qkv, C, H, s, 1 / Math.sqrt(hd)), s.qkvBias);
+    const projW = linear(`${p}.attn_proj`, blk.attn_proj, s.attnOutBias);
+    const ln2 = gain(`${p}.ln2`, blk.ln2);
+
+    // attention: queries and keys of all heads turned to their positions, then split as in the GPT graph
+    const qkv = g.op("Reshape", [affine(rmsNorm(x, ln1, `l${l}_ln1`), qkvW, `l${l}_qkv`), headsShape], `l${l}_qkv_heads`);
+    const [qk, v] = g.node("Split", [qkv, qkvSplit], { outputs: 2, hint: `l${l}_qk_v`, attrs: { axis: 2 } }) as [string, string];
+    const swapped = g.op("Gather", [qk, swapHalves], `l${l}_qk_swap`, { axis: 3 });
+    const turned = g.op("Add", [g.op("Mul", [qk, posCos], `l${l}_qk_cos`), g.op("Mul", [swapped, posSin], `l${l}_qk_sin`)], `l${l}_qk_rope`);
+    const parts = g.node("Split", [turned, qkSplit], { outputs: H + 1, hint: `l${l}_qk`, attrs: { axis: 2 } });
+    const attnY = attention(g, l, parts.slice(0, H), parts[H]!, v, maskBias, { headSplit, mergedShape });
+    const xMid = affine(attnY, projW, `l${l}_x_mid`, x);
+
+    // MLP: each part's second product adds onto the residual stream
+    const h2 = rmsNorm(xMid, ln2, `l${l}_ln2`);
+    for (const [i, part] of swigluParts(blk.mlp_fc, blk.mlp_proj, C, s.dFF, s.mlpBias).entries()) {
+      const n = part.fc.nOut / 2;
+      const fc = linear(`${p}.mlp_fc.${i}`, part.fc, s.mlpBias);
+      const out = { w: g.floats(`${p}.mlp_proj.${i}.weight`, [n, C], part.projWeight), b: null };
+      const split = g.ints(`${p}.mlp_fc.${i}.split`, [n, n]);
+      const [gate, up] = g.node("Split", [affine(h2, fc, `l${l}_fc${i}`), split], { outputs: 2, hint: `l${l}_gate_up${i}`, attrs: { axis: -1 } }) as [
+        string,
+        string,
+      ];
+      const silu = g.op("Mul", [gate, g.op("Sigmoid", [gate], `l${l}_sig${i}`)], `l${l}_silu${i}`);
+      x = affine(g.op("Mul", [silu, up], `l${l}_swiglu${i}`), out, `l${l}_x_out${i}`, i === 0 ? xMid : x);
+    }
   }
 
-  const metadata: Record<string, string> = {
-    "tinkerlab.config": JSON.stringify({ vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H }),
-    "tinkerlab.tokenizer": JSON.stringify(new ByteTokenizer().toJSON()),
-    ...options.metadata,
-  };
-  return encodeModel({
-    irVersion: ONNX_IR_VERSION,
-    opsetImport: [{ domain: "", version: ONNX_OPSET }],
-    producerName: options.producer ?? "tinkerlab",
-    graph: {
-      name: "tinkerlab-gpt",
-      docString: "GPT with a key/value cache: feed present.* back as past_key_values.* with only the new tokens.",
-      node: g.nodes,
-      initializer: g.initializers,
-      input: inputs,
-      output: outputs,
-    },
-    metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
-  });
+  g.node("MatMul", [rmsNorm(x, gain("ln_f", weights.lnFinal), "ln_f_out"), outputWeight(g, s, weights, wte, C, V)], { outputs: ["logits"] });
 }

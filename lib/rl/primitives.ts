@@ -2,6 +2,7 @@
  * The training primitives the algorithms are written on, and nothing else: the runtime's TrainingClient
  * provides them, and so can any script's own client. Structural types, so lib/ does not depend on server/.
  */
+import type { Tokenizer } from "@/lib/model/tokenizer";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
 
 export type PolicyLoss = "importance_sampling" | "ppo" | "cispo";
@@ -45,6 +46,6 @@ export interface TrainingPrimitives {
 /** What rollouts need beyond the primitives: how text becomes tokens, and how long a sequence may be. */
 export type PolicyModel = {
   primitives: TrainingPrimitives;
-  tokenizer: { encode(text: string): number[]; decode(tokens: number[]): string };
+  tokenizer: Tokenizer;
   contextLength: number;
 };

@@ -1,7 +1,6 @@
 /** Supervised fine-tuning: cross-entropy on the agent's own tokens of demonstration conversations. */
 import { renderChat, type ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
-import type { ByteTokenizer } from "@/lib/model/tokenizer";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { learningRateAt, type ExperimentConfig } from "@/lib/sdk/experiment";
 import { runEpisodes, type EpisodeStart, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
@@ -22,7 +21,7 @@ export function renderConversations(policy: PolicyModel, conversations: Conversa
   const tokens: number[][] = [];
   const weights: number[][] = [];
   for (const [i, conversation] of conversations.entries()) {
-    const rendered = renderChat(policy.tokenizer as ByteTokenizer, conversation);
+    const rendered = renderChat(policy.tokenizer, conversation);
     if (rendered.tokens.length > policy.contextLength) {
       throw new Error(`conversation ${i} is ${rendered.tokens.length} tokens; the model's context holds ${policy.contextLength}`);
     }
@@ -86,7 +85,7 @@ export function sftBatch(conversations: Conversation[], seed: number, step: numb
  * Throws when none is left.
  */
 export function fitConversations(policy: PolicyModel, conversations: Conversation[]): { kept: Conversation[]; dropped: number } {
-  const kept = conversations.filter((c) => renderChat(policy.tokenizer as ByteTokenizer, c).tokens.length <= policy.contextLength);
+  const kept = conversations.filter((c) => renderChat(policy.tokenizer, c).tokens.length <= policy.contextLength);
   if (kept.length === 0) {
     throw new Error(
       `none of the ${conversations.length} conversations fits the model's context of ${policy.contextLength} tokens; pick a base with a longer context or shorter conversations`,

@@ -8,7 +8,8 @@ import { initLoraAdapter, listLoraParameters, mergeLoraAdapter } from "@/lib/mod
 import type { Engine } from "@/lib/model/engine";
 import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
-import { ByteTokenizer, type TokenizerSpec } from "@/lib/model/tokenizer";
+import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
+import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import { type GPTWeights, assignParameters, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
 import { currentBackend } from "./backend";
 import { readCheckpoint } from "./checkpoint-store";
@@ -19,19 +20,24 @@ export interface BaseModelOptions {
 }
 
 export class BaseModel {
-  readonly tokenizer = new ByteTokenizer();
-
   private constructor(
     readonly config: GPTConfig,
     readonly weights: GPTWeights,
     readonly engine: Engine,
+    /** the byte tokenizer for the project's own bases; an imported model's own */
+    readonly tokenizer: Tokenizer,
   ) {}
 
   /** A freshly initialised model (GPT-2 initialisation from `seed`). */
-  static create(config: unknown, options: BaseModelOptions & { seed?: number } = {}): BaseModel {
+  static create(config: unknown, options: BaseModelOptions & { seed?: number; tokenizer?: Tokenizer } = {}): BaseModel {
     const parsed = parseGPTConfig(config);
     const engine = options.engine ?? currentBackend()?.engine ?? jsEngine;
-    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), engine);
+    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), engine, options.tokenizer ?? new ByteTokenizer());
+  }
+
+  /** A model from weights already in memory (an imported checkpoint). */
+  static fromWeights(config: GPTConfig, weights: GPTWeights, tokenizer: Tokenizer, options: BaseModelOptions = {}): BaseModel {
+    return new BaseModel(parseGPTConfig(config), weights, options.engine ?? currentBackend()?.engine ?? jsEngine, tokenizer);
   }
 
   /**
@@ -48,8 +54,8 @@ export class BaseModel {
       const problems = describeMismatch(config, options.expect);
       if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
     }
-    ByteTokenizer.fromJSON(ckpt.json<TokenizerSpec>("tokenizer.json"));
-    const model = BaseModel.create(config, options);
+    const tokenizer = tokenizerFromSpec(ckpt.json("tokenizer.json"), `checkpoint '${dir}'`);
+    const model = BaseModel.create(config, { ...options, tokenizer });
     assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
     return model;
   }
@@ -66,7 +72,7 @@ export class BaseModel {
     if (problems.length > 0) throw new Error(`cannot load '${dir}' on its base: ${problems.join("; ")}`);
     const adapter = initLoraAdapter(parent.weights, parseLoraConfig(ckpt.json("lora_config.json")), new Rng(0));
     assignParameters(listLoraParameters(adapter, parent.weights), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
-    return new BaseModel(parent.config, mergeLoraAdapter(parent.weights, adapter, parent.config), options.engine ?? parent.engine);
+    return new BaseModel(parent.config, mergeLoraAdapter(parent.weights, adapter, parent.config), options.engine ?? parent.engine, parent.tokenizer);
   }
 
   parameterCount(): number {

@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
 import { automatonFor, type ActionAutomaton } from "@/lib/sdk/action-space";
-import { type ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
+import type { Tokenizer } from "@/lib/model/tokenizer";
 import { drawToken } from "@/lib/model/sampling";
 import { logprobOf } from "./batch";
 
@@ -25,8 +25,8 @@ export const sampleParamsSchema = z.object({
   topK: z.number().int().min(0).default(0).describe("sample from the K most likely tokens (0 = all)"),
   stop: z
     .array(z.union([z.string().min(1), z.number().int().min(0)]))
-    .default([specialTokens.endOfTurn])
-    .describe("token ids or strings that end a sample (kept in tokens, cut from text); default: end of turn"),
+    .optional()
+    .describe("token ids or strings that end a sample (kept in tokens, cut from text); default: the tokenizer's end of turn"),
   seed: z.number().int().optional().describe("seed for this call alone; without it the client's generator is used"),
   constraints: z
     .array(z.union([z.object({ actions: z.array(z.string()) }), z.object({ pattern: z.string() }), z.null()]))
@@ -67,7 +67,7 @@ export function sampleWithDecoder(
   rng: Rng,
   V: number,
   contextLength: number,
-  tokenizer: ByteTokenizer,
+  tokenizer: Tokenizer,
 ): SampleResult {
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a whole number ≥ 1, got ${n}`);
   prompts.forEach((prompt, i) => {
@@ -79,9 +79,12 @@ export function sampleWithDecoder(
   if (params.constraints && params.constraints.length !== prompts.length) {
     throw new Error(`constraints has ${params.constraints.length} entries; give one (or null) per prompt, ${prompts.length} in all`);
   }
-  if (params.constraints?.some((c) => c !== null) && tokenizer.vocabSize !== 262) {
+  if (params.constraints?.some((c) => c !== null) && tokenizer.kind !== "byte") {
     throw new Error("legal actions (constraints) need the byte tokenizer: its tokens are the bytes the actions are matched on");
   }
+  const stop = params.stop ?? tokenizer.stopTokens;
+  // Under a constraint, a reply ends where the tokenizer's turn ends.
+  const endOfTurn = tokenizer.stopTokens[0]!;
   const rows = prompts.length * n;
   // Per row: its prompt's automaton and where in it the row's action is.
   const rowAutomaton: (ActionAutomaton | null)[] = Array.from({ length: rows }, (_, r) => {
@@ -90,8 +93,8 @@ export function sampleWithDecoder(
   });
   const rowState = new Int32Array(rows);
   const masked = new Float32Array(V);
-  const stopIds = new Set(params.stop.filter((s): s is number => typeof s === "number"));
-  const stopStrings = params.stop.filter((s): s is string => typeof s === "string");
+  const stopIds = new Set(stop.filter((s): s is number => typeof s === "number"));
+  const stopStrings = stop.filter((s): s is string => typeof s === "string");
   const out: SampledSequence[] = Array.from({ length: rows }, () => ({
     tokens: [],
     text: "",
@@ -128,7 +131,7 @@ export function sampleWithDecoder(
       let offset = row * V;
       if (automaton) {
         const allowed = [...automaton.bytes(rowState[row]!)];
-        if (automaton.accepting(rowState[row]!)) allowed.push(specialTokens.endOfTurn);
+        if (automaton.accepting(rowState[row]!)) allowed.push(endOfTurn);
         masked.fill(-Infinity);
         for (const t of allowed) masked[t] = rowLogits[offset + t]!;
         (seq.allowedTokens ??= []).push(allowed);
@@ -140,7 +143,7 @@ export function sampleWithDecoder(
       seq.logprobs.push(logprobOf(source, offset, V, logprobTemperature, token).logprob);
       let done = false;
       if (automaton) {
-        if (token === specialTokens.endOfTurn) {
+        if (token === endOfTurn) {
           seq.finishReason = "stop";
           done = true;
         } else rowState[row] = automaton.next(rowState[row]!, token);

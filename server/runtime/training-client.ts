@@ -7,6 +7,7 @@ import { type LoraConfig, type LoraConfigInput, describeMismatch, parseLoraConfi
 import type { GradientTargets, ModelView } from "@/lib/model/engine";
 import { type LoraAdapter, cloneLoraAdapter, initLoraAdapter, listLoraParameters, mergeLoraAdapter } from "@/lib/model/lora";
 import { Rng, type RngState } from "@/lib/model/rng";
+import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import {
   type NamedParameter,
   assignParameters,
@@ -302,7 +303,7 @@ export class TrainingClient implements TrainingPrimitives {
   private describingFiles(withLora = this.mode === "lora"): Record<string, CheckpointFile> {
     const files: Record<string, CheckpointFile> = {
       "model_config.json": { kind: "json", value: this.base.config },
-      "tokenizer.json": { kind: "json", value: this.base.tokenizer.toJSON() },
+      "tokenizer.json": { kind: "json", value: tokenizerSpec(this.base.tokenizer) },
     };
     if (withLora) files["lora_config.json"] = { kind: "json", value: this.loraConfig };
     return files;

@@ -1,30 +1,57 @@
 /**
- * The catalogue of base models: the built-in bases shipped in TINKERLAB_BASES_DIR (lib/envs/bases by default,
- * made by bin/make-base-models.ts), one checkpoint folder each. Reads only their configs, so the web server can
- * check a launch without loading the runtime.
+ * The catalogue of base models, one checkpoint folder each: the built-in bases shipped in TINKERLAB_BASES_DIR
+ * (lib/envs/bases by default, made by bin/make-base-models.ts), and the bases imported from Hugging Face model
+ * folders into ARTIFACTS_DIR/bases (base-import.ts). Reads only their configs, so the web server can check a
+ * launch without loading the runtime.
  */
 import fs from "node:fs";
 import path from "node:path";
 import { countParameters, parseGPTConfig, type GPTConfig } from "@/lib/model/config";
 import { serverEnv } from "../env";
 
-const basesDir = () => path.resolve(serverEnv().TINKERLAB_BASES_DIR);
+/** What a base may be called: it is part of URLs and file names. */
+export const baseNameRule = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
-export function builtinBaseNames(): string[] {
-  const dir = basesDir();
+const basesDir = () => path.resolve(serverEnv().TINKERLAB_BASES_DIR);
+export const importedBasesDir = () => path.resolve(serverEnv().ARTIFACTS_DIR, "bases");
+
+function basesIn(dir: string): string[] {
   if (!fs.existsSync(dir)) return [];
   return fs
     .readdirSync(dir)
-    .filter((name) => fs.existsSync(path.join(dir, name, "manifest.json")))
+    .filter((name) => baseNameRule.test(name) && fs.existsSync(path.join(dir, name, "manifest.json")))
     .sort();
 }
 
+export function builtinBaseNames(): string[] {
+  return basesIn(basesDir());
+}
+
+/** Imported bases; a name that is also a built-in one is the built-in one. */
+export function importedBaseNames(): string[] {
+  const builtin = new Set(builtinBaseNames());
+  return basesIn(importedBasesDir()).filter((name) => !builtin.has(name));
+}
+
+/** Every base a run may name by name: built-in, then imported. */
+export function baseNames(): string[] {
+  return [...builtinBaseNames(), ...importedBaseNames()];
+}
+
 export function baseModelDir(name: string): string {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(name) || !builtinBaseNames().includes(name)) {
-    const known = builtinBaseNames();
-    throw new Error(`No base model named '${name}'. Built-in bases: ${known.length ? known.join(", ") : "none (run: npx tsx bin/make-base-models.ts)"}.`);
+  if (baseNameRule.test(name)) {
+    if (builtinBaseNames().includes(name)) return path.join(basesDir(), name);
+    if (importedBaseNames().includes(name)) return path.join(importedBasesDir(), name);
   }
-  return path.join(basesDir(), name);
+  const known = baseNames();
+  throw new Error(`No base model named '${name}'. Bases: ${known.length ? known.join(", ") : "none (run: npx tsx bin/make-base-models.ts)"}.`);
+}
+
+/** What an imported base was imported from (its import.json), or null for a built-in base. */
+export function importRecord(name: string): { source: string; modelType: string; importedAt: string } | null {
+  const file = path.join(baseModelDir(name), "import.json");
+  if (!fs.existsSync(file)) return null;
+  return JSON.parse(fs.readFileSync(file, "utf8"));
 }
 
 /** The base's shape without loading its weights (for footprint estimates at submit time). */

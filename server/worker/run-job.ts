@@ -19,6 +19,7 @@ import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
 import { encodeSafetensors } from "@/lib/model/safetensors";
+import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
 import { type BaseModel, CheckpointCorruptError, TrainingClient } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
@@ -395,7 +396,7 @@ function writeModelFile(file: string, model: BaseModel, origin: string): number 
     format: "tinkerlab.model",
     version: "1",
     model_config: JSON.stringify(model.config),
-    tokenizer: JSON.stringify(model.tokenizer.toJSON()),
+    tokenizer: JSON.stringify(tokenizerSpec(model.tokenizer)),
     origin,
   });
   fs.mkdirSync(path.dirname(file), { recursive: true });

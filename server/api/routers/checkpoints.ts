@@ -9,7 +9,7 @@ import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { checkpoints, experiments, runs } from "../../db";
 import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
-import { baseModelShape, builtinBaseNames, checkpointShape } from "../../worker/base-catalog";
+import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 /** What made each built-in base, in a few words. */
@@ -18,6 +18,15 @@ function builtinOrigin(name: string): string {
     return "SFT on a generated corpus of generic skills (pick an option, copy, reverse, sort, count, compare, arithmetic, several turns)";
   const recipe = builtInBases[name];
   return recipe ? `SFT on the ${recipe.useCase} demonstrator (${recipe.sft.steps} steps)` : "a shipped checkpoint";
+}
+
+function importedOrigin(name: string): string {
+  try {
+    const record = importRecord(name);
+    return record ? `imported ${record.modelType} model from ${record.source}` : "an imported model";
+  } catch {
+    return "an imported model (its import record is unreadable)";
+  }
 }
 
 const shapeOf = (read: () => { parameters: number; contextLength: number; dModel: number; nLayers: number }) => {
@@ -32,7 +41,10 @@ const shapeOf = (read: () => { parameters: number; contextLength: number; dModel
 export const checkpointsRouter = createTRPCRouter({
   /** Every base an agent may name: the built-in bases, then the checkpoints of the caller's projects' runs, newest first (at most `limit`). */
   bases: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(500).default(200) }).default({ limit: 200 })).query(async ({ ctx, input }) => {
-    const builtin = builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), shape: shapeOf(() => baseModelShape(name)) }));
+    const builtin = [
+      ...builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), imported: false, shape: shapeOf(() => baseModelShape(name)) })),
+      ...importedBaseNames().map((name) => ({ name, origin: importedOrigin(name), imported: true, shape: shapeOf(() => baseModelShape(name)) })),
+    ];
     const projectIds = await ctx.access.visibleProjects();
     if (projectIds.length === 0) return { builtin, checkpoints: [] };
     const rows = await ctx.db

@@ -4,12 +4,12 @@
  * continuation as the runtime's sampler, and the same for a LoRA checkpoint merged into its base. The file declares
  * opset 17, the I/O names the browser codes against, and the model's config and tokenizer. After onnxruntime's
  * optimizer the graph runs few kernels (GELU fused), and a decoding step of a shipped base never wakes a thread of the
- * runtime's pool (docs/BROWSER.md, "The graph").
+ * runtime's pool (docs/BROWSER.md, "The graph"). architectures.test.ts does the same for the llama architecture and
+ * tied embeddings.
  *
  * onnxruntime-node is an optional dependency that CI installs: if it cannot be loaded, this file fails.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -23,12 +23,7 @@ import { DataType, decodeModel } from "@/lib/onnx/proto";
 import { BaseModel } from "@/server/runtime/base-model";
 import { baseModelDir, builtinBaseNames } from "@/server/worker/base-catalog";
 import { TrainingClient } from "@/server/runtime/training-client";
-
-// The API of onnxruntime-node is onnxruntime-common's, as onnxruntime-web's (a dependency) types it.
-const ort = createRequire(import.meta.url)("onnxruntime-node") as typeof import("onnxruntime-web");
-type Session = import("onnxruntime-web").InferenceSession;
-type Tensor = import("onnxruntime-web").Tensor;
-type InferenceSessionOptions = import("onnxruntime-web").InferenceSession.SessionOptions;
+import { type InferenceSessionOptions, ort, type Session, type Tensor, threadPoolUse } from "./ort-support";
 
 const TOLERANCE = 1e-4;
 const config: GPTConfig = { vocabSize: 262, contextLength: 32, dModel: 32, nLayers: 2, nHeads: 4 };
@@ -321,32 +316,6 @@ describe("the shipped bases", () => {
     }
   });
 });
-
-/**
- * The kernels of one run that used onnxruntime's thread pool (two threads), from the runtime's profile: a kernel
- * that dispatched work records block sizes on the calling thread, and the pool's thread counts the work it ran.
- */
-async function threadPoolUse(modelBytes: Uint8Array, feeds: Record<string, Tensor>): Promise<string[]> {
-  const profileDir = mkdtempSync(join(dir, "profile-"));
-  const options = { intraOpNumThreads: 2, enableProfiling: true, profileFilePrefix: join(profileDir, "run"), logSeverityLevel: 3 };
-  const profiled = await ort.InferenceSession.create(modelBytes, options as InferenceSessionOptions);
-  await profiled.run(feeds);
-  profiled.endProfiling();
-  await profiled.release();
-  const [file] = readdirSync(profileDir);
-  type Stats = { main_thread?: { block_size?: number[] }; sub_threads?: Record<string, { num_run?: number }> };
-  type ProfileEvent = { cat: string; name: string; args?: { op_name?: string; thread_scheduling_stats?: Stats | string } };
-  const events = JSON.parse(readFileSync(join(profileDir, file!), "utf8")) as ProfileEvent[];
-  const used: string[] = [];
-  for (const event of events) {
-    const stats = event.args?.thread_scheduling_stats;
-    if (event.cat !== "Node" || !stats || typeof stats !== "object") continue;
-    const dispatched = (stats.main_thread?.block_size?.length ?? 0) > 0;
-    const ranOnPool = Object.values(stats.sub_threads ?? {}).some((thread) => (thread.num_run ?? 0) > 0);
-    if (dispatched || ranOnPool) used.push(`${event.args!.op_name} (${event.name})`);
-  }
-  return used;
-}
 
 function maxAbsDiffQuiet(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let max = 0;

@@ -1,0 +1,85 @@
+/**
+ * Imports a Hugging Face model folder (config.json, model.safetensors or its shards with the index,
+ * tokenizer.json, tokenizer_config.json with its chat template) as a base: the weights are converted once, in
+ * full precision, into a checkpoint folder of this project's own format under ARTIFACTS_DIR/bases/<name>, with
+ * the tokenizer's files inside it. From then on the base is named like a built-in one, and every job kind
+ * (RL, SFT, sampling, sessions, evaluation, export) loads it the same way, on any worker that sees the artifacts.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { countParameters, type GPTConfig } from "@/lib/model/config";
+import { loadHFModel } from "@/lib/model/hf/weights";
+import { HFTokenizer } from "@/lib/model/hf/tokenizer";
+import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
+import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
+import { writeCheckpoint } from "../runtime/checkpoint-store";
+import { baseNameRule, builtinBaseNames, importedBasesDir } from "./base-catalog";
+
+export interface ImportOptions {
+  /** the base's name; default: the folder's name, lower-cased, other characters as '-' */
+  name?: string;
+  /** longest sequence the base will attend over; default min(the model's own limit, 2048) */
+  contextLength?: number;
+  /** replace an imported base of the same name */
+  replace?: boolean;
+}
+
+export interface ImportRecord {
+  name: string;
+  source: string;
+  modelType: string;
+  importedAt: string;
+  parameters: number;
+  config: GPTConfig;
+}
+
+export function defaultBaseName(dir: string): string {
+  const name = path
+    .basename(path.resolve(dir))
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64);
+  return name || "imported-base";
+}
+
+export function importHFBase(dir: string, options: ImportOptions = {}): ImportRecord {
+  const source = path.resolve(dir);
+  if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {
+    throw new Error(`'${dir}' is not a folder; give the folder of a Hugging Face model (config.json, model.safetensors, tokenizer.json)`);
+  }
+  const name = options.name ?? defaultBaseName(source);
+  if (!baseNameRule.test(name)) {
+    throw new Error(`'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`);
+  }
+  if (builtinBaseNames().includes(name)) throw new Error(`'${name}' is a built-in base; import under another name (--name)`);
+  const target = path.join(importedBasesDir(), name);
+  if (fs.existsSync(target) && !options.replace) {
+    throw new Error(`a base named '${name}' was imported already; pick another name, or replace it (--replace)`);
+  }
+
+  const { config, weights, hfConfig } = loadHFModel(source, { contextLength: options.contextLength });
+  const tokenizer = HFTokenizer.fromFolder(source);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new Error(`the tokenizer has ${tokenizer.vocabSize} ids but the model embeds only ${config.vocabSize}; they are not one model's`);
+  }
+  const record: ImportRecord = {
+    name,
+    source,
+    modelType: String((hfConfig as { model_type?: unknown }).model_type),
+    importedAt: new Date().toISOString(),
+    parameters: countParameters(config),
+    config,
+  };
+  writeCheckpoint(
+    target,
+    { kind: "sampler_weights", contents: "full", step: 0 },
+    {
+      "model_config.json": { kind: "json", value: config },
+      "tokenizer.json": { kind: "json", value: tokenizerSpec(tokenizer) },
+      "import.json": { kind: "json", value: record },
+      "weights.safetensors": { kind: "tensors", tensors: parametersToTensorMap(listGPTParameters(weights, config)) },
+    },
+  );
+  return record;
+}
