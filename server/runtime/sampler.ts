@@ -79,17 +79,19 @@ export function sampleWithDecoder(
   if (params.constraints && params.constraints.length !== prompts.length) {
     throw new Error(`constraints has ${params.constraints.length} entries; give one (or null) per prompt, ${prompts.length} in all`);
   }
-  if (params.constraints?.some((c) => c !== null) && tokenizer.kind !== "byte") {
-    throw new Error("legal actions (constraints) need the byte tokenizer: its tokens are the bytes the actions are matched on");
+  if (params.constraints?.some((c) => c !== null) && tokenizer.kind !== "byte" && textTokensOf(tokenizer).length === 0) {
+    throw new Error(
+      "legal actions (constraints) need a tokenizer whose tokens' bytes are known: the byte tokenizer or a byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM); this base's tokenizer is neither",
+    );
   }
   const stop = params.stop ?? tokenizer.stopTokens;
   // Under a constraint, a reply ends where the tokenizer's turn ends.
   const endOfTurn = tokenizer.stopTokens[0]!;
   const rows = prompts.length * n;
   // Per row: its prompt's automaton and where in it the row's action is.
-  const rowAutomaton: (ActionAutomaton | null)[] = Array.from({ length: rows }, (_, r) => {
+  const rowAutomaton: (TokenAutomaton | null)[] = Array.from({ length: rows }, (_, r) => {
     const constraint = params.constraints?.[Math.floor(r / n)] ?? null;
-    return constraint ? automatonFor(constraint) : null;
+    return constraint ? tokenAutomaton(automatonFor(constraint), tokenizer) : null;
   });
   const rowState = new Int32Array(rows);
   const masked = new Float32Array(V);
@@ -130,7 +132,7 @@ export function sampleWithDecoder(
       let source = rowLogits;
       let offset = row * V;
       if (automaton) {
-        const allowed = [...automaton.bytes(rowState[row]!)];
+        const allowed = [...automaton.tokens(rowState[row]!)];
         if (automaton.accepting(rowState[row]!)) allowed.push(endOfTurn);
         masked.fill(-Infinity);
         for (const t of allowed) masked[t] = rowLogits[offset + t]!;
@@ -178,4 +180,59 @@ export function sampleWithDecoder(
     seq.text = text;
   }
   return { samples: prompts.map((_, i) => out.slice(i * n, (i + 1) * n)) };
+}
+
+/**
+ * A legal-action automaton over bytes, seen token by token: a token is allowed in a state when every byte it
+ * writes is, one after another. For the byte tokenizer a token is a byte; for a byte-level BPE, each ordinary
+ * token of the vocabulary is walked through the automaton (once per state: the answer is kept).
+ */
+interface TokenAutomaton {
+  tokens(state: number): readonly number[];
+  accepting(state: number): boolean;
+  next(state: number, token: number): number;
+}
+
+const textTokenLists = new WeakMap<Tokenizer, readonly (readonly [number, readonly number[]])[]>();
+
+function textTokensOf(tokenizer: Tokenizer): readonly (readonly [number, readonly number[]])[] {
+  let list = textTokenLists.get(tokenizer);
+  if (!list) {
+    const withBytes = tokenizer as Tokenizer & { textTokens?: () => readonly (readonly [number, readonly number[]])[] };
+    list = withBytes.textTokens?.() ?? [];
+    textTokenLists.set(tokenizer, list);
+  }
+  return list;
+}
+
+function tokenAutomaton(automaton: ActionAutomaton, tokenizer: Tokenizer): TokenAutomaton {
+  if (tokenizer.kind === "byte") {
+    return {
+      tokens: (state) => automaton.bytes(state),
+      accepting: (state) => automaton.accepting(state),
+      next: (state, token) => automaton.next(state, token),
+    };
+  }
+  const vocabulary = textTokensOf(tokenizer);
+  const bytesOf = new Map(vocabulary);
+  const walk = (state: number, bytes: readonly number[]) => {
+    for (const byte of bytes) {
+      state = automaton.next(state, byte);
+      if (state < 0) return -1;
+    }
+    return state;
+  };
+  const allowed = new Map<number, number[]>();
+  return {
+    tokens(state) {
+      let list = allowed.get(state);
+      if (!list) {
+        list = vocabulary.filter(([, bytes]) => walk(state, bytes) >= 0).map(([id]) => id);
+        allowed.set(state, list);
+      }
+      return list;
+    },
+    accepting: (state) => automaton.accepting(state),
+    next: (state, token) => walk(state, bytesOf.get(token) ?? []),
+  };
 }

@@ -170,6 +170,25 @@ export class HFTokenizer {
     return token.replaceAll("\u2581", " ");
   }
 
+  /**
+   * Every ordinary token (not an added or special one) with the bytes it writes, for holding sampling to legal
+   * actions; empty when the vocabulary is not byte-level (its tokens' bytes are not known exactly).
+   */
+  textTokens(): readonly (readonly [number, readonly number[]])[] {
+    if (this.textTokenList) return this.textTokenList;
+    const list: [number, number[]][] = [];
+    if (this.byteLevel) {
+      for (let id = 0; id < this.vocab.length; id++) {
+        if (this.added.has(id)) continue;
+        const bytes = this.tokenBytes(id);
+        if (bytes && bytes.length > 0) list.push([id, bytes]);
+      }
+    }
+    this.textTokenList = list;
+    return list;
+  }
+  private textTokenList: [number, number[]][] | undefined;
+
   /** The UTF-8 bytes a token stands for, when known: added tokens, and every token of a byte-level vocabulary. */
   tokenBytes(id: number): number[] | undefined {
     const token = this.vocab[id];
