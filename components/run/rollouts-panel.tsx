@@ -346,6 +346,7 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
   const [hovered, setHovered] = useState<number | null>(null);
   const tokens = item.tokens!;
   const logprobs = item.tokenLogprobs!;
+  const textOf = (i: number) => item.tokenTexts?.[i] ?? tokenText(tokens[i]!);
   const turnOf = useMemo(() => tokenTurns(item), [item]);
   const tokenAdvantage = (i: number) => (turnOf ? (advantages[turnOf[i]!] ?? null) : item.advantage);
   const scale = Math.max(1e-9, ...tokens.map((_, i) => Math.abs(tokenAdvantage(i) ?? 0)));
@@ -358,7 +359,7 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
   const describe = (i: number) => {
     const logprob = logprobs[i] ?? 0;
     const a = tokenAdvantage(i);
-    return `${tokenText(tokens[i]!)} · id ${tokens[i]} · logprob ${logprob.toFixed(3)} · p ${Math.exp(logprob).toFixed(3)} · advantage ${a === null ? "—" : a.toFixed(3)}${turnOf ? ` · turn ${turnOf[i]! + 1}` : ""}`;
+    return `${textOf(i)} · id ${tokens[i]} · logprob ${logprob.toFixed(3)} · p ${Math.exp(logprob).toFixed(3)} · advantage ${a === null ? "—" : a.toFixed(3)}${turnOf ? ` · turn ${turnOf[i]! + 1}` : ""}`;
   };
   return (
     <div>
@@ -379,7 +380,7 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
         </div>
       </div>
       <div className="flex flex-wrap gap-px font-mono text-xs" aria-label="Action tokens" onMouseLeave={() => setHovered(null)}>
-        {tokens.map((token, i) => (
+        {tokens.map((_, i) => (
           <span
             key={i}
             tabIndex={-1}
@@ -390,7 +391,7 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
             className={`rounded-sm px-0.5 text-slate-900 ${hovered === i ? "ring-1 ring-slate-500" : ""}`}
             style={{ backgroundColor: colour(i) }}
           >
-            {tokenText(token)}
+            {textOf(i)}
           </span>
         ))}
       </div>

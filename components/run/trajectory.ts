@@ -16,6 +16,8 @@ export type RolloutItem = {
   advantage: number | null;
   tokens: number[] | null;
   tokenLogprobs: number[] | null;
+  /** each token's text, for an imported model's tokenizer (the byte tokenizer's ids are read in the page) */
+  tokenTexts?: string[] | null;
 };
 
 export type AlgorithmSettings = { name: string; discount: number; normalizeAdvantages: boolean };

@@ -16,7 +16,7 @@ export interface Tokenizer {
   tokenText(id: number): string;
   /** a conversation in the model's chat template, with the mask of the tokens the policy produced */
   renderChat(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): RenderedChat;
-  /** ids that end a reply; sampling stops at any of them unless told otherwise */
+  /** ids that end a reply, the chat template's end of turn first; sampling stops at any of them unless told otherwise */
   readonly stopTokens: readonly number[];
   readonly padToken: number;
 }

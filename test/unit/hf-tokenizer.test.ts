@@ -158,13 +158,14 @@ describe.each(["chatml", "llama3"] as const)("HFTokenizer (%s fixture)", (varian
     expect(tokenizer.vocabSize).toBe(Math.max(...files.tokenizer.added_tokens.map((t: { id: number }) => t.id)) + 1);
     expect(tokenizer.endOfTurn).toBe(eot);
     if (variant === "chatml") {
-      // eos_token <|im_end|>, generation_config eos_token_id <|endoftext|>, the template's <|im_end|>
+      // the template's end of turn <|im_end|> first, then eos_token <|im_end|> and generation_config's <|endoftext|>
       expect(tokenizer.stopTokens).toEqual([id("<|im_end|>"), id("<|endoftext|>")]);
       expect(tokenizer.padToken).toBe(id("<|endoftext|>"));
     } else {
-      // eos_token <|end_of_text|>, generation_config [<|end_of_text|>, <|eot_id|>]; no pad_token, so the first stop
-      expect(tokenizer.stopTokens).toEqual([id("<|end_of_text|>"), id("<|eot_id|>")]);
-      expect(tokenizer.padToken).toBe(id("<|end_of_text|>"));
+      // the template's <|eot_id|> first, then eos_token <|end_of_text|> (generation_config repeats both); no
+      // pad_token, so the first stop
+      expect(tokenizer.stopTokens).toEqual([id("<|eot_id|>"), id("<|end_of_text|>")]);
+      expect(tokenizer.padToken).toBe(id("<|eot_id|>"));
     }
   });
 

@@ -85,7 +85,9 @@ export class HFTokenizer {
     }
     this.endOfTurn = this.findEndOfTurn();
 
+    // The template's end of turn first: it is where a reply ends (and what a constrained action ends with).
     const stops: number[] = [];
+    if (this.endOfTurn !== undefined) stops.push(this.idOf(this.endOfTurn, "the chat template's end-of-turn token"));
     const eos = this.templateTokens.eos_token;
     if (eos !== undefined) stops.push(this.idOf(eos, "tokenizer_config.json eos_token"));
     const generationEos = (parts.generationConfig as { eos_token_id?: unknown } | undefined)?.eos_token_id;
@@ -97,7 +99,6 @@ export class HFTokenizer {
       }
       stops.push(id as number);
     }
-    if (this.endOfTurn !== undefined) stops.push(this.idOf(this.endOfTurn, "the chat template's end-of-turn token"));
     this.stopTokens = [...new Set(stops)];
     const pad = this.templateTokens.pad_token;
     const padToken = pad !== undefined ? this.idOf(pad, "tokenizer_config.json pad_token") : this.stopTokens[0];

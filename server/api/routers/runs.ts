@@ -8,6 +8,7 @@ import { datasetFiles } from "../../datasets";
 import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { importProjectModule } from "../../project-module";
+import { importedTokenizerOf } from "../../base-tokenizers";
 import { baseShapeFor } from "../base-shape";
 import { type Context, createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
@@ -289,7 +290,19 @@ export const runsRouter = createTRPCRouter({
           .from(rollouts)
           .where(and(ofRun, gt(rollouts.step, step))),
       ]);
-      return { step, firstStep: bounds?.first ?? null, lastStep: bounds?.last ?? null, prevStep: prev?.step ?? null, nextStep: next?.step ?? null, items };
+      // An imported model's token ids mean nothing to the page: they come with their text.
+      const [run] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, input.runId));
+      const baseName = (run?.config as { agent?: { base?: unknown } } | undefined)?.agent?.base;
+      const tokenizer = typeof baseName === "string" && items.some((i) => i.tokens) ? await importedTokenizerOf(ctx.db, baseName) : null;
+      const withTexts = items.map((item) => ({ ...item, tokenTexts: tokenizer && item.tokens ? item.tokens.map((t) => tokenizer.tokenText(t)) : null }));
+      return {
+        step,
+        firstStep: bounds?.first ?? null,
+        lastStep: bounds?.last ?? null,
+        prevStep: prev?.step ?? null,
+        nextStep: next?.step ?? null,
+        items: withTexts,
+      };
     }),
 
   /**
