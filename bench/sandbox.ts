@@ -98,7 +98,6 @@ import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from 
 import { type AlgorithmConfig, algorithmSchema, defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import { type ChatMessage, renderChat } from "@/lib/model/chat";
-import type { ByteTokenizer } from "@/lib/model/tokenizer";
 import { BaseModel, TrainingClient, initBackend, type SampledSequence } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, laneStarts, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { startedMarkingOnMainThread } from "@/server/worker/gc";
@@ -408,7 +407,7 @@ async function synthetic(setup: RolloutSetup, definition: EnvironmentDefinition<
       { role: "system", content: session.systemPrompt },
       { role: "user", content: observation },
     ];
-    return renderChat(policy.tokenizer as ByteTokenizer, messages, { addGenerationPrompt: true }).tokens;
+    return renderChat(policy.tokenizer, messages, { addGenerationPrompt: true }).tokens;
   });
   const options = { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: 1 };
   const timed = async (batch: number[][]) => {

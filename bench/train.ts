@@ -2,12 +2,17 @@
  * Training and sampling throughput of the runtime next to PyTorch on the same CPU, measured in one run.
  *
  *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--kernel auto|native|wasm] [--seconds 5]
- *                          [--configs tiny,small] [--no-torch] [--cpu-time]
+ *                          [--configs tiny,small,llama30m] [--no-torch] [--cpu-time]
  *
  * train: tokens/s of forwardBackward(cross_entropy) + optimStep(AdamW) on B random sequences of T tokens
  *        (B*T tokens per step, as the PyTorch script counts them).
  * sample: new tokens/s of sample() for B prompts of 4 tokens, generating up to T (B*(T-4) tokens per call).
  * The last line is one JSON object with every figure.
+ *
+ * Configs: tiny and small (GPT-2's block, next to ../shared/anchors/torch_tiny_gpt.py) run by default;
+ * llama30m (Llama's block: RMSNorm, rotary, grouped-query attention, SwiGLU, tied embeddings; 27.4M parameters)
+ * runs when named, next to bench/lib/torch_llama.py, the same block in plain PyTorch. Its steps take 2-3 s on each
+ * side: about 1 minute of its own with --cpu-time and the native kernel, up to 5 on the wall clock.
  *
  * --kernel picks the js engine's matrix kernel (default: TINKERLAB_KERNEL, auto).
  * --cpu-time compares per core on a shared machine: one thread on each side, each timed by its own process's
@@ -17,14 +22,30 @@
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { BaseModel, TrainingClient, initBackend, kernelPreferences, type BackendPreference, type KernelPreference } from "@/server/runtime";
+import { countParameters, parseGPTConfig } from "@/lib/model/config";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
-import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor } from "./lib/torch-anchor";
+import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor, runTorchLlama } from "./lib/torch-anchor";
 
-const configs = {
+/** d: dModel, L: layers, H: heads, T: context and sequence length, V: vocabulary, B: sequences a step. */
+type BenchConfig = AnchorShape & {
+  /** Llama's block with this many key/value heads and this MLP width (SwiGLU), tied embeddings */
+  llama?: { kv: number; ff: number };
+};
+
+const configs: Record<string, BenchConfig> = {
   tiny: { d: 64, L: 2, H: 4, T: 32, V: 64, B: 32 },
   small: { d: 128, L: 4, H: 4, T: 64, V: 128, B: 32 },
+  llama30m: { d: 512, L: 8, H: 8, T: 128, V: 8192, B: 8, llama: { kv: 4, ff: 1376 } },
 };
 type ConfigName = keyof typeof configs;
+/** What runs without --configs: the llama row alone takes longer than both of these. */
+const defaultConfigs: ConfigName[] = ["tiny", "small"];
+
+function modelConfig(s: BenchConfig) {
+  const common = { vocabSize: s.V, contextLength: s.T, dModel: s.d, nLayers: s.L, nHeads: s.H };
+  if (!s.llama) return parseGPTConfig(common);
+  return parseGPTConfig({ architecture: "llama", ...common, nKvHeads: s.llama.kv, dFF: s.llama.ff, tiedEmbeddings: true });
+}
 
 function parseArgs(argv: string[]) {
   const args = {
@@ -32,7 +53,7 @@ function parseArgs(argv: string[]) {
     threads: undefined as number | undefined,
     kernel: undefined as KernelPreference | undefined,
     seconds: 5,
-    configs: Object.keys(configs) as ConfigName[],
+    configs: defaultConfigs,
     torch: true,
     cpuTime: false,
   };
@@ -100,7 +121,11 @@ const { capabilities, engine } = await initBackend({ prefer: args.backend, threa
 const results = [];
 for (const name of args.configs) {
   const s = configs[name];
-  const base = BaseModel.create({ vocabSize: s.V, contextLength: s.T, dModel: s.d, nLayers: s.L, nHeads: s.H }, { engine, seed: 0 });
+  const config = modelConfig(s);
+  const params = countParameters(config);
+  const base = BaseModel.create(config, { engine, seed: 0 });
+  if (base.parameterCount() !== params) throw new Error(`${name}: countParameters says ${params}, the model holds ${base.parameterCount()}`);
+  console.error(`${name}: ${params.toLocaleString("en-US")} parameters (${s.llama ? "llama" : "gpt"} block)`);
   const client = new TrainingClient(base, { seed: 0 });
   let seed = 1;
   const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % s.V;
@@ -115,14 +140,20 @@ for (const name of args.configs) {
   }, s.B * s.T);
   const sample = await measure(() => client.sample(prompts, 1, { maxTokens: s.T - 4, stop: [] }), s.B * (s.T - 4));
   const rss = peakRssMb();
-  const anchor = (mode: "train" | "sample"): AnchorResult =>
-    !args.torch ? { tokensPerSecond: null, reason: "--no-torch" } : args.cpuTime ? runTorchAnchorCpuTime(mode, s) : runTorchAnchor(repoRoot, mode, s);
+  const anchor = (mode: "train" | "sample"): AnchorResult => {
+    if (!args.torch) return { tokensPerSecond: null, reason: "--no-torch" };
+    if (!s.llama) return args.cpuTime ? runTorchAnchorCpuTime(mode, s) : runTorchAnchor(repoRoot, mode, s);
+    const r = runTorchLlama(repoRoot, mode, { ...s, ...s.llama }, { cpuTime: args.cpuTime, seconds: args.seconds });
+    // the same shape on both sides, or the comparison means nothing
+    if (r.tokensPerSecond !== null && r.params !== params) return { tokensPerSecond: null, reason: `torch model has ${r.params} parameters, ours ${params}` };
+    return r;
+  };
   const torchTrain = anchor("train");
   const torchSample = anchor("sample");
   for (const r of [torchTrain, torchSample]) if (r.tokensPerSecond === null) console.error(`torch ${name}: n/a (${r.reason})`);
   results.push({
     name,
-    params: base.parameterCount(),
+    params,
     train_tokens_per_s: Math.round(train.tokensPerSecond),
     torch_train_tokens_per_s: torchTrain.tokensPerSecond,
     sample_tokens_per_s: Math.round(sample.tokensPerSecond),
@@ -131,6 +162,7 @@ for (const name of args.configs) {
   });
 }
 
+const ratioValue = (a: number, b: number | null) => (b ? Number((a / b).toFixed(3)) : null);
 const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}x` : "n/a");
 console.log(
   `backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, kernel: ${capabilities.kernel}, threads: ${capabilities.threads}` +
@@ -155,12 +187,16 @@ console.log(
 );
 console.log(
   JSON.stringify({
-    configs: results.map(({ name, train_tokens_per_s, torch_train_tokens_per_s, sample_tokens_per_s, torch_sample_tokens_per_s, peak_rss_mb }) => ({
+    cpu_time: args.cpuTime,
+    configs: results.map(({ name, params, train_tokens_per_s, torch_train_tokens_per_s, sample_tokens_per_s, torch_sample_tokens_per_s, peak_rss_mb }) => ({
       name,
+      params,
       train_tokens_per_s,
       torch_train_tokens_per_s,
+      train_ratio: ratioValue(train_tokens_per_s, torch_train_tokens_per_s),
       sample_tokens_per_s,
       torch_sample_tokens_per_s,
+      sample_ratio: ratioValue(sample_tokens_per_s, torch_sample_tokens_per_s),
       peak_rss_mb,
     })),
   }),
