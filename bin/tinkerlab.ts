@@ -9,7 +9,8 @@
  *   tinkerlab runs ls|logs|export      lists runs, prints a run's log, exports its metrics, rollouts and checkpoints
  *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
  *   tinkerlab export <model>           a base or checkpoint as an ONNX file
- *   tinkerlab bases ls|import          lists the bases; imports a Hugging Face model folder as a base (on the server)
+ *   tinkerlab bases ls|push|import     lists the bases; uploads a Hugging Face model folder to a server as a base;
+ *                                      imports one on the server's own machine
  *
  * The server's configuration comes from the environment (see README: DATABASE_URL, PGLITE_DATA_DIR, PORT, HOST, …);
  * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
@@ -191,6 +192,13 @@ const bases = program.command("bases").description("bases: list them, import a H
 clientCommand(bases.command("ls"))
   .description("list the bases a run may start from: built-in, imported, and your runs' checkpoints")
   .action(action((options: GlobalOptions) => commands.basesList(options)));
+clientCommand(bases.command("push"))
+  .description("upload a Hugging Face model folder to a server and import it there as a base (for the server's admin)")
+  .argument("<dir>", "the model's folder (config.json, model.safetensors or shards, tokenizer.json, tokenizer_config.json)")
+  .option("--name <name>", "the base's name (default: the folder's name)")
+  .option("--context-length <tokens>", "longest sequence the base attends over (default: the model's, at most 2048)")
+  .option("--replace", "replace an imported base of the same name")
+  .action(action((dir: string, options: GlobalOptions & { name?: string; contextLength?: string; replace?: boolean }) => commands.basesPush(dir, options)));
 bases
   .command("import")
   .description(

@@ -5,6 +5,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline/promises";
+import { Readable } from "node:stream";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
 import { CliError, clientFor, EXIT, type GlobalOptions, printJson, printTable, resolveServer, writeCredentials } from "./context";
@@ -136,6 +137,64 @@ export async function basesList(options: GlobalOptions) {
     ["base", "kind", "parameters", "context", "origin"],
     options.json,
   );
+}
+
+/** The files of a model folder an import reads (as server/base-uploads.ts accepts them). */
+const modelFileRule =
+  /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
+
+/** `tinkerlab bases push <dir>`: uploads a Hugging Face model folder to the server and imports it as a base. */
+export async function basesPush(dir: string, options: GlobalOptions & { name?: string; contextLength?: string; replace?: boolean }) {
+  const folder = path.resolve(dir);
+  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory())
+    throw new CliError(`'${dir}' is not a folder; give a Hugging Face model's folder`, EXIT.usage);
+  const names = fs.readdirSync(folder).filter((file) => modelFileRule.test(file));
+  if (!names.includes("config.json")) throw new CliError(`'${dir}' has no config.json: is it a Hugging Face model's folder?`, EXIT.usage);
+  const name =
+    options.name ??
+    path
+      .basename(folder)
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 64);
+  const contextLength = options.contextLength === undefined ? undefined : Number(options.contextLength);
+  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength > 0)) {
+    throw new CliError(`--context-length must be a whole number of tokens above 0, got '${options.contextLength}'`, EXIT.usage);
+  }
+  const files = names.map((file) => {
+    const full = path.join(folder, file);
+    return {
+      name: file,
+      bytes: fs.statSync(full).size,
+      open: () => Readable.toWeb(fs.createReadStream(full)) as ReadableStream<Uint8Array>,
+    };
+  });
+  const total = files.reduce((sum, f) => sum + f.bytes, 0);
+  const bar =
+    options.json || !process.stderr.isTTY
+      ? null
+      : new SingleBar({ format: "uploading {bar} {percentage}% | {file}", stream: process.stderr, hideCursor: true });
+  bar?.start(total, 0, { file: "" });
+  let sent = 0;
+  const client = clientFor(options);
+  const record = await client.models
+    .importFolder(name, files, {
+      contextLength,
+      replace: options.replace,
+      onFile: (file, bytes) => {
+        sent += bytes;
+        bar?.update(sent, { file });
+      },
+    })
+    .finally(() => bar?.stop());
+  if (options.json) printJson(record);
+  else {
+    console.log(
+      `Imported ${record.modelType} as base '${record.name}': ${(record.parameters / 1e6).toFixed(1)}M parameters (${(total / 1024 ** 2).toFixed(1)} MiB sent).`,
+    );
+    console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
+  }
 }
 
 /** `tinkerlab runs logs <id>`: the run's log; with --follow, new lines until the run ends. */

@@ -76,10 +76,19 @@ export function createClient(options: ClientOptions) {
   };
 
   /** GET of one of the server's files (a run's rollouts as JSONL, a model as ONNX), with the key. */
-  const download = async (path: string): Promise<Response> => {
+  const download = (path: string) => send("GET", path);
+
+  /** A request to one of the server's routes outside tRPC, with the key; a refusal becomes a TinkerlabError. */
+  const send = async (method: string, path: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}): Promise<Response> => {
     let response: Response;
     try {
-      response = await doFetch(`${base}${path}`, { headers });
+      const streamed = init.body instanceof ReadableStream;
+      response = await doFetch(`${base}${path}`, {
+        method,
+        headers: { ...headers, ...init.headers },
+        body: init.body,
+        ...(streamed ? { duplex: "half" } : {}),
+      } as RequestInit);
     } catch (error) {
       throw new TinkerlabError(`cannot reach ${base}: ${(error as Error).message}`, "UNREACHABLE", null);
     }
@@ -89,7 +98,8 @@ export function createClient(options: ClientOptions) {
       try {
         message = (JSON.parse(text) as { error?: string }).error ?? text;
       } catch {}
-      throw new TinkerlabError(`GET ${path} answered ${response.status}: ${message}`, response.status === 404 ? "NOT_FOUND" : "HTTP_ERROR", response.status);
+      const code = response.status === 404 ? "NOT_FOUND" : response.status === 401 || response.status === 403 ? "FORBIDDEN" : "HTTP_ERROR";
+      throw new TinkerlabError(`${method} ${path} answered ${response.status}: ${message}`, code, response.status);
     }
     return response;
   };
@@ -176,6 +186,26 @@ export function createClient(options: ClientOptions) {
   const models = {
     /** The bases a run may start from: built-in and imported bases, and the caller's runs' checkpoints. */
     bases: () => call(() => api.checkpoints.bases.query({ limit: 200 })),
+    /**
+     * Uploads a Hugging Face model folder's files (config.json, safetensors, tokenizer files) and imports them as
+     * the base `name`, for the server's admin. Each file streams from `open(file)`; `onFile` hears each one sent.
+     */
+    importFolder: async (
+      name: string,
+      files: { name: string; bytes: number; open: () => ReadableStream<Uint8Array> }[],
+      options: { contextLength?: number; replace?: boolean; onFile?: (file: string, bytes: number) => void } = {},
+    ) => {
+      for (const file of files) {
+        const path = `/api/bases/${encodeURIComponent(name)}/files/${encodeURIComponent(file.name)}`;
+        await send("PUT", path, { body: file.open(), headers: { "content-type": "application/octet-stream", "content-length": String(file.bytes) } });
+        options.onFile?.(file.name, file.bytes);
+      }
+      const response = await send("POST", `/api/bases/${encodeURIComponent(name)}/import`, {
+        body: JSON.stringify({ contextLength: options.contextLength, replace: options.replace }),
+        headers: { "content-type": "application/json" },
+      });
+      return (await response.json()) as { name: string; source: string; modelType: string; parameters: number; config: Record<string, unknown> };
+    },
     /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
     onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
   };

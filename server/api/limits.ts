@@ -168,6 +168,8 @@ const admitted = new WeakSet<IncomingMessage>();
  */
 export function admitRequestBody(req: IncomingMessage, res: ServerResponse, resume: (req: IncomingMessage, res: ServerResponse) => void): boolean {
   if (admitted.has(req)) return true;
+  // A model file's upload streams to disk under its own cap (server/base-uploads.ts); it is never held here.
+  if (req.method === "PUT" && /^\/api\/bases\/[^/]+\/files\/[^/?]+$/.test(req.url?.split("?")[0] ?? "")) return true;
   const declared = req.headers["content-length"];
   const chunked = req.headers["transfer-encoding"] !== undefined;
   if (!chunked && (declared === undefined || declared === "0")) return true;

@@ -22,6 +22,8 @@ export interface ImportOptions {
   contextLength?: number;
   /** replace an imported base of the same name */
   replace?: boolean;
+  /** where the model came from, for the record; default: the folder's path */
+  origin?: string;
 }
 
 export interface ImportRecord {
@@ -65,7 +67,7 @@ export function importHFBase(dir: string, options: ImportOptions = {}): ImportRe
   }
   const record: ImportRecord = {
     name,
-    source,
+    source: options.origin ?? source,
     modelType: String((hfConfig as { model_type?: unknown }).model_type),
     importedAt: new Date().toISOString(),
     parameters: countParameters(config),

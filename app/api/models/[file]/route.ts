@@ -16,7 +16,7 @@ import { importProjectModule } from "@/server/project-module";
 const onnxModule = () => importProjectModule<typeof import("@/server/onnx")>("server/onnx.ts");
 
 /** What a model file may be called, in words for an error message (as server/onnx.ts says it). */
-const NAMES_ACCEPTED = "a built-in base ('<name>.onnx', e.g. 'arithmetic-base.onnx') or a run's checkpoint ('ckpt_….onnx')";
+const NAMES_ACCEPTED = "a base, built-in or imported ('<name>.onnx', e.g. 'arithmetic-base.onnx'), or a run's checkpoint ('ckpt_….onnx')";
 
 export const dynamic = "force-dynamic";
 

@@ -1,0 +1,53 @@
+/**
+ * POST /api/bases/<name>/import: converts the files uploaded for <name> (PUT /api/bases/<name>/files/<file>) into
+ * the base <name>, and removes them. Body (JSON, optional): { contextLength?: number, replace?: boolean }.
+ * Answers the import record, or 400 with what is wrong with the model folder (the uploaded files are kept, so a
+ * missing one can be added and the import asked again).
+ */
+import { z } from "zod";
+import { authenticate, signInMessage } from "@/server/api/trpc";
+import { discardStaging, mayManageBases, NOT_ADMIN, stagingDir, UploadError } from "@/server/base-uploads";
+import { getDatabase } from "@/server/db";
+import { serverEnv } from "@/server/env";
+import { importProjectModule } from "@/server/project-module";
+
+export const dynamic = "force-dynamic";
+
+const options = z.object({
+  contextLength: z.number().int().min(1).optional(),
+  replace: z.boolean().optional(),
+});
+
+export async function POST(request: Request, context: { params: Promise<{ name: string }> }) {
+  const { name } = await context.params;
+  const { db } = await getDatabase();
+  const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
+  if (principal.kind === "anonymous" || principal.kind === "share") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  if (!(await mayManageBases(db, principal))) return Response.json({ error: NOT_ADMIN }, { status: 403 });
+  const text = await request.text();
+  let parsed: z.infer<typeof options>;
+  try {
+    const result = options.safeParse(text.trim() === "" ? {} : JSON.parse(text));
+    if (!result.success) return Response.json({ error: `invalid import options: ${z.prettifyError(result.error)}` }, { status: 400 });
+    parsed = result.data;
+  } catch {
+    return Response.json({ error: "the body must be JSON: { contextLength?: number, replace?: boolean }" }, { status: 400 });
+  }
+  let dir: string;
+  try {
+    dir = stagingDir(name);
+  } catch (error) {
+    if (error instanceof UploadError) return Response.json({ error: error.message }, { status: error.status });
+    throw error;
+  }
+  // The conversion loads the runtime's modules, which Next does not bundle.
+  const { importHFBase } = await importProjectModule<typeof import("@/server/worker/base-import")>("server/worker/base-import.ts");
+  try {
+    const who = principal.kind === "local" ? "the local user" : principal.user.email;
+    const record = importHFBase(dir, { name, ...parsed, origin: `an upload by ${who}` });
+    discardStaging(name);
+    return Response.json(record);
+  } catch (error) {
+    return Response.json({ error: (error as Error).message.replaceAll(dir, `the files uploaded for '${name}'`) }, { status: 400 });
+  }
+}

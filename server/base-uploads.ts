@@ -1,0 +1,83 @@
+/**
+ * Uploading a Hugging Face model folder to the server, file by file, to import it as a base: each file streams to
+ * a staging folder (ARTIFACTS_DIR/uploads/<name>), never held whole in memory, and the import converts the staged
+ * folder (base-import.ts) and removes it. A base is the whole server's, so only its admin may add one.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { eq } from "drizzle-orm";
+import type { Principal } from "./auth/access";
+import { type Database, users } from "./db";
+import { serverEnv } from "./env";
+import { baseNameRule } from "./worker/base-catalog";
+
+/** The files of a model folder an import reads; anything else is refused by name. */
+export const uploadFileRule =
+  /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
+export const UPLOAD_FILES_ACCEPTED =
+  "config.json, model.safetensors (or model.safetensors.index.json and its model-0000k-of-0000n.safetensors shards), tokenizer.json, tokenizer_config.json, generation_config.json, special_tokens_map.json, chat_template.jinja";
+
+/** One file's largest size: a 7B model's shards are under 5 GB each. */
+export const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;
+
+export class UploadError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The local user, a team server's admin, or an API key of the admin. */
+export async function mayManageBases(db: Database, principal: Principal): Promise<boolean> {
+  if (principal.kind === "local") return true;
+  if (principal.kind === "person") return principal.admin;
+  if (principal.kind === "apikey") {
+    const [row] = await db.select({ role: users.role }).from(users).where(eq(users.id, principal.user.id));
+    return row?.role === "admin";
+  }
+  return false;
+}
+
+export const NOT_ADMIN = "Importing a model adds a base for everyone on this server: only its admin may (local mode's user, or a team server's first account).";
+
+export function stagingDir(name: string): string {
+  if (!baseNameRule.test(name)) {
+    throw new UploadError(`'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`, 400);
+  }
+  return path.resolve(serverEnv().ARTIFACTS_DIR, "uploads", name);
+}
+
+/** Streams `body` to the staging folder as `file`; a part written is never mistaken for the whole. */
+export async function stageFile(name: string, file: string, body: ReadableStream<Uint8Array> | null, declaredBytes: number | null): Promise<number> {
+  const dir = stagingDir(name);
+  if (!uploadFileRule.test(file)) throw new UploadError(`'${file}' is not a file a model import reads; accepted: ${UPLOAD_FILES_ACCEPTED}`, 400);
+  if (!body) throw new UploadError(`the request has no body; send ${file}'s bytes`, 400);
+  if (declaredBytes !== null && declaredBytes > MAX_UPLOAD_FILE_BYTES) {
+    throw new UploadError(`${file} is ${declaredBytes} bytes, over the ${MAX_UPLOAD_FILE_BYTES / 1024 ** 3} GiB a file may be`, 413);
+  }
+  fs.mkdirSync(dir, { recursive: true });
+  const target = path.join(dir, file);
+  const partial = `${target}.partial`;
+  let written = 0;
+  const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>);
+  source.on("data", (chunk: Buffer) => {
+    written += chunk.length;
+    if (written > MAX_UPLOAD_FILE_BYTES) source.destroy(new UploadError(`${file} is over the ${MAX_UPLOAD_FILE_BYTES / 1024 ** 3} GiB a file may be`, 413));
+  });
+  try {
+    await pipeline(source, fs.createWriteStream(partial));
+  } catch (error) {
+    fs.rmSync(partial, { force: true });
+    throw error;
+  }
+  fs.renameSync(partial, target);
+  return written;
+}
+
+export function discardStaging(name: string): void {
+  fs.rmSync(stagingDir(name), { recursive: true, force: true });
+}

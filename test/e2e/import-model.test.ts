@@ -1,0 +1,93 @@
+/**
+ * A Hugging Face model folder to a trained run, as a user does it from a terminal: `tinkerlab bases push` uploads
+ * it to a running server and imports it, `bases ls` lists it, a run on it trains to the end on the server's
+ * worker; `bases import` does the same on the server's own machine; a folder the import cannot read is refused in
+ * one line that names what is wrong, and nothing is left half-imported.
+ */
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeHFModelFolder } from "../support/hf-model-fixtures";
+import { ROOT, startServer, tempDir, type TestServer } from "./support/server";
+
+let server: TestServer;
+let artifacts: string;
+let work: string;
+
+beforeAll(async () => {
+  artifacts = tempDir("artifacts");
+  server = await startServer({ ARTIFACTS_DIR: artifacts });
+  work = tempDir("import-work");
+  writeHFModelFolder(path.join(work, "Tiny-Qwen2-Instruct"), "qwen2", { tokenizer: true, seed: 11 });
+  writeHFModelFolder(path.join(work, "tiny-llama"), "llama3", { tokenizer: true, seed: 12 });
+}, 180_000);
+afterAll(() => server?.stop());
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(ROOT, "bin", "tinkerlab"), args, {
+      cwd: work,
+      env: { NODE_ENV: "production", PATH: process.env.PATH, HOME: work, TINKERLAB_URL: server.url, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("importing a Hugging Face model", () => {
+  it("uploads a folder to the server, lists it, and trains a run on it to the end", async () => {
+    const pushed = await cli(["bases", "push", "Tiny-Qwen2-Instruct", "--context-length", "64"]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    expect(pushed.stdout).toMatch(/Imported qwen2 as base 'tiny-qwen2-instruct': 0\.\dM parameters/);
+    expect(fs.existsSync(path.join(artifacts, "uploads", "tiny-qwen2-instruct"))).toBe(false);
+
+    const listed = await cli(["bases", "ls", "--json"]);
+    const row = (JSON.parse(listed.stdout) as { base: string; kind: string; context: string; origin: string }[]).find((b) => b.base === "tiny-qwen2-instruct");
+    expect(row).toMatchObject({ kind: "imported", context: "64", origin: "imported qwen2 model from an upload by the local user" });
+
+    const folder = path.join(work, "on-qwen");
+    fs.mkdirSync(folder);
+    fs.writeFileSync(
+      path.join(folder, "experiment.json"),
+      JSON.stringify({
+        name: "arithmetic on an imported model",
+        environment: "arithmetic",
+        agent: { base: "tiny-qwen2-instruct", training: { mode: "lora" }, sampling: { maxTokens: 4 } },
+        algorithm: { name: "grpo", steps: 3, groupSize: 4, groupsPerStep: 2 },
+        evaluation: { every: 0, episodes: 4 },
+      }),
+    );
+    const run = await cli(["run", "on-qwen", "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: "completed", step: 3 });
+  }, 300_000);
+
+  it("imports a folder on the server's own machine", async () => {
+    const imported = await cli(["bases", "import", "tiny-llama", "--name", "local-llama", "--json"], { ARTIFACTS_DIR: artifacts });
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ name: "local-llama", modelType: "llama", config: { architecture: "llama", tiedEmbeddings: false } });
+    const listed = await cli(["bases", "ls", "--json"]);
+    expect((JSON.parse(listed.stdout) as { base: string }[]).map((b) => b.base)).toContain("local-llama");
+  });
+
+  it("refuses a model it cannot read in one line naming the field, and keeps nothing of it", async () => {
+    const bad = path.join(work, "bert-thing");
+    writeHFModelFolder(bad, "qwen2", { tokenizer: true, config: { model_type: "bert" } });
+    const pushed = await cli(["bases", "push", "bert-thing"]);
+    expect(pushed.code).toBe(3);
+    expect(pushed.stderr.trim().split("\n")).toHaveLength(1);
+    expect(pushed.stderr).toMatch(/model_type.*bert/);
+    const listed = await cli(["bases", "ls", "--json"]);
+    expect((JSON.parse(listed.stdout) as { base: string }[]).map((b) => b.base)).not.toContain("bert-thing");
+    expect(fs.existsSync(path.join(artifacts, "bases", "bert-thing"))).toBe(false);
+
+    const noModel = await cli(["bases", "push", "."]);
+    expect(noModel.code).toBe(2);
+    expect(noModel.stderr).toMatch(/has no config\.json/);
+  });
+});
