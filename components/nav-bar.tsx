@@ -9,6 +9,7 @@ const links = [
   { href: "/runs", label: "Runs", match: (path: string) => path.startsWith("/runs") },
   { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
   { href: "/datasets", label: "Datasets", match: (path: string) => path.startsWith("/datasets") },
+  { href: "/models", label: "Models", match: (path: string) => path.startsWith("/models") },
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },
   { href: "/playground", label: "Playground", match: (path: string) => path.startsWith("/playground") },
   { href: "/projects", label: "Projects", match: (path: string) => path.startsWith("/projects") },

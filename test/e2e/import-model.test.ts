@@ -2,14 +2,15 @@
  * A Hugging Face model folder to a trained run, as a user does it from a terminal: `tinkerlab bases push` uploads
  * it to a running server and imports it, `bases ls` lists it, a run on it trains to the end on the server's
  * worker; `bases import` does the same on the server's own machine; a folder the import cannot read is refused in
- * one line that names what is wrong, and nothing is left half-imported.
+ * one line that names what is wrong, and nothing is left half-imported. In the browser, the Models page imports a
+ * folder picked from disk and lists it.
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeHFModelFolder } from "../support/hf-model-fixtures";
-import { ROOT, startServer, tempDir, type TestServer } from "./support/server";
+import { launchBrowser, ROOT, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let server: TestServer;
 let artifacts: string;
@@ -90,4 +91,30 @@ describe("importing a Hugging Face model", () => {
     expect(noModel.code).toBe(2);
     expect(noModel.stderr).toMatch(/has no config\.json/);
   });
+
+  it("imports a folder picked on the Models page, and lists it with its shape", async () => {
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${server.url}/models`);
+      await page.getByRole("form", { name: "Import a Hugging Face model" }).waitFor();
+      const folder = path.join(work, "Page-Picked-Model");
+      writeHFModelFolder(folder, "gpt2", { tokenizer: true, seed: 13 });
+      await page.getByLabel("Folder").setInputFiles(folder);
+      await expect.poll(() => page.getByLabel("Name").inputValue()).toBe("page-picked-model");
+      await expect.poll(() => page.getByLabel("Files to send").textContent()).toMatch(/config\.json.*model\.safetensors/);
+      await page.getByLabel("Context length").fill("48");
+      await page.getByRole("button", { name: "Import" }).click();
+      const done = page.getByRole("status").filter({ hasText: "Imported" });
+      await done.waitFor({ timeout: 60_000 });
+      expect(await done.textContent()).toMatch(/Imported gpt2 as 'page-picked-model': 0\.\dM parameters, context 48 tokens/);
+      const row = page.getByRole("table", { name: "Imported models" }).getByRole("row").filter({ hasText: "page-picked-model" });
+      await row.waitFor();
+      expect(await row.textContent()).toMatch(/gpt.*2 × 32.*48/);
+      fs.mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: path.join(SCREENSHOTS, "models-page.png"), fullPage: true });
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
 });

@@ -8,6 +8,7 @@ import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { checkpoints, experiments, runs } from "../../db";
+import { mayManageBases } from "../../base-uploads";
 import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
 import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../worker/base-catalog";
 import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
@@ -29,10 +30,10 @@ function importedOrigin(name: string): string {
   }
 }
 
-const shapeOf = (read: () => { parameters: number; contextLength: number; dModel: number; nLayers: number }) => {
+const shapeOf = (read: () => { parameters: number; contextLength: number; dModel: number; nLayers: number; vocabSize: number; architecture?: string }) => {
   try {
-    const { parameters, contextLength, dModel, nLayers } = read();
-    return { parameters, contextLength, dModel, nLayers };
+    const { parameters, contextLength, dModel, nLayers, vocabSize, architecture } = read();
+    return { parameters, contextLength, dModel, nLayers, vocabSize, architecture: architecture ?? "gpt" };
   } catch {
     return null; // a checkpoint whose folder is gone is listed, without a shape, rather than hidden
   }
@@ -45,8 +46,9 @@ export const checkpointsRouter = createTRPCRouter({
       ...builtinBaseNames().map((name) => ({ name, origin: builtinOrigin(name), imported: false, shape: shapeOf(() => baseModelShape(name)) })),
       ...importedBaseNames().map((name) => ({ name, origin: importedOrigin(name), imported: true, shape: shapeOf(() => baseModelShape(name)) })),
     ];
+    const mayImport = await mayManageBases(ctx.db, ctx.principal);
     const projectIds = await ctx.access.visibleProjects();
-    if (projectIds.length === 0) return { builtin, checkpoints: [] };
+    if (projectIds.length === 0) return { builtin, checkpoints: [], mayImport };
     const rows = await ctx.db
       .select({
         id: checkpoints.id,
@@ -78,7 +80,7 @@ export const checkpointsRouter = createTRPCRouter({
         shape: shapeOf(() => checkpointShape(row.path)),
       };
     });
-    return { builtin, checkpoints: fromRuns };
+    return { builtin, checkpoints: fromRuns, mayImport };
   }),
 
   /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
