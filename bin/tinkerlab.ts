@@ -108,7 +108,7 @@ async function importBase(dir: string, options: { name?: string; contextLength?:
       const { config } = record;
       console.log(
         `Imported ${record.modelType} from ${record.source} as base '${record.name}' in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
-          `${(record.parameters / 1e6).toFixed(1)}M parameters, ${config.nLayers} layers, dModel ${config.dModel}, context ${config.contextLength} tokens, vocabulary ${config.vocabSize}.`,
+          `${new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 }).format(record.parameters)} parameters, ${config.nLayers} layers, dModel ${config.dModel}, context ${config.contextLength} tokens, vocabulary ${config.vocabSize}.`,
       );
       console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
     }

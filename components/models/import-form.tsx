@@ -9,6 +9,7 @@ const input = "mt-1 block w-full rounded-md border border-slate-300 bg-white px-
 const modelFile =
   /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
 
+const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
 const baseName = (folder: string) =>
   folder
@@ -55,8 +56,9 @@ export function ImportForm({ onImported }: { onImported: () => void }) {
     setFolder(top);
     setFiles(picked);
     setName(baseName(top));
-    if (all.length > 0 && !picked.some((f) => f.name === "config.json"))
-      setError(`${top || "the folder"} has no config.json: pick a Hugging Face model's folder`);
+    setFolderProblem(
+      all.length > 0 && !picked.some((f) => f.name === "config.json") ? `${top || "the folder"} has no config.json: pick a Hugging Face model's folder` : null,
+    );
   }
 
   async function submit() {
@@ -81,7 +83,7 @@ export function ImportForm({ onImported }: { onImported: () => void }) {
         "the import",
       )) as Imported;
       setDone(
-        `Imported ${record.modelType} as '${record.name}': ${(record.parameters / 1e6).toFixed(1)}M parameters, context ${record.config.contextLength} tokens. Name it as an agent's base.`,
+        `Imported ${record.modelType} as '${record.name}': ${compact.format(record.parameters)} parameters, context ${record.config.contextLength} tokens. Name it as an agent's base.`,
       );
       setFiles([]);
       if (picker.current) picker.current.value = "";

@@ -40,7 +40,7 @@ export function ModelsView({ initial }: { initial: BaseCatalog }) {
                 "name",
                 "architecture",
                 { name: "parameters", align: "right" },
-                { name: "layers × width", align: "right" },
+                { name: "layers × width", align: "right", nowrap: true },
                 { name: "vocabulary", align: "right" },
                 { name: "context", align: "right" },
                 "origin",
@@ -48,7 +48,7 @@ export function ModelsView({ initial }: { initial: BaseCatalog }) {
             >
               {group.items.map((b) => (
                 <tr key={b.name}>
-                  <td className="px-4 py-2 font-mono text-slate-900">{b.name}</td>
+                  <td className="whitespace-nowrap px-4 py-2 font-mono text-slate-900">{b.name}</td>
                   <td className="px-4 py-2 text-slate-600">{b.shape?.architecture ?? "?"}</td>
                   <td className="px-4 py-2 text-right tabular-nums">{b.shape ? compact.format(b.shape.parameters) : "?"}</td>
                   <td className="px-4 py-2 text-right tabular-nums">{b.shape ? `${b.shape.nLayers} × ${b.shape.dModel}` : "?"}</td>

@@ -44,7 +44,7 @@ describe("importing a Hugging Face model", () => {
   it("uploads a folder to the server, lists it, and trains a run on it to the end", async () => {
     const pushed = await cli(["bases", "push", "Tiny-Qwen2-Instruct", "--context-length", "64"]);
     expect(pushed.code, pushed.stderr).toBe(0);
-    expect(pushed.stdout).toMatch(/Imported qwen2 as base 'tiny-qwen2-instruct': 0\.\dM parameters/);
+    expect(pushed.stdout).toMatch(/Imported qwen2 as base 'tiny-qwen2-instruct': 27\.9K parameters/);
     expect(fs.existsSync(path.join(artifacts, "uploads", "tiny-qwen2-instruct"))).toBe(false);
 
     const listed = await cli(["bases", "ls", "--json"]);
@@ -107,7 +107,7 @@ describe("importing a Hugging Face model", () => {
       await page.getByRole("button", { name: "Import" }).click();
       const done = page.getByRole("status").filter({ hasText: "Imported" });
       await done.waitFor({ timeout: 60_000 });
-      expect(await done.textContent()).toMatch(/Imported gpt2 as 'page-picked-model': 0\.\dM parameters, context 48 tokens/);
+      expect(await done.textContent()).toMatch(/Imported gpt2 as 'page-picked-model': 38\.3K parameters, context 48 tokens/);
       const row = page.getByRole("table", { name: "Imported models" }).getByRole("row").filter({ hasText: "page-picked-model" });
       await row.waitFor();
       expect(await row.textContent()).toMatch(/gpt.*2 × 32.*48/);
