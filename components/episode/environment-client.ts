@@ -2,6 +2,7 @@
  * An environment running in a worker of this page (environment.worker.ts): the episode player talks to it through
  * this class only. Switching environments ends the worker (and its QuickJS instance) and starts another.
  */
+import type { TokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import type { ActRequest, Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { EnvironmentEvent, EnvironmentOutline, EnvironmentRequest, EnvironmentSource, PlayedTurn } from "./protocol";
@@ -21,6 +22,8 @@ export class EnvironmentClient {
   private readonly worker: Worker;
   private episode = 0;
   private listener: EpisodeListener | null = null;
+  /** the tokenizer spec the worker holds, by identity: an imported model's is large, so it is sent once per model */
+  private sentTokenizer: TokenizerSpec | null = null;
 
   constructor(source: EnvironmentSource) {
     this.worker = new Worker(new URL("./environment.worker.ts", import.meta.url), { type: "module" });
@@ -40,11 +43,22 @@ export class EnvironmentClient {
     this.send({ type: "load", source });
   }
 
-  /** Starts an episode (abandoning the one in progress); its events go to `listener`. Returns its number. */
-  play(options: { protocol: Protocol; seed: number; sample?: DatasetRow; contextLength: number | null }, listener: EpisodeListener): number {
+  /**
+   * Starts an episode (abandoning the one in progress); its events go to `listener`. Returns its number. With
+   * `context` (the policy's context length and tokenizer), a conversation that outgrows it ends the episode.
+   */
+  play(
+    options: { protocol: Protocol; seed: number; sample?: DatasetRow; context: { length: number; tokenizer: TokenizerSpec } | null },
+    listener: EpisodeListener,
+  ): number {
+    const { context, ...rest } = options;
     this.episode += 1;
     this.listener = listener;
-    this.send({ type: "play", episode: this.episode, ...options });
+    if (context && context.tokenizer !== this.sentTokenizer) {
+      this.send({ type: "tokenizer", spec: context.tokenizer });
+      this.sentTokenizer = context.tokenizer;
+    }
+    this.send({ type: "play", episode: this.episode, ...rest, contextLength: context?.length ?? null });
     return this.episode;
   }
 

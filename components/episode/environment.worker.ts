@@ -7,8 +7,9 @@
  * A new `play` abandons the episode in progress: its pending turn is never answered.
  */
 import { useCases } from "@/lib/envs";
-import { renderChat, type ChatMessage } from "@/lib/model/chat";
-import { ByteTokenizer } from "@/lib/model/tokenizer";
+import type { ChatMessage } from "@/lib/model/chat";
+import type { Tokenizer } from "@/lib/model/tokenizer";
+import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
 import { type ActRequest, type ActResponse, runEpisodes } from "@/lib/sdk/protocol";
 import type { EnvironmentEvent, EnvironmentOutline, EnvironmentRequest, EnvironmentSource } from "./protocol";
@@ -22,6 +23,8 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
 type Session = Pick<EnvironmentSession, "systemPrompt" | "reset" | "step" | "render" | "legalActions" | "invalidActions" | "rewardBreakdown" | "score">;
 
 let newSession: (() => Session) | null = null;
+/** The policy's tokenizer (its last `tokenizer` message), or why it could not be built. */
+let policyTokenizer: { tokenizer: Tokenizer } | { error: string } | null = null;
 
 async function load(source: EnvironmentSource): Promise<EnvironmentOutline> {
   if (source.kind === "builtin") {
@@ -96,11 +99,14 @@ async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0]
     rewardBreakdown: () => inner.rewardBreakdown(),
     score: () => inner.score(),
   };
-  const tokenizer = new ByteTokenizer();
-  const fitsContext =
-    contextLength === null
-      ? undefined
-      : (messages: ChatMessage[]) => renderChat(tokenizer, messages, { addGenerationPrompt: true }).tokens.length < contextLength;
+  let fitsContext: ((messages: ChatMessage[]) => boolean) | undefined;
+  if (contextLength !== null) {
+    if (!policyTokenizer) throw new Error("the policy's tokenizer was not sent before the episode; the context check needs it");
+    if ("error" in policyTokenizer) throw new Error(policyTokenizer.error);
+    const { tokenizer } = policyTokenizer;
+    // The conversation in the policy's own chat template, ready for its reply, must leave it room for a token.
+    fitsContext = (messages) => tokenizer.renderChat(messages, { addGenerationPrompt: true }).tokens.length < contextLength;
+  }
   const [trajectory] = await runEpisodes(
     protocol,
     [{ session: session as EnvironmentSession, seed, sample }],
@@ -121,6 +127,12 @@ scope.onmessage = ({ data: request }) => {
       (outline) => post({ type: "loaded", outline }),
       (error) => post({ type: "load-failed", message: message(error) }),
     );
+  } else if (request.type === "tokenizer") {
+    try {
+      policyTokenizer = { tokenizer: tokenizerFromSpec(request.spec, "the policy's tokenizer") };
+    } catch (error) {
+      policyTokenizer = { error: message(error) };
+    }
   } else if (request.type === "play") {
     waiting = null; // the episode in progress, if any, is abandoned
     play(request.episode, request.protocol, request.seed, request.sample, request.contextLength).catch((error) =>

@@ -9,16 +9,15 @@ import { Card } from "@/components/ui/card";
 import type { BrowserPolicy } from "@/components/playground/browser-policy";
 import type { GeneratedToken, LoadedModel } from "@/components/playground/protocol";
 import { type SamplingForm, samplingSettings } from "@/components/playground/sampling-controls";
+import { type TokenLabels, tokenLabels } from "@/components/playground/token-label";
 import { TokenStream } from "@/components/playground/token-stream";
 import { useCases } from "@/lib/envs";
-import { renderChat } from "@/lib/model/chat";
-import { ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
+import type { Tokenizer } from "@/lib/model/tokenizer";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { type ActRequest, type Protocol, type Trajectory, turnBased } from "@/lib/sdk/protocol";
 import { EnvironmentClient } from "./environment-client";
 import type { EnvironmentOutline, EnvironmentSource, PlayedTurn } from "./protocol";
 
-const tokenizer = new ByteTokenizer();
 const QUICKJS_WASM_URL = `/quickjs/${quickjsPackage.version}/emscripten-module.wasm`;
 /** The first held-out seed of a run with default settings: episodes no run trained on. */
 const DEFAULT_HELD_OUT_SEED = 1_000_000;
@@ -36,6 +35,8 @@ type EpisodeState =
   | {
       status: "playing" | "finished" | "failed";
       episode: number;
+      /** the policy's tokenizer when the episode started: its turns' chips are labelled in it */
+      labels: TokenLabels | null;
       systemPrompt: string;
       start: { observation: string; render: string | null } | null;
       turns: ShownTurn[];
@@ -78,11 +79,14 @@ function useEnvironment(source: EnvironmentSource | null) {
 export function EpisodePlayer({
   policy,
   model,
+  tokenizer,
   sampling,
   runId,
 }: {
   policy: BrowserPolicy | null;
   model: LoadedModel | null;
+  /** the loaded model's tokenizer (null while it loads): prompts, stop tokens and actions are in its tokens */
+  tokenizer: Tokenizer | null;
   sampling: SamplingForm;
   runId: string | null;
 }) {
@@ -140,7 +144,7 @@ export function EpisodePlayer({
   const blocked =
     !client || outline?.ok !== true || !protocol
       ? "Loading the environment…"
-      : needsPolicy && (!policy || !model)
+      : needsPolicy && (!policy || !model || !tokenizer)
         ? "Waiting for the model to load…"
         : outline.outline.dataset !== null && !dataset
           ? `Loading rows of dataset '${outline.outline.dataset}'…`
@@ -159,8 +163,9 @@ export function EpisodePlayer({
         : undefined;
     const bySide = Object.fromEntries(agents.map((agent) => [agent, controllerOf(agent)]));
     const policyTokens: GeneratedToken[][] = [];
+    const policyPlays = Object.values(bySide).includes("policy") && model !== null && tokenizer !== null;
     const episode = client.play(
-      { protocol, seed: episodeSeed, sample, contextLength: Object.values(bySide).includes("policy") ? (model?.config.contextLength ?? null) : null },
+      { protocol, seed: episodeSeed, sample, context: policyPlays ? { length: model.config.contextLength, tokenizer: model.tokenizer } : null },
       {
         started: (start) => update(episode, (current) => ({ ...current, systemPrompt: start.systemPrompt, start })),
         act: (request) => {
@@ -177,16 +182,34 @@ export function EpisodePlayer({
         failed: (message) => update(episode, (current) => ({ ...current, status: "failed", pending: null, message })),
       },
     );
-    setState({ status: "playing", episode, systemPrompt: "", start: null, turns: [], pending: null, trajectory: null, message: null });
+    setState({
+      status: "playing",
+      episode,
+      labels: tokenizer ? tokenLabels(tokenizer) : null,
+      systemPrompt: "",
+      start: null,
+      turns: [],
+      pending: null,
+      trajectory: null,
+      message: null,
+    });
   };
 
   const actAsPolicy = (episode: number, request: ActRequest, policyTokens: GeneratedToken[][]) => {
     if (!policy || !client) return;
-    const prompt = renderChat(tokenizer, request.messages, { addGenerationPrompt: true }).tokens;
+    const fail = (message: string) =>
+      update(episode, (current) => ({ ...current, status: "failed", pending: null, message: `the policy could not answer: ${message}` }));
+    if (!tokenizer) return fail("its model is not loaded");
+    let prompt: number[];
+    try {
+      prompt = tokenizer.renderChat(request.messages, { addGenerationPrompt: true }).tokens;
+    } catch (error) {
+      return fail(error instanceof Error ? error.message : String(error));
+    }
     const drawn: GeneratedToken[] = [];
     const started = policy.generate(
       prompt,
-      samplingSettings(sampling, [specialTokens.endOfTurn]),
+      samplingSettings(sampling, [...tokenizer.stopTokens]),
       (token) => {
         drawn.push(token);
         update(episode, (current) => (current.pending ? { ...current, pending: { ...current.pending, tokens: [...drawn] } } : current));
@@ -199,8 +222,7 @@ export function EpisodePlayer({
         policyTokens.push(drawn);
         client.act(episode, { text: tokenizer.decode(summary.tokens, { skipSpecial: true }), tokens: summary.tokens });
       },
-      (error: Error) =>
-        update(episode, (current) => ({ ...current, status: "failed", pending: null, message: `the policy could not answer: ${error.message}` })),
+      (error: Error) => fail(error.message),
     );
   };
 
@@ -344,12 +366,16 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
               Turn {i + 1} · {turn.agent} · {turn.by === "policy" ? "the policy" : "you"}
               <span className={turn.reward > 0 ? "text-emerald-700" : turn.reward < 0 ? "text-red-700" : ""}>reward {formatReward(turn.reward)}</span>
             </h3>
-            {turn.tokens ? <TokenStream tokens={turn.tokens} /> : <p className="font-mono text-sm text-slate-900">{turn.action}</p>}
+            {turn.tokens && state.labels ? (
+              <TokenStream tokens={turn.tokens} labels={state.labels} />
+            ) : (
+              <p className="font-mono text-sm text-slate-900">{turn.action}</p>
+            )}
             {typeof turn.info.invalid === "string" && <p className="text-sm text-red-700">Invalid: {turn.info.invalid}</p>}
             {turn.render !== null && <Board text={turn.render} label={`After turn ${i + 1}`} />}
           </li>
         ))}
-        {state.pending && <PendingTurn pending={state.pending} number={state.turns.length + 1} onAnswer={onAnswer} />}
+        {state.pending && <PendingTurn pending={state.pending} labels={state.labels} number={state.turns.length + 1} onAnswer={onAnswer} />}
         {state.status === "finished" && state.trajectory && <Outcome trajectory={state.trajectory} />}
         {state.status === "failed" && (
           <li role="alert" className="p-4 text-sm text-red-700">
@@ -363,10 +389,12 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
 
 function PendingTurn({
   pending,
+  labels,
   number,
   onAnswer,
 }: {
   pending: NonNullable<Extract<EpisodeState, { episode: number }>["pending"]>;
+  labels: TokenLabels | null;
   number: number;
   onAnswer(text: string): void;
 }) {
@@ -380,7 +408,7 @@ function PendingTurn({
         Turn {number} · {pending.request.agent} · {pending.by === "policy" ? "the policy is thinking…" : "your move"}
       </h3>
       {pending.by === "policy" ? (
-        <TokenStream tokens={pending.tokens} />
+        labels && <TokenStream tokens={pending.tokens} labels={labels} />
       ) : (
         <>
           <Board text={observation} label="What you see" onWord={setText} />

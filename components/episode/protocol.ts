@@ -1,4 +1,5 @@
 /** The messages between the episode player (episode-player.tsx) and its environment worker (environment.worker.ts). */
+import type { TokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { DatasetRow, Json } from "@/lib/sdk/environment";
 import type { ActRequest, Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { SandboxLimits } from "@/server/sandbox/browser";
@@ -32,6 +33,8 @@ export interface PlayedTurn {
 
 export type EnvironmentRequest =
   | { type: "load"; source: EnvironmentSource }
+  /** the policy's tokenizer, which measures conversations against `contextLength`; sent when it changes, before a play */
+  | { type: "tokenizer"; spec: TokenizerSpec }
   /** `contextLength`: the policy's, so that a conversation outgrowing it ends the episode as in a run (null: no limit) */
   | { type: "play"; episode: number; protocol: Protocol; seed: number; sample?: DatasetRow; contextLength: number | null }
   | { type: "acted"; episode: number; text: string; tokens?: number[]; logprobs?: number[] };

@@ -3,12 +3,28 @@
  * class only; switching models ends the worker (which frees its WebAssembly memory and GPU buffers) and starts
  * another.
  */
-import { specialTokens } from "@/lib/model/tokenizer";
+import type { Tokenizer } from "@/lib/model/tokenizer";
+import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { GeneratedToken, GenerationSummary, LoadedModel, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
+import type { GeneratedToken, GenerationSummary, LoadedModel, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 
 /** Where the app serves a base's or checkpoint's ONNX export. */
 export const modelUrl = (name: string) => `/api/models/${encodeURIComponent(name)}.onnx`;
+
+const tokenizers = new WeakMap<ModelInfo, Tokenizer>();
+
+/**
+ * The loaded model's tokenizer, built from the spec its file carries, once per model (an imported model's
+ * vocabulary takes a while to build): the page, the episode player and the window hook share it.
+ */
+export function modelTokenizer(model: ModelInfo): Tokenizer {
+  let tokenizer = tokenizers.get(model);
+  if (!tokenizer) {
+    tokenizer = tokenizerFromSpec(model.tokenizer, "the model's tokenizer");
+    tokenizers.set(model, tokenizer);
+  }
+  return tokenizer;
+}
 
 export interface Generation {
   done: Promise<GenerationSummary>;
@@ -95,6 +111,7 @@ export interface PlaygroundHook {
   logits(ids: number[]): Promise<number[]>;
   generate(
     ids: number[],
+    /** `stop`: default the model's stop tokens (its chat template's end of turn first) */
     options: { maxTokens: number; temperature: 0; stop?: number[] },
   ): Promise<{ tokens: number[]; firstTokenMs: number; tokensPerSecond: number }>;
 }
@@ -111,7 +128,8 @@ export function exposePolicy(policy: BrowserPolicy): () => void {
     ready: policy.ready.then((model) => ({ backend: model.backend.label })),
     logits: async (ids) => Array.from(await policy.logits(ids)),
     generate: async (ids, options) => {
-      const settings = { maxTokens: options.maxTokens, temperature: 0, topK: 0, topP: 1, stop: options.stop ?? [specialTokens.endOfTurn] };
+      const stop = options.stop ?? [...modelTokenizer(await policy.ready).stopTokens];
+      const settings = { maxTokens: options.maxTokens, temperature: 0, topK: 0, topP: 1, stop };
       const { tokens, firstTokenMs, tokensPerSecond } = await policy.generate(ids, settings, () => {}).done;
       return { tokens, firstTokenMs, tokensPerSecond };
     },

@@ -12,7 +12,9 @@ import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
 import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 import { drawToken } from "@/lib/model/sampling";
-import { specialTokens } from "@/lib/model/tokenizer";
+import { textTokensOf, tokenAutomaton } from "@/lib/model/token-automaton";
+import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
+import { type TokenizerSpec, tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import { type ActionConstraint, automatonFor } from "@/lib/sdk/action-space";
 import { softmax, topChoices } from "./sampling";
 
@@ -89,6 +91,8 @@ interface Policy {
   ort: OrtRuntime;
   session: Ort.InferenceSession;
   config: GPTConfig;
+  /** the model's own tokenizer: legal actions are held token by token in its vocabulary */
+  tokenizer: Tokenizer;
   backend: BackendInfo;
   /** past_key_values.{i}.key, past_key_values.{i}.value for each layer, in that order */
   pastNames: string[];
@@ -111,9 +115,14 @@ async function load(url: string, sharedStopSignal: Int32Array | null): Promise<M
     throw new Error(`GET ${url} answered ${response.status}: ${message || response.statusText}`);
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
-  const configText = decodeModel(bytes).metadataProps?.find((prop) => prop.key === "tinkerlab.config")?.value;
+  const metadata = new Map(decodeModel(bytes).metadataProps?.map((prop) => [prop.key, prop.value]));
+  const configText = metadata.get("tinkerlab.config");
   if (!configText) throw new Error(`${url} has no 'tinkerlab.config' in its metadata; export it again with this version of Tinkerlab`);
   const config = parseGPTConfig(JSON.parse(configText));
+  const { tokenizer, spec } = readTokenizer(url, metadata.get("tinkerlab.tokenizer"));
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new Error(`${url}: its tokenizer has ${tokenizer.vocabSize} ids but the model embeds only ${config.vocabSize}; they are not one model's`);
+  }
   const layers = Array.from({ length: config.nLayers }, (_, i) => i);
   const pastNames = layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]);
   const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
@@ -142,8 +151,23 @@ async function load(url: string, sharedStopSignal: Int32Array | null): Promise<M
     if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
   }
   const backend = describeBackend(kind, capabilities, webGpuFailure);
-  policy = { ort, session, config, backend, pastNames, presentNames };
-  return { backend, config, bytes: bytes.length };
+  policy = { ort, session, config, tokenizer, backend, pastNames, presentNames };
+  return { backend, config, tokenizer: spec, bytes: bytes.length };
+}
+
+/** The file's tokenizer; files exported before tokenizers were recorded are byte-tokenizer bases. */
+function readTokenizer(url: string, text: string | undefined): { tokenizer: Tokenizer; spec: TokenizerSpec } {
+  if (text === undefined) {
+    const tokenizer = new ByteTokenizer();
+    return { tokenizer, spec: tokenizer.toJSON() };
+  }
+  let spec: TokenizerSpec;
+  try {
+    spec = JSON.parse(text) as TokenizerSpec;
+  } catch (error) {
+    throw new Error(`${url}: its 'tinkerlab.tokenizer' metadata is not JSON (${message(error)}); export it again`);
+  }
+  return { tokenizer: tokenizerFromSpec(spec, `${url} (tinkerlab.tokenizer)`), spec };
 }
 
 /** An empty cache: [1, nHeads, 0, headDim] per key and value of each layer. */
@@ -204,9 +228,10 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
   const stop = new Set(settings.stop);
   const probs = new Float64Array(vocabSize);
   const weights = new Float64Array(vocabSize);
-  // Under legal actions, as the server's sampler: every token but the automaton's next bytes (and the end of the
-  // turn once an action is complete) is masked out, and the turn ends at that end token.
-  const automaton = constraint ? automatonFor(constraint) : null;
+  // Under legal actions, as the server's sampler: every token but those that continue a legal action (and the end of
+  // the turn once an action is complete) is masked out, and the turn ends at the tokenizer's end of turn.
+  const automaton = constraint ? constrainedTokens(model.tokenizer, constraint) : null;
+  const endOfTurn = model.tokenizer.stopTokens[0]!;
   let automatonState = automaton?.start ?? 0;
   const masked = automaton ? new Float32Array(vocabSize) : null;
   const tokens: number[] = [];
@@ -224,8 +249,8 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
       let logits = step.logits;
       if (automaton && masked) {
         masked.fill(-Infinity);
-        for (const byte of automaton.bytes(automatonState)) masked[byte] = logits[byte]!;
-        if (automaton.accepting(automatonState)) masked[specialTokens.endOfTurn] = logits[specialTokens.endOfTurn]!;
+        for (const allowed of automaton.tokens(automatonState)) masked[allowed] = logits[allowed]!;
+        if (automaton.accepting(automatonState)) masked[endOfTurn] = logits[endOfTurn]!;
         logits = masked;
       }
       const token = drawToken(logits, 0, vocabSize, settings, rng, weights);
@@ -235,7 +260,7 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
       if (tokens.length === 1) firstTokenAt = performance.now();
       const generated: GeneratedToken = { token, probability: probs[token]!, alternatives: topChoices(probs, 5) };
       post({ type: "token", id, token: generated });
-      if (automaton ? token === specialTokens.endOfTurn : stop.has(token)) {
+      if (automaton ? token === endOfTurn : stop.has(token)) {
         finishReason = "stop";
         break;
       }
@@ -253,6 +278,17 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
   }
   const seconds = (performance.now() - start) / 1000;
   return { tokens, finishReason, firstTokenMs: firstTokenAt - start, tokensPerSecond: tokens.length / seconds };
+}
+
+/** The constraint's automaton over the tokenizer's tokens, with its start state. */
+function constrainedTokens(tokenizer: Tokenizer, constraint: ActionConstraint) {
+  if (tokenizer.kind !== "byte" && textTokensOf(tokenizer).length === 0) {
+    throw new Error(
+      "legal actions need a tokenizer whose tokens' bytes are known: the byte tokenizer or a byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM); this model's tokenizer is neither",
+    );
+  }
+  const automaton = automatonFor(constraint);
+  return { start: automaton.start, ...tokenAutomaton(automaton, tokenizer) };
 }
 
 async function lastLogits(tokens: number[]): Promise<Float32Array> {

@@ -7,7 +7,10 @@ export type BaseCatalog = inferRouterOutputs<AppRouter>["checkpoints"]["bases"];
 
 const parameters = (shape: { parameters: number } | null) => (shape ? ` · ${(shape.parameters / 1e6).toFixed(2)}M params` : "");
 
-/** The built-in bases and the caller's checkpoints; a name from the link that is neither is kept as its own entry. */
+/**
+ * The built-in bases, the bases imported from Hugging Face, and the caller's checkpoints; a name from the link that is
+ * none of them is kept as its own entry.
+ */
 export function ModelPicker({
   catalog,
   error,
@@ -19,6 +22,8 @@ export function ModelPicker({
   value: string;
   onChange(name: string): void;
 }) {
+  const builtin = catalog?.builtin.filter((base) => !base.imported) ?? [];
+  const imported = catalog?.builtin.filter((base) => base.imported) ?? [];
   const known = new Set([...(catalog?.builtin.map((base) => base.name) ?? []), ...(catalog?.checkpoints.map((checkpoint) => checkpoint.id) ?? [])]);
   return (
     <label className="block text-sm">
@@ -29,15 +34,18 @@ export function ModelPicker({
         className="mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
       >
         {value !== "" && !known.has(value) && <option value={value}>{value}</option>}
-        {catalog && catalog.builtin.length > 0 && (
-          <optgroup label="Built-in bases">
-            {catalog.builtin.map((base) => (
-              <option key={base.name} value={base.name} title={base.origin}>
-                {base.name}
-                {parameters(base.shape)}
-              </option>
-            ))}
-          </optgroup>
+        {[["Built-in bases", builtin] as const, ["Imported bases", imported] as const].map(
+          ([group, bases]) =>
+            bases.length > 0 && (
+              <optgroup key={group} label={group}>
+                {bases.map((base) => (
+                  <option key={base.name} value={base.name} title={base.origin}>
+                    {base.name}
+                    {parameters(base.shape)}
+                  </option>
+                ))}
+              </optgroup>
+            ),
         )}
         {catalog && catalog.checkpoints.length > 0 && (
           <optgroup label="Checkpoints of your runs">

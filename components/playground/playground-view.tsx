@@ -7,18 +7,15 @@ import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { EpisodePlayer } from "@/components/episode/episode-player";
-import { renderChat } from "@/lib/model/chat";
-import { ByteTokenizer, specialTokens } from "@/lib/model/tokenizer";
-import { BrowserPolicy, type Generation, exposePolicy } from "./browser-policy";
+import type { Tokenizer } from "@/lib/model/tokenizer";
+import { BrowserPolicy, type Generation, exposePolicy, modelTokenizer } from "./browser-policy";
 import { ModelPicker } from "./model-picker";
 import { type ChatPrompt, PromptEditor } from "./prompt-editor";
 import type { GeneratedToken, GenerationSummary, LoadedModel } from "./protocol";
 import { defaultSampling, SamplingControls, type SamplingForm, samplingSettings } from "./sampling-controls";
-import { completionText } from "./token-label";
-import { ProbabilityLegend, TokenStream } from "./token-stream";
+import { completionText, tokenLabels } from "./token-label";
+import { ProbabilityLegend, TokenList, TokenStream } from "./token-stream";
 import { useCrossOriginIsolation } from "./use-cross-origin-isolation";
-
-const tokenizer = new ByteTokenizer();
 
 type Mode = "prompt" | "episode";
 const modes: [Mode, string][] = [
@@ -80,6 +77,23 @@ function useTokenStream() {
   };
 }
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * The loaded model's tokenizer, built from the spec in its file: the byte tokenizer, or an imported model's own.
+ * Null while a model loads, so that nothing is rendered in a tokenizer that is not the model's.
+ */
+function useModelTokenizer(model: LoadedModel | null): { tokenizer: Tokenizer | null; error: string | null } {
+  return useMemo(() => {
+    if (!model) return { tokenizer: null, error: null };
+    try {
+      return { tokenizer: modelTokenizer(model), error: null };
+    } catch (error) {
+      return { tokenizer: null, error: `the model's tokenizer cannot be built: ${errorText(error)}` };
+    }
+  }, [model]);
+}
+
 const formatBytes = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.round(bytes / 1e3)} kB`);
 
 export function PlaygroundView() {
@@ -93,6 +107,7 @@ export function PlaygroundView() {
   const isolation = useCrossOriginIsolation();
   const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending");
   const model = state.status === "ready" ? state.model : null;
+  const { tokenizer, error: tokenizerError } = useModelTokenizer(model);
 
   const [mode, setMode] = useState<Mode>(params.get("mode") === "episode" ? "episode" : "prompt");
   const [prompt, setPrompt] = useState<ChatPrompt>({ system: "Answer briefly.", user: "What is 12 + 7?" });
@@ -104,20 +119,26 @@ export function PlaygroundView() {
   useEffect(() => {
     if (runSampling) setSampling((current) => ({ ...current, ...runSampling }));
   }, [runSampling]);
-  const promptTokens = useMemo(
-    () =>
-      renderChat(
-        tokenizer,
-        [
-          { role: "system", content: prompt.system },
-          { role: "user", content: prompt.user },
-        ],
-        { addGenerationPrompt: true },
-      ).tokens,
-    [prompt],
-  );
+  // The prompt in the model's own chat template; unknown until the model (and so its tokenizer) is loaded.
+  const rendered = useMemo((): { tokens: number[] | null; error: string | null } => {
+    if (!tokenizer) return { tokens: null, error: null };
+    try {
+      const messages = [
+        { role: "system" as const, content: prompt.system },
+        { role: "user" as const, content: prompt.user },
+      ];
+      return { tokens: tokenizer.renderChat(messages, { addGenerationPrompt: true }).tokens, error: null };
+    } catch (error) {
+      return { tokens: null, error: `the prompt cannot be rendered in the model's chat template: ${errorText(error)}` };
+    }
+  }, [tokenizer, prompt]);
+  const promptTokens = rendered.tokens;
   const stream = useTokenStream();
+  // The prompt and tokenizer of the generation shown: its chips keep their labels if another model is picked meanwhile.
+  const [shown, setShown] = useState<{ prompt: number[]; tokenizer: Tokenizer } | null>(null);
   const [generation, setGeneration] = useState<Generation | null>(null);
+  // Counts generations; a generation's tokens and outcome are shown only while it is the latest (not after a model change).
+  const latest = useRef(0);
   const [summary, setSummary] = useState<GenerationSummary | null>(null);
   const [generationError, setGenerationError] = useState<string | null>(null);
 
@@ -128,6 +149,11 @@ export function PlaygroundView() {
   };
   const chooseModel = (name: string) => {
     generation?.stop();
+    latest.current += 1;
+    stream.reset();
+    setShown(null);
+    setSummary(null);
+    setGenerationError(null);
     setChosen(name);
     setParam("model", name);
   };
@@ -137,23 +163,29 @@ export function PlaygroundView() {
   };
 
   const generate = () => {
-    if (!policy || !model) return;
+    if (!policy || !model || !tokenizer || !promptTokens) return;
     stream.reset();
     setSummary(null);
     setGenerationError(null);
-    const started = policy.generate(promptTokens, samplingSettings(sampling, [specialTokens.endOfTurn]), stream.push);
+    setShown({ prompt: promptTokens, tokenizer });
+    const number = ++latest.current;
+    const isLatest = () => latest.current === number;
+    const started = policy.generate(promptTokens, samplingSettings(sampling, [...tokenizer.stopTokens]), (token) => isLatest() && stream.push(token));
     setGeneration(started);
     started.done
-      .then(setSummary, (error: Error) => setGenerationError(error.message))
+      .then(
+        (result) => isLatest() && setSummary(result),
+        (error: Error) => isLatest() && setGenerationError(error.message),
+      )
       .finally(() => {
-        stream.flush();
+        if (isLatest()) stream.flush();
         setGeneration((current) => (current === started ? null : current));
       });
   };
 
   const contextLength = model?.config.contextLength ?? null;
-  const roomLeft = contextLength !== null ? contextLength - promptTokens.length + 1 : null;
-  const text = completionText(stream.tokens.map((t) => t.token));
+  const roomLeft = contextLength !== null && promptTokens ? contextLength - promptTokens.length + 1 : null;
+  const shownLabels = shown ? tokenLabels(shown.tokenizer) : null;
 
   return (
     <div className="grid gap-6 lg:grid-cols-[22rem_1fr]">
@@ -182,12 +214,19 @@ export function PlaygroundView() {
         >
           <ModelPicker catalog={catalog.data} error={catalog.error?.message ?? null} value={modelName} onChange={chooseModel} />
           {mode === "prompt" && (
-            <PromptEditor value={prompt} onChange={setPrompt} runId={runId} promptTokens={promptTokens.length} contextLength={contextLength} />
+            <PromptEditor
+              value={prompt}
+              onChange={setPrompt}
+              runId={runId}
+              promptTokens={promptTokens?.length ?? null}
+              promptError={rendered.error}
+              contextLength={contextLength}
+            />
           )}
           <SamplingControls value={sampling} onChange={setSampling} contextRoom={mode === "prompt" ? roomLeft : null} />
           {mode === "prompt" && (
             <div className="flex gap-2">
-              <Button type="submit" disabled={!model || generation !== null || (roomLeft !== null && roomLeft < 1)}>
+              <Button type="submit" disabled={!model || !promptTokens || generation !== null || (roomLeft !== null && roomLeft < 1)}>
                 Generate
               </Button>
               <Button type="button" variant="secondary" disabled={generation === null} onClick={() => generation?.stop()}>
@@ -200,34 +239,56 @@ export function PlaygroundView() {
 
       <div className="min-w-0 space-y-6">
         <Card title="Runtime">
-          <RuntimeStatus state={state} isolation={isolation} summary={summary} generating={generation !== null} count={stream.tokens.length} />
+          <RuntimeStatus
+            state={state}
+            isolation={isolation}
+            tokenizer={tokenizer}
+            tokenizerError={tokenizerError}
+            summary={summary}
+            summaryTokenizer={shown?.tokenizer ?? null}
+            generating={generation !== null}
+            count={stream.tokens.length}
+          />
         </Card>
         {mode === "episode" ? (
-          <EpisodePlayer policy={policy} model={model} sampling={sampling} runId={runId} />
+          <EpisodePlayer policy={policy} model={model} tokenizer={tokenizer} sampling={sampling} runId={runId} />
         ) : (
           <Card title="Output" actions={<ProbabilityLegend />}>
             <div className="space-y-4 p-4">
-              {stream.tokens.length === 0 ? (
+              {stream.tokens.length === 0 || !shownLabels ? (
                 <p className="text-sm text-slate-500">
                   {generation
                     ? "Waiting for the first token…"
                     : "Generated tokens appear here, coloured by their probability; hover or focus one for the alternatives."}
                 </p>
               ) : (
-                <TokenStream tokens={stream.tokens} />
+                <TokenStream tokens={stream.tokens} labels={shownLabels} />
               )}
               {generationError && (
                 <p role="alert" className="text-sm text-red-700">
                   {generationError}
                 </p>
               )}
-              {stream.tokens.length > 0 && (
-                <div>
-                  <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
-                  <pre aria-label="Generated text" className="mt-1 font-mono text-sm whitespace-pre-wrap text-slate-900">
-                    {text}
-                  </pre>
-                </div>
+              {stream.tokens.length > 0 && shown && shownLabels && (
+                <>
+                  <div>
+                    <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
+                    <pre aria-label="Generated text" className="mt-1 font-mono text-sm whitespace-pre-wrap text-slate-900">
+                      {completionText(
+                        shown.tokenizer,
+                        stream.tokens.map((t) => t.token),
+                      )}
+                    </pre>
+                  </div>
+                  <details>
+                    <summary className="cursor-pointer text-xs font-medium tracking-wide text-slate-500 uppercase">
+                      Prompt as the model read it · {shown.prompt.length} tokens
+                    </summary>
+                    <div className="mt-2">
+                      <TokenList tokens={shown.prompt} labels={shownLabels} label="Prompt tokens" />
+                    </div>
+                  </details>
+                </>
               )}
             </div>
           </Card>
@@ -237,16 +298,30 @@ export function PlaygroundView() {
   );
 }
 
+/** The tokenizer in a few words: what kind, how many ids, where a reply ends. */
+function describeTokenizer(tokenizer: Tokenizer): string {
+  const kind = tokenizer.kind === "byte" ? "bytes and chat tokens" : "the model's own (Hugging Face)";
+  const stops = tokenizer.stopTokens.map((token) => tokenizer.tokenText(token)).join(", ");
+  return `${kind}, ${tokenizer.vocabSize} ids · replies end at ${stops || "the token limit"}`;
+}
+
 function RuntimeStatus({
   state,
   isolation,
+  tokenizer,
+  tokenizerError,
   summary,
+  summaryTokenizer,
   generating,
   count,
 }: {
   state: ModelState;
   isolation: ReturnType<typeof useCrossOriginIsolation>;
+  tokenizer: Tokenizer | null;
+  tokenizerError: string | null;
   summary: GenerationSummary | null;
+  /** the tokenizer of the generation summarized, to name the token it stopped at */
+  summaryTokenizer: Tokenizer | null;
   generating: boolean;
   count: number;
 }) {
@@ -265,17 +340,18 @@ function RuntimeStatus({
     [
       "Model",
       model
-        ? `${model.config.nLayers} layers × ${model.config.dModel} wide, context ${model.config.contextLength} · ${formatBytes(model.bytes)} loaded in ${(model.loadMs / 1000).toFixed(2)} s`
+        ? `${model.config.architecture === "llama" ? "Llama block, " : ""}${model.config.nLayers} layer${model.config.nLayers === 1 ? "" : "s"} × ${model.config.dModel} wide, context ${model.config.contextLength} · ${formatBytes(model.bytes)} loaded in ${(model.loadMs / 1000).toFixed(2)} s`
         : state.status === "loading"
           ? `Loading ${state.name}…`
           : "—",
     ],
+    ["Tokenizer", tokenizer ? describeTokenizer(tokenizer) : state.status === "loading" ? "Read from the model's file once it is loaded…" : "—"],
     [
       "Speed",
       generating
         ? `Generating… ${count} token${count === 1 ? "" : "s"}`
         : summary
-          ? `${summary.tokensPerSecond.toFixed(0)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords[summary.finishReason]}`
+          ? `${summary.tokensPerSecond.toFixed(0)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}`
           : "—",
     ],
   ];
@@ -294,12 +370,18 @@ function RuntimeStatus({
           The model could not be loaded: {state.message}
         </p>
       )}
+      {tokenizerError && (
+        <p role="alert" className="mt-3 text-sm text-red-700">
+          The model loaded, but {tokenizerError}
+        </p>
+      )}
     </div>
   );
 }
 
-const finishWords: Record<GenerationSummary["finishReason"], string> = {
-  stop: "ended at <|end|>",
-  length: "cut at the token limit",
-  stopped: "stopped",
-};
+function finishWords(summary: GenerationSummary, tokenizer: Tokenizer | null): string {
+  if (summary.finishReason === "length") return "cut at the token limit";
+  if (summary.finishReason === "stopped") return "stopped";
+  const last = summary.tokens.at(-1);
+  return last !== undefined && tokenizer ? `ended at ${tokenizer.tokenText(last)}` : "ended at a stop token";
+}

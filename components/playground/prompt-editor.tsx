@@ -34,16 +34,20 @@ export function PromptEditor({
   onChange,
   runId,
   promptTokens,
+  promptError,
   contextLength,
 }: {
   value: ChatPrompt;
   onChange(prompt: ChatPrompt): void;
   runId: string | null;
-  promptTokens: number;
+  /** the prompt's length in the model's chat template; null until the model (and its tokenizer) is loaded */
+  promptTokens: number | null;
+  /** why the prompt cannot be rendered in the model's chat template */
+  promptError: string | null;
   contextLength: number | null;
 }) {
   const run = useRunObservations(runId);
-  const tooLong = contextLength !== null && promptTokens > contextLength;
+  const tooLong = contextLength !== null && promptTokens !== null && promptTokens > contextLength;
   return (
     <fieldset className="space-y-3">
       <legend className="text-sm font-medium text-slate-700">Prompt</legend>
@@ -87,11 +91,19 @@ export function PromptEditor({
         <span className="text-slate-600">User</span>
         <textarea rows={4} value={value.user} onChange={(event) => onChange({ ...value, user: event.target.value })} className={fieldClass} />
       </label>
-      <p className={`text-xs ${tooLong ? "text-red-700" : "text-slate-500"}`}>
-        {promptTokens} prompt tokens in the chat template
-        {contextLength !== null && ` of the model's ${contextLength}`}
-        {tooLong && ": too long for this model"}
-      </p>
+      {promptError ? (
+        <p role="alert" className="text-xs text-red-700">
+          {promptError}
+        </p>
+      ) : promptTokens === null ? (
+        <p className="text-xs text-slate-500">Prompt tokens are counted in the model's chat template once it is loaded.</p>
+      ) : (
+        <p className={`text-xs ${tooLong ? "text-red-700" : "text-slate-500"}`}>
+          {promptTokens} prompt tokens in the chat template
+          {contextLength !== null && ` of the model's ${contextLength}`}
+          {tooLong && ": too long for this model"}
+        </p>
+      )}
     </fieldset>
   );
 }

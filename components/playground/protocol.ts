@@ -1,5 +1,6 @@
 /** The messages between the playground page and its inference worker (inference.worker.ts). */
 import type { GPTConfig } from "@/lib/model/config";
+import type { TokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
 
 /** How to draw each token, as the server's sampler reads them (server/runtime/sampler.ts). */
@@ -51,6 +52,8 @@ export interface GenerationSummary {
 export interface ModelInfo {
   backend: BackendInfo;
   config: GPTConfig;
+  /** the file's `tinkerlab.tokenizer`: the byte tokenizer's spec, or an imported model's Hugging Face files */
+  tokenizer: TokenizerSpec;
   /** size of the .onnx file */
   bytes: number;
 }

@@ -1,10 +1,11 @@
+import type { Tokenizer } from "@/lib/model/tokenizer";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 
-const tokenizer = new ByteTokenizer();
+const byteTokenizer = new ByteTokenizer();
 
 /**
- * One token as a chip shows it: a printable ASCII byte as itself, whitespace as a visible sign, any other byte
- * (part of a longer UTF-8 character) as its hex value, a special token by its name (`<|end|>`).
+ * One byte-tokenizer token as a chip shows it: a printable ASCII byte as itself, whitespace as a visible sign, any
+ * other byte (part of a longer UTF-8 character) as its hex value, a special token by its name (`<|end|>`).
  */
 export function tokenLabel(token: number): string {
   if (token === 0x20) return "␣";
@@ -13,13 +14,50 @@ export function tokenLabel(token: number): string {
   if (token > 0x20 && token < 0x7f) return String.fromCharCode(token);
   if (token >= 0 && token < 256) return `\\x${token.toString(16).padStart(2, "0")}`;
   try {
-    return tokenizer.decode([token]);
+    return byteTokenizer.decode([token]);
   } catch {
     return `<${token}>`;
   }
 }
 
-/** The generated text as the server returns it: bytes decoded as UTF-8, special tokens left out. */
-export function completionText(tokens: readonly number[]): string {
+/** How a tokenizer's tokens are shown as chips: the label, and whether the chip ends a line of the text. */
+export interface TokenLabels {
+  label(token: number): string;
+  endsLine(token: number): boolean;
+}
+
+const byteLabels: TokenLabels = { label: tokenLabel, endsLine: (token) => token === 0x0a };
+const labelsOf = new WeakMap<Tokenizer, TokenLabels>();
+
+const visible: Record<string, string> = { " ": "␣", "\n": "↵", "\t": "⇥" };
+// Control characters (C0, DEL, C1) have no glyph: they are written as the byte notation tokenText uses for partial bytes.
+const invisible = /[ \n\t]|\p{Cc}/gu;
+const hexByte = (c: string) => `<0x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}>`;
+
+/**
+ * Chip labels for `tokenizer`'s tokens. A BPE token is its text (`tokenText`) with whitespace made visible as the byte
+ * tokenizer's chips show it (` the` → `␣the`), since a chip would otherwise drop a leading space and a token that is
+ * only whitespace would be an empty chip, and control characters written as `<0x04>`.
+ */
+export function tokenLabels(tokenizer: Tokenizer): TokenLabels {
+  if (tokenizer.kind === "byte") return byteLabels;
+  let labels = labelsOf.get(tokenizer);
+  if (!labels) {
+    labels = {
+      label(token) {
+        const text = tokenizer.tokenText(token);
+        // An id past the tokenizer's vocabulary (the model's embedding table is often padded) is shown as tokenText names it.
+        if (text === `<id ${token}>`) return text;
+        return text.replace(invisible, (c) => visible[c] ?? hexByte(c));
+      },
+      endsLine: (token) => tokenizer.tokenText(token).endsWith("\n"),
+    };
+    labelsOf.set(tokenizer, labels);
+  }
+  return labels;
+}
+
+/** The generated text as the server returns it: special tokens left out. */
+export function completionText(tokenizer: Tokenizer, tokens: readonly number[]): string {
   return tokenizer.decode(tokens, { skipSpecial: true });
 }

@@ -2,7 +2,7 @@
 
 import { Fragment, useId } from "react";
 import type { GeneratedToken } from "./protocol";
-import { tokenLabel } from "./token-label";
+import type { TokenLabels } from "./token-label";
 
 /** Chip colours by the token's probability, most confident first. */
 const BANDS = [
@@ -29,9 +29,9 @@ export function ProbabilityLegend() {
   );
 }
 
-function TokenChip({ token }: { token: GeneratedToken }) {
+function TokenChip({ token, labels }: { token: GeneratedToken; labels: TokenLabels }) {
   const tooltip = useId();
-  const label = tokenLabel(token.token);
+  const label = labels.label(token.token);
   return (
     <span
       tabIndex={0}
@@ -50,7 +50,7 @@ function TokenChip({ token }: { token: GeneratedToken }) {
         <span className="block font-sans text-slate-500">Most likely here:</span>
         {token.alternatives.map((choice) => (
           <span key={choice.token} className={`flex justify-between gap-2 ${choice.token === token.token ? "font-semibold text-slate-900" : ""}`}>
-            <span>{tokenLabel(choice.token)}</span>
+            <span className="font-mono break-all">{labels.label(choice.token)}</span>
             <span className="tabular-nums">{percent(choice.probability)}</span>
           </span>
         ))}
@@ -60,15 +60,34 @@ function TokenChip({ token }: { token: GeneratedToken }) {
 }
 
 /** The generated tokens as chips coloured by probability; hovering or focusing one shows the top alternatives. */
-export function TokenStream({ tokens }: { tokens: readonly GeneratedToken[] }) {
+export function TokenStream({ tokens, labels }: { tokens: readonly GeneratedToken[]; labels: TokenLabels }) {
   return (
     <div role="list" aria-label="Generated tokens" className="flex flex-wrap items-center gap-1">
       {tokens.map((token, i) => (
         <Fragment key={i}>
           <span role="listitem">
-            <TokenChip token={token} />
+            <TokenChip token={token} labels={labels} />
           </span>
-          {token.token === 0x0a && <span aria-hidden className="basis-full" />}
+          {labels.endsLine(token.token) && <span aria-hidden className="basis-full" />}
+        </Fragment>
+      ))}
+    </div>
+  );
+}
+
+/** Token ids as plain chips (the prompt as the model reads it), lines broken where the text breaks them. */
+export function TokenList({ tokens, labels, label }: { tokens: readonly number[]; labels: TokenLabels; label: string }) {
+  return (
+    <div role="list" aria-label={label} className="flex flex-wrap items-center gap-1">
+      {tokens.map((token, i) => (
+        <Fragment key={i}>
+          <span
+            role="listitem"
+            className="inline-flex min-w-5 justify-center rounded bg-slate-100 px-1 py-0.5 font-mono text-sm text-slate-700 ring-1 ring-slate-200 ring-inset"
+          >
+            {labels.label(token)}
+          </span>
+          {labels.endsLine(token) && <span aria-hidden className="basis-full" />}
         </Fragment>
       ))}
     </div>
