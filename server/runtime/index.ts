@@ -22,7 +22,7 @@ export {
   type RuntimeBackend,
   type RuntimeCapabilities,
 } from "./backend";
-export { readCheckpoint, checkpointFormat, checkpointVersion, CheckpointCorruptError, type CheckpointManifest } from "./checkpoint-store";
+export { readCheckpoint, writeCheckpoint, checkpointFormat, checkpointVersion, CheckpointCorruptError, type CheckpointManifest } from "./checkpoint-store";
 export {
   gptConfigSchema,
   loraConfigSchema,

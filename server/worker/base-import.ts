@@ -12,7 +12,7 @@ import { loadHFModel } from "@/lib/model/hf/weights";
 import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
-import { writeCheckpoint } from "../runtime/checkpoint-store";
+import { writeCheckpoint } from "../runtime";
 import { baseNameRule, builtinBaseNames, importedBasesDir } from "./base-catalog";
 
 export interface ImportOptions {
