@@ -166,7 +166,10 @@ describe("GET /api/models/<name>.onnx", () => {
       return { status: response.status, error: ((await response.json()) as { error: string }).error };
     };
     expect(await error(`${BASE}.safetensors`)).toEqual({ status: 404, error: expect.stringMatching(/ckpt_….onnx/) });
-    expect(await error("no-such-base.onnx")).toEqual({ status: 404, error: expect.stringMatching(/No model named 'no-such-base'.*built-in base/) });
+    expect(await error("no-such-base.onnx")).toEqual({
+      status: 404,
+      error: expect.stringMatching(/No model named 'no-such-base'.*a base, built-in or imported/),
+    });
     expect(await error("../../etc.onnx")).toEqual({ status: 404, error: expect.stringMatching(/No model named/) });
     expect(await error(`${newId("ckpt")}.onnx`)).toEqual({ status: 404, error: expect.stringMatching(/No checkpoint/) });
     expect(await error(`${fx.exportId}.onnx`)).toEqual({ status: 404, error: expect.stringMatching(/is an export/) });
