@@ -37,13 +37,17 @@ export interface GPTWeights {
   lmHead: Float32Array; // [C, V], no bias; empty when tied to the token embedding
 }
 
-/** GPT-2's initialisation: N(0, 0.02), with the residual projections scaled down by sqrt(2 * nLayers). */
-export function initGPTWeights(config: GPTConfig, rng: Rng): GPTWeights {
+/**
+ * GPT-2's initialisation: N(0, 0.02), with the residual projections scaled down by sqrt(2 * nLayers); with no
+ * generator, zero matrices (and unit norm gains), to be filled by a checkpoint.
+ */
+export function initGPTWeights(config: GPTConfig, rng: Rng | null): GPTWeights {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L } = config;
   const s = modelShape(config);
+  // Without a generator the matrices stay zero: for weights about to be loaded, drawing 100M normals costs seconds.
   const normal = (n: number, std: number) => {
     const a = new Float32Array(n);
-    for (let i = 0; i < n; i++) a[i] = rng.normal() * std;
+    if (rng) for (let i = 0; i < n; i++) a[i] = rng.normal() * std;
     return a;
   };
   const residualStd = 0.02 / Math.sqrt(2 * L);

@@ -55,7 +55,7 @@ export class BaseModel {
       if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
     }
     const tokenizer = tokenizerFromSpec(ckpt.json("tokenizer.json"), `checkpoint '${dir}'`);
-    const model = BaseModel.create(config, { ...options, tokenizer });
+    const model = new BaseModel(config, initGPTWeights(config, null), options.engine ?? currentBackend()?.engine ?? jsEngine, tokenizer);
     assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
     return model;
   }
