@@ -3,11 +3,13 @@
  *
  * A server is started (`tinkerlab start` as a child process, its own local worker) and, in the same run:
  *   - per-call overhead: a small `forward` (2 sequences of 8 tokens) 200 times in-process, then on a session of
- *     the same base; the median time of each and their difference, the HTTP round trip, the database row and the
- *     worker's long poll together;
- *   - a GRPO step: the arithmetic use case's template (32 groups of 8, its sampling), `--steps` steps (default 6)
+ *     the same base; the median time of each and their difference: the client's request, the worker's exchange
+ *     and their statements on the database together;
+ *   - a GRPO step: the arithmetic use case's template (32 groups of 8, its sampling), `--steps` steps (default 4)
  *     of lib/rl's trainRl in this process on an in-process TrainingClient, then the same config on a remote
- *     session; the median step time of each, and the remote's overhead over in-process in percent.
+ *     session, in `--rounds` rounds (default 3) that alternate the two, so that a change in the machine's load
+ *     (other processes on a shared machine) weighs on both alike; the median step time of each over all rounds,
+ *     and the remote's overhead over in-process in percent.
  * In-process runs in this process, the session on the server's worker process: the same kernels, each with the
  * machine to itself while it runs. The last line is JSON: {"remote_overhead_pct", "call_overhead_ms_p50", …}.
  */
@@ -24,7 +26,8 @@ import { ROOT, startServer, tempDir } from "../test/e2e/support/server";
 import { formatTable, median, quantile } from "./lib/measure";
 
 const option = (name: string, fallback: number) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
-const steps = option("--steps", 6);
+const steps = option("--steps", 4);
+const rounds = option("--rounds", 3);
 const calls = option("--calls", 200);
 
 const useCase = useCases.arithmetic!;
@@ -84,9 +87,14 @@ try {
   const remoteCall = await times(calls, () => probe.forward(batch));
   await probe.close();
 
-  const localSteps = await stepTimes(new TrainingClient(load(), { seed: config.seed }), load().config.contextLength);
+  const grpoLocal = new TrainingClient(load(), { seed: config.seed });
   const session = await client.training.create({ base, seed: config.seed, name: "bench-grpo" });
-  const remoteSteps = await stepTimes(session, session.contextLength);
+  const localSteps: number[] = [];
+  const remoteSteps: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    localSteps.push(...(await stepTimes(grpoLocal, load().config.contextLength)));
+    remoteSteps.push(...(await stepTimes(session, session.contextLength)));
+  }
   await session.close();
 
   const callOverhead = median(remoteCall) - median(localCall);
@@ -101,7 +109,7 @@ try {
       [
         [`forward, 2×8 tokens (ms, p50 of ${calls})`, ms(median(localCall)), ms(median(remoteCall)), ms(callOverhead)],
         [`forward (ms, p90)`, ms(quantile(localCall, 0.9)), ms(quantile(remoteCall, 0.9)), ms(quantile(remoteCall, 0.9) - quantile(localCall, 0.9))],
-        [`GRPO step (ms, median of ${localSteps.length})`, ms(median(localSteps)), ms(median(remoteSteps)), `${overheadPct.toFixed(1)}%`],
+        [`GRPO step (ms, median of ${localSteps.length}, ${rounds} rounds)`, ms(median(localSteps)), ms(median(remoteSteps)), `${overheadPct.toFixed(1)}%`],
       ],
     ),
   );

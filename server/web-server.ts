@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import path from "node:path";
 import next from "next";
+import { directProcedures, serveDirect } from "./api/direct";
 import { admitRequestBody } from "./api/limits";
 import { CLIENT_IP_HEADER } from "./auth/constants";
 import { setWorkerToken } from "./api/routers/worker";
@@ -40,6 +41,12 @@ export async function startWebServer(
     // Live metric streams go from the run's feed straight to the socket, past Next.js (see server/metrics/stream-sse.ts).
     if (isMetricStreamRequest(req.method, req.url)) {
       serveMetricStream(req, res).catch((error) => (console.error("metric stream failed:", error), res.destroy()));
+      return;
+    }
+    // A remote session's calls, its worker's exchanges and workers' reports, past Next.js too (server/api/direct.ts).
+    const direct = directProcedures(req.method, req.url);
+    if (direct) {
+      void serveDirect(req, res, direct);
       return;
     }
     void handle(req, res);

@@ -215,23 +215,44 @@ export function createClient(options: ClientOptions) {
 
 export type TinkerlabClient = ReturnType<typeof createClient>;
 
-type CallAnswer = RouterOutputs["sessions"]["invoke"];
+type CallAnswer = RouterOutputs["sessions"]["invokeMany"]["answers"][number];
+type SessionMethod = RouterInputs["sessions"]["invokeMany"]["calls"][number]["method"];
 
-/** How long one request waits on the server for a call's answer before asking again. */
+/** How long one request waits on the server for its calls' answers before asking again. */
 const ANSWER_WAIT_MS = 20_000;
-/** Tries of one request when the connection fails: the same call id each time, so the call runs once. */
+/** Tries of one request when the connection fails: the same call ids each time, so each call runs once. */
 const SEND_TRIES = 8;
+/** The most calls one request carries (the server's MAX_CALLS_PER_REQUEST). */
+const CALLS_PER_REQUEST = 64;
+/**
+ * The most JSON of calls' arguments one request carries when it carries several: half the 16 MiB the server
+ * accepts in one request, which leaves room for the envelope and escapes. A call larger than this goes alone (and
+ * one over the server's limit is refused with a 413 that says how to split it).
+ */
+const REQUEST_JSON_BUDGET = 8 * 1024 * 1024;
+
+/** A call made and not yet answered, its arguments as the JSON text sent. */
+type QueuedCall = {
+  callId: string;
+  method: SessionMethod;
+  argsJson: string;
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+};
 
 /**
  * A remote training session: the training primitives (lib/rl/primitives.ts) of a model on a worker, with the same
  * types and results as the in-process TrainingClient, so `trainRl` and a script's own loop run on it unchanged.
- * Every call returns at once a promise of its answer, so a loop can overlap calls (sample the next batch while the
- * last one trains): the calls run on the worker one at a time, in the order they were made. Each call has its own
- * id; a request lost with its connection is sent again with that id, and the server answers it from the one run.
+ * Every call returns at once a promise of its answer, so a loop can make several calls before awaiting them (a
+ * step's forward-backward chunks and its optimizer step; the next sample while the last batch trains): the calls
+ * run on the worker one at a time, in the order they were made. Calls made together (before the client next
+ * yields), or while the session's request is out, travel in one request (`sessions.invokeMany`) that returns when
+ * the last has run; its worker takes them together and runs them back to back. Each call has its own id; a
+ * request lost with its connection is sent again with those ids, and the server answers each from its one run.
  */
 export class RemoteTrainingSession implements TrainingPrimitives {
-  private submitted: Promise<void> = Promise.resolve();
-  private unanswered = 0;
+  private readonly queue: QueuedCall[] = [];
+  private sending = false;
 
   constructor(
     private readonly api: ReturnType<typeof createTRPCClient<AppRouter>>,
@@ -267,32 +288,62 @@ export class RemoteTrainingSession implements TrainingPrimitives {
     return this.call<{ step: number; checkpointId: string | null }>("close", {});
   }
 
-  private async call<T>(method: RouterInputs["sessions"]["invoke"]["method"], args: Record<string, unknown>): Promise<T> {
-    const callId = randomId();
-    // With another call unanswered, this one is only submitted in its first request (its place in the order),
-    // and waited for in the next; alone, one request submits it and waits for its answer.
-    const pipelined = this.unanswered > 0;
-    this.unanswered += 1;
-    const previous = this.submitted;
-    let markSubmitted = () => {};
-    this.submitted = new Promise<void>((resolve) => (markSubmitted = resolve));
+  private call<T>(method: SessionMethod, args: Record<string, unknown>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ callId: randomId(), method, argsJson: JSON.stringify(args), resolve: resolve as (result: unknown) => void, reject });
+      if (this.sending) return;
+      this.sending = true;
+      // After the caller's synchronous code, so that the calls it makes together leave in one request.
+      queueMicrotask(() => void this.drain());
+    });
+  }
+
+  /** Sends the queued calls, a request at a time: each request's calls are in place before the next is sent. */
+  private async drain(): Promise<void> {
     try {
-      await previous;
-      let answer = await this.send(callId, method, args, pipelined ? 0 : ANSWER_WAIT_MS);
-      markSubmitted();
-      while (answer.state === "queued" || answer.state === "running") answer = await this.send(callId, method, args, ANSWER_WAIT_MS);
-      if (answer.state === "failed") throw new TinkerlabError(`${method} failed on session ${this.sessionId}: ${answer.error}`, "CALL_FAILED", null);
-      return answer.result as T;
+      while (this.queue.length > 0) await this.settle(this.nextRequest());
     } finally {
-      markSubmitted();
-      this.unanswered -= 1;
+      this.sending = false;
     }
   }
 
-  private async send(callId: string, method: RouterInputs["sessions"]["invoke"]["method"], args: Record<string, unknown>, waitMs: number): Promise<CallAnswer> {
+  /** The calls of the next request, in order: up to CALLS_PER_REQUEST, and REQUEST_JSON_BUDGET unless alone. */
+  private nextRequest(): QueuedCall[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.queue.length && count < CALLS_PER_REQUEST) {
+      bytes += this.queue[count]!.argsJson.length;
+      if (count > 0 && bytes > REQUEST_JSON_BUDGET) break;
+      count += 1;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  /** Sends `calls` until each is answered, settling each call's promise with its answer. */
+  private async settle(calls: QueuedCall[]): Promise<void> {
+    let waiting = calls;
+    try {
+      while (waiting.length > 0) {
+        const answers = await this.send(waiting);
+        waiting = waiting.filter((call, i) => {
+          const answer = answers[i];
+          if (!answer || answer.state === "queued" || answer.state === "running") return true;
+          if (answer.state === "failed") {
+            call.reject(new TinkerlabError(`${call.method} failed on session ${this.sessionId}: ${answer.error}`, "CALL_FAILED", null));
+          } else call.resolve(answer.resultJson === null ? null : JSON.parse(answer.resultJson));
+          return false;
+        });
+      }
+    } catch (error) {
+      for (const call of waiting) call.reject(error);
+    }
+  }
+
+  private async send(calls: QueuedCall[]): Promise<CallAnswer[]> {
+    const input = { sessionId: this.sessionId, calls: calls.map(({ callId, method, argsJson }) => ({ callId, method, argsJson })), waitMs: ANSWER_WAIT_MS };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.guard(() => this.api.sessions.invoke.mutate({ sessionId: this.sessionId, callId, method, args, waitMs }));
+        return (await this.guard(() => this.api.sessions.invokeMany.mutate(input))).answers;
       } catch (error) {
         const lost = error instanceof TinkerlabError && (error.code === "UNREACHABLE" || error.status === 502 || error.status === 503 || error.status === 504);
         if (!lost || attempt >= SEND_TRIES) throw error;

@@ -8,7 +8,7 @@ import { evaluateAndReport } from "./evaluate";
 import type { PolicyModel } from "./primitives";
 import { chunkBatch, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
 import { evaluationSpecs, splitDataset, type TrainingHooks } from "./train";
-import { CHUNK_SEQUENCES } from "./update";
+import { CHUNK_SEQUENCES, madeTogether } from "./update";
 
 export type Conversation = ChatMessage[];
 export { parseConversations } from "@/lib/sdk/dataset";
@@ -40,12 +40,14 @@ export async function sftStep(
   const batch = renderConversations(policy, conversations, options.promptWeight);
   let lossSum = 0;
   let tokens = 0;
-  for (const chunk of chunkBatch(batch, CHUNK_SEQUENCES)) {
-    const { loss, metrics } = await policy.primitives.forwardBackward(chunk, "cross_entropy");
+  // Made together, then awaited: one request of a remote session (lib/rl/update.ts, `madeTogether`).
+  const passes = chunkBatch(batch, CHUNK_SEQUENCES).map((chunk) => policy.primitives.forwardBackward(chunk, "cross_entropy"));
+  const stepped = policy.primitives.optimStep({ lr: options.learningRate, weightDecay: options.weightDecay ?? 0, gradClip: options.gradClip ?? 1 });
+  const [results, { gradNorm }] = await madeTogether(passes, stepped);
+  for (const { loss, metrics } of results) {
     lossSum += loss * (metrics.tokens ?? 1);
     tokens += metrics.tokens ?? 1;
   }
-  const { gradNorm } = await policy.primitives.optimStep({ lr: options.learningRate, weightDecay: options.weightDecay ?? 0, gradClip: options.gradClip ?? 1 });
   return { "loss/sft": lossSum / Math.max(tokens, 1), "train/grad_norm": gradNorm, "train/tokens": tokens };
 }
 

@@ -17,8 +17,9 @@ export async function policyUpdate(
   let gradNorm = 0;
   if (batch.tokens.length === 0) return { "train/sequences": 0 };
   for (let epoch = 0; epoch < config.epochs; epoch++) {
-    for (const chunk of chunkBatch(batch, CHUNK_SEQUENCES)) {
-      const { metrics } = await primitives.forwardBackward(chunk, config.loss, {
+    // An epoch's calls are made together, then awaited (see `madeTogether`).
+    const passes = chunkBatch(batch, CHUNK_SEQUENCES).map((chunk) =>
+      primitives.forwardBackward(chunk, config.loss, {
         // The sampler's logprobs are of softmax(logits / T); the loss must compare like with like.
         temperature: temperature > 0 ? temperature : 1,
         clipLow: config.clipRange,
@@ -26,7 +27,11 @@ export async function policyUpdate(
         klCoef: config.klCoef,
         entropyCoef: config.entropyCoef,
         valueCoef: config.valueCoef,
-      });
+      }),
+    );
+    const stepped = primitives.optimStep({ lr: config.learningRate, weightDecay: config.weightDecay, gradClip: config.gradClip });
+    const [results, step] = await madeTogether(passes, stepped);
+    for (const { metrics } of results) {
       const tokens = metrics.tokens ?? 1;
       for (const [name, value] of Object.entries(metrics)) {
         if (name === "tokens" || !Number.isFinite(value)) continue;
@@ -34,9 +39,24 @@ export async function policyUpdate(
       }
       weight += tokens;
     }
-    ({ gradNorm } = await primitives.optimStep({ lr: config.learningRate, weightDecay: config.weightDecay, gradClip: config.gradClip }));
+    gradNorm = step.gradNorm;
   }
   const out: Record<string, number> = { "train/grad_norm": gradNorm, "train/sequences": batch.tokens.length, "train/tokens": weight / config.epochs };
   for (const [name, sum] of Object.entries(sums)) out[name === "clip_frac" ? "train/clip_frac" : name] = sum / weight;
   return out;
+}
+
+/**
+ * Awaits an update's forward-backward passes and the optimizer step that were made together, without awaiting
+ * each pass before making the next. A remote session (lib/client) sends calls made together in one request and its
+ * worker runs them back to back, where awaiting each would cost a round trip per call; the in-process
+ * TrainingClient runs each call as it is made, so the results are the same either way. As the calls are all made,
+ * a pass that fails does not hold back the step (it applies the gradients of the others); the update then throws
+ * that pass's error.
+ */
+export async function madeTogether<P, S>(passes: Promise<P>[], stepped: Promise<S>): Promise<[P[], S]> {
+  const [results, step] = await Promise.allSettled([Promise.all(passes), stepped]);
+  if (results.status === "rejected") throw results.reason;
+  if (step.status === "rejected") throw step.reason;
+  return [results.value, step.value];
 }

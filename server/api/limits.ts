@@ -32,6 +32,16 @@ const SOURCE: RequestLimit = {
   advice: "keep an experiment's source files and config under 2 MiB together; put large data in a dataset (Datasets page) and read it by name",
 };
 
+// A remote session's call: a batch of token sequences with their per-token arrays (weights, logprobs, advantages,
+// allowed tokens), about 20-60 bytes of JSON a token; 16 MiB holds ~300,000 tokens.
+const SESSION_CALL: RequestLimit = {
+  bytes: 16 * MiB,
+  advice:
+    "split the batch: pass fewer sequences to each forwardBackward call and call it several times before one optimStep (gradients add up until the step); forward and sample take fewer sequences or prompts the same way",
+};
+
+const SESSION_ANSWER: RequestLimit = { bytes: 64 * MiB, advice: "ask for fewer samples or shorter ones in one call", workersOnly: true };
+
 /** The procedures that take more than the default. A batch gets the largest limit among its procedures. */
 export const REQUEST_LIMITS: Readonly<Record<string, RequestLimit>> = {
   "experiments.create": SOURCE,
@@ -43,14 +53,13 @@ export const REQUEST_LIMITS: Readonly<Record<string, RequestLimit>> = {
     bytes: 2 * MAX_DATASET_BYTES + MiB,
     advice: `a dataset holds at most ${MAX_DATASET_BYTES / MiB} MiB of text: split it into several datasets`,
   },
-  // A remote session's call: a batch of token sequences with their per-token arrays (weights, logprobs,
-  // advantages, allowed tokens), about 20-60 bytes of JSON a token; 16 MiB holds ~300,000 tokens.
-  "sessions.invoke": {
-    bytes: 16 * MiB,
-    advice: "split the batch over several forwardBackward calls before one optimStep (gradients add up until the step)",
-  },
-  // A session call's answer (a sample's or forward's tokens and logprobs), sent by the worker.
-  "worker.sessionAnswer": { bytes: 64 * MiB, advice: "ask for fewer samples or shorter ones in one call", workersOnly: true },
+  "sessions.invoke": SESSION_CALL,
+  // Calls made together, in one request: the client sends a call larger than half of this alone.
+  "sessions.invokeMany": SESSION_CALL,
+  // A session call's answer (a sample's or forward's tokens and logprobs), sent by the worker; an exchange carries
+  // the answers of calls sent together (the worker sends them one by one when together they are refused).
+  "worker.sessionAnswer": SESSION_ANSWER,
+  "worker.sessionExchange": SESSION_ANSWER,
   // One or more steps' metrics, rollouts (prompt, each turn's text, legal actions, tokens and their logprobs) and
   // log lines. A rollout of the built-in use cases is 0.3-6 KiB of JSON and a step's report at their templates'
   // settings 64 KiB-1.2 MiB (text-world's 200 evaluation episodes), so this holds 10,000 rollouts (the most a report

@@ -27,12 +27,21 @@ export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type 
 export { estimateQueuedStarts, type StartEstimate } from "./forecast";
 export {
   answerSessionCall,
+  answerSessionCalls,
   callSession,
+  callSessionMany,
   DEFAULT_LEASE_SECONDS,
+  MAX_CALLS_PER_REQUEST,
   MAX_LEASE_SECONDS,
   openSession,
   sessionMethods,
+  exchangeSessionCalls,
   takeSessionCall,
+  takeSessionCalls,
+  type SessionAnswer,
+  type SessionCallAnswer,
+  type SessionCallInput,
   type SessionCallRow,
   type SessionMethod,
+  type TakenSessionCall,
 } from "./sessions";

@@ -33,6 +33,8 @@ const POLL_MS = 200;
 export const SESSIONS_TEMPLATE = "remote-sessions";
 
 export type SessionCallRow = { id: string; state: "queued" | "running" | "done" | "failed"; result: unknown; error: string | null; method: string };
+/** A call's answer with its result as the JSON text stored (null: none yet, or it failed). */
+export type SessionCallAnswer = Omit<SessionCallRow, "result"> & { resultJson: string | null };
 
 export type OpenSession = {
   projectId: string;
@@ -49,9 +51,13 @@ export type OpenSession = {
 
 /**
  * In-process wake-ups: a new call for a run, an answer for a call. An answer's waiter is handed the answer
- * itself (the row as the database now holds it), so that the hot path reads nothing back.
+ * itself (the row as the database now holds it), so that the hot path reads nothing back. Process-wide (on
+ * globalThis): the web server answers a session's calls and its worker's exchanges itself, past Next.js
+ * (server/api/direct.ts), while Next's bundle holds its own copy of this module for the same procedures sent
+ * another way (a worker's answer batched with a report); a wake from either must reach a waiter in the other.
  */
-const waiters = new Map<string, Set<(payload: unknown) => void>>();
+const holder = globalThis as typeof globalThis & { __tinkerlabSessionWaiters?: Map<string, Set<(payload: unknown) => void>> };
+const waiters = (holder.__tinkerlabSessionWaiters ??= new Map());
 
 function wake(key: string, payload: unknown = null) {
   const set = waiters.get(key);
@@ -60,21 +66,35 @@ function wake(key: string, payload: unknown = null) {
   for (const resolve of set) resolve(payload);
 }
 
-/** Resolves with the wake's payload when `key` is woken, or null after `ms` or when `signal` aborts. */
-function waitFor(key: string, ms: number, signal?: AbortSignal): Promise<unknown> {
+/** Listens for the next wake of `key`: `woken` resolves with its payload; `stop` ends the listening. */
+function listen(key: string): { woken: Promise<unknown>; stop(): void } {
+  let set = waiters.get(key);
+  if (!set) waiters.set(key, (set = new Set()));
+  let resolve!: (payload: unknown) => void;
+  const woken = new Promise<unknown>((done) => (resolve = done));
+  set.add(resolve);
+  const listening = set;
+  return {
+    woken,
+    stop() {
+      listening.delete(resolve);
+      if (listening.size === 0 && waiters.get(key) === listening) waiters.delete(key);
+    },
+  };
+}
+
+/** What `woken` resolves with, or null after `ms` or when `signal` aborts. */
+function within(woken: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<unknown> {
   return new Promise((resolve) => {
-    let set = waiters.get(key);
-    if (!set) waiters.set(key, (set = new Set()));
-    const done = (payload: unknown = null) => {
+    const done = (payload: unknown) => {
       clearTimeout(timer);
-      set!.delete(done);
       signal?.removeEventListener("abort", onAbort);
       resolve(payload);
     };
     const onAbort = () => done(null);
     const timer = setTimeout(onAbort, ms);
-    set.add(done);
     signal?.addEventListener("abort", onAbort, { once: true });
+    void woken.then(done);
   });
 }
 
@@ -176,6 +196,12 @@ async function sessionJob(db: Database, sessionId: string): Promise<{ status: Jo
   return { status: row.status, reason: row.reason };
 }
 
+/** One call of a session as its client sends it: its own id (a retry sends the same), the primitive, its arguments. */
+export type SessionCallInput = { callId: string; method: SessionMethod; argsJson: string };
+
+/** The most calls one request may submit together (`callSessionMany`). */
+export const MAX_CALLS_PER_REQUEST = 64;
+
 /**
  * Submits a call (or finds it again, by its id) and waits up to `waitMs` for its answer. A call to a session that
  * has ended is refused with the reason it ended, unless it was answered before.
@@ -185,48 +211,133 @@ export async function callSession(
   input: { sessionId: string; callId: string; method: SessionMethod; args: unknown; waitMs: number },
   signal?: AbortSignal,
 ): Promise<SessionCallRow> {
-  // A new call is inserted only while its session's job has not ended: one statement for the common case.
-  const args = JSON.stringify(input.args ?? null);
+  const call = { callId: input.callId, method: input.method, argsJson: JSON.stringify(input.args ?? null) };
+  const [{ resultJson, ...answer }] = (await callSessionMany(db, { sessionId: input.sessionId, calls: [call], waitMs: input.waitMs }, signal)) as [
+    SessionCallAnswer,
+  ];
+  return { ...answer, result: resultJson === null ? null : (JSON.parse(resultJson) as unknown) };
+}
+
+/**
+ * Submits calls in the order given (each after every call submitted before, or found again by its id) and waits up
+ * to `waitMs` for their answers, which come in that order too: those not answered by then are returned queued or
+ * running, and the same calls sent again wait on. Several calls made together (a step's forward-backward chunks and
+ * its optimizer step) so cost the server one request and one statement, and their worker takes them together. A
+ * call to a session that has ended is refused with the reason it ended, unless it was answered before.
+ */
+export async function callSessionMany(
+  db: Database,
+  input: { sessionId: string; calls: SessionCallInput[]; waitMs: number },
+  signal?: AbortSignal,
+): Promise<SessionCallAnswer[]> {
+  const { sessionId, calls } = input;
+  if (new Set(calls.map((call) => call.callId)).size !== calls.length) {
+    throw new RunStateError("the same call id appears twice in one request; give each call a fresh id", "CONFLICT");
+  }
+  // Every call's answer is listened for from the start, before the worker can see the call: a worker answers the
+  // calls it ran together at once, and a wake before its listener would be heard only at the next poll.
+  const answers = new Map(calls.map((call) => [call.callId, listen(`answer:${call.callId}`)]));
+  try {
+    const rows = await submitCalls(db, sessionId, calls);
+    await waitForAnswers(db, sessionId, rows, answers, Date.now() + input.waitMs, signal);
+    return rows.map(({ runId: _, result, ...answer }) => ({ ...answer, resultJson: result }));
+  } finally {
+    for (const listening of answers.values()) listening.stop();
+  }
+}
+
+const unanswered = (row: CallRow) => row.state === "queued" || row.state === "running";
+
+/**
+ * Inserts the calls not submitted before, in one statement and in their order (the serial `seq` follows it), while
+ * the session's job has not ended and none of the ids is another session's or another method's; returns each
+ * call's row.
+ */
+async function submitCalls(db: Database, sessionId: string, calls: SessionCallInput[]): Promise<CallRow[]> {
+  const values = sql.join(
+    calls.map((call, i) => sql`(${call.callId}::text, ${call.method}::text, ${call.argsJson}::text, ${i}::int)`),
+    sql`, `,
+  );
+  // A worker waiting in this process for the session's calls is handed the new ones with the wake, marked running
+  // by this statement, so that it takes them without a statement of its own: when it waits, and no older call is
+  // unanswered (they would come first).
+  const handOff = waiters.has(`calls:${sessionId}`);
   const inserted = await db.execute(sql`
-    insert into ${sessionCalls} (id, run_id, method, args)
-    select ${input.callId}, ${input.sessionId}, ${input.method}, ${args}
+    with given (id, method, args, n) as (values ${values})
+    insert into ${sessionCalls} (id, run_id, method, args, state)
+    select given.id, ${sessionId}, given.method, given.args,
+      case when ${handOff}::boolean and not exists (
+        select 1 from ${sessionCalls} older where older.run_id = ${sessionId} and older.state in ('queued', 'running')
+      ) then 'running'::session_call_state else 'queued'::session_call_state end
+    from given
     where exists (
-      select 1 from ${jobs} where ${jobs.runId} = ${input.sessionId} and ${jobs.kind} = 'session'
+      select 1 from ${jobs} where ${jobs.runId} = ${sessionId} and ${jobs.kind} = 'session'
         and ${jobs.status} not in ('completed', 'failed', 'cancelled'))
+      and not exists (
+        select 1 from ${sessionCalls} taken join given other on taken.id = other.id
+        where taken.run_id <> ${sessionId} or taken.method <> other.method)
+    order by given.n
     on conflict (id) do nothing
-    returning id`);
-  let row: CallRow | undefined;
-  if ((inserted as unknown as { rows: unknown[] }).rows.length > 0) {
-    wake(`calls:${input.sessionId}`);
-    row = { id: input.callId, runId: input.sessionId, state: "queued", result: null, error: null, method: input.method };
-  } else {
-    row = await readCall(db, input.callId);
-    if (!row) {
-      const job = await sessionJob(db, input.sessionId);
-      throw new RunStateError(`session ${input.sessionId} has ended (${job.status}${job.reason ? `: ${job.reason}` : ""}); open a new one`, "CONFLICT");
-    }
-    if (row.runId !== input.sessionId) throw new RunStateError(`call id '${input.callId}' belongs to another session; give each call a fresh id`, "CONFLICT");
-    if (row.method !== input.method) throw new RunStateError(`call id '${input.callId}' was a ${row.method} call; give each call a fresh id`, "CONFLICT");
+    returning id, state`);
+  const states = new Map((inserted as unknown as { rows: { id: string; state: CallRow["state"] }[] }).rows.map((row) => [row.id, row.state]));
+  const fresh = new Set(states.keys());
+  if (fresh.size > 0) {
+    const handed = calls.flatMap((call): TakenSessionCall[] =>
+      states.get(call.callId) === "running" ? [{ id: call.callId, method: call.method, argsJson: call.argsJson }] : [],
+    );
+    wake(`calls:${sessionId}`, handed.length > 0 ? handed : null);
   }
-  const until = Date.now() + input.waitMs;
-  while (row!.state === "queued" || row!.state === "running") {
-    const left = until - Date.now();
-    if (left <= 0 || signal?.aborted) break;
-    const answered = (await waitFor(`answer:${input.callId}`, Math.min(left, POLL_MS), signal)) as CallRow | null;
-    row = answered ?? (await readCall(db, input.callId));
-    if (row!.state === "queued" || row!.state === "running") {
-      // The session may have ended with this call unanswered (its worker lost, the session cancelled).
-      const job = await sessionJob(db, input.sessionId);
-      if (terminalJobStates.has(job.status)) {
-        throw new RunStateError(
-          `session ${input.sessionId} ended (${job.status}${job.reason ? `: ${job.reason}` : ""}) before answering this ${input.method} call`,
-          "CONFLICT",
-        );
+  const before = calls.filter((call) => !fresh.has(call.callId)).map((call) => call.callId);
+  const known = before.length > 0 ? await readCalls(db, before) : new Map<string, CallRow>();
+  const rows: CallRow[] = [];
+  for (const call of calls) {
+    if (fresh.has(call.callId)) {
+      rows.push({ id: call.callId, runId: sessionId, state: states.get(call.callId)!, result: null, error: null, method: call.method });
+      continue;
+    }
+    const row = known.get(call.callId);
+    if (row && row.runId !== sessionId) throw new RunStateError(`call id '${call.callId}' belongs to another session; give each call a fresh id`, "CONFLICT");
+    if (row && row.method !== call.method) throw new RunStateError(`call id '${call.callId}' was a ${row.method} call; give each call a fresh id`, "CONFLICT");
+    if (row) rows.push(row);
+  }
+  if (rows.length < calls.length) {
+    const job = await sessionJob(db, sessionId);
+    const why = `${job.status}${job.reason ? `: ${job.reason}` : ""}`;
+    if (terminalJobStates.has(job.status)) throw new RunStateError(`session ${sessionId} has ended (${why}); open a new one`, "CONFLICT");
+    throw new RunStateError(`calls of session ${sessionId} could not be submitted (it is ${why}); send them again`, "CONFLICT");
+  }
+  return rows;
+}
+
+/** Waits for the rows' answers in order until `until`, putting each answer in its row's place. */
+async function waitForAnswers(
+  db: Database,
+  sessionId: string,
+  rows: CallRow[],
+  answers: Map<string, { woken: Promise<unknown> }>,
+  until: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (let i = 0; i < rows.length; i++) {
+    let row = rows[i]!;
+    while (unanswered(row)) {
+      const left = until - Date.now();
+      if (left <= 0 || signal?.aborted) return; // the rest are returned as they stand
+      const answered = (await within(answers.get(row.id)!.woken, Math.min(left, POLL_MS), signal)) as CallRow | null;
+      row = answered ?? (await readCall(db, row.id))!;
+      if (unanswered(row)) {
+        // The session may have ended with this call unanswered (its worker lost, the session cancelled).
+        const job = await sessionJob(db, sessionId);
+        if (terminalJobStates.has(job.status)) {
+          throw new RunStateError(
+            `session ${sessionId} ended (${job.status}${job.reason ? `: ${job.reason}` : ""}) before answering this ${row.method} call`,
+            "CONFLICT",
+          );
+        }
       }
+      rows[i] = row;
     }
   }
-  const { runId: _, result, ...answer } = row!;
-  return { ...answer, result: result === null ? null : (JSON.parse(result) as unknown) };
 }
 
 /** Session jobs found held, by job and worker: a job's worker and run do not change while it runs. */
@@ -261,44 +372,125 @@ async function readCall(db: Database, callId: string) {
   return row;
 }
 
+/** Calls' rows by their ids (those that exist). */
+async function readCalls(db: Database, callIds: string[]): Promise<Map<string, CallRow>> {
+  const rows = await db.select(callColumns).from(sessionCalls).where(inArray(sessionCalls.id, callIds));
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * A call as its worker takes it: its arguments as the JSON text stored, which the worker parses, so that the server
+ * neither parses nor re-encodes them and every path (handed over, taken, taken again) gives the worker the same.
+ */
+export type TakenSessionCall = { id: string; method: SessionMethod; argsJson: string };
+/** A worker's answer to a call: its result as JSON text (stored as it is), or the error the call raised. */
+export type SessionAnswer = { callId: string; resultJson?: string; error?: string | null };
+
+/** The most JSON of arguments one take hands a worker when it hands several calls (one call is handed whatever its size). */
+const TAKE_ARGS_BYTES = 16 * 1024 * 1024;
+
 /** The worker's side: the session's next call in order (marked running), waiting up to `waitMs` for one. */
-export async function takeSessionCall(
-  db: Database,
-  input: { workerId: string; jobId: string; waitMs: number },
-): Promise<{ id: string; method: SessionMethod; args: unknown } | null> {
+export async function takeSessionCall(db: Database, input: { workerId: string; jobId: string; waitMs: number }): Promise<TakenSessionCall | null> {
+  const [call] = await takeSessionCalls(db, { ...input, max: 1 });
+  return call ?? null;
+}
+
+/**
+ * The session's next calls in order, up to `max` of them and TAKE_ARGS_BYTES of arguments (at least one), marked
+ * running; waits up to `waitMs` for one. Calls queued together (a client's request of several) are so taken in one
+ * round trip, and the worker runs them back to back.
+ */
+export async function takeSessionCalls(db: Database, input: { workerId: string; jobId: string; waitMs: number; max: number }): Promise<TakenSessionCall[]> {
   const sessionId = await heldSession(db, input.workerId, input.jobId);
   const until = Date.now() + input.waitMs;
   for (;;) {
-    // A call left running (its worker stopped mid-call and the session was placed again) is run again: its answer
-    // never reached anyone. Otherwise the oldest queued call.
-    const [next] = await db
-      .update(sessionCalls)
-      .set({ state: "running" })
-      .where(
-        eq(
-          sessionCalls.id,
-          sql`(select ${sessionCalls.id} from ${sessionCalls} where ${sessionCalls.runId} = ${sessionId} and ${inArray(sessionCalls.state, ["queued", "running"])} order by ${sessionCalls.seq} limit 1)`,
-        ),
-      )
-      .returning({ id: sessionCalls.id, method: sessionCalls.method, args: sessionCalls.args });
-    if (next) return { id: next.id, method: next.method as SessionMethod, args: JSON.parse(next.args) as unknown };
-    const left = until - Date.now();
-    if (left <= 0) return null;
-    await waitFor(`calls:${sessionId}`, Math.min(left, POLL_MS));
+    // Listening before looking: a call submitted while the statement runs wakes the wait below.
+    const submitted = listen(`calls:${sessionId}`);
+    try {
+      const taken = await takeNow(db, sessionId, input.max);
+      if (taken.length > 0) return taken;
+      const left = until - Date.now();
+      if (left <= 0) return [];
+      // Calls handed over with the wake (see submitCalls) are already marked running; the rest stay so until taken.
+      const handed = (await within(submitted.woken, Math.min(left, POLL_MS))) as TakenSessionCall[] | null;
+      if (handed) return handed.slice(0, input.max);
+    } finally {
+      submitted.stop();
+    }
   }
 }
 
-/** The worker's answer to a call: its result, or the error the call raised. */
-export async function answerSessionCall(db: Database, input: { workerId: string; jobId: string; callId: string; result?: unknown; error?: string | null }) {
-  const sessionId = await heldSession(db, input.workerId, input.jobId);
-  const [row] = await db
-    .update(sessionCalls)
-    .set(
-      input.error
-        ? { state: "failed", error: input.error, result: null, answeredAt: new Date() }
-        : { state: "done", result: JSON.stringify(input.result ?? null), error: null, answeredAt: new Date() },
+/** The session's next calls in order (see `takeSessionCalls`), marked running; none when none is waiting. */
+async function takeNow(db: Database, sessionId: string, max: number): Promise<TakenSessionCall[]> {
+  // Calls left running (their worker stopped mid-call and the session was placed again) are run again: their
+  // answers never reached anyone. Then the queued ones, oldest first.
+  const taken = await db.execute(sql`
+    update ${sessionCalls} set state = 'running'
+    where ${sessionCalls.id} in (
+      select id from (
+        select id, row_number() over (order by seq) as n, sum(octet_length(args)) over (order by seq) as bytes
+        from ${sessionCalls} where ${sessionCalls.runId} = ${sessionId} and ${inArray(sessionCalls.state, ["queued", "running"])}
+      ) unanswered
+      where n = 1 or (n <= ${max} and bytes <= ${TAKE_ARGS_BYTES})
     )
-    .where(and(eq(sessionCalls.id, input.callId), eq(sessionCalls.runId, sessionId)))
-    .returning(callColumns);
-  if (row) wake(`answer:${input.callId}`, row);
+    returning id, seq, method, args`);
+  const rows = (taken as unknown as { rows: { id: string; seq: number | string; method: string; args: string }[] }).rows;
+  return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => ({ id: row.id, method: row.method as SessionMethod, argsJson: row.args }));
+}
+
+/** The worker's answer to a call: its result, or the error the call raised (see `answerSessionCalls`). */
+export async function answerSessionCall(
+  db: Database,
+  input: { workerId: string; jobId: string; callId: string; result?: unknown; error?: string | null },
+): Promise<void> {
+  const answer = { callId: input.callId, resultJson: JSON.stringify(input.result ?? null), error: input.error };
+  await answerSessionCalls(db, { workerId: input.workerId, jobId: input.jobId, answers: [answer] });
+}
+
+/**
+ * The worker's answers to calls, in one statement, each waking its client. A call keeps its first answer: an
+ * answer sent again (its response lost with the connection) changes nothing.
+ */
+export async function answerSessionCalls(db: Database, input: { workerId: string; jobId: string; answers: SessionAnswer[] }): Promise<void> {
+  const sessionId = await heldSession(db, input.workerId, input.jobId);
+  if (input.answers.length === 0) return;
+  const values = sql.join(
+    input.answers.map((answer) =>
+      answer.error
+        ? sql`(${answer.callId}::text, 'failed', null::text, ${answer.error}::text)`
+        : sql`(${answer.callId}::text, 'done', ${answer.resultJson ?? "null"}::text, null::text)`,
+    ),
+    sql`, `,
+  );
+  const answered = await db.execute(sql`
+    update ${sessionCalls} set state = given.state::session_call_state, result = given.result, error = given.error, answered_at = now()
+    from (values ${values}) as given (id, state, result, error)
+    where ${sessionCalls.id} = given.id and ${sessionCalls.runId} = ${sessionId} and ${inArray(sessionCalls.state, ["queued", "running"])}
+    returning ${sessionCalls.id} as id, ${sessionCalls.method} as method`);
+  // Each client is woken with its call's row as now stored, made here from the answer (not read back).
+  const byId = new Map(input.answers.map((answer) => [answer.callId, answer]));
+  for (const row of (answered as unknown as { rows: { id: string; method: string }[] }).rows) {
+    const answer = byId.get(row.id)!;
+    const stored: CallRow = answer.error
+      ? { id: row.id, runId: sessionId, state: "failed", result: null, error: answer.error, method: row.method }
+      : { id: row.id, runId: sessionId, state: "done", result: answer.resultJson ?? "null", error: null, method: row.method };
+    wake(`answer:${row.id}`, stored);
+  }
+}
+
+/**
+ * A worker's round trip: its answers to the calls it ran, then (with `take`) the session's next calls, taken as
+ * `takeSessionCalls` would once the answers are stored and their clients woken. A busy worker so makes one request
+ * per batch of calls.
+ */
+export async function exchangeSessionCalls(
+  db: Database,
+  input: { workerId: string; jobId: string; answers: SessionAnswer[]; take?: { waitMs: number; max: number } },
+): Promise<{ calls: TakenSessionCall[] }> {
+  await answerSessionCalls(db, input);
+  if (!input.take) return { calls: [] };
+  // A turn of the event loop first, so that the woken clients' responses are written before the take's statement
+  // holds the thread (the embedded database runs on it).
+  if (input.answers.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+  return { calls: await takeSessionCalls(db, { workerId: input.workerId, jobId: input.jobId, ...input.take }) };
 }

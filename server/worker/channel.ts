@@ -10,7 +10,6 @@ import pg from "pg";
 import { sql } from "drizzle-orm";
 import { openDatabase, type DatabaseHandle } from "../db";
 import {
-  answerSessionCall,
   claimJob,
   finishJob,
   heartbeat,
@@ -21,14 +20,15 @@ import {
   schedulerTick,
   setAsideCheckpoint,
   storeReport,
-  takeSessionCall,
+  exchangeSessionCalls,
   type ClaimedJob,
   type DeviceSpec,
   type FinishOutcome,
   type JobsNotice,
   type ReportInput,
-  type SessionMethod,
+  type SessionAnswer,
   type StopWhy,
+  type TakenSessionCall,
 } from "../jobs";
 import { createPackingPolicy } from "../scheduler";
 import { createWorkerApi } from "./worker-api";
@@ -53,10 +53,16 @@ export interface WorkerChannel {
   }): Promise<{ next: { id: string; path: string; step: number } | null }>;
   finish(input: { workerId: string; jobId: string; outcome: FinishOutcome; reason: string | null }): Promise<unknown>;
   leave(workerId: string): Promise<unknown>;
-  /** A session job's next call, waiting up to `waitMs` for one; null when none came (server/jobs/sessions.ts). */
-  sessionTake(input: { workerId: string; jobId: string; waitMs: number }): Promise<{ id: string; method: SessionMethod; args: unknown } | null>;
-  /** The answer to a session call: its result, or the error it raised. */
-  sessionAnswer(input: { workerId: string; jobId: string; callId: string; result?: unknown; error: string | null }): Promise<unknown>;
+  /**
+   * A session job's round trip (server/jobs/sessions.ts): its answers to the calls it ran, then, with `take`, the
+   * session's next calls in order (up to `max`), waiting up to `waitMs` for one; none when none came.
+   */
+  sessionExchange(input: {
+    workerId: string;
+    jobId: string;
+    answers: SessionAnswer[];
+    take?: { waitMs: number; max: number };
+  }): Promise<{ calls: TakenSessionCall[] }>;
   /** A scheduling pass run by this worker (database workers only). */
   schedule?(): Promise<void>;
   /** Calls `wake` when there may be news for `workerId` (database workers: a NOTIFY). */
@@ -88,26 +94,29 @@ export function inProcessChannel(on: {
     setAside: async (input) => (on.setAside ? on.setAside(input) : refuse()),
     finish: refuse,
     leave: refuse,
-    sessionTake: refuse,
-    sessionAnswer: refuse,
+    sessionExchange: refuse,
     close: async () => {},
   };
 }
 
 export function httpChannel(serverUrl: string, token: string): WorkerChannel {
   const api = createWorkerApi(serverUrl, token);
+  // Reports and a session's exchanges go alone, each in its own request, the moment they are made: a batch waits a
+  // timer for company, and alone they reach the web server's direct route (server/api/direct.ts). A report is sent
+  // while its job computes (reports are queued, and a session releases its metrics as it starts its next calls),
+  // so it must leave at once.
+  const directApi = createWorkerApi(serverUrl, token, { batch: false });
   return {
     describe: `server ${serverUrl}`,
     register: (input) => api.worker.register.mutate(input),
     heartbeat: (workerId) => api.worker.heartbeat.mutate({ workerId, running: [] }),
     claim: (workerId, jobId) => api.worker.claim.mutate({ workerId, jobId }),
-    report: (input) => api.worker.report.mutate(input),
+    report: (input) => directApi.worker.report.mutate(input),
     checkpoint: (input) => api.worker.checkpoint.mutate(input),
     setAside: (input) => api.worker.setAside.mutate(input),
     finish: (input) => api.worker.finish.mutate(input),
     leave: (workerId) => api.worker.leave.mutate({ workerId }),
-    sessionTake: (input) => api.worker.sessionTake.mutate(input),
-    sessionAnswer: (input) => api.worker.sessionAnswer.mutate(input),
+    sessionExchange: (input) => directApi.worker.sessionExchange.mutate(input),
     close: async () => {},
   };
 }
@@ -155,8 +164,7 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
       await db.execute(sql`select pg_notify(${RUN_DATA_CHANNEL}, ${runId})`);
     },
     leave: (workerId) => leaveWorker(db, workerId),
-    sessionTake: (input) => takeSessionCall(db, input),
-    sessionAnswer: (input) => answerSessionCall(db, input),
+    sessionExchange: (input) => exchangeSessionCalls(db, input),
     async schedule() {
       await schedulerTick(db, policy);
     },

@@ -12,12 +12,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import { defineExperiment } from "@/lib/sdk/experiment";
-import { DEFAULT_LEASE_SECONDS, type SessionMethod } from "../jobs";
+import { DEFAULT_LEASE_SECONDS, MAX_CALLS_PER_REQUEST, type ReportInput, type SessionAnswer, type SessionMethod, type TakenSessionCall } from "../jobs";
 import { loadBaseModel } from "./base-models";
+import { mergeReports, ReportQueue } from "./report-queue";
 import { type JobOptions, type JobOutcome, newTrainingClient } from "./run-job";
 
 /** The longest one wait for a call: stop requests and the lease are looked at in between. */
 const TAKE_WAIT_MS = 1_000;
+/** The most calls taken at once (those a client sent together): run back to back, answered together. */
+const TAKE_MAX = MAX_CALLS_PER_REQUEST;
 
 export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
@@ -33,13 +36,33 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
     await client.loadState(spec.resume.path);
     step = spec.resume.step;
   }
-  const log = (level: "info" | "warn" | "error", message: string) => channel.report({ workerId, jobId, logs: [{ level, message }] });
-  await log(
+  // Reports go in order in the background (as a training job's do), so that an optimizer step's answer does not
+  // wait for its metrics to be stored; a checkpoint and the session's end wait for them.
+  const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
+  const log = (level: "info" | "warn" | "error", message: string) => reports.push({ workerId, jobId, logs: [{ level, message }] });
+  // An optimizer step's metrics wait until the worker has its next calls in hand and go as it starts them, so that
+  // the server stores them while the worker computes. Sent with the step's answer, they reached the server as its
+  // client's next calls did and held them up (the database is one connection).
+  const stepMetrics: ReportInput[] = [];
+  const releaseMetrics = async (computing: boolean) => {
+    if (stepMetrics.length === 0) return;
+    for (const report of stepMetrics.splice(0)) reports.push(report);
+    // Two turns of the event loop (the queue's start, then the request's write) before the calls hold it.
+    if (computing) for (let turn = 0; turn < 2; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const ended = async (outcome: JobOutcome): Promise<JobOutcome> => {
+    await releaseMetrics(false);
+    await reports.flush();
+    return outcome;
+  };
+  log(
     "info",
     `Session ready on ${config.agent.base}${training.mode === "lora" ? ` (LoRA rank ${training.rank})` : ""}${spec.resume ? `, resumed at step ${step}` : ""}; it ends after ${leaseMs / 1000} s without a call.`,
   );
 
   const save = async () => {
+    await releaseMetrics(false);
+    await reports.flush();
     const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
     await client.saveState(dir);
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
@@ -64,7 +87,7 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
         const metrics = [{ step, name: "grad_norm", value: result.gradNorm, wallTime }];
         if (losses.length > 0) metrics.push({ step, name: "loss", value: losses.reduce((a, b) => a + b, 0) / losses.length, wallTime });
         losses = [];
-        await channel.report({ workerId, jobId, step, metrics: metrics.filter((m) => Number.isFinite(m.value)) });
+        stepMetrics.push({ workerId, jobId, step, metrics: metrics.filter((m) => Number.isFinite(m.value)) });
         options.onStep?.(step);
         return result;
       }
@@ -77,41 +100,67 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   };
 
   let lastCall = Date.now();
+  // The calls taken and not yet run: several when the client sent several together, run back to back and answered
+  // together with the next take. Calls taken and then left by a stop stay marked running: placed again, the
+  // session runs them first; cancelled, their client hears that the session ended before answering them.
+  let calls: TakenSessionCall[] = [];
   for (;;) {
     const stop = options.stopRequested();
-    if (stop === "cancel") return { outcome: "cancelled", reason: null };
+    if (stop === "cancel") return ended({ outcome: "cancelled", reason: null });
     if (stop) {
       await save();
-      return { outcome: stop === "pause" ? "paused" : "preempted", reason: null };
+      return ended({ outcome: stop === "pause" ? "paused" : "preempted", reason: null });
     }
     const quietMs = Date.now() - lastCall;
-    if (quietMs >= leaseMs) {
+    if (calls.length === 0 && quietMs >= leaseMs) {
       const saved = await save();
       const reason = `ended after ${Math.round(quietMs / 1000)} s without a call (its lease); saved at step ${saved.step}`;
-      await log("info", `Session ${reason}.`);
-      return { outcome: "completed", reason };
+      log("info", `Session ${reason}.`);
+      return ended({ outcome: "completed", reason });
     }
-    const call = await channel.sessionTake({ workerId, jobId, waitMs: Math.min(TAKE_WAIT_MS, leaseMs - quietMs) });
-    if (!call) continue;
+    if (calls.length === 0) {
+      ({ calls } = await channel.sessionExchange({ workerId, jobId, answers: [], take: { waitMs: Math.min(TAKE_WAIT_MS, leaseMs - quietMs), max: TAKE_MAX } }));
+      if (calls.length === 0) {
+        await releaseMetrics(false);
+        continue;
+      }
+    }
+    await releaseMetrics(true);
     lastCall = Date.now();
-    let result: unknown;
-    let error: string | null = null;
-    try {
-      result = await run(call.method, (call.args ?? {}) as Record<string, unknown>);
-    } catch (failure) {
-      error = failure instanceof Error ? failure.message : String(failure);
+    const answers: SessionAnswer[] = [];
+    let closed = false;
+    while (calls.length > 0 && !closed) {
+      if (answers.length > 0 && options.stopRequested()) break; // the rest wait, marked running (above)
+      const call = calls.shift()!;
+      try {
+        const result = await run(call.method, (JSON.parse(call.argsJson) ?? {}) as Record<string, unknown>);
+        answers.push({ callId: call.id, resultJson: JSON.stringify(result ?? null), error: null });
+        closed = call.method === "close";
+      } catch (failure) {
+        answers.push({ callId: call.id, error: failure instanceof Error ? failure.message : String(failure) });
+      }
     }
+    // With the answers, the next calls, waited for as long as a take would (the lease starts now), unless the
+    // session ends or stops here.
+    const take = closed || calls.length > 0 ? undefined : { waitMs: Math.min(TAKE_WAIT_MS, leaseMs), max: TAKE_MAX };
     try {
-      await channel.sessionAnswer({ workerId, jobId, callId: call.id, result, error });
-    } catch (failure) {
-      // An answer the server could not take (too large, not JSON): the call fails with why, the session goes on.
-      const why = failure instanceof Error ? failure.message : String(failure);
-      await channel.sessionAnswer({ workerId, jobId, callId: call.id, error: `its answer could not be sent: ${why.slice(0, 2000)}` });
+      calls.push(...(await channel.sessionExchange({ workerId, jobId, answers, take })).calls);
+    } catch {
+      // Answers the server could not take together (too large, not JSON): each alone, and one it cannot take fails
+      // its call with why; the session goes on. A call keeps its first answer, so one sent again changes nothing.
+      for (const answer of answers) {
+        try {
+          await channel.sessionExchange({ workerId, jobId, answers: [answer] });
+        } catch (failure) {
+          const why = (failure instanceof Error ? failure.message : String(failure)).slice(0, 2000);
+          await channel.sessionExchange({ workerId, jobId, answers: [{ callId: answer.callId, error: `its answer could not be sent: ${why}` }] });
+        }
+      }
     }
     lastCall = Date.now();
-    if (call.method === "close" && error === null) {
-      await log("info", `Session closed by its client at step ${step}.`);
-      return { outcome: "completed", reason: "closed by its client" };
+    if (closed) {
+      log("info", `Session closed by its client at step ${step}.`);
+      return ended({ outcome: "completed", reason: "closed by its client" });
     }
   }
 }

@@ -1,4 +1,4 @@
-import { createTRPCClient, httpBatchLink } from "@trpc/client";
+import { createTRPCClient, httpBatchLink, httpLink } from "@trpc/client";
 import superjson from "superjson";
 import type { AppRouter } from "../api/root";
 import { WORKER_TOKEN_HEADER } from "../api/routers/worker";
@@ -6,18 +6,16 @@ import { WORKER_TOKEN_HEADER } from "../api/routers/worker";
 /**
  * The tRPC client a worker uses to reach its server. It asks for answers uncompressed: most are a few bytes (a
  * report's "stored", sent every training step), and a gzip stream per response cost the server more CPU than it
- * saved bytes; the largest, a claimed job's config and files, comes once per job.
+ * saved bytes; the largest, a claimed job's config and files, comes once per job. Calls made together go in one
+ * request (`batch`, the default); without it, each call is its own request, sent at once.
  */
-export function createWorkerApi(serverUrl: string, token: string) {
-  return createTRPCClient<AppRouter>({
-    links: [
-      httpBatchLink({
-        url: `${serverUrl.replace(/\/$/, "")}/api/trpc`,
-        transformer: superjson,
-        headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" },
-      }),
-    ],
-  });
+export function createWorkerApi(serverUrl: string, token: string, options: { batch?: boolean } = {}) {
+  const link = {
+    url: `${serverUrl.replace(/\/$/, "")}/api/trpc`,
+    transformer: superjson,
+    headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" },
+  };
+  return createTRPCClient<AppRouter>({ links: [options.batch === false ? httpLink(link) : httpBatchLink(link)] });
 }
 
 export type WorkerApi = ReturnType<typeof createWorkerApi>;

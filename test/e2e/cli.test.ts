@@ -1,14 +1,18 @@
 /**
  * The `tinkerlab` command line against a running server, as a script or a person in a terminal uses it: login,
- * pull an example into a folder, change it, run it to the end (exit code from the run), push, export, and clear
- * one-line errors with their own exit codes for a folder without a config, code that does not validate, an
- * unknown run, and a server that is not there.
+ * pull an example into a folder, change it, run it to the end (exit code from the run), push, export, Ctrl-C while
+ * following a run (with no terminal, and in a terminal that asks whether to cancel it), and clear one-line errors
+ * with their own exit codes for a folder without a config, code that does not validate, an unknown run, and a
+ * server that is not there.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, ROOT, startServer, tempDir, type TestServer } from "./support/server";
+
+/** util-linux's `script`, which gives the CLI a terminal (Debian's bsdutils, installed everywhere). */
+const hasScript = spawnSync("script", ["--version"]).status === 0;
 
 let server: TestServer;
 let home: string;
@@ -130,6 +134,54 @@ describe("the tinkerlab CLI", () => {
       body: JSON.stringify({ json: { id: runId, action: "cancel" } }),
     });
   }, 120_000);
+
+  // A terminal for the CLI: `script` runs it on a pseudo-terminal fed from this test, where Ctrl-C is the byte 0x03
+  // that the terminal turns into SIGINT, as when a person presses it.
+  it.skipIf(!hasScript)(
+    "asks on Ctrl-C in a terminal whether to cancel the run; yes cancels it, and the exit code says so",
+    async () => {
+      fs.mkdirSync(path.join(work, "to-cancel"), { recursive: true });
+      const config = {
+        name: "to-cancel",
+        environment: "arithmetic",
+        agent: { base: "arithmetic-base" },
+        algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 },
+      };
+      fs.writeFileSync(path.join(work, "to-cancel", "experiment.json"), JSON.stringify(config));
+      // exec: the CLI in place of script's shell, which Ctrl-C would end first (and script would return its 130).
+      const command = `exec ${path.join(ROOT, "bin", "tinkerlab")} run to-cancel --url ${server.url}`;
+      const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn("script", ["--quiet", "--return", "--command", command, "/dev/null"], {
+          cwd: work,
+          env: { NODE_ENV: "production", PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), TERM: "xterm" },
+          stdio: ["pipe", "pipe", "pipe"],
+        });
+        let output = "";
+        let stage: "launching" | "interrupting" | "asked" = "launching";
+        const onOutput = (chunk: Buffer) => {
+          output += chunk;
+          if (stage === "launching" && /Launched run_\w+/.test(output)) {
+            stage = "interrupting";
+            setTimeout(() => child.stdin.write("\x03"), 1500);
+          } else if (stage === "interrupting" && /Cancel run run_\w+\? \[y\/N\]/.test(output)) {
+            stage = "asked";
+            child.stdin.write("y\r");
+          }
+        };
+        child.stdout.on("data", onOutput);
+        child.stderr.on("data", onOutput);
+        child.on("exit", (exitCode) => resolve({ code: exitCode, output }));
+      });
+      const runId = /Launched (run_\w+)/.exec(output)?.[1];
+      expect(runId, output).toBeDefined();
+      expect(output).toContain("Cancelling…");
+      expect(output).toMatch(new RegExp(`Run ${runId} cancelled at step \\d+/2000`));
+      expect(code, output).toBe(4);
+      const status = await cli(["runs", "ls", "--json", "--url", server.url]);
+      expect((JSON.parse(status.stdout) as { id: string; status: string }[]).find((r) => r.id === runId)!.status).toBe("cancelled");
+    },
+    120_000,
+  );
 
   it("refuses, in one line with its own exit code, what it cannot do", async () => {
     fs.mkdirSync(path.join(work, "empty"), { recursive: true });

@@ -79,6 +79,44 @@ describe("a remote training session through the client", () => {
     expect((error as TinkerlabError).message).toMatch(/has ended \(completed: closed by its client\); open a new one/);
   }, 120_000);
 
+  it("answers calls and workers' exchanges past Next.js with the procedures' own checks, and refuses a batch too large, saying how to split it", async () => {
+    const post = (procedure: string, body: string, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/api/trpc/${procedure}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+    const errorOf = async (response: Response) => ((await response.json()) as { error: { json: { message: string; data: { code: string } } } }).error.json;
+
+    const tl = createClient({ url: server.url });
+    const session = await tl.training.create({ base: "arithmetic-base", seed: 1, leaseSeconds: 30, name: "e2e-checks" });
+    const call = {
+      sessionId: session.sessionId,
+      calls: [{ callId: "call-e2e-checks-1", method: "forward", argsJson: JSON.stringify({ batch }) }],
+      waitMs: 20_000,
+    };
+    // An unknown API key is refused as by every procedure, whichever route answers.
+    const stranger = await post("sessions.invokeMany", JSON.stringify({ json: call }), { authorization: "Bearer tl_not_a_key" });
+    expect(stranger.status).toBe(401);
+    expect((await errorOf(stranger)).message).toMatch(/API key in the Authorization header is unknown/);
+    // A worker's exchange without the worker token is refused.
+    const noToken = await post("worker.sessionExchange", JSON.stringify({ json: { workerId: "wrk_x", jobId: "job_x", answers: [] } }));
+    expect(noToken.status).toBe(401);
+    expect((await errorOf(noToken)).message).toMatch(/worker token/);
+    // Answered as through the client.
+    const answered = await post("sessions.invokeMany", JSON.stringify({ json: call }));
+    expect(answered.status).toBe(200);
+    const { answers } = ((await answered.json()) as { result: { data: { json: { answers: { state: string; resultJson: string }[] } } } }).result.data.json;
+    expect(answers[0]!.state).toBe("done");
+    expect(JSON.parse(answers[0]!.resultJson)).toEqual(await session.forward(batch));
+
+    // A batch over 16 MiB is refused before any of it is read; the message names the limit and how to split it.
+    const huge = { batch: { tokens: Array.from({ length: 3_000 }, () => Array.from({ length: 2_000 }, () => 61)) }, loss: "cross_entropy" };
+    const refused = await session.forwardBackward(huge.batch, "cross_entropy").catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(TinkerlabError);
+    expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
+    expect((refused as TinkerlabError).message).toMatch(
+      /sessions\.invokeMany accepts at most 16 MiB \(16777216 bytes\) in one request: split the batch: pass fewer sequences to each forwardBackward call/,
+    );
+    await session.close();
+  }, 120_000);
+
   it("reproduces a workbench run's scores through the remote primitives alone (examples/remote-rl.ts)", async () => {
     const tl = createClient({ url: server.url });
     const template = useCases.arithmetic!.template;

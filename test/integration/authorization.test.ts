@@ -264,6 +264,7 @@ const TABLE: Record<string, Entry> = {
   "worker.leave": { allowed: NOBODY, input: () => ({ workerId: "wrk_x" }) },
   "worker.sessionTake": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", waitMs: 0 }) },
   "worker.sessionAnswer": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", callId: "c" }) },
+  "worker.sessionExchange": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", answers: [], take: { waitMs: 0, max: 1 } }) },
 
   "projects.list": { allowed: SIGNED_IN, input: () => undefined },
   "projects.create": { allowed: PEOPLE, input: () => ({ name: "scratch" }) },
@@ -306,6 +307,10 @@ const TABLE: Record<string, Entry> = {
   },
   "sessions.create": { allowed: EDITORS, input: () => ({ base: "arithmetic-base", projectId: fx.p1 }) },
   "sessions.invoke": { allowed: EDITORS, input: () => ({ sessionId: fx.session, callId: "call-authorization", method: "forward", args: {}, waitMs: 0 }) },
+  "sessions.invokeMany": {
+    allowed: EDITORS,
+    input: () => ({ sessionId: fx.session, calls: [{ callId: "call-authorization-many", method: "forward", argsJson: "{}" }], waitMs: 0 }),
+  },
   "shareLinks.open": { allowed: ANYONE, input: () => ({ token: fx.shareToken }) },
 
   "apiKeys.list": { allowed: PEOPLE, input: () => undefined },

@@ -6,7 +6,7 @@
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { checkpoints, jobs } from "@/server/db";
+import { checkpoints, jobs, sessionCalls } from "@/server/db";
 import { schedulerTick } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
@@ -107,6 +107,72 @@ describe("a remote training session", () => {
       code: "CONFLICT",
       message: expect.stringMatching(/has ended \(completed: ended after 3 s without a call/),
     });
+  }, 60_000);
+
+  it("runs calls sent together in one request in their order, each once, its worker taking and answering them together", async () => {
+    const { handle, artifactsDir, basesDir } = bed;
+    const caller = callerFor(handle);
+    const channel = channelOn(handle.db);
+    const workerId = await registerTestWorker(channel);
+    const { sessionId } = await caller.sessions.create({ base: "tiny-base", seed: 7, leaseSeconds: 2 });
+    await schedulerTick(handle.db, createPackingPolicy());
+    const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, sessionId));
+    const spec = await channel.claim(workerId, job!.id);
+    const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed: 7 });
+
+    // Submitted without waiting: one exchange of the worker takes them in order, as many as it asks for.
+    const forwards = ["a", "b", "c"].map((name) => ({ callId: `${name}-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) }));
+    const results = (answers: { resultJson: string | null }[]) => answers.map((a) => (a.resultJson === null ? null : JSON.parse(a.resultJson)));
+    const queued = await caller.sessions.invokeMany({ sessionId, calls: forwards, waitMs: 0 });
+    expect(queued.answers.map((a) => [a.id, a.state])).toEqual(forwards.map((c) => [c.callId, "queued"]));
+    const { calls: taken } = await channel.sessionExchange({ workerId, jobId: job!.id, answers: [], take: { waitMs: 0, max: 2 } });
+    expect(taken.map((c) => c.id)).toEqual([forwards[0]!.callId, forwards[1]!.callId]);
+    // A call keeps its first answer: one sent again (its response lost with the connection) changes nothing.
+    const first = { logprobs: [[0]] };
+    await channel.sessionExchange({ workerId, jobId: job!.id, answers: [{ callId: taken[0]!.id, resultJson: JSON.stringify(first), error: null }] });
+    await channel.sessionExchange({ workerId, jobId: job!.id, answers: [{ callId: taken[0]!.id, error: "sent again" }] });
+    const early = await caller.sessions.invokeMany({ sessionId, calls: forwards, waitMs: 0 });
+    expect(early.answers.map((a) => a.state)).toEqual(["done", "running", "queued"]);
+    expect(results(early.answers)).toEqual([first, null, null]);
+
+    // The same id twice in one request, or an id reused for another method, is refused, and nothing of it submitted.
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [forwards[0]!, forwards[0]!], waitMs: 0 })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/appears twice in one request/),
+    });
+    const stray = { callId: `stray-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) };
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [stray, { ...forwards[2]!, method: "sample" as const }], waitMs: 0 })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/was a forward call; give each call a fresh id/),
+    });
+    expect(await handle.db.select().from(sessionCalls).where(eq(sessionCalls.id, stray.callId))).toEqual([]);
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [{ ...stray, argsJson: "[1, 2" }], waitMs: 0 })).rejects.toMatchObject({
+      code: "BAD_REQUEST",
+      message: expect.stringMatching(/argsJson: expected a JSON object as text/),
+    });
+
+    // The worker's loop runs the call left running, then the rest, in order.
+    const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+    const forwarded = await caller.sessions.invokeMany({ sessionId, calls: forwards, waitMs: 20_000 });
+    expect(results(forwarded.answers)).toEqual([first, await reference.forward(batch), await reference.forward(batch)]);
+
+    // A step's calls together: the same results as in-process; sent again, answered from the one run.
+    const update = [
+      { callId: `fb-${sessionId}`, method: "forwardBackward" as const, argsJson: JSON.stringify({ batch, loss: "cross_entropy" }) },
+      { callId: `step-${sessionId}`, method: "optimStep" as const, argsJson: JSON.stringify({ params: { lr: 0.05 } }) },
+      { callId: `after-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) },
+    ];
+    const answered = await caller.sessions.invokeMany({ sessionId, calls: update, waitMs: 20_000 });
+    expect(results(answered.answers)).toEqual([
+      await reference.forwardBackward(batch, "cross_entropy"),
+      await reference.optimStep({ lr: 0.05 }),
+      await reference.forward(batch),
+    ]);
+    expect((await caller.sessions.invokeMany({ sessionId, calls: update, waitMs: 20_000 })).answers).toEqual(answered.answers);
+    const next = await caller.sessions.invoke({ sessionId, callId: `step2-${sessionId}`, method: "optimStep", args: { params: { lr: 0.05 } } });
+    expect(next.result).toEqual(await reference.optimStep({ lr: 0.05 }));
+    expect(next.result).toMatchObject({ step: 2 });
+    expect(await working).toMatchObject({ outcome: "completed", reason: expect.stringMatching(/without a call \(its lease\)/) });
   }, 60_000);
 
   it("refuses a session on a base that does not exist, naming what a base is", async () => {

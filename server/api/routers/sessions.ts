@@ -5,9 +5,39 @@
  */
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { callSession, DEFAULT_LEASE_SECONDS, JobRejectedError, MAX_LEASE_SECONDS, openSession, RunStateError, sessionMethods } from "../../jobs";
+import {
+  callSession,
+  callSessionMany,
+  DEFAULT_LEASE_SECONDS,
+  JobRejectedError,
+  MAX_CALLS_PER_REQUEST,
+  MAX_LEASE_SECONDS,
+  openSession,
+  RunStateError,
+  sessionMethods,
+} from "../../jobs";
 import { baseShapeFor } from "../base-shape";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
+
+const callId = z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128);
+const method = z.enum(sessionMethods);
+
+/**
+ * A call's arguments as JSON text: stored and handed to the worker as they are, so that neither the server nor the
+ * worker decodes and re-encodes a batch of tokens on the way. Held to what `args` accepts (a JSON object).
+ */
+const argsJson = z
+  .string()
+  .refine(isJsonObject, 'argsJson: expected a JSON object as text (JSON.stringify of the arguments, e.g. {"batch":{"tokens":[[1,2]]}})');
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
 
 export const sessionsRouter = createTRPCRouter({
   /** Opens a session: a run of job kind "session", queued for a place like any job. */
@@ -59,18 +89,41 @@ export const sessionsRouter = createTRPCRouter({
     .input(
       z.object({
         sessionId: z.string().min(1).max(200),
-        callId: z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128),
-        method: z.enum(sessionMethods),
+        callId,
+        method,
         args: z.record(z.string(), z.unknown()).default({}),
         waitMs: z.number().int().min(0).max(60_000).default(20_000),
       }),
     )
-    .mutation(async ({ ctx, input, signal }) => {
-      try {
-        return await callSession(ctx.db, input, signal);
-      } catch (error) {
-        if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
-        throw error;
-      }
-    }),
+    .mutation(async ({ ctx, input, signal }) => sessionRefusal(() => callSession(ctx.db, input, signal))),
+
+  /**
+   * Several calls in one request, run in the order given after every call sent before: answered together when
+   * the last has run (within `waitMs`), else each as it stands (`queued`, `running`, or answered), and the same
+   * calls again (same ids) wait on. What the client (lib/client) sends for calls made together (a step's
+   * forward-backward chunks and its optimizer step), so they cost one request and the worker takes them together.
+   * Arguments and results travel as JSON text (`argsJson`, `resultJson`), as the server stores them.
+   */
+  invokeMany: projectProcedure("editor", "run", "sessionId")
+    .input(
+      z.object({
+        sessionId: z.string().min(1).max(200),
+        calls: z
+          .array(z.object({ callId, method, argsJson }))
+          .min(1, "send at least one call")
+          .max(MAX_CALLS_PER_REQUEST, `send at most ${MAX_CALLS_PER_REQUEST} calls in one request; send the rest in the next`),
+        waitMs: z.number().int().min(0).max(60_000).default(20_000),
+      }),
+    )
+    .mutation(async ({ ctx, input, signal }) => ({ answers: await sessionRefusal(() => callSessionMany(ctx.db, input, signal)) })),
 });
+
+/** A refusal of a session's call (it has ended, an id reused) as the caller should hear it. */
+async function sessionRefusal<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof RunStateError) throw new TRPCError({ code: error.code, message: error.message });
+    throw error;
+  }
+}

@@ -18,6 +18,8 @@ import {
   registerWorker,
   setAsideCheckpoint,
   answerSessionCall,
+  exchangeSessionCalls,
+  MAX_CALLS_PER_REQUEST,
   RunStateError,
   storeReport,
   takeSessionCall,
@@ -71,6 +73,26 @@ const rolloutSchema = z.object({
   tokens: z.array(z.number().int()).nullable(),
   tokenLogprobs: z.array(z.number()).nullable(),
 });
+
+/** A worker's answer to one session call: its result as JSON text, or its error. */
+const sessionAnswerSchema = z.object({
+  callId: z.string(),
+  resultJson: z
+    .string()
+    .refine(isJson, "resultJson: not JSON text; send the result as JSON.stringify writes it")
+    .optional()
+    .describe("the call's result as JSON text (absent: null)"),
+  error: z.string().max(100_000).nullable().default(null),
+});
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export const workerRouter = createTRPCRouter({
   register: workerProcedure
@@ -157,7 +179,10 @@ export const workerRouter = createTRPCRouter({
   /** A session job's next call, waiting up to `waitMs` for one (a long poll); null when none came. */
   sessionTake: workerProcedure
     .input(z.object({ workerId: z.string(), jobId: z.string(), waitMs: z.number().int().min(0).max(30_000).default(10_000) }))
-    .mutation(async ({ ctx, input }) => sessionConflict(() => takeSessionCall(ctx.db, input))),
+    .mutation(async ({ ctx, input }) => {
+      const call = await sessionConflict(() => takeSessionCall(ctx.db, input));
+      return call && { id: call.id, method: call.method, args: JSON.parse(call.argsJson) as unknown };
+    }),
 
   /** The answer to a session call: its result, or the error it raised. */
   sessionAnswer: workerProcedure
@@ -174,6 +199,25 @@ export const workerRouter = createTRPCRouter({
       await sessionConflict(() => answerSessionCall(ctx.db, input));
       return { ok: true };
     }),
+
+  /**
+   * A session worker's round trip: its answers to the calls it ran (a call keeps its first answer), then, with
+   * `take`, the session's next calls in order (up to `max`), waiting up to `waitMs` for one, as sessionTake would.
+   * What a worker sends between calls: one request per batch of calls instead of a take and an answer per call.
+   */
+  sessionExchange: workerProcedure
+    .input(
+      z.object({
+        workerId: z.string(),
+        jobId: z.string(),
+        answers: z.array(sessionAnswerSchema).max(MAX_CALLS_PER_REQUEST).default([]),
+        take: z
+          .object({ waitMs: z.number().int().min(0).max(30_000), max: z.number().int().min(1).max(MAX_CALLS_PER_REQUEST).default(1) })
+          .optional()
+          .describe("then take the session's next calls"),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => sessionConflict(() => exchangeSessionCalls(ctx.db, input))),
 
   /** A worker leaving cleanly: its devices go, and jobs it still held go back to the queue. */
   leave: workerProcedure.input(z.object({ workerId: z.string() })).mutation(({ ctx, input }) => leaveWorker(ctx.db, input.workerId)),

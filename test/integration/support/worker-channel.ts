@@ -3,17 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import type { DatabaseHandle } from "@/server/db";
-import {
-  answerSessionCall,
-  claimJob,
-  finishJob,
-  heartbeat,
-  recordCheckpoint,
-  registerWorker,
-  setAsideCheckpoint,
-  storeReport,
-  takeSessionCall,
-} from "@/server/jobs";
+import { claimJob, exchangeSessionCalls, finishJob, heartbeat, recordCheckpoint, registerWorker, setAsideCheckpoint, storeReport } from "@/server/jobs";
 import type { WorkerChannel } from "@/server/worker/channel";
 import { saveTinyBase } from "../../support/tiny-run";
 import { openTestDatabase } from "./database";
@@ -30,8 +20,7 @@ export function channelOn(database: DatabaseHandle["db"]): WorkerChannel {
     setAside: (input) => setAsideCheckpoint(database, input),
     finish: (input) => finishJob(database, input),
     leave: async () => ({}),
-    sessionTake: (input) => takeSessionCall(database, input),
-    sessionAnswer: (input) => answerSessionCall(database, input),
+    sessionExchange: (input) => exchangeSessionCalls(database, input),
     close: async () => {},
   };
 }
