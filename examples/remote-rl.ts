@@ -9,7 +9,6 @@
 import { parseArgs } from "node:util";
 import { createClient, type TinkerlabClient } from "tinkerlab/client";
 import { useCases } from "../lib/envs";
-import { ByteTokenizer } from "../lib/model/tokenizer";
 import { trainRl } from "../lib/rl/train";
 import { defineExperiment, type ExperimentConfig, type ExperimentConfigInput } from "../lib/sdk/experiment";
 
@@ -29,7 +28,7 @@ export async function trainRemotely(client: TinkerlabClient, config: ExperimentC
   try {
     const result = await trainRl({
       config,
-      policy: { primitives: session, tokenizer: new ByteTokenizer(), contextLength: session.contextLength },
+      policy: { primitives: session, tokenizer: session.tokenizer, contextLength: session.contextLength },
       environment: useCase.environment,
       protocol: { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history },
       hooks: {

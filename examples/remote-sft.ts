@@ -9,7 +9,6 @@
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { createClient, type TinkerlabClient } from "tinkerlab/client";
-import { ByteTokenizer } from "../lib/model/tokenizer";
 import { fitConversations, parseConversations, sftBatch, sftStep } from "../lib/rl/sft";
 
 export async function fineTuneRemotely(
@@ -22,7 +21,7 @@ export async function fineTuneRemotely(
   const session = await client.training.create({ base: options.base, seed: options.seed ?? 0, name: "sft-remote" });
   log(`session ${session.sessionId}: ${client.url}/runs/${session.sessionId}`);
   try {
-    const policy = { primitives: session, tokenizer: new ByteTokenizer(), contextLength: session.contextLength };
+    const policy = { primitives: session, tokenizer: session.tokenizer, contextLength: session.contextLength };
     const { kept, dropped } = fitConversations(policy, conversations);
     if (dropped > 0) log(`${dropped} of ${conversations.length} conversations are longer than the context of ${session.contextLength} tokens; left out`);
     const losses: number[] = [];

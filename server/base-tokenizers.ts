@@ -42,3 +42,13 @@ export async function importedTokenizerOf(db: Database, baseName: string): Promi
   byBase.set(root, { tokenizer, mtimeMs });
   return tokenizer;
 }
+
+/**
+ * The tokenizer spec a base's checkpoints store (the byte tokenizer's, or an imported model's files), as a
+ * remote session's client needs it to render conversations as the worker's model reads them.
+ */
+export async function tokenizerSpecOfBase(db: Database, baseName: string): Promise<unknown> {
+  const source = await resolveBase(db, baseName);
+  const dir = source.kind === "checkpoint" ? source.path : baseModelDir(source.name);
+  return JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+}

@@ -15,6 +15,8 @@ import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import superjson from "superjson";
 // Relative, not "@/…": a script or the CLI may run this from any folder, where the project's path aliases do not hold.
 import { type RunState, terminalRunStates } from "../lifecycle";
+import type { Tokenizer } from "../model/tokenizer";
+import { tokenizerFromSpec } from "../model/tokenizer-spec";
 import type { LossName, SampledSequence, SampleOptions, TrainingBatch, TrainingPrimitives } from "@/lib/rl/primitives";
 import type { AppRouter } from "@/server/api/root";
 
@@ -179,7 +181,8 @@ export function createClient(options: ClientOptions) {
      */
     create: async (options: RouterInputs["sessions"]["create"]) => {
       const opened = await call(() => api.sessions.create.mutate(options));
-      return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, (what) => call(what));
+      const tokenizer = tokenizerFromSpec(opened.tokenizer, `session ${opened.sessionId}'s base '${options.base}'`);
+      return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, tokenizer, (what) => call(what));
     },
   };
 
@@ -259,6 +262,8 @@ export class RemoteTrainingSession implements TrainingPrimitives {
     /** the session's run id: its page is /runs/<id> */
     readonly sessionId: string,
     readonly contextLength: number,
+    /** the base's tokenizer: the project's byte tokenizer, or an imported model's own with its chat template */
+    readonly tokenizer: Tokenizer,
     private readonly guard: <T>(what: () => Promise<T>) => Promise<T>,
   ) {}
 

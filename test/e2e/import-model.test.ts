@@ -9,6 +9,8 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fineTuneRemotely } from "@/examples/remote-sft";
+import { createClient } from "@/lib/client";
 import { writeHFModelFolder } from "../support/hf-model-fixtures";
 import { launchBrowser, ROOT, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
@@ -67,6 +69,25 @@ describe("importing a Hugging Face model", () => {
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ status: "completed", step: 3 });
   }, 300_000);
+
+  it("fine-tunes the imported model through a remote session, in the model's own chat template", async () => {
+    const tl = createClient({ url: server.url });
+    const session = await tl.training.create({ base: "tiny-qwen2-instruct", lora: { rank: 8 }, seed: 2, name: "import-e2e" });
+    expect(session.tokenizer.kind).toBe("hf");
+    const rendered = session.tokenizer.renderChat([{ role: "user", content: "1+1" }], { addGenerationPrompt: true });
+    expect(session.tokenizer.decode(rendered.tokens)).toMatch(/<\|im_start\|>user\n1\+1<\|im_end\|>\n<\|im_start\|>assistant\n$/);
+    await session.close();
+    const lines = Array.from({ length: 12 }, (_, i) =>
+      JSON.stringify({
+        messages: [
+          { role: "user", content: `${i}+${i}` },
+          { role: "assistant", content: String(2 * i) },
+        ],
+      }),
+    ).join("\n");
+    const { losses } = await fineTuneRemotely(tl, lines, { base: "tiny-qwen2-instruct", steps: 12, batchSize: 12, learningRate: 1e-2, seed: 1 });
+    expect(losses.at(-1)!).toBeLessThan(losses[0]! * 0.8);
+  }, 120_000);
 
   it("imports a folder on the server's own machine", async () => {
     const imported = await cli(["bases", "import", "tiny-llama", "--name", "local-llama", "--json"], { ARTIFACTS_DIR: artifacts });

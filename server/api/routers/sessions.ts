@@ -3,6 +3,7 @@
  * primitives on it, each call by its own id so that a retry after a lost connection is answered once. What the
  * typed client's `createTrainingClient` speaks (lib/client).
  */
+import { tokenizerSpecOfBase } from "../../base-tokenizers";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import {
@@ -73,7 +74,9 @@ export const sessionsRouter = createTRPCRouter({
       const shape = await baseShapeFor(ctx, input.base, "base");
       try {
         const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
-        return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize };
+        // The client renders conversations itself: it needs the tokenizer the worker's model reads them with.
+        const tokenizer = await tokenizerSpecOfBase(ctx.db, input.base);
+        return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize, tokenizer };
       } catch (error) {
         if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
         throw error;
