@@ -191,7 +191,7 @@ export async function basesPush(dir: string, options: GlobalOptions & { name?: s
   if (options.json) printJson(record);
   else {
     console.log(
-      `Imported ${record.modelType} as base '${record.name}': ${(record.parameters / 1e6).toFixed(1)}M parameters (${(total / 1024 ** 2).toFixed(1)} MiB sent).`,
+      `Imported ${record.modelType} as base '${record.name}': ${new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 }).format(record.parameters)} parameters (${(total / 1024 ** 2).toFixed(1)} MiB sent).`,
     );
     console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
   }
