@@ -97,7 +97,7 @@ import { trainingSpecs } from "@/lib/rl/train";
 import { type DatasetRow, type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
 import { type AlgorithmConfig, algorithmSchema, defineExperiment } from "@/lib/sdk/experiment";
 import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
-import { type ChatMessage, renderChat } from "@/lib/model/chat";
+import type { ChatMessage } from "@/lib/model/chat";
 import { BaseModel, TrainingClient, initBackend, type SampledSequence } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, laneStarts, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
 import { startedMarkingOnMainThread } from "@/server/worker/gc";
@@ -407,7 +407,7 @@ async function synthetic(setup: RolloutSetup, definition: EnvironmentDefinition<
       { role: "system", content: session.systemPrompt },
       { role: "user", content: observation },
     ];
-    return renderChat(policy.tokenizer, messages, { addGenerationPrompt: true }).tokens;
+    return policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true });
   });
   const options = { temperature: setup.temperature, maxTokens: setup.maxTokens, seed: 1 };
   const timed = async (batch: number[][]) => {

@@ -20,7 +20,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import * as commands from "./cli/commands";
-import { cliErrorOf, EXIT, type GlobalOptions } from "./cli/context";
+import { cliErrorOf, compactCount, EXIT, type GlobalOptions } from "./cli/context";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -108,7 +108,7 @@ async function importBase(dir: string, options: { name?: string; contextLength?:
       const { config } = record;
       console.log(
         `Imported ${record.modelType} from ${record.source} as base '${record.name}' in ${((Date.now() - started) / 1000).toFixed(1)} s: ` +
-          `${new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 }).format(record.parameters)} parameters, ${config.nLayers} layers, dModel ${config.dModel}, context ${config.contextLength} tokens, vocabulary ${config.vocabSize}.`,
+          `${compactCount(record.parameters)} parameters, ${config.nLayers} layers, dModel ${config.dModel}, context ${config.contextLength} tokens, vocabulary ${config.vocabSize}.`,
       );
       console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
     }

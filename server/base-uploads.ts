@@ -10,14 +10,9 @@ import { pipeline } from "node:stream/promises";
 import { eq } from "drizzle-orm";
 import type { Principal } from "./auth/access";
 import { type Database, users } from "./db";
+import { MODEL_FILES_ACCEPTED, modelFileRule } from "@/lib/model/hf/folder";
 import { serverEnv } from "./env";
 import { baseNameRule } from "./worker/base-catalog";
-
-/** The files of a model folder an import reads; anything else is refused by name. */
-export const uploadFileRule =
-  /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
-export const UPLOAD_FILES_ACCEPTED =
-  "config.json, model.safetensors (or model.safetensors.index.json and its model-0000k-of-0000n.safetensors shards), tokenizer.json, tokenizer_config.json, generation_config.json, special_tokens_map.json, chat_template.jinja";
 
 /** One file's largest size: a 7B model's shards are under 5 GB each. */
 export const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;
@@ -54,7 +49,7 @@ export function stagingDir(name: string): string {
 /** Streams `body` to the staging folder as `file`; a part written is never mistaken for the whole. */
 export async function stageFile(name: string, file: string, body: ReadableStream<Uint8Array> | null, declaredBytes: number | null): Promise<number> {
   const dir = stagingDir(name);
-  if (!uploadFileRule.test(file)) throw new UploadError(`'${file}' is not a file a model import reads; accepted: ${UPLOAD_FILES_ACCEPTED}`, 400);
+  if (!modelFileRule.test(file)) throw new UploadError(`'${file}' is not a file a model import reads; accepted: ${MODEL_FILES_ACCEPTED}`, 400);
   if (!body) throw new UploadError(`the request has no body; send ${file}'s bytes`, 400);
   if (declaredBytes !== null && declaredBytes > MAX_UPLOAD_FILE_BYTES) {
     throw new UploadError(`${file} is ${declaredBytes} bytes, over the ${MAX_UPLOAD_FILE_BYTES / 1024 ** 3} GiB a file may be`, 413);

@@ -12,7 +12,6 @@ import { exportGptToOnnx } from "@/lib/onnx/export";
 import type { Database } from "./db";
 import { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError } from "./jobs";
 import { baseModelDir, baseNames } from "./worker/base-catalog";
-import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { loadBaseModel } from "./worker/base-models";
 
 export { UnknownBaseError };
@@ -50,10 +49,10 @@ export async function onnxFileFor(db: Database, artifactsDir: string, name: stri
     pending = (async () => {
       const model = loadBaseModel(source);
       const bytes = exportGptToOnnx(model.config, model.weights, {
+        tokenizer: model.tokenizer,
         metadata: {
           "tinkerlab.model": name,
           "tinkerlab.lineage": describeLineage(source),
-          "tinkerlab.tokenizer": JSON.stringify(tokenizerSpec(model.tokenizer)),
         },
       });
       fs.mkdirSync(path.dirname(file), { recursive: true });

@@ -8,7 +8,8 @@ import readline from "node:readline/promises";
 import { Readable } from "node:stream";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
-import { CliError, clientFor, EXIT, type GlobalOptions, printJson, printTable, resolveServer, writeCredentials } from "./context";
+import { baseNameFromFolder, modelFileRule } from "../../lib/model/hf/folder";
+import { CliError, clientFor, compactCount, EXIT, type GlobalOptions, printJson, printTable, resolveServer, writeCredentials } from "./context";
 import { readExperiment, readLink, sameContent, writeExperiment, writeLink } from "./experiment-folder";
 
 const runUrl = (client: TinkerlabClient, runId: string) => `${client.url}/runs/${runId}`;
@@ -116,7 +117,7 @@ export async function runsList(options: GlobalOptions & { experiment?: string; s
 export async function basesList(options: GlobalOptions) {
   const client = clientFor(options);
   const { builtin, checkpoints } = await client.models.bases();
-  const size = (shape: { parameters: number } | null) => (shape ? `${(shape.parameters / 1e6).toFixed(2)}M` : "?");
+  const size = (shape: { parameters: number } | null) => (shape ? compactCount(shape.parameters) : "?");
   printTable(
     [
       ...builtin.map((b) => ({
@@ -139,10 +140,6 @@ export async function basesList(options: GlobalOptions) {
   );
 }
 
-/** The files of a model folder an import reads (as server/base-uploads.ts accepts them). */
-const modelFileRule =
-  /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
-
 /** `tinkerlab bases push <dir>`: uploads a Hugging Face model folder to the server and imports it as a base. */
 export async function basesPush(dir: string, options: GlobalOptions & { name?: string; contextLength?: string; replace?: boolean }) {
   const folder = path.resolve(dir);
@@ -150,14 +147,7 @@ export async function basesPush(dir: string, options: GlobalOptions & { name?: s
     throw new CliError(`'${dir}' is not a folder; give a Hugging Face model's folder`, EXIT.usage);
   const names = fs.readdirSync(folder).filter((file) => modelFileRule.test(file));
   if (!names.includes("config.json")) throw new CliError(`'${dir}' has no config.json: is it a Hugging Face model's folder?`, EXIT.usage);
-  const name =
-    options.name ??
-    path
-      .basename(folder)
-      .toLowerCase()
-      .replace(/[^a-z0-9]+/g, "-")
-      .replace(/^-+|-+$/g, "")
-      .slice(0, 64);
+  const name = options.name ?? baseNameFromFolder(path.basename(folder));
   const contextLength = options.contextLength === undefined ? undefined : Number(options.contextLength);
   if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength > 0)) {
     throw new CliError(`--context-length must be a whole number of tokens above 0, got '${options.contextLength}'`, EXIT.usage);
@@ -191,7 +181,7 @@ export async function basesPush(dir: string, options: GlobalOptions & { name?: s
   if (options.json) printJson(record);
   else {
     console.log(
-      `Imported ${record.modelType} as base '${record.name}': ${new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 }).format(record.parameters)} parameters (${(total / 1024 ** 2).toFixed(1)} MiB sent).`,
+      `Imported ${record.modelType} as base '${record.name}': ${compactCount(record.parameters)} parameters (${(total / 1024 ** 2).toFixed(1)} MiB sent).`,
     );
     console.log(`Name it as a run's base: "agent": { "base": "${record.name}" }`);
   }

@@ -80,6 +80,10 @@ export function cliErrorOf(error: unknown): CliError | null {
   return null;
 }
 
+const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
+/** A count as people read it: 27.9K, 135M. */
+export const compactCount = (n: number) => compact.format(n);
+
 /** Prints rows as an aligned table (people) or as JSON (scripts). */
 export function printTable(rows: Record<string, string | number | null>[], columns: string[], json: boolean | undefined) {
   if (json) {

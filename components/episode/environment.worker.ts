@@ -105,7 +105,7 @@ async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0]
     if ("error" in policyTokenizer) throw new Error(policyTokenizer.error);
     const { tokenizer } = policyTokenizer;
     // The conversation in the policy's own chat template, ready for its reply, must leave it room for a token.
-    fitsContext = (messages) => tokenizer.renderChat(messages, { addGenerationPrompt: true }).tokens.length < contextLength;
+    fitsContext = (messages) => tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length < contextLength;
   }
   const [trajectory] = await runEpisodes(
     protocol,

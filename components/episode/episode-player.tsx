@@ -202,7 +202,7 @@ export function EpisodePlayer({
     if (!tokenizer) return fail("its model is not loaded");
     let prompt: number[];
     try {
-      prompt = tokenizer.renderChat(request.messages, { addGenerationPrompt: true }).tokens;
+      prompt = tokenizer.encodeChat(request.messages, { addGenerationPrompt: true });
     } catch (error) {
       return fail(error instanceof Error ? error.message : String(error));
     }

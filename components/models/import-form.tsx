@@ -2,22 +2,12 @@
 
 import { useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
+import { baseNameFromFolder, modelFileRule } from "@/lib/model/hf/folder";
 
 const input = "mt-1 block w-full rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none";
 
-/** The files of a model folder an import reads (server/base-uploads.ts accepts the same). */
-const modelFile =
-  /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|chat_template\.jinja|model\.safetensors|model\.safetensors\.index\.json|model-\d{5}-of-\d{5}\.safetensors)$/;
-
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
 const mib = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
-const baseName = (folder: string) =>
-  folder
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 64);
-
 type Imported = { name: string; modelType: string; parameters: number; config: { contextLength: number } };
 
 async function answer(response: Response, what: string): Promise<unknown> {
@@ -52,10 +42,10 @@ export function ImportForm({ onImported }: { onImported: () => void }) {
     const all = Array.from(list ?? []);
     const top = all[0]?.webkitRelativePath.split("/")[0] ?? "";
     // Only the folder's own files: a subfolder (e.g. onnx/, original/) is not part of the import.
-    const picked = all.filter((f) => f.webkitRelativePath.split("/").length === 2 && modelFile.test(f.name));
+    const picked = all.filter((f) => f.webkitRelativePath.split("/").length === 2 && modelFileRule.test(f.name));
     setFolder(top);
     setFiles(picked);
-    setName(baseName(top));
+    setName(baseNameFromFolder(top));
     setFolderProblem(
       all.length > 0 && !picked.some((f) => f.name === "config.json") ? `${top || "the folder"} has no config.json: pick a Hugging Face model's folder` : null,
     );

@@ -12,7 +12,7 @@ import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
 import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 import { drawToken } from "@/lib/model/sampling";
-import { textTokensOf, tokenAutomaton } from "@/lib/model/token-automaton";
+import { tokenAutomaton } from "@/lib/model/token-automaton";
 import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
 import { type TokenizerSpec, tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import { type ActionConstraint, automatonFor } from "@/lib/sdk/action-space";
@@ -282,11 +282,6 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
 
 /** The constraint's automaton over the tokenizer's tokens, with its start state. */
 function constrainedTokens(tokenizer: Tokenizer, constraint: ActionConstraint) {
-  if (tokenizer.kind !== "byte" && textTokensOf(tokenizer).length === 0) {
-    throw new Error(
-      "legal actions need a tokenizer whose tokens' bytes are known: the byte tokenizer or a byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM); this model's tokenizer is neither",
-    );
-  }
   const automaton = automatonFor(constraint);
   return { start: automaton.start, ...tokenAutomaton(automaton, tokenizer) };
 }

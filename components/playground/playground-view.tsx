@@ -127,7 +127,7 @@ export function PlaygroundView() {
         { role: "system" as const, content: prompt.system },
         { role: "user" as const, content: prompt.user },
       ];
-      return { tokens: tokenizer.renderChat(messages, { addGenerationPrompt: true }).tokens, error: null };
+      return { tokens: tokenizer.encodeChat(messages, { addGenerationPrompt: true }), error: null };
     } catch (error) {
       return { tokens: null, error: `the prompt cannot be rendered in the model's chat template: ${errorText(error)}` };
     }

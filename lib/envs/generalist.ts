@@ -9,7 +9,7 @@
  * user turn (as an environment's systemPrompt and observation do); the other half give a generic system prompt
  * and the whole task in the user turn.
  */
-import { renderChat, type ChatMessage } from "@/lib/model/chat";
+import type { ChatMessage } from "@/lib/model/chat";
 import type { GPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import type { PolicyModel } from "@/lib/rl/primitives";
@@ -417,7 +417,7 @@ export async function scoreSkills(policy: PolicyModel, of: readonly Skill[], cou
   const scores: Record<string, number> = {};
   for (const skill of of) {
     const conversations = evaluationConversations(skill, count);
-    const prompts = conversations.map((c) => renderChat(policy.tokenizer, c.slice(0, -1), { addGenerationPrompt: true }).tokens);
+    const prompts = conversations.map((c) => policy.tokenizer.encodeChat(c.slice(0, -1), { addGenerationPrompt: true }));
     const { samples } = await policy.primitives.sample(prompts, 1, { maxTokens: 24, temperature: 0 });
     scores[skill.name] = samples.filter((row, i) => row[0]!.text.trim() === conversations[i]!.at(-1)!.content).length / count;
   }

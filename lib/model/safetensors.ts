@@ -4,6 +4,7 @@
  * the raw little-endian tensor bytes. Tensors are always float32 in memory; F16, BF16 and F64 files are converted on
  * read, and the writer can store F16 or BF16 (rounded to nearest even).
  */
+import { nodeFs } from "./node-fs";
 export interface NamedTensor {
   shape: number[];
   data: Float32Array;
@@ -68,7 +69,7 @@ export function decodeSafetensors(bytes: Uint8Array): { tensors: TensorMap; meta
  * Node's 2 GiB single-read limit still loads.
  */
 export function readSafetensorsFolder(dir: string): TensorMap {
-  const fs = nodeFs();
+  const fs = nodeFs("reading safetensors files; elsewhere use decodeSafetensors on the bytes");
   const single = `${dir}/model.safetensors`;
   if (fs.existsSync(single)) return readSafetensorsFile(single);
   const indexPath = `${dir}/model.safetensors.index.json`;
@@ -95,7 +96,7 @@ export function readSafetensorsFolder(dir: string): TensorMap {
 
 /** One safetensors file, read header first and then tensor by tensor. */
 export function readSafetensorsFile(path: string): TensorMap {
-  const fs = nodeFs();
+  const fs = nodeFs("reading safetensors files; elsewhere use decodeSafetensors on the bytes");
   const fd = fs.openSync(path, "r");
   try {
     const size = fs.fstatSync(fd).size;
@@ -230,12 +231,4 @@ export function f32ToF16Bits(x: number): number {
   // A carry out of the mantissa correctly bumps the exponent (up to infinity).
   if (rest > midpoint || (rest === midpoint && half & 1)) half++;
   return sign | half;
-}
-
-/** Node's fs, looked up at call time so that this module stays importable in browsers and workers. */
-function nodeFs(): typeof import("node:fs") {
-  const fs = typeof process === "undefined" ? undefined : process.getBuiltinModule?.("node:fs");
-  if (!fs)
-    throw new Error("reading safetensors files needs Node's fs (process.getBuiltinModule, Node 20.16 or later); elsewhere use decodeSafetensors on the bytes");
-  return fs;
 }

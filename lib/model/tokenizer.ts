@@ -16,9 +16,13 @@ export interface Tokenizer {
   tokenText(id: number): string;
   /** a conversation in the model's chat template, with the mask of the tokens the policy produced */
   renderChat(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): RenderedChat;
+  /** the same conversation's tokens alone (a prompt to sample from): no loss mask is worked out */
+  encodeChat(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean }): number[];
   /** ids that end a reply, the chat template's end of turn first; sampling stops at any of them unless told otherwise */
   readonly stopTokens: readonly number[];
   readonly padToken: number;
+  /** every ordinary token with the bytes it writes, where they are known (byte-level BPE): legal actions need them */
+  textTokens?(): readonly (readonly [number, readonly number[]])[];
 }
 
 /**
@@ -60,6 +64,10 @@ export class ByteTokenizer implements Tokenizer {
 
   renderChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): RenderedChat {
     return renderByteChat(this, messages, options);
+  }
+
+  encodeChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): number[] {
+    return renderByteChat(this, messages, options).tokens;
   }
 
   /** A byte as its character when it is printable ASCII, else its hex (a lone byte of a longer UTF-8 character). */

@@ -31,14 +31,15 @@
  *   - linear layers are MatMul + Add on [batch, seq, C]: on [batch·seq, C] onnxruntime fuses them into Gemm, whose
  *     WebGPU kernel in onnxruntime-web is several times slower than its MatMul.
  *
- * Metadata: `tinkerlab.config` (the GPTConfig as JSON), `tinkerlab.tokenizer` (the ByteTokenizer's spec as JSON,
- * which ByteTokenizer.fromJSON rebuilds; a caller whose model has another tokenizer gives its own in `metadata`), and
+ * Metadata: `tinkerlab.config` (the GPTConfig as JSON), `tinkerlab.tokenizer` (the model's tokenizer as a checkpoint
+ * stores it, which tokenizerFromSpec rebuilds: the byte tokenizer's unless `options.tokenizer` says otherwise), and
  * whatever the caller adds.
  */
-import { type GPTConfig, gptConfigSchema, type ModelShape, modelShape } from "@/lib/model/config";
+import { type GPTConfig, gptConfigSchema, type ModelShape, modelShape, parseGPTConfig } from "@/lib/model/config";
 import { ropeTable } from "@/lib/model/llama-ops";
 import { geluC, geluK, layerNormEps } from "@/lib/model/simd-ops";
-import { ByteTokenizer } from "@/lib/model/tokenizer";
+import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
+import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { GPTWeights, LayerNormWeights, Linear } from "@/lib/model/weights";
 import { type AttributeProto, AttributeType, DataType, type Dimension, encodeModel, type NodeProto, type TensorProto, type ValueInfoProto } from "./proto";
 
@@ -62,6 +63,8 @@ export function onnxOutputNames(config: Pick<GPTConfig, "nLayers">): string[] {
 export interface OnnxExportOptions {
   /** producer_name of the model; default "tinkerlab" */
   producer?: string;
+  /** the model's tokenizer, written as `tinkerlab.tokenizer`; default the byte tokenizer */
+  tokenizer?: Tokenizer;
   /** more metadata_props entries (tinkerlab.config and tinkerlab.tokenizer are always written) */
   metadata?: Record<string, string>;
 }
@@ -361,11 +364,9 @@ function attention(
 
 /** The model as the bytes of an .onnx file. */
 export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options: OnnxExportOptions = {}): Uint8Array {
-  const { vocabSize: V, dModel: C, nLayers: L, nHeads: H } = config;
-  if (C % H !== 0) throw new Error(`dModel=${C} is not a multiple of nHeads=${H}`);
+  parseGPTConfig(config); // the shape rules (heads divide the width, an even head width for rotary positions)
+  const { vocabSize: V, nLayers: L, nHeads: H } = config;
   const s = modelShape(config);
-  if (H % s.nKvHeads !== 0) throw new Error(`nHeads=${H} is not a multiple of nKvHeads=${s.nKvHeads}`);
-  if (s.llama && s.headDim % 2 !== 0) throw new Error(`rotary positions need an even head width; dModel / nHeads = ${s.headDim}`);
   checkWeights(config, s, weights);
   const hd = s.headDim;
   const g = new GraphBuilder();
@@ -392,7 +393,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
 
   const metadata: Record<string, string> = {
     "tinkerlab.config": configMetadata(config),
-    "tinkerlab.tokenizer": JSON.stringify(new ByteTokenizer().toJSON()),
+    "tinkerlab.tokenizer": JSON.stringify(tokenizerSpec(options.tokenizer ?? new ByteTokenizer())),
     ...options.metadata,
   };
   return encodeModel({
@@ -411,7 +412,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   });
 }
 
-/** GPT-2's block; its nodes and initializers (names and order) are those every earlier export wrote. */
+/** GPT-2's block: learned positions, LayerNorm, GELU. */
 function gptGraph(g: GraphBuilder, config: GPTConfig, s: ModelShape, weights: GPTWeights): void {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
   const hd = s.headDim;

@@ -2,7 +2,7 @@
  * Rollouts: episodes played by the policy through a protocol, sampled in large batches. Also turns finished
  * trajectories into the primitives' batch format and sums them up as metrics.
  */
-import { renderChat, type ChatMessage } from "@/lib/model/chat";
+import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
@@ -52,7 +52,7 @@ export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
   const seeds = sampling.seed === undefined ? null : new Rng(sampling.seed);
   return async (requests: ActRequest[]): Promise<ActResponse[]> => {
     const options = seeds ? { ...sampling, seed: seeds.nextU32() } : sampling;
-    const prompts = requests.map((r) => renderChat(policy.tokenizer, r.messages, { addGenerationPrompt: true }).tokens);
+    const prompts = requests.map((r) => policy.tokenizer.encodeChat(r.messages, { addGenerationPrompt: true }));
     const constraints = requests.map((r) => r.legalActions ?? null);
     const constrained = constraints.some((c) => c !== null);
     // Identical prompts (a group's first turn) are prefilled once and forked, when every prompt repeats equally.
@@ -107,7 +107,7 @@ export async function collectGroups(options: {
   const startsOf = (of: EpisodeSpec[], size: number) => of.flatMap((spec) => Array.from({ length: size }, () => ({ seed: spec.seed, sample: spec.sample })));
   const starts = startsOf(specs, groupSize);
   const fitsContext = (messages: ChatMessage[]) =>
-    renderChat(policy.tokenizer, messages, { addGenerationPrompt: true }).tokens.length + sampling.maxTokens <= policy.contextLength;
+    policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + sampling.maxTokens <= policy.contextLength;
   const next = options.nextSpecs && startsOf(options.nextSpecs, options.nextGroupSize ?? groupSize);
   const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext, next });
   const groups: Trajectory[][] = [];

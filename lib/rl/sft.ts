@@ -87,7 +87,7 @@ export function sftBatch(conversations: Conversation[], seed: number, step: numb
  * Throws when none is left.
  */
 export function fitConversations(policy: PolicyModel, conversations: Conversation[]): { kept: Conversation[]; dropped: number } {
-  const kept = conversations.filter((c) => renderChat(policy.tokenizer, c).tokens.length <= policy.contextLength);
+  const kept = conversations.filter((c) => policy.tokenizer.encodeChat(c).length <= policy.contextLength);
   if (kept.length === 0) {
     throw new Error(
       `none of the ${conversations.length} conversations fits the model's context of ${policy.contextLength} tokens; pick a base with a longer context or shorter conversations`,

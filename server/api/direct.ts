@@ -17,14 +17,7 @@ import { workerRouter } from "./routers/worker";
 import { createTRPCContext, createTRPCRouter, internalErrorId } from "./trpc";
 
 /** The procedures answered here; a request naming any other goes to Next.js. */
-const DIRECT_PROCEDURES = new Set([
-  "sessions.invoke",
-  "sessions.invokeMany",
-  "worker.sessionTake",
-  "worker.sessionAnswer",
-  "worker.sessionExchange",
-  "worker.report",
-]);
+const DIRECT_PROCEDURES = new Set(["sessions.invoke", "sessions.invokeMany", "worker.sessionExchange", "worker.report"]);
 
 /** Only the routers of those procedures: paths resolve as in the app's router (server/api/root.ts). */
 const directRouter = createTRPCRouter({ sessions: sessionsRouter, worker: workerRouter });

@@ -56,9 +56,8 @@ export const REQUEST_LIMITS: Readonly<Record<string, RequestLimit>> = {
   "sessions.invoke": SESSION_CALL,
   // Calls made together, in one request: the client sends a call larger than half of this alone.
   "sessions.invokeMany": SESSION_CALL,
-  // A session call's answer (a sample's or forward's tokens and logprobs), sent by the worker; an exchange carries
+  // Session calls' answers (a sample's or forward's tokens and logprobs), sent by the worker; one exchange carries
   // the answers of calls sent together (the worker sends them one by one when together they are refused).
-  "worker.sessionAnswer": SESSION_ANSWER,
   "worker.sessionExchange": SESSION_ANSWER,
   // One or more steps' metrics, rollouts (prompt, each turn's text, legal actions, tokens and their logprobs) and
   // log lines. A rollout of the built-in use cases is 0.3-6 KiB of JSON and a step's report at their templates'

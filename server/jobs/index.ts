@@ -26,7 +26,6 @@ export { startSchedulerLoop } from "./loop";
 export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
 export { estimateQueuedStarts, type StartEstimate } from "./forecast";
 export {
-  answerSessionCall,
   answerSessionCalls,
   callSession,
   callSessionMany,
@@ -36,7 +35,6 @@ export {
   openSession,
   sessionMethods,
   exchangeSessionCalls,
-  takeSessionCall,
   takeSessionCalls,
   type SessionAnswer,
   type SessionCallAnswer,

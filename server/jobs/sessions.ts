@@ -340,19 +340,15 @@ async function waitForAnswers(
   }
 }
 
-/** Session jobs found held, by job and worker: a job's worker and run do not change while it runs. */
-const held = new Map<string, string>();
-
-/** The session (run) of a session job the worker holds; refused for anyone else's. */
+/**
+ * The session (run) of a session job the worker holds; refused for anyone else's. Asked on every take and answer:
+ * a job moves to another worker when its lease lapses or it resumes, and the one that lost it must be refused.
+ */
 async function heldSession(db: Database, workerId: string, jobId: string): Promise<string> {
-  const known = held.get(`${jobId}/${workerId}`);
-  if (known) return known;
   const [job] = await db.select({ runId: jobs.runId, kind: jobs.kind, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, jobId));
   if (job?.kind !== "session" || job.workerId !== workerId || !job.runId) {
     throw new RunStateError(`worker ${workerId} holds no session job '${jobId}'`, "CONFLICT");
   }
-  if (held.size > 10_000) held.clear();
-  held.set(`${jobId}/${workerId}`, job.runId);
   return job.runId;
 }
 
@@ -388,12 +384,6 @@ export type SessionAnswer = { callId: string; resultJson?: string; error?: strin
 
 /** The most JSON of arguments one take hands a worker when it hands several calls (one call is handed whatever its size). */
 const TAKE_ARGS_BYTES = 16 * 1024 * 1024;
-
-/** The worker's side: the session's next call in order (marked running), waiting up to `waitMs` for one. */
-export async function takeSessionCall(db: Database, input: { workerId: string; jobId: string; waitMs: number }): Promise<TakenSessionCall | null> {
-  const [call] = await takeSessionCalls(db, { ...input, max: 1 });
-  return call ?? null;
-}
 
 /**
  * The session's next calls in order, up to `max` of them and TAKE_ARGS_BYTES of arguments (at least one), marked
@@ -436,15 +426,6 @@ async function takeNow(db: Database, sessionId: string, max: number): Promise<Ta
     returning id, seq, method, args`);
   const rows = (taken as unknown as { rows: { id: string; seq: number | string; method: string; args: string }[] }).rows;
   return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => ({ id: row.id, method: row.method as SessionMethod, argsJson: row.args }));
-}
-
-/** The worker's answer to a call: its result, or the error the call raised (see `answerSessionCalls`). */
-export async function answerSessionCall(
-  db: Database,
-  input: { workerId: string; jobId: string; callId: string; result?: unknown; error?: string | null },
-): Promise<void> {
-  const answer = { callId: input.callId, resultJson: JSON.stringify(input.result ?? null), error: input.error };
-  await answerSessionCalls(db, { workerId: input.workerId, jobId: input.jobId, answers: [answer] });
 }
 
 /**

@@ -19,6 +19,9 @@ export interface BaseModelOptions {
   engine?: Engine;
 }
 
+/** The engine asked for; else the one initBackend chose; else the TypeScript engine. */
+const engineOf = (options: BaseModelOptions): Engine => options.engine ?? currentBackend()?.engine ?? jsEngine;
+
 export class BaseModel {
   private constructor(
     readonly config: GPTConfig,
@@ -31,13 +34,7 @@ export class BaseModel {
   /** A freshly initialised model (GPT-2 initialisation from `seed`). */
   static create(config: unknown, options: BaseModelOptions & { seed?: number; tokenizer?: Tokenizer } = {}): BaseModel {
     const parsed = parseGPTConfig(config);
-    const engine = options.engine ?? currentBackend()?.engine ?? jsEngine;
-    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), engine, options.tokenizer ?? new ByteTokenizer());
-  }
-
-  /** A model from weights already in memory (an imported checkpoint). */
-  static fromWeights(config: GPTConfig, weights: GPTWeights, tokenizer: Tokenizer, options: BaseModelOptions = {}): BaseModel {
-    return new BaseModel(parseGPTConfig(config), weights, options.engine ?? currentBackend()?.engine ?? jsEngine, tokenizer);
+    return new BaseModel(parsed, initGPTWeights(parsed, new Rng(options.seed ?? 0)), engineOf(options), options.tokenizer ?? new ByteTokenizer());
   }
 
   /**
@@ -55,7 +52,7 @@ export class BaseModel {
       if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
     }
     const tokenizer = tokenizerFromSpec(ckpt.json("tokenizer.json"), `checkpoint '${dir}'`);
-    const model = new BaseModel(config, initGPTWeights(config, null), options.engine ?? currentBackend()?.engine ?? jsEngine, tokenizer);
+    const model = new BaseModel(config, initGPTWeights(config, null), engineOf(options), tokenizer);
     assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
     return model;
   }

@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
 import { automatonFor } from "@/lib/sdk/action-space";
-import { type TokenAutomaton, textTokensOf, tokenAutomaton } from "@/lib/model/token-automaton";
+import { type TokenAutomaton, tokenAutomaton } from "@/lib/model/token-automaton";
 import type { Tokenizer } from "@/lib/model/tokenizer";
 import { drawToken } from "@/lib/model/sampling";
 import { logprobOf } from "./batch";
@@ -32,7 +32,7 @@ export const sampleParamsSchema = z.object({
   constraints: z
     .array(z.union([z.object({ actions: z.array(z.string()) }), z.object({ pattern: z.string() }), z.null()]))
     .optional()
-    .describe("per prompt: the legal actions ({ actions } or { pattern }) its samples are held to, or null; byte tokenizer only"),
+    .describe("per prompt: the legal actions ({ actions } or { pattern }) its samples are held to, or null; the byte tokenizer or a byte-level BPE"),
 });
 export type SampleParams = z.infer<typeof sampleParamsSchema>;
 export type SampleParamsInput = z.input<typeof sampleParamsSchema>;
@@ -79,11 +79,6 @@ export function sampleWithDecoder(
   });
   if (params.constraints && params.constraints.length !== prompts.length) {
     throw new Error(`constraints has ${params.constraints.length} entries; give one (or null) per prompt, ${prompts.length} in all`);
-  }
-  if (params.constraints?.some((c) => c !== null) && tokenizer.kind !== "byte" && textTokensOf(tokenizer).length === 0) {
-    throw new Error(
-      "legal actions (constraints) need a tokenizer whose tokens' bytes are known: the byte tokenizer or a byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM); this base's tokenizer is neither",
-    );
   }
   const stop = params.stop ?? tokenizer.stopTokens;
   // Under a constraint, a reply ends where the tokenizer's turn ends.
@@ -133,6 +128,7 @@ export function sampleWithDecoder(
       let source = rowLogits;
       let offset = row * V;
       if (automaton) {
+        // A copy: the list goes out with the sample, and the automaton keeps its own for the next row.
         const allowed = [...automaton.tokens(rowState[row]!)];
         if (automaton.accepting(rowState[row]!)) allowed.push(endOfTurn);
         masked.fill(-Infinity);

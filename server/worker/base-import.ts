@@ -9,6 +9,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { countParameters, type GPTConfig } from "@/lib/model/config";
 import { loadHFModel } from "@/lib/model/hf/weights";
+import { baseNameFromFolder } from "@/lib/model/hf/folder";
 import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
@@ -35,22 +36,12 @@ export interface ImportRecord {
   config: GPTConfig;
 }
 
-export function defaultBaseName(dir: string): string {
-  const name = path
-    .basename(path.resolve(dir))
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, 64);
-  return name || "imported-base";
-}
-
 export function importHFBase(dir: string, options: ImportOptions = {}): ImportRecord {
   const source = path.resolve(dir);
   if (!fs.existsSync(source) || !fs.statSync(source).isDirectory()) {
     throw new Error(`'${dir}' is not a folder; give the folder of a Hugging Face model (config.json, model.safetensors, tokenizer.json)`);
   }
-  const name = options.name ?? defaultBaseName(source);
+  const name = options.name ?? (baseNameFromFolder(path.basename(source)) || "imported-base");
   if (!baseNameRule.test(name)) {
     throw new Error(`'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`);
   }

@@ -262,8 +262,6 @@ const TABLE: Record<string, Entry> = {
   "worker.setAside": { allowed: NOBODY, input: () => ({}) },
   "worker.finish": { allowed: NOBODY, input: () => ({}) },
   "worker.leave": { allowed: NOBODY, input: () => ({ workerId: "wrk_x" }) },
-  "worker.sessionTake": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", waitMs: 0 }) },
-  "worker.sessionAnswer": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", callId: "c" }) },
   "worker.sessionExchange": { allowed: NOBODY, input: () => ({ workerId: "wrk_x", jobId: "job_x", answers: [], take: { waitMs: 0, max: 1 } }) },
 
   "projects.list": { allowed: SIGNED_IN, input: () => undefined },

@@ -1,5 +1,5 @@
 import { Template } from "@huggingface/jinja";
-import { Tokenizer } from "@huggingface/tokenizers";
+import { Tokenizer as LibraryTokenizer } from "@huggingface/tokenizers";
 
 /**
  * A Hugging Face tokenizer (tokenizer.json + tokenizer_config.json, optionally chat_template.jinja and
@@ -7,15 +7,9 @@ import { Tokenizer } from "@huggingface/tokenizers";
  * classes transformers.js uses); chat templates are rendered with @huggingface/jinja as transformers'
  * apply_chat_template does, and the rendered text is tokenized in one piece, special-token strings becoming their ids.
  */
-type ChatRole = "system" | "user" | "assistant";
-interface ChatMessage {
-  role: ChatRole;
-  content: string;
-}
-interface RenderedChat {
-  tokens: number[];
-  lossMask: number[];
-}
+import type { ChatMessage, RenderedChat } from "../chat";
+import { nodeFs } from "../node-fs";
+import type { Tokenizer } from "../tokenizer";
 
 export interface HFTokenizerFiles {
   /** tokenizer.json, parsed */
@@ -34,14 +28,14 @@ const noTemplate =
   "this Hugging Face tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja); " +
   "encode and decode work, but conversations cannot be rendered until the model folder has one";
 
-export class HFTokenizer {
+export class HFTokenizer implements Tokenizer {
   readonly kind = "hf" as const;
   readonly vocabSize: number;
   readonly stopTokens: readonly number[];
   readonly padToken: number;
   /** the special token that closes an assistant turn in the template (e.g. `<|im_end|>`), when there is one */
   readonly endOfTurn: string | undefined;
-  private readonly lib: Tokenizer;
+  private readonly lib: LibraryTokenizer;
   private readonly vocab: readonly (string | undefined)[];
   private readonly specials: Set<string>;
   private readonly added: ReadonlyMap<number, unknown>;
@@ -63,7 +57,7 @@ export class HFTokenizer {
       if (value !== undefined) this.templateTokens[key] = value;
     }
     try {
-      this.lib = new Tokenizer(json, { ...config, ...this.templateTokens });
+      this.lib = new LibraryTokenizer(json, { ...config, ...this.templateTokens });
     } catch (error) {
       throw new Error(`tokenizer.json cannot be loaded: ${(error as Error).message}`);
     }
@@ -114,8 +108,7 @@ export class HFTokenizer {
 
   /** Reads a Hugging Face model folder; tokenizer.json is required, the other files are optional. */
   static fromFolder(dir: string): HFTokenizer {
-    const fs = typeof process === "undefined" ? undefined : process.getBuiltinModule?.("node:fs");
-    if (!fs) throw new Error("HFTokenizer.fromFolder needs Node's fs (process.getBuiltinModule, Node 20.16 or later); elsewhere use HFTokenizer.fromFiles");
+    const fs = nodeFs("HFTokenizer.fromFolder (elsewhere use HFTokenizer.fromFiles)");
     const read = (name: string) => (fs.existsSync(`${dir}/${name}`) ? fs.readFileSync(`${dir}/${name}`, "utf8") : undefined);
     const readJSON = (name: string) => {
       const text = read(name);
@@ -209,9 +202,6 @@ export class HFTokenizer {
    * A token is masked when its text overlaps that span, so a token straddling the boundary counts as the policy's.
    */
   renderChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): RenderedChat {
-    for (const m of messages) {
-      if (!roles.includes(m.role)) throw new Error(`chat role must be system, user or assistant; got '${String(m.role)}'`);
-    }
     const text = this.render(messages, options.addGenerationPrompt ?? false);
     const tokens = this.encode(text);
     const lossMask = new Array<number>(tokens.length).fill(0);
@@ -224,7 +214,15 @@ export class HFTokenizer {
     return { tokens, lossMask };
   }
 
+  /** The rendered conversation's tokens alone: one template render, where the loss mask needs one per reply more. */
+  encodeChat(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): number[] {
+    return this.encode(this.render(messages, options.addGenerationPrompt ?? false));
+  }
+
   private render(messages: readonly ChatMessage[], addGenerationPrompt: boolean): string {
+    for (const m of messages) {
+      if (!roles.includes(m.role)) throw new Error(`chat role must be system, user or assistant; got '${String(m.role)}'`);
+    }
     if (!this.template) throw new Error(this.templateError);
     try {
       return this.template.render({

@@ -10,6 +10,7 @@ import { type GPTConfig, modelShape } from "../config";
 import { readSafetensorsFolder, type TensorMap } from "../safetensors";
 import type { BlockWeights, GPTWeights, LayerNormWeights, Linear } from "../weights";
 import { hfConfigToGPTConfig, hfModelType } from "./config";
+import { nodeFs } from "../node-fs";
 
 export interface HFModel {
   config: GPTConfig;
@@ -23,7 +24,7 @@ export interface HFModel {
  * The config is checked before any weights are read, so an unsupported model fails fast.
  */
 export function loadHFModel(dir: string, options: { contextLength?: number } = {}): HFModel {
-  const fs = nodeFs();
+  const fs = nodeFs("loading a Hugging Face model folder");
   const configPath = `${dir}/config.json`;
   if (!fs.existsSync(configPath)) {
     throw new Error(
@@ -40,7 +41,7 @@ export function loadHFModel(dir: string, options: { contextLength?: number } = {
     hfConfigToGPTConfig(hfConfig, options);
     const tensors = readSafetensorsFolder(dir);
     const config = hfConfigToGPTConfig(hfConfig, { ...options, vocabSize: embeddingRows(tensors, hfConfig) });
-    return { config, weights: hfTensorsToWeights(tensors, config, hfConfig), hfConfig };
+    return { config, weights: hfTensorsToWeights(tensors, config, hfConfig, { owned: true }), hfConfig };
   } catch (error) {
     throw new Error(`cannot import ${dir}: ${(error as Error).message}`);
   }
@@ -52,7 +53,7 @@ export function loadHFModel(dir: string, options: { contextLength?: number } = {
  * head, a classifier) and refused when they lie inside it (a per-head query norm, an extra layer), since those mean
  * a block this engine does not compute.
  */
-export function hfTensorsToWeights(tensors: TensorMap, config: GPTConfig, hf: unknown): GPTWeights {
+export function hfTensorsToWeights(tensors: TensorMap, config: GPTConfig, hf: unknown, options: { owned?: boolean } = {}): GPTWeights {
   const type = hfModelType(hf);
   const s = modelShape(config);
   if ((type !== "gpt2") !== s.llama) {
@@ -70,7 +71,7 @@ export function hfTensorsToWeights(tensors: TensorMap, config: GPTConfig, hf: un
       )}`,
     );
   }
-  const reader = new TensorReader(tensors);
+  const reader = new TensorReader(tensors, options.owned ?? false);
   const weights = type === "gpt2" ? gpt2Weights(reader, prefix, config, hf as Record<string, unknown>) : llamaWeights(reader, prefix, config);
   reader.checkTiedHead(config, weights.tokenEmbedding);
   reader.throwProblems();
@@ -204,7 +205,11 @@ class TensorReader {
   private readonly used = new Set<string>();
   private readonly problems: string[] = [];
 
-  constructor(private readonly tensors: TensorMap) {}
+  /** `owned`: the map was read for this conversion alone, so its arrays become the weights without a copy. */
+  constructor(
+    private readonly tensors: TensorMap,
+    private readonly owned: boolean,
+  ) {}
 
   /**
    * The tensor's values (zeros of the expected size when it is missing or misshapen): a copy, so the weights never
@@ -217,7 +222,7 @@ class TensorReader {
     if (!t) this.problems.push(`tensor '${name}' is missing (expected shape [${shape.join(", ")}])`);
     else if (t.shape.join(",") !== shape.join(",")) {
       this.problems.push(`tensor '${name}' has shape [${t.shape.join(", ")}], expected [${shape.join(", ")}]`);
-    } else return copy ? t.data.slice() : t.data;
+    } else return copy && !this.owned ? t.data.slice() : t.data;
     return new Float32Array(size);
   }
 
@@ -251,11 +256,4 @@ class TensorReader {
 function list(items: string[], shown = 8): string {
   const head = items.slice(0, shown).join("; ");
   return items.length > shown ? `${head}; and ${items.length - shown} more` : head;
-}
-
-/** Node's fs, looked up at call time so that this module stays importable where there is none (browsers). */
-function nodeFs(): typeof import("node:fs") {
-  const fs = typeof process === "undefined" ? undefined : process.getBuiltinModule?.("node:fs");
-  if (!fs) throw new Error("loading a Hugging Face model folder needs Node's fs module");
-  return fs;
 }

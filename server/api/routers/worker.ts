@@ -17,12 +17,10 @@ import {
   recordCheckpoint,
   registerWorker,
   setAsideCheckpoint,
-  answerSessionCall,
   exchangeSessionCalls,
   MAX_CALLS_PER_REQUEST,
   RunStateError,
   storeReport,
-  takeSessionCall,
   WorkerConflictError,
 } from "../../jobs";
 import { createTRPCRouter, workerBaseProcedure } from "../trpc";
@@ -176,33 +174,9 @@ export const workerRouter = createTRPCRouter({
       return { ok: true };
     }),
 
-  /** A session job's next call, waiting up to `waitMs` for one (a long poll); null when none came. */
-  sessionTake: workerProcedure
-    .input(z.object({ workerId: z.string(), jobId: z.string(), waitMs: z.number().int().min(0).max(30_000).default(10_000) }))
-    .mutation(async ({ ctx, input }) => {
-      const call = await sessionConflict(() => takeSessionCall(ctx.db, input));
-      return call && { id: call.id, method: call.method, args: JSON.parse(call.argsJson) as unknown };
-    }),
-
-  /** The answer to a session call: its result, or the error it raised. */
-  sessionAnswer: workerProcedure
-    .input(
-      z.object({
-        workerId: z.string(),
-        jobId: z.string(),
-        callId: z.string(),
-        result: z.unknown().optional(),
-        error: z.string().max(100_000).nullable().default(null),
-      }),
-    )
-    .mutation(async ({ ctx, input }) => {
-      await sessionConflict(() => answerSessionCall(ctx.db, input));
-      return { ok: true };
-    }),
-
   /**
    * A session worker's round trip: its answers to the calls it ran (a call keeps its first answer), then, with
-   * `take`, the session's next calls in order (up to `max`), waiting up to `waitMs` for one, as sessionTake would.
+   * `take`, the session's next calls in order (up to `max`), waiting up to `waitMs` for one.
    * What a worker sends between calls: one request per batch of calls instead of a take and an answer per call.
    */
   sessionExchange: workerProcedure
