@@ -17,7 +17,7 @@ import path from "node:path";
 import { buildIfStale } from "../bin/build-if-stale.mjs";
 import { createClient } from "../lib/client";
 import { useCases } from "../lib/envs";
-import { ByteTokenizer } from "../lib/model/tokenizer";
+import type { Tokenizer } from "../lib/model/tokenizer";
 import type { TrainingPrimitives } from "../lib/rl/primitives";
 import { trainRl } from "../lib/rl/train";
 import { defineExperiment } from "../lib/sdk/experiment";
@@ -54,12 +54,12 @@ async function times(n: number, run: () => Promise<unknown>): Promise<number[]> 
 }
 
 /** Each training step's wall time (ms) of trainRl on `primitives`; the evaluation before the first step is left out. */
-async function stepTimes(primitives: TrainingPrimitives, contextLength: number): Promise<number[]> {
+async function stepTimes(primitives: TrainingPrimitives, tokenizer: Tokenizer, contextLength: number): Promise<number[]> {
   const out: number[] = [];
   let last = performance.now();
   await trainRl({
     config,
-    policy: { primitives, tokenizer: new ByteTokenizer(), contextLength },
+    policy: { primitives, tokenizer, contextLength },
     environment: useCase.environment,
     protocol: useCase.protocol,
     hooks: {
@@ -87,13 +87,14 @@ try {
   const remoteCall = await times(calls, () => probe.forward(batch));
   await probe.close();
 
-  const grpoLocal = new TrainingClient(load(), { seed: config.seed });
+  const localBase = load();
+  const grpoLocal = new TrainingClient(localBase, { seed: config.seed });
   const session = await client.training.create({ base, seed: config.seed, name: "bench-grpo" });
   const localSteps: number[] = [];
   const remoteSteps: number[] = [];
   for (let round = 0; round < rounds; round++) {
-    localSteps.push(...(await stepTimes(grpoLocal, load().config.contextLength)));
-    remoteSteps.push(...(await stepTimes(session, session.contextLength)));
+    localSteps.push(...(await stepTimes(grpoLocal, localBase.tokenizer, localBase.config.contextLength)));
+    remoteSteps.push(...(await stepTimes(session, session.tokenizer, session.contextLength)));
   }
   await session.close();
 

@@ -20,7 +20,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import * as commands from "./cli/commands";
-import { cliErrorOf, compactCount, EXIT, type GlobalOptions } from "./cli/context";
+import { cliErrorOf, compactCount, EXIT, type GlobalOptions, parseContextLength } from "./cli/context";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -96,9 +96,11 @@ async function importBase(dir: string, options: { name?: string; contextLength?:
   process.chdir(ROOT);
   const { ConfigError } = await import("../server/env");
   const { importHFBase } = await import("../server/worker/base-import");
-  const contextLength = options.contextLength === undefined ? undefined : Number(options.contextLength);
-  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength > 0)) {
-    fail(`--context-length must be a whole number of tokens above 0, got '${options.contextLength}'`);
+  let contextLength: number | undefined;
+  try {
+    contextLength = parseContextLength(options.contextLength);
+  } catch (error) {
+    fail((error as Error).message);
   }
   const started = Date.now();
   try {

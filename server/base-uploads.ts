@@ -8,11 +8,12 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { eq } from "drizzle-orm";
+import { authenticate, signInMessage } from "./api/trpc";
 import type { Principal } from "./auth/access";
 import { type Database, users } from "./db";
 import { MODEL_FILES_ACCEPTED, modelFileRule } from "@/lib/model/hf/folder";
 import { serverEnv } from "./env";
-import { baseNameRule } from "./worker/base-catalog";
+import { baseNameProblem } from "./worker/base-catalog";
 
 /** One file's largest size: a 7B model's shards are under 5 GB each. */
 export const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;
@@ -37,12 +38,25 @@ export async function mayManageBases(db: Database, principal: Principal): Promis
   return false;
 }
 
+/**
+ * The upload routes' gate: the request's principal when it may add bases, else the response that refuses it
+ * (401 without a credential, 403 for anyone but the admin).
+ */
+export async function requireBaseManager(
+  db: Database,
+  request: Request,
+): Promise<{ principal: Extract<Principal, { user: unknown }> } | { refused: Response }> {
+  const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
+  if (principal.kind === "anonymous" || principal.kind === "share") return { refused: Response.json({ error: signInMessage(principal) }, { status: 401 }) };
+  if (!(await mayManageBases(db, principal))) return { refused: Response.json({ error: NOT_ADMIN }, { status: 403 }) };
+  return { principal };
+}
+
 export const NOT_ADMIN = "Importing a model adds a base for everyone on this server: only its admin may (local mode's user, or a team server's first account).";
 
 export function stagingDir(name: string): string {
-  if (!baseNameRule.test(name)) {
-    throw new UploadError(`'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`, 400);
-  }
+  const problem = baseNameProblem(name);
+  if (problem) throw new UploadError(problem, 400);
   return path.resolve(serverEnv().ARTIFACTS_DIR, "uploads", name);
 }
 

@@ -11,7 +11,7 @@ import path from "node:path";
 import { exportGptToOnnx } from "@/lib/onnx/export";
 import type { Database } from "./db";
 import { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError } from "./jobs";
-import { baseModelDir, baseNames } from "./worker/base-catalog";
+import { baseModelDir, baseNameRule, baseNames } from "./worker/base-catalog";
 import { loadBaseModel } from "./worker/base-models";
 
 export { UnknownBaseError };
@@ -27,7 +27,6 @@ export interface OnnxFile {
 export const ONNX_NAMES_ACCEPTED = "a base, built-in or imported ('<name>.onnx', e.g. 'arithmetic-base.onnx'), or a run's checkpoint ('ckpt_….onnx')";
 
 const checkpointId = /^ckpt_[A-Za-z0-9]+$/;
-const builtinName = /^[a-z0-9][a-z0-9-]*$/;
 
 /** Exports in progress, by file: a second request for the same model waits for the first. */
 const inFlight = new Map<string, Promise<OnnxFile>>();
@@ -35,7 +34,7 @@ const inFlight = new Map<string, Promise<OnnxFile>>();
 /** The name's ONNX file, exported on first use; UnknownBaseError for a name that is no model (or one refused as a base). */
 export async function onnxFileFor(db: Database, artifactsDir: string, name: string): Promise<OnnxFile> {
   const builtin = !isCheckpointBase(name);
-  if (builtin ? !builtinName.test(name) || !baseNames().includes(name) : !checkpointId.test(name)) {
+  if (builtin ? !baseNameRule.test(name) || !baseNames().includes(name) : !checkpointId.test(name)) {
     throw new UnknownBaseError(`No model named '${name}'. A model file is ${ONNX_NAMES_ACCEPTED}.`);
   }
   // Resolved before the cache is looked at: a checkpoint set aside since its file was made is refused all the same.

@@ -9,7 +9,18 @@ import { Readable } from "node:stream";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
 import { baseNameFromFolder, modelFileRule } from "../../lib/model/hf/folder";
-import { CliError, clientFor, compactCount, EXIT, type GlobalOptions, printJson, printTable, resolveServer, writeCredentials } from "./context";
+import {
+  CliError,
+  clientFor,
+  compactCount,
+  parseContextLength,
+  EXIT,
+  type GlobalOptions,
+  printJson,
+  printTable,
+  resolveServer,
+  writeCredentials,
+} from "./context";
 import { readExperiment, readLink, sameContent, writeExperiment, writeLink } from "./experiment-folder";
 
 const runUrl = (client: TinkerlabClient, runId: string) => `${client.url}/runs/${runId}`;
@@ -148,10 +159,7 @@ export async function basesPush(dir: string, options: GlobalOptions & { name?: s
   const names = fs.readdirSync(folder).filter((file) => modelFileRule.test(file));
   if (!names.includes("config.json")) throw new CliError(`'${dir}' has no config.json: is it a Hugging Face model's folder?`, EXIT.usage);
   const name = options.name ?? baseNameFromFolder(path.basename(folder));
-  const contextLength = options.contextLength === undefined ? undefined : Number(options.contextLength);
-  if (contextLength !== undefined && !(Number.isInteger(contextLength) && contextLength > 0)) {
-    throw new CliError(`--context-length must be a whole number of tokens above 0, got '${options.contextLength}'`, EXIT.usage);
-  }
+  const contextLength = parseContextLength(options.contextLength);
   const files = names.map((file) => {
     const full = path.join(folder, file);
     return {

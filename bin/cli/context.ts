@@ -80,6 +80,14 @@ export function cliErrorOf(error: unknown): CliError | null {
   return null;
 }
 
+/** `--context-length`'s value: absent, or a whole number of tokens above 0. */
+export function parseContextLength(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const tokens = Number(value);
+  if (!(Number.isInteger(tokens) && tokens > 0)) throw new CliError(`--context-length must be a whole number of tokens above 0, got '${value}'`, EXIT.usage);
+  return tokens;
+}
+
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
 /** A count as people read it: 27.9K, 135M. */
 export const compactCount = (n: number) => compact.format(n);

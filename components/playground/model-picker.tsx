@@ -34,7 +34,7 @@ export function ModelPicker({
         className="mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
       >
         {value !== "" && !known.has(value) && <option value={value}>{value}</option>}
-        {[["Built-in bases", builtin] as const, ["Imported bases", imported] as const].map(
+        {[["Built-in bases", builtin] as const, ["Imported models", imported] as const].map(
           ([group, bases]) =>
             bases.length > 0 && (
               <optgroup key={group} label={group}>

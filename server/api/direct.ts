@@ -22,6 +22,8 @@ const DIRECT_PROCEDURES = new Set(["sessions.invoke", "sessions.invokeMany", "wo
 /** Only the routers of those procedures: paths resolve as in the app's router (server/api/root.ts). */
 const directRouter = createTRPCRouter({ sessions: sessionsRouter, worker: workerRouter });
 
+export const DIRECT_ROUTE_HEADER = "x-tinkerlab-route";
+
 /** The procedures of a request the web server answers itself (a POST naming only those), or null. */
 export function directProcedures(method: string | undefined, url: string | undefined): string | null {
   if (method !== "POST") return null;
@@ -32,6 +34,8 @@ export function directProcedures(method: string | undefined, url: string | undef
 
 /** Answers a request `directProcedures` named (`path`: its procedures, comma-separated). */
 export function serveDirect(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  // Says which route answered, for the tests and for whoever reads a trace.
+  res.setHeader(DIRECT_ROUTE_HEADER, "direct");
   return nodeHTTPRequestHandler({
     router: directRouter,
     req,

@@ -12,6 +12,11 @@ import { serverEnv } from "../env";
 /** What a base may be called: it is part of URLs and file names. */
 export const baseNameRule = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
+/** Why `name` cannot name a base, or null when it can. */
+export function baseNameProblem(name: string): string | null {
+  return baseNameRule.test(name) ? null : `'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`;
+}
+
 const basesDir = () => path.resolve(serverEnv().TINKERLAB_BASES_DIR);
 export const importedBasesDir = () => path.resolve(serverEnv().ARTIFACTS_DIR, "bases");
 
@@ -38,10 +43,12 @@ export function baseNames(): string[] {
   return [...builtinBaseNames(), ...importedBaseNames()];
 }
 
+/** A base's folder: the built-in one of that name, else the imported one (a built-in name wins). */
 export function baseModelDir(name: string): string {
   if (baseNameRule.test(name)) {
-    if (builtinBaseNames().includes(name)) return path.join(basesDir(), name);
-    if (importedBaseNames().includes(name)) return path.join(importedBasesDir(), name);
+    for (const dir of [basesDir(), importedBasesDir()]) {
+      if (fs.existsSync(path.join(dir, name, "manifest.json"))) return path.join(dir, name);
+    }
   }
   const known = baseNames();
   throw new Error(`No base model named '${name}'. Bases: ${known.length ? known.join(", ") : "none (run: npx tsx bin/make-base-models.ts)"}.`);

@@ -14,7 +14,7 @@ import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
 import { writeCheckpoint } from "../runtime";
-import { baseNameRule, builtinBaseNames, importedBasesDir } from "./base-catalog";
+import { baseNameProblem, builtinBaseNames, importedBasesDir } from "./base-catalog";
 
 export interface ImportOptions {
   /** the base's name; default: the folder's name, lower-cased, other characters as '-' */
@@ -42,9 +42,8 @@ export function importHFBase(dir: string, options: ImportOptions = {}): ImportRe
     throw new Error(`'${dir}' is not a folder; give the folder of a Hugging Face model (config.json, model.safetensors, tokenizer.json)`);
   }
   const name = options.name ?? (baseNameFromFolder(path.basename(source)) || "imported-base");
-  if (!baseNameRule.test(name)) {
-    throw new Error(`'${name}' cannot name a base: use 1–64 lower-case letters, digits and '-', starting with a letter or digit`);
-  }
+  const problem = baseNameProblem(name);
+  if (problem) throw new Error(problem);
   if (builtinBaseNames().includes(name)) throw new Error(`'${name}' is a built-in base; import under another name (--name)`);
   const target = path.join(importedBasesDir(), name);
   if (fs.existsSync(target) && !options.replace) {

@@ -369,11 +369,6 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
   );
 }
 
-/**
- * Writes a model as one safetensors file (written beside, then renamed into place): its weights under the tensor
- * names of docs/CHECKPOINTS.md, and in the header's metadata the model's config, its tokenizer and where it came
- * from, so the one file is all a loader needs.
- */
 /** An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download. */
 async function exportJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
@@ -391,6 +386,11 @@ async function exportJob(options: JobOptions): Promise<JobOutcome> {
   return { outcome: "completed", reason: null };
 }
 
+/**
+ * Writes a model as one safetensors file (written beside, then renamed into place): its weights under the tensor
+ * names of docs/CHECKPOINTS.md, and in the header's metadata the model's config, its tokenizer and where it came
+ * from, so the one file is all a loader needs.
+ */
 function writeModelFile(file: string, model: BaseModel, origin: string): number {
   const bytes = encodeSafetensors(parametersToTensorMap(listGPTParameters(model.weights, model.config)), {
     format: "tinkerlab.model",

@@ -94,6 +94,7 @@ describe("a remote training session through the client", () => {
     // An unknown API key is refused as by every procedure, whichever route answers.
     const stranger = await post("sessions.invokeMany", JSON.stringify({ json: call }), { authorization: "Bearer tl_not_a_key" });
     expect(stranger.status).toBe(401);
+    expect(stranger.headers.get("x-tinkerlab-route")).toBe("direct");
     expect((await errorOf(stranger)).message).toMatch(/API key in the Authorization header is unknown/);
     // A worker's exchange without the worker token is refused.
     const noToken = await post("worker.sessionExchange", JSON.stringify({ json: { workerId: "wrk_x", jobId: "job_x", answers: [] } }));
@@ -102,6 +103,7 @@ describe("a remote training session through the client", () => {
     // Answered as through the client.
     const answered = await post("sessions.invokeMany", JSON.stringify({ json: call }));
     expect(answered.status).toBe(200);
+    expect(answered.headers.get("x-tinkerlab-route")).toBe("direct");
     const { answers } = ((await answered.json()) as { result: { data: { json: { answers: { state: string; resultJson: string }[] } } } }).result.data.json;
     expect(answers[0]!.state).toBe("done");
     expect(JSON.parse(answers[0]!.resultJson)).toEqual(await session.forward(batch));

@@ -72,10 +72,13 @@ export const sessionsRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
       const shape = await baseShapeFor(ctx, input.base, "base");
+      // The client renders conversations itself: it needs the tokenizer the worker's model reads them with. Read
+      // before the session is opened, so that a base whose tokenizer cannot be read leaves no session queued.
+      const tokenizer = await tokenizerSpecOfBase(ctx.db, input.base).catch((error: unknown) => {
+        throw new TRPCError({ code: "BAD_REQUEST", message: `base: cannot read its tokenizer: ${(error as Error).message}` });
+      });
       try {
         const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
-        // The client renders conversations itself: it needs the tokenizer the worker's model reads them with.
-        const tokenizer = await tokenizerSpecOfBase(ctx.db, input.base);
         return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize, tokenizer };
       } catch (error) {
         if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });

@@ -9,12 +9,11 @@ import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HFTokenizer } from "@/lib/model/hf/tokenizer";
-import type { MetricPointInput } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { importedBaseNames, baseModelDir } from "@/server/worker/base-catalog";
 import { importHFBase } from "@/server/worker/base-import";
-import { inProcessChannel } from "@/server/worker/channel";
-import { runJob, type JobSpec } from "@/server/worker/run-job";
+import type { JobSpec } from "@/server/worker/run-job";
+import { playColourJob } from "../../support/colour-job";
 import { writeHFModelFolder } from "../../support/hf-model-fixtures";
 
 const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-hf-artifacts-"));
@@ -26,50 +25,18 @@ beforeAll(() => {
   importHFBase(source, { name: "tiny-qwen" });
 });
 
-/** Say the colour the observation names; the demonstrator answers right. */
-const colours = `import { defineEnvironment } from "tinkerlab";
-const COLOURS = ["red", "blue", "green"];
-export default defineEnvironment<{ colour: string; said?: string }, string>({
-  name: "say-colour",
-  data: { kind: "free" },
-  systemPrompt: "Say it.",
-  maxTurns: 1,
-  invalidAction: { penalty: 0, endEpisode: true },
-  actions: COLOURS,
-  reset: ({ rng }) => {
-    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;
-    return { state: { colour }, observation: colour };
-  },
-  parseAction: (text) => (COLOURS.includes(text) ? { ok: true, action: text } : { ok: false, error: "a colour" }),
-  step: (state, said) => ({ state: { ...state, said }, reward: said === state.colour ? 1 : 0, done: true }),
-  demonstrate: (state) => state.colour,
-  score: ({ state }) => (state.said === state.colour ? 1 : 0),
-});
-`;
-
-async function play(config: Record<string, unknown>, extra: Partial<JobSpec> = {}) {
-  const metrics: MetricPointInput[] = [];
-  const saved: { step: number; path: string }[] = [];
-  const logs: string[] = [];
-  const channel = inProcessChannel({
-    report: (report) => {
-      metrics.push(...(report.metrics ?? []));
-      logs.push(...(report.logs ?? []).map((l) => l.message));
-    },
-    checkpoint: (input) => void saved.push({ step: input.step, path: input.path }),
-  });
-  const spec = {
-    job: { id: "job_hf", runId: "run_hf", kind: "sft", mode: "lora", lastCheckpointId: null, attempts: 0 },
-    run: { id: "run_hf", config, seed: 1, files: { "environment.ts": colours } },
-    resume: null,
-    base: { kind: "builtin", name: "tiny-qwen" },
-    datasets: {},
-    ...extra,
-  } as unknown as JobSpec;
-  const outcome = await runJob({ channel, workerId: "wrk_test", spec, artifactsDir, stopRequested: () => null });
-  const series = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.value);
-  return { outcome, saved, series, logs };
-}
+/** An SFT job with LoRA on the imported base (`extra` replaces parts of the spec). */
+const play = (config: Record<string, unknown>, extra: Partial<JobSpec> = {}) =>
+  playColourJob(
+    config,
+    {
+      job: { id: "job_hf", runId: "run_hf", kind: "sft", mode: "lora", lastCheckpointId: null, attempts: 0 },
+      base: { kind: "builtin", name: "tiny-qwen" },
+      ...extra,
+    } as Partial<JobSpec>,
+    undefined,
+    artifactsDir,
+  );
 
 const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 

@@ -7,73 +7,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { MetricPointInput } from "@/server/jobs";
-import { inProcessChannel } from "@/server/worker/channel";
-import { runJob, type JobSpec } from "@/server/worker/run-job";
+import { colours, playColourJob } from "../../support/colour-job";
 import { saveTinyBase } from "../../support/tiny-run";
 
 const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-bases-"));
 process.env.TINKERLAB_BASES_DIR = basesDir;
 beforeAll(() => saveTinyBase(basesDir), 120_000);
-
-/** Say the colour the observation names: "red" → "red". The demonstrator answers right. */
-const colours = `import { defineEnvironment } from "tinkerlab";
-const COLOURS = ["red", "blue", "green"];
-export default defineEnvironment<{ colour: string; said?: string }, string>({
-  name: "say-colour",
-  data: { kind: "free" },
-  systemPrompt: "Say it.",
-  maxTurns: 1,
-  invalidAction: { penalty: 0, endEpisode: true },
-  actions: COLOURS,
-  reset: ({ rng }) => {
-    const colour = COLOURS[Math.floor(rng.uniform() * 3)]!;
-    return { state: { colour }, observation: colour };
-  },
-  parseAction: (text) => (COLOURS.includes(text) ? { ok: true, action: text } : { ok: false, error: "a colour" }),
-  step: (state, said) => ({ state: { ...state, said }, reward: said === state.colour ? 1 : 0, done: true }),
-  demonstrate: (state) => state.colour,
-  score: ({ state }) => (state.said === state.colour ? 1 : 0),
-});
-`;
-
-async function play(
-  config: Record<string, unknown>,
-  extra: Partial<JobSpec> = {},
-  pauseAfter?: number,
-  artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-sft-artifacts-")),
-) {
-  const metrics: MetricPointInput[] = [];
-  const saved: { step: number; path: string }[] = [];
-  const logs: string[] = [];
-  const channel = inProcessChannel({
-    report: (report) => {
-      metrics.push(...(report.metrics ?? []));
-      logs.push(...(report.logs ?? []).map((l) => l.message));
-    },
-    checkpoint: (input) => void saved.push({ step: input.step, path: input.path }),
-  });
-  const spec = {
-    job: { id: "job_sft", runId: "run_sft", kind: "sft", mode: "full", lastCheckpointId: null, attempts: 0 },
-    run: { id: "run_sft", config, seed: 1, files: { "environment.ts": colours } },
-    resume: null,
-    base: { kind: "builtin", name: "tiny-base" },
-    datasets: {},
-    ...extra,
-  } as unknown as JobSpec;
-  let reached = 0;
-  const outcome = await runJob({
-    channel,
-    workerId: "wrk_test",
-    spec,
-    artifactsDir,
-    stopRequested: () => (pauseAfter !== undefined && reached >= pauseAfter ? "pause" : null),
-    onStep: (step) => void (reached = step),
-  });
-  const series = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.value);
-  const stepsOf = (name: string) => metrics.filter((m) => m.name === name).map((m) => m.step);
-  return { outcome, saved, series, stepsOf, logs, artifactsDir };
-}
 
 const sftConfig = (sft: Record<string, unknown>) => ({
   name: "sft",
@@ -87,7 +26,7 @@ const sftConfig = (sft: Record<string, unknown>) => ({
 
 describe("SFT on a worker", () => {
   it("imitates a custom environment's demonstrator: the loss falls, the score rises, and its checkpoint starts an RL run", async () => {
-    const sft = await play(sftConfig({ data: "demonstrator", demonstrations: 60 }));
+    const sft = await playColourJob(sftConfig({ data: "demonstrator", demonstrations: 60 }));
     expect(sft.outcome).toEqual({ outcome: "completed", reason: null });
     expect(sft.logs[0]).toMatch(/SFT on 60 conversations \(60 demonstration episodes\)/);
     const loss = sft.series("loss/sft");
@@ -98,18 +37,21 @@ describe("SFT on a worker", () => {
     const checkpoint = sft.saved.at(-1)!;
     expect(checkpoint.step).toBe(40);
 
-    const rl = await play({ ...sftConfig({}), algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 30 } }, {
-      base: {
-        kind: "checkpoint",
-        id: "ckpt_sft",
-        path: checkpoint.path,
-        step: 40,
-        runId: "run_sft",
-        runName: "sft",
-        mode: "full",
-        parent: { kind: "builtin", name: "tiny-base" },
-      },
-    } as never);
+    const rl = await playColourJob(
+      { ...sftConfig({}), algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 }, evaluation: { every: 0, episodes: 30 } },
+      {
+        base: {
+          kind: "checkpoint",
+          id: "ckpt_sft",
+          path: checkpoint.path,
+          step: 40,
+          runId: "run_sft",
+          runName: "sft",
+          mode: "full",
+          parent: { kind: "builtin", name: "tiny-base" },
+        },
+      } as never,
+    );
     expect(rl.outcome).toEqual({ outcome: "completed", reason: null });
     expect(rl.series("eval/score")[0]).toBe(after);
   }, 120_000);
@@ -119,7 +61,7 @@ describe("SFT on a worker", () => {
       ...sftConfig({ data: "demonstrator", demonstrations: 60, steps: 8, learningRate: 1e-2 }),
       algorithm: { name: "grpo", steps: 4, groupSize: 4, groupsPerStep: 2, learningRate: 1e-3, klCoef: 0.5 },
     };
-    const whole = await play(config);
+    const whole = await playColourJob(config);
     expect(whole.outcome).toEqual({ outcome: "completed", reason: null });
     expect(whole.stepsOf("loss/sft")).toEqual(Array.from({ length: 8 }, (_, i) => i + 1));
     expect(whole.stepsOf("reward/mean")).toEqual([9, 10, 11, 12]);
@@ -133,11 +75,11 @@ describe("SFT on a worker", () => {
     expect(kl.at(-1)!).toBeGreaterThan(0);
 
     // Paused in the RL stage and resumed: the same reference (the checkpoint at step 8), so the same KL.
-    const paused = await play(config, {}, 10);
+    const paused = await playColourJob(config, {}, 10);
     expect(paused.outcome.outcome).toBe("paused");
     const at = paused.saved.at(-1)!;
     expect(at.step).toBe(10);
-    const resumed = await play(config, { resume: { step: 10, path: at.path } } as never, undefined, paused.artifactsDir);
+    const resumed = await playColourJob(config, { resume: { step: 10, path: at.path } } as never, undefined, paused.artifactsDir);
     expect(resumed.outcome.outcome).toBe("completed");
     expect(resumed.stepsOf("loss/sft")).toEqual([]);
     expect(resumed.stepsOf("loss/kl")).toEqual([11, 12]);
@@ -156,7 +98,9 @@ describe("SFT on a worker", () => {
       }),
     );
     fs.writeFileSync(file, lines.join("\n"));
-    const sft = await play(sftConfig({ data: "dataset", dataset: "colours" }), { datasets: { colours: { path: file, kind: "conversations" } } } as never);
+    const sft = await playColourJob(sftConfig({ data: "dataset", dataset: "colours" }), {
+      datasets: { colours: { path: file, kind: "conversations" } },
+    } as never);
     expect(sft.outcome.outcome).toBe("completed");
     const [before, after] = sft.series("eval/score");
     expect(after!).toBeGreaterThan(before! + 0.3);
@@ -175,7 +119,7 @@ describe("SFT on a worker", () => {
         "reset: ({ sample }) => {\n    const colour = String(sample!.colour);",
       );
     expect(fromRows).toContain("sample!.colour");
-    const sft = await play(sftConfig({ data: "demonstrator", demonstrations: 20 }), {
+    const sft = await playColourJob(sftConfig({ data: "demonstrator", demonstrations: 20 }), {
       run: { id: "run_sft", config: sftConfig({ data: "demonstrator", demonstrations: 20 }), seed: 1, files: { "environment.ts": fromRows } },
       datasets: { "colour-rows": { path: file, kind: "rows" } },
     } as never);
@@ -192,6 +136,6 @@ describe("SFT on a worker", () => {
         files: { "environment.ts": colours.replace("demonstrate: (state) => state.colour,", "") },
       },
     };
-    await expect(play(sftConfig({ data: "demonstrator" }), spec as never)).rejects.toThrow(/defines no demonstrate\(state\)/);
+    await expect(playColourJob(sftConfig({ data: "demonstrator" }), spec as never)).rejects.toThrow(/defines no demonstrate\(state\)/);
   }, 60_000);
 });

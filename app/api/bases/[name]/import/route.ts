@@ -5,10 +5,8 @@
  * missing one can be added and the import asked again).
  */
 import { z } from "zod";
-import { authenticate, signInMessage } from "@/server/api/trpc";
-import { discardStaging, mayManageBases, NOT_ADMIN, stagingDir, UploadError } from "@/server/base-uploads";
+import { discardStaging, requireBaseManager, stagingDir, UploadError } from "@/server/base-uploads";
 import { getDatabase } from "@/server/db";
-import { serverEnv } from "@/server/env";
 import { importProjectModule } from "@/server/project-module";
 
 export const dynamic = "force-dynamic";
@@ -21,9 +19,9 @@ const options = z.object({
 export async function POST(request: Request, context: { params: Promise<{ name: string }> }) {
   const { name } = await context.params;
   const { db } = await getDatabase();
-  const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
-  if (principal.kind === "anonymous" || principal.kind === "share") return Response.json({ error: signInMessage(principal) }, { status: 401 });
-  if (!(await mayManageBases(db, principal))) return Response.json({ error: NOT_ADMIN }, { status: 403 });
+  const gate = await requireBaseManager(db, request);
+  if ("refused" in gate) return gate.refused;
+  const { principal } = gate;
   const text = await request.text();
   let parsed: z.infer<typeof options>;
   try {
