@@ -92,7 +92,7 @@ describe("the playground on an imported Hugging Face model", () => {
     const runtime = page.getByLabel("Runtime");
     await expect.poll(() => runtime.innerText(), { timeout: 30_000 }).toContain(backend);
     expect(await runtime.innerText()).toContain(`the model's own (Hugging Face), ${tokenizer.vocabSize} ids · replies end at <|im_end|>`);
-    expect(await page.getByRole("combobox").first().locator("optgroup[label='Imported bases'] option").allInnerTexts()).toEqual([
+    expect(await page.getByRole("combobox").first().locator("optgroup[label='Imported models'] option").allInnerTexts()).toEqual([
       expect.stringContaining(NAME),
     ]);
 
