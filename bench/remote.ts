@@ -11,7 +11,8 @@
  *     (other processes on a shared machine) weighs on both alike; the median step time of each over all rounds,
  *     and the remote's overhead over in-process in percent.
  * In-process runs in this process, the session on the server's worker process: the same kernels, each with the
- * machine to itself while it runs. The last line is JSON: {"remote_overhead_pct", "call_overhead_ms_p50", …}.
+ * machine to itself while it runs. The client authenticates with an API key, as a script against a team server
+ * does (its lookup is part of every request). The last line is JSON: {"remote_overhead_pct", "call_overhead_ms_p50", …}.
  */
 import path from "node:path";
 import { buildIfStale } from "../bin/build-if-stale.mjs";
@@ -78,11 +79,14 @@ buildIfStale(ROOT);
 const backend = await initBackend();
 const server = await startServer({ ARTIFACTS_DIR: tempDir("bench-remote"), TINKERLAB_EXAMPLES: "off" });
 try {
-  const client = createClient({ url: server.url });
+  const local = createClient({ url: server.url });
+  const [project] = await local.api.projects.list.query();
+  const { key } = await local.api.apiKeys.create.mutate({ name: "bench-remote", projectId: project!.id, role: "editor" });
+  const client = createClient({ url: server.url, apiKey: key });
   const load = () => BaseModel.load(path.join(ROOT, "lib", "envs", "bases", base));
 
-  const local = new TrainingClient(load(), { seed: config.seed });
-  const localCall = await times(calls, () => local.forward(batch));
+  const inProcess = new TrainingClient(load(), { seed: config.seed });
+  const localCall = await times(calls, () => inProcess.forward(batch));
   const probe = await client.training.create({ base, seed: config.seed, name: "bench-calls" });
   const remoteCall = await times(calls, () => probe.forward(batch));
   await probe.close();

@@ -234,6 +234,16 @@ const CALLS_PER_REQUEST = 64;
  */
 const REQUEST_JSON_BUDGET = 8 * 1024 * 1024;
 
+/**
+ * The most requests of one session out at once. A request does not wait for the one before it to return: it names
+ * that one's last call (`after`) and the server submits its calls behind it, so the worker runs every call in the
+ * order it was made while the next request is already on its way.
+ */
+const REQUESTS_IN_FLIGHT = 8;
+
+/** A request sent and not yet settled: its calls, the call it follows, and its attempt now out (to abort). */
+type OutgoingRequest = { calls: QueuedCall[]; after: string | null; attempt: AbortController | null };
+
 /** A call made and not yet answered, its arguments as the JSON text sent. */
 type QueuedCall = {
   callId: string;
@@ -249,13 +259,22 @@ type QueuedCall = {
  * Every call returns at once a promise of its answer, so a loop can make several calls before awaiting them (a
  * step's forward-backward chunks and its optimizer step; the next sample while the last batch trains): the calls
  * run on the worker one at a time, in the order they were made. Calls made together (before the client next
- * yields), or while the session's request is out, travel in one request (`sessions.invokeMany`) that returns when
- * the last has run; its worker takes them together and runs them back to back. Each call has its own id; a
- * request lost with its connection is sent again with those ids, and the server answers each from its one run.
+ * yields) travel in one request (`sessions.invokeMany`) that returns when the last has run; its worker takes them
+ * together and runs them back to back. Calls made later go in a request of their own at once, without waiting for
+ * the requests before to return (up to REQUESTS_IN_FLIGHT): each names the last call of the one before (`after`),
+ * and the server submits its calls behind that one. Each call has its own id; a request lost with its connection
+ * is sent again with those ids, and the server answers each from its one run.
  */
 export class RemoteTrainingSession implements TrainingPrimitives {
+  /** Calls made and not yet sent. */
   private readonly queue: QueuedCall[] = [];
-  private sending = false;
+  /** Requests sent and not yet settled, in the order sent. */
+  private readonly outgoing: OutgoingRequest[] = [];
+  private pumpQueued = false;
+  /** The last call of the last request sent (and not refused): what the next request follows. */
+  private tail: string | null = null;
+  /** True: calls made while earlier ones are out cost no wait for them (trainRl then starts a step's rollouts early). */
+  readonly overlapsCalls = true;
 
   constructor(
     private readonly api: ReturnType<typeof createTRPCClient<AppRouter>>,
@@ -296,20 +315,41 @@ export class RemoteTrainingSession implements TrainingPrimitives {
   private call<T>(method: SessionMethod, args: Record<string, unknown>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ callId: randomId(), method, argsJson: JSON.stringify(args), resolve: resolve as (result: unknown) => void, reject });
-      if (this.sending) return;
-      this.sending = true;
+      if (this.pumpQueued) return;
+      this.pumpQueued = true;
       // After the caller's synchronous code, so that the calls it makes together leave in one request.
-      queueMicrotask(() => void this.drain());
+      queueMicrotask(() => {
+        this.pumpQueued = false;
+        this.pump();
+      });
     });
   }
 
-  /** Sends the queued calls, a request at a time: each request's calls are in place before the next is sent. */
-  private async drain(): Promise<void> {
-    try {
-      while (this.queue.length > 0) await this.settle(this.nextRequest());
-    } finally {
-      this.sending = false;
+  /** Sends the queued calls as requests, while fewer than REQUESTS_IN_FLIGHT are out; each follows the one before. */
+  private pump(): void {
+    while (this.queue.length > 0 && this.outgoing.length < REQUESTS_IN_FLIGHT) {
+      const request: OutgoingRequest = { calls: this.nextRequest(), after: this.tail, attempt: null };
+      this.tail = request.calls.at(-1)!.callId;
+      this.outgoing.push(request);
+      void this.settle(request).finally(() => {
+        this.outgoing.splice(this.outgoing.indexOf(request), 1);
+        this.pump();
+      });
     }
+  }
+
+  /**
+   * A request refused (its calls rejected) may never have reached the session: the request that follows it now
+   * follows the one it followed, and its attempt out (waiting on the server for the refused calls) is sent again.
+   */
+  private unlink(refused: OutgoingRequest): void {
+    const last = refused.calls.at(-1)!.callId;
+    for (const request of this.outgoing) {
+      if (request === refused || request.after !== last) continue;
+      request.after = refused.after;
+      request.attempt?.abort();
+    }
+    if (this.tail === last) this.tail = refused.after;
   }
 
   /** The calls of the next request, in order: up to CALLS_PER_REQUEST, and REQUEST_JSON_BUDGET unless alone. */
@@ -324,12 +364,13 @@ export class RemoteTrainingSession implements TrainingPrimitives {
     return this.queue.splice(0, count);
   }
 
-  /** Sends `calls` until each is answered, settling each call's promise with its answer. */
-  private async settle(calls: QueuedCall[]): Promise<void> {
-    let waiting = calls;
+  /** Sends the request's calls until each is answered, settling each call's promise with its answer. */
+  private async settle(request: OutgoingRequest): Promise<void> {
+    let waiting = request.calls;
     try {
       while (waiting.length > 0) {
-        const answers = await this.send(waiting);
+        const answers = await this.send(request, waiting);
+        if (!answers) continue; // its predecessor was refused: sent again, following the one before that
         waiting = waiting.filter((call, i) => {
           const answer = answers[i];
           if (!answer || answer.state === "queued" || answer.state === "running") return true;
@@ -341,18 +382,26 @@ export class RemoteTrainingSession implements TrainingPrimitives {
       }
     } catch (error) {
       for (const call of waiting) call.reject(error);
+      this.unlink(request);
     }
   }
 
-  private async send(calls: QueuedCall[]): Promise<CallAnswer[]> {
-    const input = { sessionId: this.sessionId, calls: calls.map(({ callId, method, argsJson }) => ({ callId, method, argsJson })), waitMs: ANSWER_WAIT_MS };
+  /** The calls' answers as they stand, or null when the attempt was aborted to follow another call (`unlink`). */
+  private async send(request: OutgoingRequest, calls: QueuedCall[]): Promise<CallAnswer[] | null> {
+    const sent = calls.map(({ callId, method, argsJson }) => ({ callId, method, argsJson }));
     for (let attempt = 1; ; attempt++) {
+      const input = { sessionId: this.sessionId, calls: sent, waitMs: ANSWER_WAIT_MS, ...(request.after ? { after: request.after } : {}) };
+      const controller = new AbortController();
+      request.attempt = controller;
       try {
-        return (await this.guard(() => this.api.sessions.invokeMany.mutate(input))).answers;
+        return (await this.guard(() => this.api.sessions.invokeMany.mutate(input, { signal: controller.signal }))).answers;
       } catch (error) {
+        if (controller.signal.aborted) return null;
         const lost = error instanceof TinkerlabError && (error.code === "UNREACHABLE" || error.status === 502 || error.status === 503 || error.status === 504);
         if (!lost || attempt >= SEND_TRIES) throw error;
         await sleep(Math.min(5_000, 250 * 2 ** (attempt - 1)));
+      } finally {
+        request.attempt = null;
       }
     }
   }

@@ -4,7 +4,7 @@ import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions } from "./primitives";
-import type { EpisodeSpec } from "./rollouts";
+import { collectGroups, type EpisodeSpec } from "./rollouts";
 
 export type StepContext = {
   policy: PolicyModel;
@@ -26,8 +26,20 @@ export type StepContext = {
   memory: Record<string, number>;
   /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
   playEpisodes?: EpisodePlayer;
+  /** This step's rollouts, when the loop started them ahead, while the step before updated (`updateMade`). */
+  rollouts?: Promise<Trajectory[][]>;
+  /**
+   * Called once the step's update calls are all made, before they are awaited: the loop may start the next
+   * step's rollouts then, which sample after the update (the primitives run calls in the order made).
+   */
+  updateMade?: () => void;
 };
 
 export type StepOutput = { groups: Trajectory[][]; advantages: TurnAdvantages; metrics: Record<string, number> };
 
 export type RlAlgorithm = (context: StepContext) => Promise<StepOutput>;
+
+/** The step's rollouts: those the loop started ahead, else played now, `groupSize` episodes per spec. */
+export function stepRollouts(ctx: StepContext): Promise<Trajectory[][]> {
+  return ctx.rollouts ?? collectGroups({ ...ctx, groupSize: ctx.config.groupSize });
+}

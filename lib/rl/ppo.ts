@@ -3,12 +3,12 @@
  * takes clipped steps (several epochs over the batch) while the value head regresses onto the returns.
  */
 import { generalizedAdvantages, whiten } from "./advantages";
-import type { RlAlgorithm } from "./algorithm";
-import { collectGroups, rolloutMetrics, toTrainingBatch } from "./rollouts";
+import { type RlAlgorithm, stepRollouts } from "./algorithm";
+import { rolloutMetrics, toTrainingBatch } from "./rollouts";
 import { policyUpdate } from "./update";
 
 export const ppo: RlAlgorithm = async (ctx) => {
-  const groups = await collectGroups({ ...ctx, groupSize: ctx.config.groupSize });
+  const groups = await stepRollouts(ctx);
 
   // The value of the state before each turn: the value head's output at the turn's first action token.
   const turns = groups.flatMap((group) => group.flatMap((t) => t.turns.filter((turn) => turn.actionTokens.length > 0)));
@@ -32,7 +32,7 @@ export const ppo: RlAlgorithm = async (ctx) => {
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
   const batch = toTrainingBatch(groups, advantages, gae.returns);
-  const update = await policyUpdate(ctx.policy.primitives, batch, { ...ctx.config, loss: "ppo" }, ctx.sampling.temperature);
+  const update = await policyUpdate(ctx.policy.primitives, batch, { ...ctx.config, loss: "ppo" }, ctx.sampling.temperature, ctx.updateMade);
   const meanValue = values.flat(2).reduce((a, b) => a + b, 0) / Math.max(values.flat(2).length, 1);
   return { groups, advantages, metrics: { ...rolloutMetrics(groups, ctx.environment.scoreName), ...update, "train/value_mean": meanValue } };
 };

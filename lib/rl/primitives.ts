@@ -41,6 +41,12 @@ export interface TrainingPrimitives {
   ): Promise<{ loss: number; metrics: Record<string, number> }>;
   optimStep(params: { lr: number; weightDecay?: number; gradClip?: number }): Promise<{ gradNorm: number; step: number }>;
   sample(prompts: number[][], n: number, params?: SampleOptions): Promise<{ samples: SampledSequence[][] }>;
+  /**
+   * True where a call made while earlier ones are still out costs no wait for them (a remote session: its calls
+   * travel and queue while the worker computes): the RL loop then starts a step's rollouts as soon as the step
+   * before has made its update. The in-process client runs each call as it is made; there is nothing to overlap.
+   */
+  readonly overlapsCalls?: boolean;
 }
 
 /** What rollouts need beyond the primitives: how text becomes tokens, and how long a sequence may be. */

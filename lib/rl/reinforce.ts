@@ -1,14 +1,14 @@
 /** REINFORCE with a baseline: discounted returns minus an exponential moving average of past mean returns. */
 import { baselineSubtracted } from "./advantages";
-import type { RlAlgorithm } from "./algorithm";
-import { collectGroups, rolloutMetrics, toTrainingBatch } from "./rollouts";
+import { type RlAlgorithm, stepRollouts } from "./algorithm";
+import { rolloutMetrics, toTrainingBatch } from "./rollouts";
 import { policyUpdate } from "./update";
 
 /** How fast the baseline follows the mean return: b ← (1 − rate)·b + rate·mean. */
 const BASELINE_RATE = 0.1;
 
 export const reinforce: RlAlgorithm = async (ctx) => {
-  const groups = await collectGroups({ ...ctx, groupSize: ctx.config.groupSize });
+  const groups = await stepRollouts(ctx);
   const meanReturn = groups.flat().reduce((a, t) => a + t.totalReward, 0) / Math.max(groups.flat().length, 1);
   // The first step has no history: start the baseline at this batch's mean rather than at zero.
   const baseline = ctx.memory.baseline ?? meanReturn;
@@ -18,6 +18,6 @@ export const reinforce: RlAlgorithm = async (ctx) => {
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
   ctx.memory.baseline = (1 - BASELINE_RATE) * baseline + BASELINE_RATE * meanReturn;
-  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature);
+  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
   return { groups, advantages, metrics: { ...rolloutMetrics(groups, ctx.environment.scoreName), ...update, "train/baseline": baseline } };
 };

@@ -17,7 +17,7 @@ import { ppo } from "./ppo";
 import type { PolicyModel } from "./primitives";
 import { reinforce } from "./reinforce";
 import { rloo } from "./rloo";
-import type { EpisodeSpec } from "./rollouts";
+import { collectGroups, type EpisodeSpec } from "./rollouts";
 
 export const rlAlgorithms: Record<Exclude<AlgorithmName, "sft">, RlAlgorithm> = {
   grpo,
@@ -126,31 +126,70 @@ export async function trainRl(options: {
     evaluations.push({ step, score });
   };
 
+  const checkpointsAfter = (done: number) => done === steps || (config.checkpointEvery > 0 && done % config.checkpointEvery === 0);
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a
   // sandboxed player recognizes the episodes it reset ahead), then as its own.
-  let specs = trainingSpecs(config, step - offset, rows);
-  if (step === 0) await runEvaluation(step < steps ? specs : undefined);
+  const specsByStep = new Map<number, EpisodeSpec[]>();
+  const specsOf = (at: number): EpisodeSpec[] => {
+    if (!specsByStep.has(at)) specsByStep.set(at, trainingSpecs(config, at - offset, rows));
+    return specsByStep.get(at)!;
+  };
+  /** What the rollouts of step `at` (0-based) are told is played after them: the next step's, or an evaluation's. */
+  const playedAfter = (at: number): { nextSpecs?: EpisodeSpec[]; nextGroupSize?: number } => {
+    if (evaluation.length > 0 && evaluatesAfter(at + 1)) return { nextSpecs: evaluation, nextGroupSize: 1 };
+    return { nextSpecs: at + 1 < steps ? specsOf(at + 1) : undefined };
+  };
+  /**
+   * Primitives whose calls travel while the worker computes (`overlapsCalls`) get each step's rollouts started as
+   * soon as the step before has made its update: its first sample waits on the server behind the update instead
+   * of after a round trip. Not before an evaluation or a checkpoint, which see the policy between steps, and the
+   * algorithms' RNG-drawing order is the same either way (the worker runs calls in the order made).
+   */
+  const overlap = policy.primitives.overlapsCalls === true;
+  /** The next step's rollouts when started ahead, and when the step before them ended (its time starts there). */
+  let ahead: { rollouts: Promise<Trajectory[][]>; since: number } | null = null;
+
+  if (step === 0) await runEvaluation(step < steps ? specsOf(step) : undefined);
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
-    const started = performance.now();
+    const started = ahead?.since ?? performance.now();
     const learningRate = learningRateAt(config.algorithm, step - offset);
-    const nextSpecs = step + 1 < steps ? trainingSpecs(config, step + 1 - offset, rows) : undefined;
-    const evaluationNext = evaluation.length > 0 && evaluatesAfter(step + 1);
+    const current = step;
+    let next: Promise<Trajectory[][]> | undefined;
+    const startsNext = overlap && current + 1 < steps && !evaluatesAfter(current + 1) && !checkpointsAfter(current + 1);
     const output = await algorithm({
       policy,
       environment,
       protocol,
-      specs,
-      nextSpecs: evaluationNext ? evaluation : nextSpecs,
-      nextGroupSize: evaluationNext ? 1 : undefined,
+      specs: specsOf(current),
+      ...playedAfter(current),
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,
       playEpisodes: options.playEpisodes,
+      rollouts: ahead?.rollouts,
+      updateMade: startsNext
+        ? () => {
+            next ??= collectGroups({
+              policy,
+              environment,
+              protocol,
+              specs: specsOf(current + 1),
+              ...playedAfter(current + 1),
+              groupSize,
+              sampling,
+              playEpisodes: options.playEpisodes,
+            });
+            // Awaited by the next step; a loop that stops first leaves them, and their failure, unheard.
+            next.catch(() => {});
+          }
+        : undefined,
     });
+    specsByStep.delete(current);
     step += 1;
-    if (nextSpecs) specs = nextSpecs;
-    const seconds = (performance.now() - started) / 1000;
+    const finished = performance.now();
+    ahead = next ? { rollouts: next, since: finished } : null;
+    const seconds = (finished - started) / 1000;
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
     await hooks.onMetrics?.(step, {
       ...output.metrics,
@@ -162,8 +201,8 @@ export async function trainRl(options: {
     // Warnings before the rollouts: a worker sends a step's reports together after its rollouts.
     for (const warning of health.observe(step, output.groups, output.metrics)) await hooks.onWarning?.(warning);
     await hooks.onRollouts?.(step, "train", output.groups, output.advantages);
-    if (evaluatesAfter(step)) await runEvaluation(nextSpecs);
-    if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, memory);
+    if (evaluatesAfter(step)) await runEvaluation(step < steps ? specsOf(step) : undefined);
+    if (checkpointsAfter(step)) await hooks.onCheckpoint?.(step, memory);
     // A turn of the event loop after every step: the engine's awaits resolve as microtasks, so without it a run
     // whose hooks do no I/O holds the loop for its whole length (timers, messages, a test runner's calls wait).
     await new Promise<void>((resolve) => setTimeout(resolve, 0));

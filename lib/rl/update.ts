@@ -6,19 +6,28 @@ import { chunkBatch } from "./rollouts";
 /** Sequences per forward-backward call; gradients accumulate across calls until the optimizer step. */
 export const CHUNK_SEQUENCES = 64;
 
+/**
+ * The update of one step: for each epoch, forward-backward over the batch's chunks, then an optimizer step. Every
+ * epoch's calls are made before any is awaited (each epoch's passes run after the step before them: the primitives
+ * run calls in the order made), then `made` is called, then they are awaited (see `madeTogether`).
+ */
 export async function policyUpdate(
   primitives: TrainingPrimitives,
   batch: TrainingBatch,
   config: AlgorithmConfig,
   temperature: number,
+  made?: () => void,
 ): Promise<Record<string, number>> {
   const sums: Record<string, number> = {};
   let weight = 0;
   let gradNorm = 0;
-  if (batch.tokens.length === 0) return { "train/sequences": 0 };
-  for (let epoch = 0; epoch < config.epochs; epoch++) {
-    // An epoch's calls are made together, then awaited (see `madeTogether`).
-    const passes = chunkBatch(batch, CHUNK_SEQUENCES).map((chunk) =>
+  if (batch.tokens.length === 0) {
+    made?.();
+    return { "train/sequences": 0 };
+  }
+  const chunks = chunkBatch(batch, CHUNK_SEQUENCES);
+  const epochs = Array.from({ length: config.epochs }, () => {
+    const passes = chunks.map((chunk) =>
       primitives.forwardBackward(chunk, config.loss, {
         // The sampler's logprobs are of softmax(logits / T); the loss must compare like with like.
         temperature: temperature > 0 ? temperature : 1,
@@ -29,8 +38,16 @@ export async function policyUpdate(
         valueCoef: config.valueCoef,
       }),
     );
-    const stepped = primitives.optimStep({ lr: config.learningRate, weightDecay: config.weightDecay, gradClip: config.gradClip });
-    const [results, step] = await madeTogether(passes, stepped);
+    return madeTogether(passes, primitives.optimStep({ lr: config.learningRate, weightDecay: config.weightDecay, gradClip: config.gradClip }));
+  });
+  made?.();
+  // Every epoch settled before an error is thrown: the calls of those after a failure still run.
+  const settled = await Promise.allSettled(epochs);
+  const values = settled.map((epoch) => {
+    if (epoch.status === "rejected") throw epoch.reason;
+    return epoch.value;
+  });
+  for (const [results, step] of values) {
     for (const { metrics } of results) {
       const tokens = metrics.tokens ?? 1;
       for (const [name, value] of Object.entries(metrics)) {

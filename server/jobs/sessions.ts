@@ -224,23 +224,47 @@ export async function callSession(
  * running, and the same calls sent again wait on. Several calls made together (a step's forward-backward chunks and
  * its optimizer step) so cost the server one request and one statement, and their worker takes them together. A
  * call to a session that has ended is refused with the reason it ended, unless it was answered before.
+ *
+ * With `after` (a call of the session that the client sent in an earlier request, which may still be on its way:
+ * the client does not wait for one request to return before sending the next), the calls are submitted once that
+ * call has been; until then (within `waitMs`) they are returned queued, unsubmitted, and the same request sent
+ * again waits on. Requests sent one after another so run in the order they were sent, whichever arrives first.
  */
 export async function callSessionMany(
   db: Database,
-  input: { sessionId: string; calls: SessionCallInput[]; waitMs: number },
+  input: { sessionId: string; calls: SessionCallInput[]; after?: string; waitMs: number },
   signal?: AbortSignal,
 ): Promise<SessionCallAnswer[]> {
   const { sessionId, calls } = input;
+  const after = input.after ?? null;
   if (new Set(calls.map((call) => call.callId)).size !== calls.length) {
     throw new RunStateError("the same call id appears twice in one request; give each call a fresh id", "CONFLICT");
   }
+  if (after !== null && calls.some((call) => call.callId === after)) {
+    throw new RunStateError(`call '${after}' cannot follow itself: 'after' names a call sent in an earlier request`, "CONFLICT");
+  }
+  const until = Date.now() + input.waitMs;
   // Every call's answer is listened for from the start, before the worker can see the call: a worker answers the
   // calls it ran together at once, and a wake before its listener would be heard only at the next poll.
   const answers = new Map(calls.map((call) => [call.callId, listen(`answer:${call.callId}`)]));
   try {
-    const rows = await submitCalls(db, sessionId, calls);
-    await waitForAnswers(db, sessionId, rows, answers, Date.now() + input.waitMs, signal);
-    return rows.map(({ runId: _, result, ...answer }) => ({ ...answer, resultJson: result }));
+    for (;;) {
+      // Listening for the predecessor before looking for it: its request may be submitted while this one's runs.
+      const predecessor = after === null ? null : listen(`submitted:${after}`);
+      try {
+        const rows = await submitCalls(db, sessionId, calls, after);
+        if (rows) {
+          await waitForAnswers(db, sessionId, rows, answers, until, signal);
+          return rows.map(({ runId: _, result, ...answer }) => ({ ...answer, resultJson: result }));
+        }
+        const left = until - Date.now();
+        if (left <= 0 || signal?.aborted)
+          return calls.map((call) => ({ id: call.callId, state: "queued", resultJson: null, error: null, method: call.method }));
+        await within(predecessor!.woken, Math.min(left, POLL_MS), signal);
+      } finally {
+        predecessor?.stop();
+      }
+    }
   } finally {
     for (const listening of answers.values()) listening.stop();
   }
@@ -250,10 +274,10 @@ const unanswered = (row: CallRow) => row.state === "queued" || row.state === "ru
 
 /**
  * Inserts the calls not submitted before, in one statement and in their order (the serial `seq` follows it), while
- * the session's job has not ended and none of the ids is another session's or another method's; returns each
- * call's row.
+ * the session's job has not ended, none of the ids is another session's or another method's, and the call they
+ * come `after` (if any) has been submitted; returns each call's row, or null while that call has not been.
  */
-async function submitCalls(db: Database, sessionId: string, calls: SessionCallInput[]): Promise<CallRow[]> {
+async function submitCalls(db: Database, sessionId: string, calls: SessionCallInput[], after: string | null): Promise<CallRow[] | null> {
   const values = sql.join(
     calls.map((call, i) => sql`(${call.callId}::text, ${call.method}::text, ${call.argsJson}::text, ${i}::int)`),
     sql`, `,
@@ -276,6 +300,7 @@ async function submitCalls(db: Database, sessionId: string, calls: SessionCallIn
       and not exists (
         select 1 from ${sessionCalls} taken join given other on taken.id = other.id
         where taken.run_id <> ${sessionId} or taken.method <> other.method)
+      and (${after}::text is null or exists (select 1 from ${sessionCalls} prior where prior.id = ${after}::text and prior.run_id = ${sessionId}))
     order by given.n
     on conflict (id) do nothing
     returning id, state`);
@@ -286,6 +311,7 @@ async function submitCalls(db: Database, sessionId: string, calls: SessionCallIn
       states.get(call.callId) === "running" ? [{ id: call.callId, method: call.method, argsJson: call.argsJson }] : [],
     );
     wake(`calls:${sessionId}`, handed.length > 0 ? handed : null);
+    for (const id of fresh) wake(`submitted:${id}`);
   }
   const before = calls.filter((call) => !fresh.has(call.callId)).map((call) => call.callId);
   const known = before.length > 0 ? await readCalls(db, before) : new Map<string, CallRow>();
@@ -301,6 +327,18 @@ async function submitCalls(db: Database, sessionId: string, calls: SessionCallIn
     if (row) rows.push(row);
   }
   if (rows.length < calls.length) {
+    if (after !== null) {
+      const predecessor = await readCall(db, after);
+      if (predecessor && predecessor.runId !== sessionId) {
+        throw new RunStateError(`call '${after}', which these calls follow, belongs to another session`, "CONFLICT");
+      }
+      if (!predecessor) {
+        const job = await sessionJob(db, sessionId);
+        if (terminalJobStates.has(job.status))
+          throw new RunStateError(`session ${sessionId} has ended (${job.status}${job.reason ? `: ${job.reason}` : ""}); open a new one`, "CONFLICT");
+        return null;
+      }
+    }
     const job = await sessionJob(db, sessionId);
     const why = `${job.status}${job.reason ? `: ${job.reason}` : ""}`;
     if (terminalJobStates.has(job.status)) throw new RunStateError(`session ${sessionId} has ended (${why}); open a new one`, "CONFLICT");
@@ -341,15 +379,30 @@ async function waitForAnswers(
 }
 
 /**
- * The session (run) of a session job the worker holds; refused for anyone else's. Asked on every take and answer:
- * a job moves to another worker when its lease lapses or it resumes, and the one that lost it must be refused.
+ * The session (run) of a session job the worker holds, as a statement's first part: every take and answer asks it
+ * within its own statement, since a job moves to another worker when its lease lapses or it resumes, and the one
+ * that lost it must be refused. No row: the worker does not hold it.
  */
-async function heldSession(db: Database, workerId: string, jobId: string): Promise<string> {
-  const [job] = await db.select({ runId: jobs.runId, kind: jobs.kind, workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, jobId));
-  if (job?.kind !== "session" || job.workerId !== workerId || !job.runId) {
-    throw new RunStateError(`worker ${workerId} holds no session job '${jobId}'`, "CONFLICT");
-  }
-  return job.runId;
+function heldSessionSql(workerId: string, jobId: string) {
+  return sql`held as (
+    select ${jobs.runId} as run_id from ${jobs}
+    where ${jobs.id} = ${jobId} and ${jobs.workerId} = ${workerId} and ${jobs.kind} = 'session' and ${jobs.runId} is not null)`;
+}
+
+function notHeld(workerId: string, jobId: string): RunStateError {
+  return new RunStateError(`worker ${workerId} holds no session job '${jobId}'`, "CONFLICT");
+}
+
+/**
+ * The session of each session job met, by job id: fixed for the job's life (who holds it is not: each statement
+ * checks that), so that a take can listen for the session's calls before its statement runs.
+ */
+const sessionOfJob = new Map<string, string>();
+const SESSIONS_REMEMBERED = 10_000;
+
+function rememberSession(jobId: string, sessionId: string): void {
+  if (sessionOfJob.size >= SESSIONS_REMEMBERED) sessionOfJob.clear();
+  sessionOfJob.set(jobId, sessionId);
 }
 
 /** What a call's row answers with: read back, or returned by the worker's answer. */
@@ -391,41 +444,58 @@ const TAKE_ARGS_BYTES = 16 * 1024 * 1024;
  * round trip, and the worker runs them back to back.
  */
 export async function takeSessionCalls(db: Database, input: { workerId: string; jobId: string; waitMs: number; max: number }): Promise<TakenSessionCall[]> {
-  const sessionId = await heldSession(db, input.workerId, input.jobId);
   const until = Date.now() + input.waitMs;
   for (;;) {
-    // Listening before looking: a call submitted while the statement runs wakes the wait below.
-    const submitted = listen(`calls:${sessionId}`);
+    const known = sessionOfJob.get(input.jobId);
+    // Listening before looking: a call submitted while the statement runs wakes the wait below. A job not met
+    // before is looked at once first, for its session.
+    const submitted = known === undefined ? null : listen(`calls:${known}`);
     try {
-      const taken = await takeNow(db, sessionId, input.max);
+      const { sessionId, taken } = await takeNow(db, input.workerId, input.jobId, input.max);
       if (taken.length > 0) return taken;
+      if (!submitted || sessionId !== known) {
+        rememberSession(input.jobId, sessionId);
+        continue;
+      }
       const left = until - Date.now();
       if (left <= 0) return [];
       // Calls handed over with the wake (see submitCalls) are already marked running; the rest stay so until taken.
       const handed = (await within(submitted.woken, Math.min(left, POLL_MS))) as TakenSessionCall[] | null;
       if (handed) return handed.slice(0, input.max);
     } finally {
-      submitted.stop();
+      submitted?.stop();
     }
   }
 }
 
-/** The session's next calls in order (see `takeSessionCalls`), marked running; none when none is waiting. */
-async function takeNow(db: Database, sessionId: string, max: number): Promise<TakenSessionCall[]> {
+/**
+ * The next calls of the session of a job the worker holds, in order (see `takeSessionCalls`), marked running, in
+ * one statement with the hold's check; none when none is waiting.
+ */
+async function takeNow(db: Database, workerId: string, jobId: string, max: number): Promise<{ sessionId: string; taken: TakenSessionCall[] }> {
   // Calls left running (their worker stopped mid-call and the session was placed again) are run again: their
   // answers never reached anyone. Then the queued ones, oldest first.
-  const taken = await db.execute(sql`
-    update ${sessionCalls} set state = 'running'
-    where ${sessionCalls.id} in (
-      select id from (
-        select id, row_number() over (order by seq) as n, sum(octet_length(args)) over (order by seq) as bytes
-        from ${sessionCalls} where ${sessionCalls.runId} = ${sessionId} and ${inArray(sessionCalls.state, ["queued", "running"])}
-      ) unanswered
-      where n = 1 or (n <= ${max} and bytes <= ${TAKE_ARGS_BYTES})
+  const result = await db.execute(sql`
+    with ${heldSessionSql(workerId, jobId)},
+    taken as (
+      update ${sessionCalls} set state = 'running'
+      where ${sessionCalls.id} in (
+        select id from (
+          select id, row_number() over (order by seq) as n, sum(octet_length(args)) over (order by seq) as bytes
+          from ${sessionCalls} where ${sessionCalls.runId} = (select run_id from held) and ${inArray(sessionCalls.state, ["queued", "running"])}
+        ) unanswered
+        where n = 1 or (n <= ${max} and bytes <= ${TAKE_ARGS_BYTES})
+      )
+      returning ${sessionCalls.id} as id, ${sessionCalls.seq} as seq, ${sessionCalls.method} as method, ${sessionCalls.args} as args
     )
-    returning id, seq, method, args`);
-  const rows = (taken as unknown as { rows: { id: string; seq: number | string; method: string; args: string }[] }).rows;
-  return rows.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => ({ id: row.id, method: row.method as SessionMethod, argsJson: row.args }));
+    select held.run_id as session_id, taken.id, taken.seq, taken.method, taken.args from held left join taken on true`);
+  const rows = (result as unknown as { rows: { session_id: string; id: string | null; seq: number | string; method: string; args: string }[] }).rows;
+  if (rows.length === 0) throw notHeld(workerId, jobId);
+  const taken = rows
+    .filter((row) => row.id !== null)
+    .sort((a, b) => Number(a.seq) - Number(b.seq))
+    .map((row) => ({ id: row.id!, method: row.method as SessionMethod, argsJson: row.args }));
+  return { sessionId: rows[0]!.session_id, taken };
 }
 
 /**
@@ -433,7 +503,6 @@ async function takeNow(db: Database, sessionId: string, max: number): Promise<Ta
  * answer sent again (its response lost with the connection) changes nothing.
  */
 export async function answerSessionCalls(db: Database, input: { workerId: string; jobId: string; answers: SessionAnswer[] }): Promise<void> {
-  const sessionId = await heldSession(db, input.workerId, input.jobId);
   if (input.answers.length === 0) return;
   const values = sql.join(
     input.answers.map((answer) =>
@@ -443,14 +512,23 @@ export async function answerSessionCalls(db: Database, input: { workerId: string
     ),
     sql`, `,
   );
+  // The hold's check and the answers in one statement: a row with a null id is the hold alone (nothing answered).
   const answered = await db.execute(sql`
-    update ${sessionCalls} set state = given.state::session_call_state, result = given.result, error = given.error, answered_at = now()
-    from (values ${values}) as given (id, state, result, error)
-    where ${sessionCalls.id} = given.id and ${sessionCalls.runId} = ${sessionId} and ${inArray(sessionCalls.state, ["queued", "running"])}
-    returning ${sessionCalls.id} as id, ${sessionCalls.method} as method`);
+    with ${heldSessionSql(input.workerId, input.jobId)},
+    answered as (
+      update ${sessionCalls} set state = given.state::session_call_state, result = given.result, error = given.error, answered_at = now()
+      from (values ${values}) as given (id, state, result, error)
+      where ${sessionCalls.id} = given.id and ${sessionCalls.runId} = (select run_id from held) and ${inArray(sessionCalls.state, ["queued", "running"])}
+      returning ${sessionCalls.id} as id, ${sessionCalls.method} as method
+    )
+    select held.run_id as session_id, answered.id, answered.method from held left join answered on true`);
+  const rows = (answered as unknown as { rows: { session_id: string; id: string | null; method: string }[] }).rows;
+  if (rows.length === 0) throw notHeld(input.workerId, input.jobId);
+  const sessionId = rows[0]!.session_id;
   // Each client is woken with its call's row as now stored, made here from the answer (not read back).
   const byId = new Map(input.answers.map((answer) => [answer.callId, answer]));
-  for (const row of (answered as unknown as { rows: { id: string; method: string }[] }).rows) {
+  for (const row of rows) {
+    if (row.id === null) continue;
     const answer = byId.get(row.id)!;
     const stored: CallRow = answer.error
       ? { id: row.id, runId: sessionId, state: "failed", result: null, error: answer.error, method: row.method }

@@ -110,7 +110,11 @@ describe("a remote training session through the client", () => {
 
     // A batch over 16 MiB is refused before any of it is read; the message names the limit and how to split it.
     const huge = { batch: { tokens: Array.from({ length: 3_000 }, () => Array.from({ length: 2_000 }, () => 61)) }, loss: "cross_entropy" };
-    const refused = await session.forwardBackward(huge.batch, "cross_entropy").catch((error: unknown) => error);
+    const refusing = session.forwardBackward(huge.batch, "cross_entropy").catch((error: unknown) => error);
+    // A call made with it goes in the next request, sent at once behind it; the refusal does not hold it up.
+    const behind = session.forward(batch);
+    const refused = await refusing;
+    expect(await behind).toEqual(await session.forward(batch));
     expect(refused).toBeInstanceOf(TinkerlabError);
     expect(refused).toMatchObject({ code: "PAYLOAD_TOO_LARGE", status: 413 });
     expect((refused as TinkerlabError).message).toMatch(

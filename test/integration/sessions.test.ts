@@ -16,6 +16,20 @@ import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-chan
 
 const bed = jobTestbed("sessions");
 
+/** A session on tiny-base, placed and claimed by a new test worker, and an in-process client of the same seed. */
+async function placedSession(seed: number, leaseSeconds: number) {
+  const { handle, basesDir } = bed;
+  const caller = callerFor(handle);
+  const channel = channelOn(handle.db);
+  const workerId = await registerTestWorker(channel);
+  const { sessionId } = await caller.sessions.create({ base: "tiny-base", seed, leaseSeconds });
+  await schedulerTick(handle.db, createPackingPolicy());
+  const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, sessionId));
+  const spec = await channel.claim(workerId, job!.id);
+  const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed });
+  return { caller, channel, workerId, sessionId, job: job!, spec, reference };
+}
+
 const batch = {
   tokens: [
     [1, 72, 105, 33, 10, 65, 66],
@@ -110,15 +124,8 @@ describe("a remote training session", () => {
   }, 60_000);
 
   it("runs calls sent together in one request in their order, each once, its worker taking and answering them together", async () => {
-    const { handle, artifactsDir, basesDir } = bed;
-    const caller = callerFor(handle);
-    const channel = channelOn(handle.db);
-    const workerId = await registerTestWorker(channel);
-    const { sessionId } = await caller.sessions.create({ base: "tiny-base", seed: 7, leaseSeconds: 2 });
-    await schedulerTick(handle.db, createPackingPolicy());
-    const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, sessionId));
-    const spec = await channel.claim(workerId, job!.id);
-    const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed: 7 });
+    const { handle, artifactsDir } = bed;
+    const { caller, channel, workerId, sessionId, job, spec, reference } = await placedSession(7, 2);
 
     // Submitted without waiting: one exchange of the worker takes them in order, as many as it asks for.
     const forwards = ["a", "b", "c"].map((name) => ({ callId: `${name}-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) }));
@@ -173,6 +180,77 @@ describe("a remote training session", () => {
     expect(next.result).toEqual(await reference.optimStep({ lr: 0.05 }));
     expect(next.result).toMatchObject({ step: 2 });
     expect(await working).toMatchObject({ outcome: "completed", reason: expect.stringMatching(/without a call \(its lease\)/) });
+  }, 60_000);
+
+  it("submits a request that names the call it follows behind that call, whichever reaches the server first", async () => {
+    const { handle, artifactsDir } = bed;
+    const { caller, channel, workerId, sessionId, job, spec, reference } = await placedSession(9, 2);
+    const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+    const results = (answers: { resultJson: string | null }[]) => answers.map((a) => (a.resultJson === null ? null : JSON.parse(a.resultJson)));
+
+    const update = [
+      { callId: `fb-${sessionId}`, method: "forwardBackward" as const, argsJson: JSON.stringify({ batch, loss: "cross_entropy" }) },
+      { callId: `step-${sessionId}`, method: "optimStep" as const, argsJson: JSON.stringify({ params: { lr: 0.05 } }) },
+    ];
+    const following = {
+      sessionId,
+      calls: [{ callId: `next-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) }],
+      after: update[1]!.callId,
+    };
+    // Sent after the update but arriving first: not submitted, answered queued once its wait is over.
+    const early = await caller.sessions.invokeMany({ ...following, waitMs: 300 });
+    expect(early.answers.map((a) => [a.id, a.state])).toEqual([[`next-${sessionId}`, "queued"]]);
+    expect(
+      await handle.db
+        .select()
+        .from(sessionCalls)
+        .where(eq(sessionCalls.id, `next-${sessionId}`)),
+    ).toEqual([]);
+    // Sent again, it waits for the update; then both run in the order they were sent.
+    const next = caller.sessions.invokeMany({ ...following, waitMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const updated = await caller.sessions.invokeMany({ sessionId, calls: update, waitMs: 20_000 });
+    expect(results(updated.answers)).toEqual([await reference.forwardBackward(batch, "cross_entropy"), await reference.optimStep({ lr: 0.05 })]);
+    expect(results((await next).answers)).toEqual([await reference.forward(batch)]); // the next weights'
+    const seqs = await handle.db.select({ id: sessionCalls.id, seq: sessionCalls.seq }).from(sessionCalls).where(eq(sessionCalls.runId, sessionId));
+    expect(seqs.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => row.id)).toEqual([...update.map((call) => call.callId), `next-${sessionId}`]);
+
+    // Only the worker holding the session may take or answer its calls; the answers of another change nothing.
+    const intruder = await registerTestWorker(channel);
+    const pending = await caller.sessions.invokeMany({ sessionId, calls: [{ ...following.calls[0]!, callId: `late-${sessionId}` }], waitMs: 0 });
+    for (const exchange of [{ answers: [{ callId: `late-${sessionId}`, resultJson: "{}" }] }, { answers: [], take: { waitMs: 0, max: 1 } }]) {
+      await expect(channel.sessionExchange({ workerId: intruder, jobId: job!.id, ...exchange })).rejects.toThrow(
+        new RegExp(`worker ${intruder} holds no session job`),
+      );
+    }
+    expect(pending.answers[0]!.state).not.toBe("done");
+    expect(
+      results(
+        (await caller.sessions.invokeMany({ sessionId, calls: pending.answers.map((a) => ({ ...following.calls[0]!, callId: a.id })), waitMs: 20_000 }))
+          .answers,
+      ),
+    ).toEqual([await reference.forward(batch)]);
+
+    // The call it follows must be this session's, and not one of its own.
+    const other = await caller.sessions.create({ base: "tiny-base", seed: 1 });
+    const elsewhere = { callId: `elsewhere-${other.sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) };
+    await caller.sessions.invokeMany({ sessionId: other.sessionId, calls: [elsewhere], waitMs: 0 });
+    const stray = { callId: `stray-${sessionId}`, method: "forward" as const, argsJson: JSON.stringify({ batch }) };
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [stray], after: elsewhere.callId, waitMs: 0 })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/which these calls follow, belongs to another session/),
+    });
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [stray], after: stray.callId, waitMs: 0 })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/cannot follow itself/),
+    });
+    // Once the session has ended, a request behind a call it never had is refused as ended, not left waiting.
+    expect(await working).toMatchObject({ outcome: "completed" });
+    await channel.finish({ workerId, jobId: job!.id, outcome: "completed", reason: "quiet" });
+    await expect(caller.sessions.invokeMany({ sessionId, calls: [stray], after: "never-sent-call", waitMs: 20_000 })).rejects.toMatchObject({
+      code: "CONFLICT",
+      message: expect.stringMatching(/has ended/),
+    });
   }, 60_000);
 
   it("refuses a session on a base that does not exist, naming what a base is", async () => {

@@ -108,7 +108,10 @@ export const sessionsRouter = createTRPCRouter({
    * the last has run (within `waitMs`), else each as it stands (`queued`, `running`, or answered), and the same
    * calls again (same ids) wait on. What the client (lib/client) sends for calls made together (a step's
    * forward-backward chunks and its optimizer step), so they cost one request and the worker takes them together.
-   * Arguments and results travel as JSON text (`argsJson`, `resultJson`), as the server stores them.
+   * With `after` (a call id of the session, sent in an earlier request that may still be on its way), the calls
+   * are submitted only once that call has been, so a client may send its next request without waiting for the
+   * last to return; until it has, they are answered `queued` and the same request again waits on. Arguments and
+   * results travel as JSON text (`argsJson`, `resultJson`), as the server stores them.
    */
   invokeMany: projectProcedure("editor", "run", "sessionId")
     .input(
@@ -118,6 +121,7 @@ export const sessionsRouter = createTRPCRouter({
           .array(z.object({ callId, method, argsJson }))
           .min(1, "send at least one call")
           .max(MAX_CALLS_PER_REQUEST, `send at most ${MAX_CALLS_PER_REQUEST} calls in one request; send the rest in the next`),
+        after: callId.optional().describe("the call these follow: they are submitted once it has been"),
         waitMs: z.number().int().min(0).max(60_000).default(20_000),
       }),
     )

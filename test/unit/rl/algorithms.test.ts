@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { evaluate } from "@/lib/rl/evaluate";
-import type { PolicyModel } from "@/lib/rl/primitives";
+import type { PolicyModel, TrainingPrimitives } from "@/lib/rl/primitives";
 import { sftStep } from "@/lib/rl/sft";
 import type { EpisodePlayer } from "@/lib/rl/rollouts";
 import { trainRl, trainingSpecs } from "@/lib/rl/train";
@@ -47,7 +47,14 @@ function tinyPolicy(options: { valueHead?: boolean; seed?: number } = {}): Polic
   return { primitives: new TrainingClient(base, { valueHead: options.valueHead, seed: options.seed ?? 1 }), tokenizer: base.tokenizer, contextLength };
 }
 
-async function runAlgorithm(name: Exclude<AlgorithmName, "sft">, protocol: Protocol, environment: typeof digitOnce | typeof digitThrice, overrides = {}) {
+async function runAlgorithm(
+  name: Exclude<AlgorithmName, "sft">,
+  protocol: Protocol,
+  environment: typeof digitOnce | typeof digitThrice,
+  overrides = {},
+  /** What the loop trains through, made of the tiny policy (default: the policy itself). */
+  through: (policy: PolicyModel) => PolicyModel = (policy) => policy,
+) {
   const config = defineExperiment({
     name: `smoke-${name}`,
     environment: environment.name,
@@ -56,7 +63,7 @@ async function runAlgorithm(name: Exclude<AlgorithmName, "sft">, protocol: Proto
     evaluation: { every: 0, episodes: 8 },
     seed: 3,
   });
-  const policy = tinyPolicy({ valueHead: config.agent.valueHead });
+  const policy = through(tinyPolicy({ valueHead: config.agent.valueHead }));
   const rewards: number[] = [];
   const metrics: Record<string, number>[] = [];
   const result = await trainRl({
@@ -154,6 +161,54 @@ describe("RL algorithms on a tiny model", () => {
     const step = (index: number) => trainingSpecs(config, index, null).flatMap((spec) => [spec.seed, spec.seed]);
     expect(calls.map((call) => call.starts)).toEqual([held, step(0), step(1), held, step(2), held]);
     expect(calls.map((call) => call.next)).toEqual([...calls.slice(1).map((call) => call.starts), null]);
+  });
+
+  it("starts a step's rollouts while the update before is out on primitives whose calls travel, with the same results", async () => {
+    /** The in-process client as a remote session looks to the loop: each call runs when made, its answer comes later. */
+    class Travelling implements TrainingPrimitives {
+      readonly overlapsCalls = true;
+      readonly made: string[] = [];
+      private updatesOut = 0;
+      constructor(private readonly inner: TrainingClient) {}
+      private travel<T>(name: string, run: () => Promise<T>): Promise<T> {
+        this.made.push(this.updatesOut > 0 ? `${name} while an update is out` : name);
+        const answer = run(); // the in-process client computes as the call is made, in the order made
+        const update = name === "optimStep";
+        if (update) this.updatesOut++;
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            if (update) this.updatesOut--;
+            resolve(answer);
+          }, 3),
+        );
+      }
+      forward: TrainingPrimitives["forward"] = (...args) => this.travel("forward", () => this.inner.forward(...args));
+      forwardBackward: TrainingPrimitives["forwardBackward"] = (...args) => this.travel("forwardBackward", () => this.inner.forwardBackward(...args));
+      optimStep: TrainingPrimitives["optimStep"] = (...args) => this.travel("optimStep", () => this.inner.optimStep(...args));
+      sample: TrainingPrimitives["sample"] = (...args) => this.travel("sample", () => this.inner.sample(...args));
+    }
+    for (const [name, protocol, environment] of [
+      ["grpo", singleTurn(), digitOnce],
+      ["ppo", multiTurn(), digitThrice],
+    ] as const) {
+      const run = async (through?: (policy: PolicyModel) => PolicyModel) => {
+        const { result, metrics } = await runAlgorithm(name, protocol, environment, { steps: 5, groupSize: 4, groupsPerStep: 2, epochs: 2 }, through);
+        return {
+          metrics: metrics.map((m) => Object.fromEntries(Object.entries(m).filter(([key]) => !key.startsWith("perf/")))),
+          evaluations: result.evaluations,
+        };
+      };
+      const plain = await run();
+      let travelling!: Travelling;
+      const overlapped = await run((policy) => ({ ...policy, primitives: (travelling = new Travelling(policy.primitives as TrainingClient)) }));
+      expect(overlapped).toEqual(plain);
+      // Every step after the first began sampling while the update before it was out (its two epochs made together).
+      expect(
+        travelling.made.filter((call) => call === "sample while an update is out"),
+        travelling.made.join(", "),
+      ).toHaveLength(4);
+      expect(travelling.made.filter((call) => call.startsWith("optimStep"))).toHaveLength(5 * 2);
+    }
   });
 
   it("gives the event loop a turn after every step, even with no hooks that wait on anything", async () => {
