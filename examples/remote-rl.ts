@@ -17,7 +17,7 @@ export async function trainRemotely(client: TinkerlabClient, config: ExperimentC
   const useCase = useCases[config.environment];
   if (!useCase) throw new Error(`'${config.environment}' is not a built-in use case; built in: ${Object.keys(useCases).join(", ")}`);
   const training = config.agent.training;
-  const session = await client.training.create({
+  const session = await client.createTrainingClient({
     base: config.agent.base,
     seed: config.seed,
     valueHead: config.agent.valueHead,

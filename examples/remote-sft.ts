@@ -18,7 +18,7 @@ export async function fineTuneRemotely(
   log: (line: string) => void = () => {},
 ) {
   const conversations = parseConversations(jsonl, "the JSONL file");
-  const session = await client.training.create({ base: options.base, seed: options.seed ?? 0, name: "sft-remote" });
+  const session = await client.createTrainingClient({ base: options.base, seed: options.seed ?? 0, name: "sft-remote" });
   log(`session ${session.sessionId}: ${client.url}/runs/${session.sessionId}`);
   try {
     const policy = { primitives: session, tokenizer: session.tokenizer, contextLength: session.contextLength };

@@ -243,7 +243,17 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                 </li>
               ) : (
                 <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
-                  <span className="tabular-nums text-slate-700">step {c.step}</span>
+                  <span className="tabular-nums text-slate-700">
+                    step {c.step}
+                    {c.kind === "sampler" && (
+                      <span
+                        className="ml-1 text-slate-500"
+                        title="Saved by saveWeightsForSampler: the weights alone, without the optimizer. A base, not a point to resume from."
+                      >
+                        (weights)
+                      </span>
+                    )}
+                  </span>
                   {c.setAsideReason ? (
                     <span className="text-amber-700" title={c.setAsideReason}>
                       set aside: damaged

@@ -52,6 +52,9 @@ export class TinkerlabError extends Error {
   }
 }
 
+/** One step's stored rollouts of a followed run (`runs.followRollouts`): its episodes, group by group. */
+export type RolloutStep = { step: number; split: "train" | "eval"; items: RouterOutputs["runs"]["rollouts"]["items"] };
+
 /** One look at a followed run: the run, the metric points reported since the last look, and each metric's latest value. */
 export interface RunUpdate {
   run: Run;
@@ -165,6 +168,35 @@ export function createClient(options: ClientOptions) {
       }
     },
 
+    /**
+     * Follows a run's rollouts (of `split`, default "train") until it finishes: each step's episodes once, in step
+     * order, as they are stored, from the first step kept (or after `afterStep`); looks every `intervalMs`.
+     */
+    followRollouts: async function* (
+      runId: string,
+      options: { split?: "train" | "eval"; afterStep?: number; intervalMs?: number; signal?: AbortSignal } = {},
+    ): AsyncGenerator<RolloutStep> {
+      const split = options.split ?? "train";
+      const interval = options.intervalMs ?? 1000;
+      /** The next step to look at: its rollouts, or (none stored) the first step after it that has some. */
+      let step = options.afterStep === undefined ? 0 : options.afterStep + 1;
+      for (;;) {
+        // Whether the run had ended before this look: then what it stored is all there is.
+        const finished = isFinished((await runs.get(runId)).status);
+        for (;;) {
+          const page = await runs.rollouts(runId, { split, step });
+          if (page.items.length > 0) {
+            yield { step, split, items: page.items };
+            step += 1;
+          } else if (page.nextStep !== null) step = page.nextStep;
+          else break;
+          if (options.signal?.aborted) return;
+        }
+        if (finished || options.signal?.aborted) return;
+        await sleep(interval, options.signal);
+      }
+    },
+
     /** Waits for a run to finish; returns it as it ended. */
     wait: async (runId: string, options: { intervalMs?: number; signal?: AbortSignal } = {}): Promise<Run> => {
       let last: Run | null = null;
@@ -173,18 +205,17 @@ export function createClient(options: ClientOptions) {
     },
   };
 
-  const training = {
-    /**
-     * Opens a remote training session on a base (a built-in base or a checkpoint): the model and its optimizer
-     * live on a worker, placed by the scheduler like any job, and the session's primitives run there. Resolves once
-     * the session is open (its calls wait for its place); `close()` saves and ends it.
-     */
-    create: async (options: RouterInputs["sessions"]["create"]) => {
-      const opened = await call(() => api.sessions.create.mutate(options));
-      const tokenizer = tokenizerFromSpec(opened.tokenizer, `session ${opened.sessionId}'s base '${options.base}'`);
-      return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, tokenizer, (what) => call(what));
-    },
+  /**
+   * Opens a remote training session on a base (a built-in base or a checkpoint): the model and its optimizer live
+   * on a worker, placed by the scheduler like any job, and the session's primitives run there. Resolves once the
+   * session is open (its calls wait for its place); `close()` saves and ends it.
+   */
+  const createTrainingClient = async (options: RouterInputs["sessions"]["create"]) => {
+    const opened = await call(() => api.sessions.create.mutate(options));
+    const tokenizer = tokenizerFromSpec(opened.tokenizer, `session ${opened.sessionId}'s base '${options.base}'`);
+    return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, tokenizer, (what) => call(what));
   };
+  const training = { create: createTrainingClient };
 
   const models = {
     /** The bases a run may start from: built-in and imported bases, and the caller's runs' checkpoints. */
@@ -213,7 +244,7 @@ export function createClient(options: ClientOptions) {
     onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
   };
 
-  return { url: base, api, experiments, runs, training, models };
+  return { url: base, api, experiments, runs, createTrainingClient, training, models };
 }
 
 export type TinkerlabClient = ReturnType<typeof createClient>;
@@ -305,6 +336,14 @@ export class RemoteTrainingSession implements TrainingPrimitives {
   /** Saves the session's model, optimizer and step as a checkpoint of its run (a base for later runs). */
   saveState() {
     return this.call<{ step: number; checkpointId: string | null }>("saveState", {});
+  }
+
+  /**
+   * Saves the session's weights (its LoRA adapter, or every weight) alone, without the optimizer, as a checkpoint of
+   * its run: its id is a base for sampling in the playground, an export, or a later run. `saveState` also resumes.
+   */
+  saveWeightsForSampler() {
+    return this.call<{ step: number; checkpointId: string | null }>("saveWeightsForSampler", {});
   }
 
   /** Saves the session and ends it, freeing its place. */

@@ -361,6 +361,15 @@ export const rollouts = pgTable(
   ],
 );
 
+/**
+ * "state": weights or adapter, optimizer, RNG (resumable, and a base); "sampler": the weights or adapter alone (a
+ * session's saveWeightsForSampler: a base, not resumable); "export": a file to download (an export job's).
+ */
+export const checkpointKinds = ["state", "sampler", "export"] as const;
+export type CheckpointKind = (typeof checkpointKinds)[number];
+/** The kinds a run may start from (agent.base), sample from, or export. */
+export const baseCheckpointKinds: CheckpointKind[] = ["state", "sampler"];
+
 export const checkpoints = pgTable(
   "checkpoints",
   {
@@ -369,8 +378,8 @@ export const checkpoints = pgTable(
       .notNull()
       .references(() => runs.id, { onDelete: "cascade" }),
     step: integer("step").notNull(),
-    /** "state": weights, adapter, optimizer, RNG (resumable); "sampler": weights only. */
-    kind: text("kind").notNull(),
+    /** See `checkpointKinds`. */
+    kind: text("kind").notNull().$type<CheckpointKind>(),
     path: text("path").notNull(),
     sizeBytes: integer("size_bytes").notNull(),
     /** Why the checkpoint was set aside (it failed its checksum when loaded); it is then neither resumed from nor a base. */

@@ -5,7 +5,7 @@
  * knows what to load without a database).
  */
 import { eq } from "drizzle-orm";
-import { checkpoints, type Database, runs } from "../db";
+import { baseCheckpointKinds, checkpoints, type Database, runs } from "../db";
 
 export type BaseSource =
   | { kind: "builtin"; name: string }
@@ -48,7 +48,7 @@ export async function resolveBase(db: Database, name: string, depth = 0): Promis
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
     .where(eq(checkpoints.id, name));
   if (!row) throw new UnknownBaseError(`No checkpoint named '${name}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`);
-  if (row.kind !== "state")
+  if (!baseCheckpointKinds.includes(row.kind))
     throw new UnknownBaseError(`'${name}' is an export (a file to download), not a checkpoint; start from the checkpoint it was exported from`);
   if (row.setAsideReason) throw new UnknownBaseError(`checkpoint '${name}' was set aside as damaged (${row.setAsideReason}); pick another`);
   const agent = (row.config as { agent?: { base?: string; training?: { mode?: string } } }).agent ?? {};

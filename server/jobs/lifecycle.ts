@@ -6,7 +6,7 @@
  */
 import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
-import { type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
+import { type CheckpointKind, type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
 import { serverEnv } from "../env";
 import { RunStateError, WorkerConflictError } from "./errors";
 import { datasetFiles } from "../datasets";
@@ -160,7 +160,7 @@ export async function requireJobOf(db: Database, jobId: string, workerId: string
  */
 export async function recordCheckpoint(
   db: Database,
-  input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: "state" | "export" },
+  input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: CheckpointKind },
 ) {
   return inTransaction(db, async (tx) => {
     const job = await requireJobOf(tx, input.jobId, input.workerId);

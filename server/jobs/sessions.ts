@@ -20,7 +20,7 @@ import { launchRun } from "./lifecycle";
 import type { SubmitJob } from "./scheduling";
 
 /** The primitives a session answers, and `close`, which saves the session and ends it. */
-export const sessionMethods = ["forward", "forwardBackward", "optimStep", "sample", "saveState", "close"] as const;
+export const sessionMethods = ["forward", "forwardBackward", "optimStep", "sample", "saveState", "saveWeightsForSampler", "close"] as const;
 export type SessionMethod = (typeof sessionMethods)[number];
 
 /** How long a session may go without a call before its worker saves and ends it, by default and at most. */

@@ -8,7 +8,7 @@
  */
 import pg from "pg";
 import { sql } from "drizzle-orm";
-import { openDatabase, type DatabaseHandle } from "../db";
+import { type CheckpointKind, openDatabase, type DatabaseHandle } from "../db";
 import {
   claimJob,
   finishJob,
@@ -43,7 +43,7 @@ export interface WorkerChannel {
   heartbeat(workerId: string): Promise<{ assignments: string[]; stops: { jobId: string; why: StopWhy }[] }>;
   claim(workerId: string, jobId: string): Promise<ClaimedJob>;
   report(input: ReportInput): Promise<unknown>;
-  checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: "state" | "export" }): Promise<unknown>;
+  checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: CheckpointKind }): Promise<unknown>;
   /** A checkpoint found damaged on loading: set aside; answers the run's newest good checkpoint before it, if any. */
   setAside(input: {
     workerId: string;

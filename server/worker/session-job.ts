@@ -60,13 +60,18 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
     `Session ready on ${config.agent.base}${training.mode === "lora" ? ` (LoRA rank ${training.rank})` : ""}${spec.resume ? `, resumed at step ${step}` : ""}; it ends after ${leaseMs / 1000} s without a call.`,
   );
 
-  const save = async () => {
+  /**
+   * Saves the session at its step as a checkpoint of its run: its whole state (resumable), or (sampler) the
+   * weights or adapter alone, which later runs, the playground and exports use as a base.
+   */
+  const save = async (kind: "state" | "sampler" = "state") => {
     await releaseMetrics(false);
     await reports.flush();
-    const dir = path.resolve(options.artifactsDir, "runs", runId, `step-${String(step).padStart(6, "0")}`);
-    await client.saveState(dir);
+    const dir = path.resolve(options.artifactsDir, "runs", runId, `${kind === "sampler" ? "sampler-" : ""}step-${String(step).padStart(6, "0")}`);
+    if (kind === "sampler") await client.saveWeightsForSampler(dir);
+    else await client.saveState(dir);
     const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
-    const recorded = (await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes })) as { checkpointId?: string } | undefined;
+    const recorded = (await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes, kind })) as { checkpointId?: string } | undefined;
     return { step, checkpointId: recorded?.checkpointId ?? null };
   };
 
@@ -96,6 +101,8 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
       case "saveState":
       case "close":
         return save();
+      case "saveWeightsForSampler":
+        return save("sampler");
     }
   };
 

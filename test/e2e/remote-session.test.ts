@@ -62,6 +62,9 @@ describe("a remote training session through the client", () => {
 
     const { samples } = await session.sample([[1, 49, 50, 43]], 2, { maxTokens: 3, seed: 9, temperature: 1 });
     expect(samples[0]).toHaveLength(2);
+    // The weights alone, saved for sampling (a base: below, a session on it answers as this one does now).
+    const forSampler = await session.saveWeightsForSampler();
+    expect(forSampler).toMatchObject({ step: 1, checkpointId: expect.stringMatching(/^ckpt_/) });
 
     // A failing call names the method and the reason; the session goes on.
     await expect(session.forwardBackward({ tokens: [[1, 2, 3]] }, "not-a-loss" as never)).rejects.toThrow(
@@ -77,6 +80,11 @@ describe("a remote training session through the client", () => {
     const error = await session.forward(batch).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TinkerlabError);
     expect((error as TinkerlabError).message).toMatch(/has ended \(completed: closed by its client\); open a new one/);
+
+    expect(checkpoints.find((c) => c.id === forSampler.checkpointId)).toMatchObject({ kind: "sampler", step: 1 });
+    const sampler = await tl.createTrainingClient({ base: forSampler.checkpointId!, seed: 3, leaseSeconds: 60, name: "e2e-sampler" });
+    expect(maxDifference((await sampler.forward(batch)).logprobs, remoteAfter.logprobs)).toBeLessThan(1e-5);
+    await sampler.close();
   }, 120_000);
 
   it("answers calls and workers' exchanges past Next.js with the procedures' own checks, and refuses a batch too large, saying how to split it", async () => {
@@ -134,8 +142,20 @@ describe("a remote training session through the client", () => {
     };
     const { id } = await tl.experiments.create({ name: "arithmetic-small", config: input as never });
     const { runId } = await tl.runs.launch(id);
+    // Its rollouts followed as they land: each step once, in order, to the last.
+    const followed: { step: number; episodes: number }[] = [];
+    const following = (async () => {
+      for await (const { step, items } of tl.runs.followRollouts(runId, { intervalMs: 250 })) followed.push({ step, episodes: items.length });
+    })();
     const run = await tl.runs.wait(runId, { intervalMs: 250 });
     expect(run.status).toBe("completed");
+    await following;
+    expect(followed.map((f) => f.step)).toEqual([1, 2, 3, 4]);
+    const { groupsPerStep, groupSize } = defineExperiment(input as never).algorithm;
+    expect(followed.every((f) => f.episodes === groupsPerStep * groupSize)).toBe(true);
+    const evaluated: number[] = [];
+    for await (const { step } of tl.runs.followRollouts(runId, { split: "eval" })) evaluated.push(step);
+    expect(evaluated).toEqual([0, 2, 4]);
     const { points } = await tl.runs.metrics(runId);
     const workbench = points.filter((p) => p.name === "eval/score").map((p) => ({ step: p.step, score: p.value }));
     expect(workbench.map((e) => e.step)).toEqual([0, 2, 4]);

@@ -3,28 +3,35 @@
  * the same results as in-process, a call sent again (a lost connection) runs once, a failing call leaves the
  * session usable, and a session without calls for its lease is saved and ended, which frees its place.
  */
+import fs from "node:fs";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { checkpoints, jobs, sessionCalls } from "@/server/db";
-import { schedulerTick } from "@/server/jobs";
+import { resolveBase, schedulerTick } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
+import { loadBaseModel } from "@/server/worker/base-models";
 import { runJob } from "@/server/worker/run-job";
 import { callerFor } from "./support/database";
 import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-channel";
 
 const bed = jobTestbed("sessions");
 
-/** A session on tiny-base, placed and claimed by a new test worker, and an in-process client of the same seed. */
-async function placedSession(seed: number, leaseSeconds: number) {
+/**
+ * A session on tiny-base, placed and claimed by its worker (a new test worker, or one an earlier test left idle), and
+ * an in-process client of the same seed.
+ */
+async function placedSession(seed: number, leaseSeconds: number, lora: { rank: number } | null = null) {
   const { handle, basesDir } = bed;
   const caller = callerFor(handle);
   const channel = channelOn(handle.db);
-  const workerId = await registerTestWorker(channel);
-  const { sessionId } = await caller.sessions.create({ base: "tiny-base", seed, leaseSeconds });
+  await registerTestWorker(channel);
+  const { sessionId } = await caller.sessions.create({ base: "tiny-base", seed, leaseSeconds, lora });
   await schedulerTick(handle.db, createPackingPolicy());
-  const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, sessionId));
+  const [job] = await handle.db.select({ id: jobs.id, workerId: jobs.workerId }).from(jobs).where(eq(jobs.runId, sessionId));
+  const workerId = job!.workerId!;
+  await channel.heartbeat(workerId); // its lease, renewed as its loop would
   const spec = await channel.claim(workerId, job!.id);
   const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed });
   return { caller, channel, workerId, sessionId, job: job!, spec, reference };
@@ -251,6 +258,35 @@ describe("a remote training session", () => {
       code: "CONFLICT",
       message: expect.stringMatching(/has ended/),
     });
+  }, 60_000);
+
+  it("saves a LoRA session's weights for a sampler: its adapter alone, a base that answers as the session does", async () => {
+    const { handle, artifactsDir } = bed;
+    const { caller, channel, workerId, sessionId, spec } = await placedSession(4, 2, { rank: 4 });
+    const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+    let n = 0;
+    const invoke = async (method: "forward" | "forwardBackward" | "optimStep" | "saveWeightsForSampler", args: Record<string, unknown>) => {
+      const answer = await caller.sessions.invoke({ sessionId, callId: `${method}-${++n}-${sessionId}`, method, args });
+      if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
+      return answer.result as never;
+    };
+    await invoke("forwardBackward", { batch, loss: "cross_entropy" });
+    await invoke("optimStep", { params: { lr: 0.05 } });
+    const trained: { logprobs: number[][] } = await invoke("forward", { batch });
+    const saved: { step: number; checkpointId: string } = await invoke("saveWeightsForSampler", {});
+    expect(saved).toMatchObject({ step: 1, checkpointId: expect.stringMatching(/^ckpt_/) });
+
+    expect(await caller.checkpoints.ofRun({ runId: sessionId })).toMatchObject([{ id: saved.checkpointId, kind: "sampler", step: 1 }]);
+    const { checkpoints: bases } = await caller.checkpoints.bases({});
+    expect(bases.find((base) => base.id === saved.checkpointId)).toMatchObject({ mode: "lora", parentBase: "tiny-base" });
+    const source = await resolveBase(handle.db, saved.checkpointId);
+    expect(source).toMatchObject({ kind: "checkpoint", mode: "lora", parent: { kind: "builtin", name: "tiny-base" } });
+    // The adapter alone: no optimizer moments.
+    expect(fs.readdirSync((source as { path: string }).path).sort()).not.toContain("optimizer.safetensors");
+    const sampled = await new TrainingClient(loadBaseModel(source), { seed: 4 }).forward(batch);
+    const difference = Math.max(...sampled.logprobs.flatMap((row, i) => row.map((value, j) => Math.abs(value - trained.logprobs[i]![j]!))));
+    expect(difference).toBeLessThan(1e-5);
+    expect(await working).toMatchObject({ outcome: "completed" });
   }, 60_000);
 
   it("refuses a session on a base that does not exist, naming what a base is", async () => {

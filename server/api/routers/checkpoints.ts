@@ -7,7 +7,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
-import { checkpoints, experiments, runs } from "../../db";
+import { baseCheckpointKinds, checkpoints, experiments, runs } from "../../db";
 import { mayManageBases } from "../../base-uploads";
 import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
 import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../worker/base-catalog";
@@ -63,7 +63,7 @@ export const checkpointsRouter = createTRPCRouter({
       .from(checkpoints)
       .innerJoin(runs, eq(runs.id, checkpoints.runId))
       .innerJoin(experiments, eq(experiments.id, runs.experimentId))
-      .where(and(eq(checkpoints.kind, "state"), isNull(checkpoints.setAsideReason), inArray(runs.projectId, projectIds))) // exports and damaged ones are no bases
+      .where(and(inArray(checkpoints.kind, baseCheckpointKinds), isNull(checkpoints.setAsideReason), inArray(runs.projectId, projectIds))) // exports and damaged ones are no bases
       .orderBy(desc(checkpoints.createdAt))
       .limit(input.limit);
     const fromRuns = rows.map((row) => {

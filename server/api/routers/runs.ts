@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, sql
 import { z } from "zod";
 import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
-import { checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
 import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
@@ -498,7 +498,7 @@ async function queueFromCheckpoint(
     })
     .from(checkpoints)
     .innerJoin(runs, eq(runs.id, checkpoints.runId))
-    .where(and(eq(checkpoints.id, checkpointId), eq(checkpoints.kind, "state")));
+    .where(and(eq(checkpoints.id, checkpointId), inArray(checkpoints.kind, baseCheckpointKinds)));
   if (!source) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint '${checkpointId}'; a run's checkpoints are listed on its page` });
   const original = defineExperiment(source.config as never);
   const config = defineExperiment({

@@ -7,6 +7,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
+import { checkpointKinds } from "../../db";
 import { announceRunData } from "../../metrics";
 import { REPORT_LIMITS } from "../../worker/report-queue";
 import {
@@ -139,7 +140,7 @@ export const workerRouter = createTRPCRouter({
         step: z.number().int().min(0),
         path: z.string().min(1),
         sizeBytes: z.number().int().min(0),
-        kind: z.enum(["state", "export"]).default("state"),
+        kind: z.enum(checkpointKinds).default("state"),
       }),
     )
     .mutation(({ ctx, input }) => recordCheckpoint(ctx.db, input)),
