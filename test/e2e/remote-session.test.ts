@@ -131,6 +131,46 @@ describe("a remote training session through the client", () => {
     await session.close();
   }, 120_000);
 
+  it("stays consistent when the client's connection is cut while its optimizer step runs: sent again, the step applies once", async () => {
+    const tl = createClient({ url: server.url });
+    const session = await tl.createTrainingClient({ base: "arithmetic-base", seed: 5, leaseSeconds: 60, name: "e2e-cut" });
+    const reference = new TrainingClient(BaseModel.load(path.join(ROOT, "lib", "envs", "bases", "arithmetic-base")), { seed: 5 });
+    await session.forward(batch); // placed and warm
+    // Work enough for the worker to be busy when the connection is cut: eight passes over 256 sequences, then a step.
+    const large = { tokens: Array.from({ length: 256 }, (_, i) => [1, ...Array.from({ length: 22 }, (_, j) => 43 + ((i * 7 + j * 3) % 18))]) };
+    const calls = [
+      ...Array.from({ length: 8 }, (_, i) => ({
+        callId: `cut-fb-${i}-${session.sessionId}`,
+        method: "forwardBackward",
+        argsJson: JSON.stringify({ batch: large, loss: "cross_entropy" }),
+      })),
+      { callId: `cut-step-${session.sessionId}`, method: "optimStep", argsJson: JSON.stringify({ params: { lr: 0.01 } }) },
+    ];
+    const send = (signal?: AbortSignal) =>
+      fetch(`${server.url}/api/trpc/sessions.invokeMany`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ json: { sessionId: session.sessionId, calls, waitMs: 20_000 } }),
+        signal,
+      });
+    const cut = new AbortController();
+    const sent = send(cut.signal);
+    setTimeout(() => cut.abort(), 40);
+    await expect(sent).rejects.toThrow(/abort/i); // the connection went before the answer
+    // Sent again with the same ids: answered from the one run.
+    const answered = (await (await send()).json()) as { result: { data: { json: { answers: { state: string; resultJson: string }[] } } } };
+    const answers = answered.result.data.json.answers;
+    expect(answers.map((a) => a.state)).toEqual(calls.map(() => "done"));
+    for (let i = 0; i < 8; i++) await reference.forwardBackward(large, "cross_entropy");
+    const step = await reference.optimStep({ lr: 0.01 });
+    expect(JSON.parse(answers.at(-1)!.resultJson)).toMatchObject({ step: 1 });
+    expect(Math.abs(JSON.parse(answers.at(-1)!.resultJson).gradNorm - step.gradNorm) / step.gradNorm).toBeLessThan(1e-3);
+    // One step applied: the weights are the reference's after one, and the next step is the second.
+    expect(maxDifference((await session.forward(batch)).logprobs, (await reference.forward(batch)).logprobs)).toBeLessThan(1e-4);
+    expect(await session.optimStep({ lr: 0.01 })).toMatchObject({ step: 2 });
+    await session.close();
+  }, 120_000);
+
   it("reproduces a workbench run's scores through the remote primitives alone (examples/remote-rl.ts)", async () => {
     const tl = createClient({ url: server.url });
     const template = useCases.arithmetic!.template;
