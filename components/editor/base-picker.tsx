@@ -49,7 +49,7 @@ export function BasePicker({ id, invalid, value, onChange }: { id: string; inval
           <optgroup label="Checkpoints of runs">
             {fromRuns.map((c) => (
               <option key={c.id} value={c.id}>
-                {`${c.runName} · step ${c.step} · ${describeShape(c.shape)}${c.mode === "lora" ? " · LoRA" : ""}`}
+                {`${c.runName} · step ${c.step}${c.kind === "sampler" ? " · weights" : ""} · ${describeShape(c.shape)}${c.mode === "lora" ? " · LoRA" : ""}`}
               </option>
             ))}
           </optgroup>

@@ -52,6 +52,7 @@ export function ModelPicker({
             {catalog.checkpoints.map((checkpoint) => (
               <option key={checkpoint.id} value={checkpoint.id}>
                 {checkpoint.experimentName} / {checkpoint.runName} · step {checkpoint.step}
+                {checkpoint.kind === "sampler" ? " · weights" : ""}
                 {checkpoint.mode === "lora" ? " (LoRA, merged)" : ""}
               </option>
             ))}

@@ -53,6 +53,7 @@ export const checkpointsRouter = createTRPCRouter({
       .select({
         id: checkpoints.id,
         step: checkpoints.step,
+        kind: checkpoints.kind,
         path: checkpoints.path,
         createdAt: checkpoints.createdAt,
         runId: runs.id,
@@ -71,6 +72,8 @@ export const checkpointsRouter = createTRPCRouter({
       return {
         id: row.id,
         step: row.step,
+        /** "sampler": the weights alone (a session's saveWeightsForSampler); "state": resumable too. */
+        kind: row.kind,
         createdAt: row.createdAt,
         runId: row.runId,
         runName: row.runName,
