@@ -91,7 +91,7 @@ async function startWorker() {
 }
 
 /** Imports a Hugging Face model folder into this machine's ARTIFACTS_DIR, where the server and its workers read bases. */
-async function importBase(dir: string, options: { name?: string; contextLength?: string; replace?: boolean; json?: boolean }) {
+async function importBase(dir: string, options: { name?: string; contextLength?: string; replace?: boolean; origin?: string; json?: boolean }) {
   const source = path.resolve(dir);
   process.chdir(ROOT);
   const { ConfigError } = await import("../server/env");
@@ -104,7 +104,7 @@ async function importBase(dir: string, options: { name?: string; contextLength?:
   }
   const started = Date.now();
   try {
-    const record = importHFBase(source, { name: options.name, contextLength, replace: options.replace });
+    const record = importHFBase(source, { name: options.name, contextLength, replace: options.replace, origin: options.origin });
     if (options.json) console.log(JSON.stringify(record));
     else {
       const { config } = record;
@@ -210,8 +210,9 @@ bases
   .option("--name <name>", "the base's name (default: the folder's name)")
   .option("--context-length <tokens>", "longest sequence the base attends over (default: the model's, at most 2048)")
   .option("--replace", "replace an imported base of the same name")
+  .option("--origin <text>", "where the model came from, for the record (default: the folder's path)")
   .option("--json", "print the import record as JSON")
-  .action((dir: string, options: { name?: string; contextLength?: string; replace?: boolean; json?: boolean }) => importBase(dir, options));
+  .action((dir: string, options: { name?: string; contextLength?: string; replace?: boolean; origin?: string; json?: boolean }) => importBase(dir, options));
 
 const runs = program.command("runs").description("runs: list, logs, export");
 clientCommand(runs.command("ls"))

@@ -28,12 +28,13 @@ export async function importedTokenizerOf(db: Database, baseName: string): Promi
   } catch {
     return null;
   }
-  const mtimeMs = fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  // A file in the artifact store, found at run time: not one for Next's build to trace.
+  const mtimeMs = fs.statSync(/* turbopackIgnore: true */ file, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   const known = byFile.get(file);
   if (known && known.mtimeMs === mtimeMs) return known.tokenizer;
   let tokenizer: Tokenizer | null = null;
   try {
-    const spec = JSON.parse(fs.readFileSync(file, "utf8"));
+    const spec = JSON.parse(fs.readFileSync(/* turbopackIgnore: true */ file, "utf8"));
     tokenizer = spec.type === "byte" ? null : tokenizerFromSpec(spec, `base '${baseName}'`);
   } catch {
     tokenizer = null;

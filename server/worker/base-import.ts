@@ -5,6 +5,7 @@
  * the tokenizer's files inside it. From then on the base is named like a built-in one, and every job kind
  * (RL, SFT, sampling, sessions, evaluation, export) loads it the same way, on any worker that sees the artifacts.
  */
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { countParameters, type GPTConfig } from "@/lib/model/config";
@@ -15,6 +16,7 @@ import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
 import { writeCheckpoint } from "../runtime";
 import { baseNameProblem, builtinBaseNames, importedBasesDir } from "./base-catalog";
+import { workerCommand } from "./local-workers";
 
 export interface ImportOptions {
   /** the base's name; default: the folder's name, lower-cased, other characters as '-' */
@@ -74,4 +76,43 @@ export function importHFBase(dir: string, options: ImportOptions = {}): ImportRe
     },
   );
   return record;
+}
+
+/**
+ * `importHFBase` in a child process (`tinkerlab bases import --json`, run from the project folder as the server
+ * is): what the web server's import route calls, so that it goes on answering while a model converts (seconds to
+ * minutes) and the conversion's memory (about three times the model's float32 size at its peak) is the child's,
+ * given back when it exits. Rejects with the import's own one-line refusal.
+ */
+export function importHFBaseApart(dir: string, options: ImportOptions = {}): Promise<ImportRecord> {
+  const root = process.cwd();
+  const args = ["bases", "import", path.resolve(dir), "--json"];
+  if (options.name) args.push("--name", options.name);
+  if (options.contextLength !== undefined) args.push("--context-length", String(options.contextLength));
+  if (options.replace) args.push("--replace");
+  if (options.origin) args.push("--origin", options.origin);
+  const child = spawn(process.execPath, workerCommand(root, [], path.join(root, "bin", "tinkerlab.ts"), args), {
+    cwd: root,
+    env: process.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => {
+      if (code === 0) {
+        try {
+          resolve(JSON.parse(stdout.trim().split("\n").at(-1)!) as ImportRecord);
+          return;
+        } catch {
+          // reported below, with what it printed
+        }
+      }
+      const refusal = /tinkerlab: ([\s\S]*)$/.exec(stderr.trim())?.[1];
+      reject(new Error(refusal ?? `the import process exited with ${code}: ${(stderr || stdout).trim().slice(-2000)}`));
+    });
+  });
 }

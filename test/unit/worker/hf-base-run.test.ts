@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { importedBaseNames, baseModelDir } from "@/server/worker/base-catalog";
-import { importHFBase } from "@/server/worker/base-import";
+import { importHFBase, importHFBaseApart } from "@/server/worker/base-import";
 import type { JobSpec } from "@/server/worker/run-job";
 import { playColourJob } from "../../support/colour-job";
 import { writeHFModelFolder } from "../../support/hf-model-fixtures";
@@ -106,6 +106,21 @@ describe("a Hugging Face model imported as a base", () => {
     expect(rl.series("reward/mean")).toHaveLength(2);
     expect(rl.series("eval/score")[0]).toBe(after);
   }, 180_000);
+
+  it("imports in a process of its own, as the upload route does: the same base, the caller free to answer meanwhile", async () => {
+    let turns = 0;
+    const timer = setInterval(() => turns++, 5);
+    const record = await importHFBaseApart(source, { name: "tiny-qwen-apart", origin: "an upload by a test" });
+    clearInterval(timer);
+    expect(turns).toBeGreaterThan(10); // the event loop kept turning while the model converted
+    expect(record).toMatchObject({ name: "tiny-qwen-apart", source: "an upload by a test", modelType: "qwen2" });
+    const weights = (name: string) => fs.readFileSync(path.join(baseModelDir(name), "weights.safetensors"));
+    expect(weights("tiny-qwen-apart").equals(weights("tiny-qwen"))).toBe(true);
+    // Its refusals are the import's own, in one line.
+    await expect(importHFBaseApart(source, { name: "tiny-qwen" })).rejects.toThrow(
+      /^a base named 'tiny-qwen' was imported already; pick another name, or replace it \(--replace\)$/,
+    );
+  }, 60_000);
 
   it("refuses a second import under the same name, a built-in base's name, and a folder that is no model", () => {
     expect(() => importHFBase(source, { name: "tiny-qwen" })).toThrow(/imported already; pick another name, or replace it \(--replace\)/);

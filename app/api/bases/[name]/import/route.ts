@@ -38,11 +38,11 @@ export async function POST(request: Request, context: { params: Promise<{ name: 
     if (error instanceof UploadError) return Response.json({ error: error.message }, { status: error.status });
     throw error;
   }
-  // The conversion loads the runtime's modules, which Next does not bundle.
-  const { importHFBase } = await importProjectModule<typeof import("@/server/worker/base-import")>("server/worker/base-import.ts");
+  // The conversion loads the runtime's modules, which Next does not bundle, and runs in a process of its own.
+  const { importHFBaseApart } = await importProjectModule<typeof import("@/server/worker/base-import")>("server/worker/base-import.ts");
   try {
     const who = principal.kind === "local" ? "the local user" : principal.user.email;
-    const record = importHFBase(dir, { name, ...parsed, origin: `an upload by ${who}` });
+    const record = await importHFBaseApart(dir, { name, ...parsed, origin: `an upload by ${who}` });
     discardStaging(name);
     return Response.json(record);
   } catch (error) {
