@@ -58,5 +58,10 @@ export interface Decoder {
 export interface Engine {
   readonly name: string;
   run(request: RunRequest): RunResult;
-  createDecoder(model: ModelView, rows: number): Decoder;
+  /**
+   * A decoder of `rows` rows, each holding up to `capacity` tokens (default, and at most, the model's context
+   * length): its key/value cache is allocated for rows × capacity positions, so a sampler that knows how long its
+   * rows get (longest prompt + most tokens drawn) asks for no more.
+   */
+  createDecoder(model: ModelView, rows: number, capacity?: number): Decoder;
 }

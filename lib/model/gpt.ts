@@ -555,9 +555,15 @@ function stepOperands(model: ModelView): Float32Array[] {
   return arrays;
 }
 
-function createDecoder(model: ModelView, rows: number): Decoder {
+function createDecoder(model: ModelView, rows: number, capacity?: number): Decoder {
   const { config, weights: w, lora } = model;
-  const { dModel: C, nHeads: H, vocabSize: V, contextLength: Tmax, nLayers: L } = config;
+  const { dModel: C, nHeads: H, vocabSize: V, nLayers: L } = config;
+  assert(
+    capacity === undefined || (Number.isInteger(capacity) && capacity >= 1),
+    () => `a decoder's capacity is a whole number of tokens ≥ 1; got ${capacity}`,
+  );
+  /** Positions a row holds: the cache's time stride. */
+  const Tmax = Math.min(capacity ?? config.contextLength, config.contextLength);
   const hd = C / H;
   const sh = modelShape(config);
   const table = sh.llama ? ropeTable(config, sh) : null;
@@ -603,7 +609,11 @@ function createDecoder(model: ModelView, rows: number): Decoder {
     rowIds.forEach((row, r) => {
       assert(row >= 0 && row < rows, () => `row ${row} is outside this decoder's 0..${rows - 1}`);
       assert(newTokens[r].length === m, () => `every row must get ${m} new tokens; row ${row} got ${newTokens[r].length}`);
-      assert(lengths[row] + m <= Tmax, () => `row ${row} would hold ${lengths[row] + m} tokens, over contextLength=${Tmax}`);
+      assert(
+        lengths[row] + m <= Tmax,
+        () =>
+          `row ${row} would hold ${lengths[row] + m} tokens, over ${Tmax === config.contextLength ? `contextLength=${Tmax}` : `this decoder's capacity of ${Tmax}`}`,
+      );
       for (let j = 0; j < m; j++) {
         tokens[r * m + j] = newTokens[r][j];
         positions[r * m + j] = lengths[row] + j;

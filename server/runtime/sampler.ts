@@ -60,16 +60,14 @@ export function parseSampleParams(input: SampleParamsInput | undefined): SampleP
   return parsed.data;
 }
 
-export function sampleWithDecoder(
-  decoder: Decoder,
-  prompts: readonly (readonly number[])[],
-  n: number,
-  params: SampleParams,
-  rng: Rng,
-  V: number,
-  contextLength: number,
-  tokenizer: Tokenizer,
-): SampleResult {
+/**
+ * The most key/value cache one decoder holds (keys and values of every layer, in bytes). A sample whose rows need
+ * more is decoded in turns of as many rows as fit (whole prompts' groups when they fit, else parts of a group):
+ * 256 rows of a 135M model at a context of 256 would need 4.3 GiB at once, over what a WebAssembly memory holds.
+ */
+export const DECODER_CACHE_BYTES = 1024 ** 3;
+
+function checkSampleRequest(prompts: readonly (readonly number[])[], n: number, params: SampleParams, contextLength: number): void {
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a whole number ≥ 1, got ${n}`);
   prompts.forEach((prompt, i) => {
     if (prompt.length === 0) throw new Error(`prompts[${i}] is empty; start it with at least one token (e.g. bos)`);
@@ -80,6 +78,60 @@ export function sampleWithDecoder(
   if (params.constraints && params.constraints.length !== prompts.length) {
     throw new Error(`constraints has ${params.constraints.length} entries; give one (or null) per prompt, ${prompts.length} in all`);
   }
+}
+
+/**
+ * Samples `n` completions of each prompt with decoders of no more capacity than the rows need (the longest prompt
+ * and `maxTokens`, at most the context) and no more cache than DECODER_CACHE_BYTES each: in one decoder when the
+ * whole sample fits, as before, else in turns. `cacheBytesPerPosition`: what one row's position costs the cache.
+ * Decoded in turns, a seeded sample draws in another order than in one decoder; a greedy one is the same.
+ */
+export function sampleInTurns(
+  open: (rows: number, capacity: number) => Decoder,
+  cacheBytesPerPosition: number,
+  request: SampleRequest,
+  cacheBudgetBytes = DECODER_CACHE_BYTES,
+): SampleResult {
+  const { prompts, n, params, contextLength } = request;
+  checkSampleRequest(prompts, n, params, contextLength);
+  const longest = prompts.reduce((most, prompt) => Math.max(most, prompt.length), 1);
+  const capacity = Math.min(contextLength, longest + params.maxTokens);
+  const rowsAtOnce = Math.max(1, Math.floor(cacheBudgetBytes / (cacheBytesPerPosition * capacity)));
+  const samples: SampledSequence[][] = prompts.map(() => []);
+  const run = (indices: number[], k: number) => {
+    const decoder = open(indices.length * k, capacity);
+    try {
+      const constraints = params.constraints && indices.map((i) => params.constraints![i]!);
+      const part = sampleWithDecoder(decoder, { ...request, prompts: indices.map((i) => prompts[i]!), n: k, params: { ...params, constraints } });
+      indices.forEach((i, j) => samples[i]!.push(...part.samples[j]!));
+    } finally {
+      decoder.dispose();
+    }
+  };
+  const all = prompts.map((_, i) => i);
+  if (rowsAtOnce >= n) {
+    const promptsAtOnce = Math.floor(rowsAtOnce / n);
+    for (let start = 0; start < all.length; start += promptsAtOnce) run(all.slice(start, start + promptsAtOnce), n);
+  } else {
+    for (const i of all) for (let done = 0; done < n; done += rowsAtOnce) run([i], Math.min(rowsAtOnce, n - done));
+  }
+  return { samples };
+}
+
+/** What a sample is of: `n` completions of each prompt, drawn with `rng`, of a model of `V` ids and `contextLength`. */
+export type SampleRequest = {
+  prompts: readonly (readonly number[])[];
+  n: number;
+  params: SampleParams;
+  rng: Rng;
+  V: number;
+  contextLength: number;
+  tokenizer: Tokenizer;
+};
+
+export function sampleWithDecoder(decoder: Decoder, request: SampleRequest): SampleResult {
+  const { prompts, n, params, rng, V, contextLength, tokenizer } = request;
+  checkSampleRequest(prompts, n, params, contextLength);
   const stop = params.stop ?? tokenizer.stopTokens;
   // Under a constraint, a reply ends where the tokenizer's turn ends.
   const endOfTurn = tokenizer.stopTokens[0]!;

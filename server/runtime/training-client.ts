@@ -23,7 +23,7 @@ import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
 import { type CheckpointFile, readCheckpoint, writeCheckpoint } from "./checkpoint-store";
 import { type LossConfigInput, type LossName, computeLoss, parseLossConfig, requireLossInputs } from "./losses";
 import { AdamW, type AdamParamsInput, type TrainableParameter } from "./optimizer";
-import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleWithDecoder } from "./sampler";
+import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleInTurns } from "./sampler";
 
 /** forward() runs a batch in slices of about this many tokens (padded), so its memory stays bounded. */
 export const FORWARD_CHUNK_TOKENS = 16_384;
@@ -201,12 +201,18 @@ export class TrainingClient implements TrainingPrimitives {
     const params = parseSampleParams(paramsInput);
     const { config } = this.base;
     const rng = params.seed === undefined ? this.rng : new Rng(params.seed);
-    const decoder = this.base.engine.createDecoder(this.view, prompts.length * n);
-    try {
-      return sampleWithDecoder(decoder, prompts, n, params, rng, config.vocabSize, config.contextLength, this.base.tokenizer);
-    } finally {
-      decoder.dispose();
-    }
+    // Keys and values of every layer, each position a row of dModel floats (the cache's heads are all written out).
+    const cacheBytesPerPosition = 2 * config.nLayers * config.dModel * 4;
+    const open = (rows: number, capacity: number) => this.base.engine.createDecoder(this.view, rows, capacity);
+    return sampleInTurns(open, cacheBytesPerPosition, {
+      prompts,
+      n,
+      params,
+      rng,
+      V: config.vocabSize,
+      contextLength: config.contextLength,
+      tokenizer: this.base.tokenizer,
+    });
   }
 
   /** Weights (or adapter), optimizer moments, step and RNG state: everything to resume training exactly. */

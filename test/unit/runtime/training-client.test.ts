@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { renderChat } from "@/lib/model/chat";
 import { listGPTParameters } from "@/lib/model/weights";
+import { jsEngine } from "@/lib/model/gpt";
+import { Rng } from "@/lib/model/rng";
 import { BaseModel } from "@/server/runtime/base-model";
+import { parseSampleParams, sampleInTurns } from "@/server/runtime/sampler";
 import { TrainingClient } from "@/server/runtime/training-client";
 
 const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 2, nHeads: 2 };
@@ -104,6 +107,50 @@ describe("sampling", () => {
     expect(c.samples.flat().map((s) => s.tokens)).not.toEqual(a.samples.flat().map((s) => s.tokens));
     // The n samples of one prompt differ from each other (each row draws its own tokens).
     expect(new Set(a.samples[0].map((s) => s.tokens.join(","))).size).toBeGreaterThan(1);
+  });
+
+  it("decodes a sample too large for one decoder's cache in turns, whole groups while they fit, with the same greedy replies", () => {
+    const base = BaseModel.create({ ...tiny, vocabSize: 262, contextLength: 64 }, { seed: 6 });
+    const view = { config: base.config, weights: base.weights, lora: null, valueHead: null };
+    const prompts = [
+      [257, 1, 2],
+      [257, 3],
+      [257, 4, 5, 6],
+      [257, 7],
+    ];
+    const params = parseSampleParams({ maxTokens: 12, temperature: 0, stop: [] });
+    // A position costs 2 (keys, values) × 2 layers × 16 floats × 4 bytes; a row holds 4 + 12 positions.
+    const perPosition = 2 * 2 * 16 * 4;
+    const row = perPosition * 16;
+    const sampleWith = (budget: number) => {
+      const opened: [number, number][] = [];
+      const open = (rows: number, capacity: number) => {
+        opened.push([rows, capacity]);
+        return jsEngine.createDecoder(view, rows, capacity);
+      };
+      const out = sampleInTurns(open, perPosition, { prompts, n: 4, params, rng: new Rng(1), V: 262, contextLength: 64, tokenizer: base.tokenizer }, budget);
+      return { opened, out };
+    };
+    const whole = sampleWith(16 * row);
+    expect(whole.opened).toEqual([[16, 16]]); // one decoder, of only the positions the rows need
+    const pairs = sampleWith(8 * row);
+    expect(pairs.opened).toEqual([
+      [8, 16],
+      [8, 16],
+    ]);
+    const parts = sampleWith(3 * row);
+    expect(parts.opened).toEqual(
+      Array.from({ length: 4 }, () => [
+        [3, 16],
+        [1, 16],
+      ]).flat(),
+    );
+    for (const turns of [pairs, parts]) {
+      expect(turns.out.samples.map((group) => group.map((s) => s.tokens))).toEqual(whole.out.samples.map((group) => group.map((s) => s.tokens)));
+      turns.out.samples.flat().forEach((s, i) => s.logprobs.forEach((lp, t) => expect(lp).toBeCloseTo(whole.out.samples.flat()[i]!.logprobs[t]!, 5)));
+    }
+    // A decoder holds no more than its capacity.
+    expect(() => jsEngine.createDecoder(view, 1, 5).extend([0], [[257, 1, 2, 3, 4, 5]])).toThrow(/holds? 6 tokens, over this decoder's capacity of 5/);
   });
 
   it("stops at a stop token (kept) or a stop string (cut from the text), else at maxTokens", async () => {
