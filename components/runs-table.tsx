@@ -60,7 +60,9 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
                   </span>
                 )}
               </td>
-              <td className="px-4 py-2 tabular-nums text-slate-600">{run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : "—"}</td>
+              <td className="px-4 py-2 tabular-nums text-slate-600">
+                {run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : run.step > 0 ? `${run.step} steps` : "—"}
+              </td>
               <td className="px-4 py-2 text-slate-500">
                 <RelativeTime date={run.createdAt} />
               </td>

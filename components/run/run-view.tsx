@@ -226,7 +226,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           <ol className="max-h-96 overflow-auto px-4 py-3 text-xs" aria-label="Checkpoints">
             {(checkpoints.data ?? []).length === 0 && (
               <li className="text-slate-500">
-                {r.totalSteps > 0 ? "None yet: a run saves one every config.checkpointEvery steps and at its end." : "None: this run trains nothing."}
+                {session
+                  ? "None yet: a session saves one when its script calls saveState, saveWeightsForSampler or close, and when it goes quiet."
+                  : r.totalSteps > 0
+                    ? "None yet: a run saves one every config.checkpointEvery steps and at its end."
+                    : "None: this run trains nothing."}
               </li>
             )}
             {(checkpoints.data ?? []).map((c) =>
