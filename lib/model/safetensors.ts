@@ -53,12 +53,21 @@ export function encodeSafetensors(tensors: TensorMap, metadata: Record<string, s
   return out;
 }
 
-export function decodeSafetensors(bytes: Uint8Array): { tensors: TensorMap; metadata: Record<string, string> } {
+/**
+ * The tensors of a safetensors file's bytes. With `views`, a float32 tensor aligned in `bytes` is a view of them,
+ * not a copy (the caller hands the bytes over: writing a tensor writes them); others are copies either way.
+ */
+export function decodeSafetensors(bytes: Uint8Array, options: { views?: boolean } = {}): { tensors: TensorMap; metadata: Record<string, string> } {
   const { header, dataStart } = parseHeader(bytes.subarray(0, 8), (length) => bytes.subarray(8, 8 + length), bytes.length);
   const tensors: TensorMap = new Map();
   for (const [name, info] of tensorEntries(header)) {
     const [start, end] = checkEntry(name, info, bytes.length - dataStart);
-    tensors.set(name, { shape: info.shape, data: toFloat32(info.dtype as ReadableDtype, bytes.subarray(dataStart + start, dataStart + end)) });
+    const part = bytes.subarray(dataStart + start, dataStart + end);
+    const view = options.views && info.dtype === "F32" && part.byteOffset % 4 === 0 && littleEndian;
+    tensors.set(name, {
+      shape: info.shape,
+      data: view ? new Float32Array(part.buffer, part.byteOffset, part.length / 4) : toFloat32(info.dtype as ReadableDtype, part),
+    });
   }
   return { tensors, metadata: (header.__metadata__ as Record<string, string>) ?? {} };
 }
@@ -152,6 +161,9 @@ function checkEntry(name: string, info: HeaderEntry, dataLength: number): [numbe
 }
 
 /** Copies through fresh, aligned buffers: a tensor's bytes need not sit at a multiple of its width in the file. */
+/** Safetensors is little-endian; a float32 view of its bytes reads right only on a little-endian machine. */
+const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 function toFloat32(dtype: ReadableDtype, bytes: Uint8Array): Float32Array {
   const count = bytes.length / bytesPerValue[dtype];
   if (dtype === "F32") {

@@ -42,35 +42,64 @@ export interface GPTWeights {
  * generator, zero matrices (and unit norm gains), to be filled by a checkpoint.
  */
 export function initGPTWeights(config: GPTConfig, rng: Rng | null): GPTWeights {
+  // Without a generator the matrices stay zero: for weights about to be loaded, drawing 100M normals costs seconds.
+  return buildGPTWeights(config, (_name, _shape, init) => init(rng));
+}
+
+/**
+ * The weights a checkpoint's tensors hold, as those very arrays, not copies (a loaded base's peak memory is then
+ * its file's size): each tensor named and shaped as `listGPTParameters` lists it. The caller hands the arrays over.
+ */
+export function gptWeightsFromTensors(config: GPTConfig, tensors: TensorMap, source: string): GPTWeights {
+  return buildGPTWeights(config, (name, shape) => {
+    const t = tensors.get(name);
+    if (!t) throw new Error(`${source} has no tensor '${name}'`);
+    if (t.shape.join(",") !== shape.join(",")) throw new Error(`${source} has '${name}' with shape [${t.shape}], model expects [${shape}]`);
+    return t.data;
+  });
+}
+
+/**
+ * The model's arrays, each parameter made by `parameter` from its checkpoint name (as `listGPTParameters` names
+ * it), its shape, and its initialisation; what the architecture lacks (a bias, a gain's bias) is zero and no
+ * parameter.
+ */
+function buildGPTWeights(config: GPTConfig, parameter: (name: string, shape: number[], init: (rng: Rng | null) => Float32Array) => Float32Array): GPTWeights {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L } = config;
   const s = modelShape(config);
-  // Without a generator the matrices stay zero: for weights about to be loaded, drawing 100M normals costs seconds.
-  const normal = (n: number, std: number) => {
+  const normal = (n: number, std: number) => (rng: Rng | null) => {
     const a = new Float32Array(n);
     if (rng) for (let i = 0; i < n; i++) a[i] = rng.normal() * std;
     return a;
   };
+  const zeros = (n: number) => () => new Float32Array(n);
   const residualStd = 0.02 / Math.sqrt(2 * L);
-  const linear = (nIn: number, nOut: number, std: number): Linear => ({
+  const linear = (name: string, nIn: number, nOut: number, std: number, bias: boolean): Linear => ({
     nIn,
     nOut,
-    weight: normal(nIn * nOut, std),
-    bias: new Float32Array(nOut),
+    weight: parameter(`${name}.weight`, [nIn, nOut], normal(nIn * nOut, std)),
+    bias: bias ? parameter(`${name}.bias`, [nOut], zeros(nOut)) : new Float32Array(nOut),
   });
-  const layerNorm = (): LayerNormWeights => ({ gain: new Float32Array(C).fill(1), bias: new Float32Array(C) });
+  const layerNorm = (name: string): LayerNormWeights => ({
+    gain: parameter(`${name}.gain`, [C], () => new Float32Array(C).fill(1)),
+    bias: s.normBias ? parameter(`${name}.bias`, [C], zeros(C)) : new Float32Array(C),
+  });
   return {
-    tokenEmbedding: normal(V * C, 0.02),
-    positionEmbedding: normal(s.learnedPositions ? T * C : 0, 0.02),
-    blocks: Array.from({ length: L }, () => ({
-      ln1: layerNorm(),
-      attn_qkv: linear(C, C + 2 * s.kvDim, 0.02),
-      attn_proj: linear(C, C, residualStd),
-      ln2: layerNorm(),
-      mlp_fc: linear(C, s.llama ? 2 * s.dFF : s.dFF, 0.02),
-      mlp_proj: linear(s.dFF, C, residualStd),
-    })),
-    lnFinal: layerNorm(),
-    lmHead: normal(s.tied ? 0 : C * V, 0.02),
+    tokenEmbedding: parameter("wte", [V, C], normal(V * C, 0.02)),
+    positionEmbedding: s.learnedPositions ? parameter("wpe", [T, C], normal(T * C, 0.02)) : new Float32Array(0),
+    blocks: Array.from({ length: L }, (_, l) => {
+      const p = `blocks.${l}.`;
+      return {
+        ln1: layerNorm(`${p}ln1`),
+        attn_qkv: linear(`${p}attn_qkv`, C, C + 2 * s.kvDim, 0.02, s.qkvBias),
+        attn_proj: linear(`${p}attn_proj`, C, C, residualStd, s.attnOutBias),
+        ln2: layerNorm(`${p}ln2`),
+        mlp_fc: linear(`${p}mlp_fc`, C, s.llama ? 2 * s.dFF : s.dFF, 0.02, s.mlpBias),
+        mlp_proj: linear(`${p}mlp_proj`, s.dFF, C, residualStd, s.mlpBias),
+      };
+    }),
+    lnFinal: layerNorm("ln_f"),
+    lmHead: s.tied ? new Float32Array(0) : parameter("lm_head", [C, V], normal(C * V, 0.02)),
   };
 }
 

@@ -10,7 +10,7 @@ import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
-import { type GPTWeights, assignParameters, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
+import { type GPTWeights, assignParameters, gptWeightsFromTensors, initGPTWeights, listGPTParameters } from "@/lib/model/weights";
 import { currentBackend } from "./backend";
 import { readCheckpoint } from "./checkpoint-store";
 
@@ -52,9 +52,9 @@ export class BaseModel {
       if (problems.length > 0) throw new Error(`cannot load '${dir}': ${problems.join("; ")}`);
     }
     const tokenizer = tokenizerFromSpec(ckpt.json("tokenizer.json"), `checkpoint '${dir}'`);
-    const model = new BaseModel(config, initGPTWeights(config, null), engineOf(options), tokenizer);
-    assignParameters(listGPTParameters(model.weights, config), ckpt.tensors("weights.safetensors"), `checkpoint '${dir}'`);
-    return model;
+    // The file's float32 arrays become the weights themselves: the load's peak is the file's size, not three times it.
+    const weights = gptWeightsFromTensors(config, ckpt.tensors("weights.safetensors", { views: true }), `checkpoint '${dir}'`);
+    return new BaseModel(config, weights, engineOf(options), tokenizer);
   }
 
   /**

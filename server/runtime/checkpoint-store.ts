@@ -120,8 +120,17 @@ export interface CheckpointReader {
   dir: string;
   manifest: CheckpointManifest;
   json<T = unknown>(file: string): T;
-  tensors(file: string): TensorMap;
+  /** A safetensors file's tensors; with `views`, float32 ones are views of the bytes read (handed over, not copied). */
+  tensors(file: string, options?: { views?: boolean }): TensorMap;
   has(file: string): boolean;
+}
+
+/**
+ * A file's bytes as read, without copying them when the buffer is the file's own (a large read); a small read may
+ * sit in Node's shared pool, and is copied out of it.
+ */
+function ownBytes(buffer: Buffer): Uint8Array {
+  return buffer.byteOffset === 0 && buffer.byteLength === buffer.buffer.byteLength ? new Uint8Array(buffer.buffer) : new Uint8Array(buffer);
 }
 
 /**
@@ -152,13 +161,13 @@ export function readCheckpoint(dir: string): CheckpointReader {
     if (!existsSync(join(folder, file))) throw new CheckpointCorruptError(dir, `${file} is missing (the manifest lists it)`);
     const expected = manifest.checksums?.[file];
     if (!expected) continue;
-    const bytes = new Uint8Array(readFileSync(join(folder, file)));
+    const bytes = ownBytes(readFileSync(join(folder, file)));
     if (bytes.length !== expected.bytes)
       throw new CheckpointCorruptError(dir, `${file} is ${bytes.length} bytes; the manifest says ${expected.bytes} (truncated?)`);
     if (sha256(bytes) !== expected.sha256) throw new CheckpointCorruptError(dir, `${file} does not match the checksum in the manifest (altered or damaged)`);
     contents.set(file, bytes); // read once: verified bytes are what the caller decodes
   }
-  const read = (file: string) => contents.get(file) ?? new Uint8Array(readFileSync(join(folder, file)));
+  const read = (file: string) => contents.get(file) ?? ownBytes(readFileSync(join(folder, file)));
   return {
     dir: folder,
     manifest,
@@ -170,9 +179,9 @@ export function readCheckpoint(dir: string): CheckpointReader {
         throw new CheckpointCorruptError(dir, `${file} does not parse: ${(error as Error).message}`);
       }
     },
-    tensors: (file) => {
+    tensors: (file, options = {}) => {
       try {
-        return decodeSafetensors(read(file)).tensors;
+        return decodeSafetensors(read(file), options).tensors;
       } catch (error) {
         throw new CheckpointCorruptError(dir, `${file} cannot be read as safetensors: ${(error as Error).message}`);
       }

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { listGPTParameters } from "@/lib/model/weights";
 import { BaseModel } from "@/server/runtime/base-model";
 import { CheckpointCorruptError, readCheckpoint, writeCheckpoint } from "@/server/runtime/checkpoint-store";
 import { TrainingClient } from "@/server/runtime/training-client";
@@ -16,6 +17,23 @@ const visible = (folder: string) => readdirSync(folder).filter((f) => !f.startsW
 const tensorFile = (value: number) => ({
   kind: "tensors" as const,
   tensors: new Map([["x", { shape: [4], data: new Float32Array(4).fill(value) }]]),
+});
+
+describe("loading a base", () => {
+  it("takes the file's float32 arrays as its weights, not copies of them, and computes as the model saved", async () => {
+    // Large enough that Node reads it into a buffer of its own, not its shared pool.
+    const saved = BaseModel.create({ ...tiny, vocabSize: 262, dModel: 32, nLayers: 2 }, { seed: 4 });
+    const path = join(dir, "as-read");
+    await new TrainingClient(saved).saveWeightsForSampler(path);
+    const loaded = BaseModel.load(path);
+    const arrays = listGPTParameters(loaded.weights, loaded.config).map((p) => p.data);
+    expect(new Set(arrays.map((a) => a.buffer)).size).toBe(1); // one buffer: the file's bytes
+    expect(arrays[0]!.buffer.byteLength).toBe(readFileSync(join(path, "weights.safetensors")).length);
+    const tokens = new Int32Array([257, 40, 41, 42]);
+    const logits = (model: BaseModel) =>
+      model.engine.run({ model: { config: model.config, weights: model.weights, lora: null, valueHead: null }, tokens, batch: 1, seqLen: 4 }).logits;
+    expect(logits(loaded)).toEqual(logits(saved));
+  });
 });
 
 describe("checkpoint compatibility", () => {
