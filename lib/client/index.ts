@@ -346,6 +346,15 @@ export class RemoteTrainingSession implements TrainingPrimitives {
     return this.call<{ step: number; checkpointId: string | null }>("saveWeightsForSampler", {});
   }
 
+  /**
+   * Loads a checkpoint into the session: a state (weights or adapter, optimizer moments, step, RNG: training goes on
+   * exactly from there) or weights for a sampler (the optimizer starts afresh). Any checkpoint of a run you can see,
+   * of the session's shape and mode; an adapter must have been trained on the session's base.
+   */
+  loadState(checkpointId: string) {
+    return this.call<{ step: number }>("loadState", { checkpointId });
+  }
+
   /** Saves the session and ends it, freeing its place. */
   close() {
     return this.call<{ step: number; checkpointId: string | null }>("close", {});

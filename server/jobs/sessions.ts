@@ -1,10 +1,10 @@
 /**
  * Remote training sessions: a script's own training loop, calling the training primitives (forward,
- * forwardBackward, optimStep, sample, saveState) of a model that lives on a worker. A session is a run of job kind
- * "session", launched, placed and finished like any job (it holds its place and memory until it ends), under its
- * project's "Remote sessions" experiment. Its calls are rows of `session_calls`, keyed by the client's own id and
- * run by the worker one at a time in the order they came: a call sent again after a lost connection finds its row
- * (and its answer), so no call is applied twice. A session without a call for `leaseSeconds` is saved and ended by
+ * forwardBackward, optimStep, sample, saveState, loadState, saveWeightsForSampler) of a model that lives on a
+ * worker. A session is a run of job kind "session", launched, placed and finished like any job (it holds its place
+ * and memory until it ends), under its project's "Remote sessions" experiment. Its calls are rows of
+ * `session_calls`, keyed by the client's own id and run by the worker one at a time in the order they came: a call
+ * sent again after a lost connection finds its row (and its answer), so no call is applied twice. A session without a call for `leaseSeconds` is saved and ended by
  * its worker, which frees its place.
  *
  * Waiting: the web server wakes a waiting client when the answer reaches it (a worker that joined over HTTP
@@ -20,7 +20,7 @@ import { launchRun } from "./lifecycle";
 import type { SubmitJob } from "./scheduling";
 
 /** The primitives a session answers, and `close`, which saves the session and ends it. */
-export const sessionMethods = ["forward", "forwardBackward", "optimStep", "sample", "saveState", "saveWeightsForSampler", "close"] as const;
+export const sessionMethods = ["forward", "forwardBackward", "optimStep", "sample", "saveState", "saveWeightsForSampler", "loadState", "close"] as const;
 export type SessionMethod = (typeof sessionMethods)[number];
 
 /** How long a session may go without a call before its worker saves and ends it, by default and at most. */

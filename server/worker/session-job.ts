@@ -103,6 +103,19 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
         return save();
       case "saveWeightsForSampler":
         return save("sampler");
+      case "loadState": {
+        // The server put the checkpoint's folder in the arguments (server/api/routers/sessions.ts).
+        const { checkpointId, path: dir } = args as { checkpointId: string; path?: string };
+        if (!dir) throw new Error(`loadState: the server gave no folder for checkpoint '${checkpointId}'`);
+        try {
+          await client.loadState(dir);
+        } catch (failure) {
+          throw new Error((failure as Error).message.replaceAll(dir, checkpointId));
+        }
+        step = client.step;
+        losses = [];
+        return { step };
+      }
     }
   };
 

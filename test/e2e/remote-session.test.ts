@@ -84,6 +84,9 @@ describe("a remote training session through the client", () => {
     expect(checkpoints.find((c) => c.id === forSampler.checkpointId)).toMatchObject({ kind: "sampler", step: 1 });
     const sampler = await tl.createTrainingClient({ base: forSampler.checkpointId!, seed: 3, leaseSeconds: 60, name: "e2e-sampler" });
     expect(maxDifference((await sampler.forward(batch)).logprobs, remoteAfter.logprobs)).toBeLessThan(1e-5);
+    // The closed session's state loads into it: its optimizer and step too.
+    expect(await sampler.loadState(closed.checkpointId!)).toEqual({ step: 1 });
+    expect(await sampler.optimStep({ lr: 0.01 })).toMatchObject({ step: 2 });
     await sampler.close();
   }, 120_000);
 

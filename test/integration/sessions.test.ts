@@ -289,6 +289,61 @@ describe("a remote training session", () => {
     expect(await working).toMatchObject({ outcome: "completed" });
   }, 60_000);
 
+  it("loads a saved state into a new session, which trains on exactly from there; a checkpoint it cannot take is refused", async () => {
+    const { artifactsDir } = bed;
+    let n = 0;
+    const invoker =
+      (caller: ReturnType<typeof callerFor>, sessionId: string) =>
+      async (method: "forward" | "forwardBackward" | "optimStep" | "saveState" | "loadState" | "close", args: Record<string, unknown>) => {
+        const answer = await caller.sessions.invoke({ sessionId, callId: `${method}-${++n}-${sessionId}`, method, args });
+        if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
+        return answer.result as never;
+      };
+    // The first session trains two steps, saves its state and ends.
+    const first = await placedSession(11, 30);
+    const firstWorking = runJob({ channel: first.channel, workerId: first.workerId, spec: first.spec, artifactsDir, stopRequested: () => null });
+    const a = invoker(first.caller, first.sessionId);
+    for (let i = 0; i < 2; i++) {
+      await a("forwardBackward", { batch, loss: "cross_entropy" });
+      await a("optimStep", { params: { lr: 0.05 } });
+    }
+    const saved: { checkpointId: string } = await a("saveState", {});
+    const trainedOn: { logprobs: number[][] } = await a("forward", { batch });
+    await a("forwardBackward", { batch, loss: "cross_entropy" });
+    const thirdStep: { gradNorm: number; step: number } = await a("optimStep", { params: { lr: 0.05 } });
+    const afterThird: { logprobs: number[][] } = await a("forward", { batch });
+    await a("close", {});
+    expect(await firstWorking).toMatchObject({ outcome: "completed" });
+    await first.channel.finish({ workerId: first.workerId, jobId: first.job.id, outcome: "completed", reason: "closed" });
+
+    // A new session of another seed loads it: the same weights, and its next step is the first session's third.
+    const second = await placedSession(99, 2);
+    const secondWorking = runJob({ channel: second.channel, workerId: second.workerId, spec: second.spec, artifactsDir, stopRequested: () => null });
+    const b = invoker(second.caller, second.sessionId);
+    expect(await b("loadState", { checkpointId: saved.checkpointId })).toEqual({ step: 2 });
+    expect(await b("forward", { batch })).toEqual(trainedOn);
+    await b("forwardBackward", { batch, loss: "cross_entropy" });
+    expect(await b("optimStep", { params: { lr: 0.05 } })).toEqual(thirdStep);
+    expect(await b("forward", { batch })).toEqual(afterThird);
+
+    // What it cannot take: no checkpoint named, one that does not exist; the worker's own refusal names the checkpoint, not its folder.
+    await expect(b("loadState", {})).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringMatching(/give \{ checkpointId: 'ckpt_…' \}/) });
+    await expect(b("loadState", { checkpointId: "ckpt_nope" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    const lora = await placedSession(5, 2, { rank: 4 });
+    const loraWorking = runJob({ channel: lora.channel, workerId: lora.workerId, spec: lora.spec, artifactsDir, stopRequested: () => null });
+    const refused = await lora.caller.sessions.invoke({
+      sessionId: lora.sessionId,
+      callId: `load-${lora.sessionId}`,
+      method: "loadState",
+      args: { checkpointId: saved.checkpointId },
+    });
+    expect(refused.state).toBe("failed");
+    expect(refused.error).toMatch(new RegExp(`cannot load '${saved.checkpointId}': checkpoint holds full weights, client trains a LoRA adapter`));
+    expect(refused.error).not.toContain(artifactsDir);
+    expect(await secondWorking).toMatchObject({ outcome: "completed" });
+    expect(await loraWorking).toMatchObject({ outcome: "completed" });
+  }, 90_000);
+
   it("refuses a session on a base that does not exist, naming what a base is", async () => {
     const caller = callerFor(bed.handle);
     await expect(caller.sessions.create({ base: "no-such-base" })).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringMatching(/^base: /) });

@@ -5,6 +5,8 @@
  */
 import { tokenizerSpecOfBase } from "../../base-tokenizers";
 import { TRPCError } from "@trpc/server";
+import { eq } from "drizzle-orm";
+import { baseCheckpointKinds, checkpoints, runs } from "../../db";
 import { z } from "zod";
 import {
   callSession,
@@ -18,7 +20,7 @@ import {
   sessionMethods,
 } from "../../jobs";
 import { baseShapeFor } from "../base-shape";
-import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
+import { type Context, createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 const callId = z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128);
 const method = z.enum(sessionMethods);
@@ -101,7 +103,10 @@ export const sessionsRouter = createTRPCRouter({
         waitMs: z.number().int().min(0).max(60_000).default(20_000),
       }),
     )
-    .mutation(async ({ ctx, input, signal }) => sessionRefusal(() => callSession(ctx.db, input, signal))),
+    .mutation(async ({ ctx, input, signal }) => {
+      const args = input.method === "loadState" ? JSON.parse(await checkpointFolderOf(ctx, input.sessionId, JSON.stringify(input.args))) : input.args;
+      return sessionRefusal(() => callSession(ctx.db, { ...input, args }, signal));
+    }),
 
   /**
    * Several calls in one request, run in the order given after every call sent before: answered together when
@@ -125,8 +130,57 @@ export const sessionsRouter = createTRPCRouter({
         waitMs: z.number().int().min(0).max(60_000).default(20_000),
       }),
     )
-    .mutation(async ({ ctx, input, signal }) => ({ answers: await sessionRefusal(() => callSessionMany(ctx.db, input, signal)) })),
+    .mutation(async ({ ctx, input, signal }) => {
+      const calls = await Promise.all(
+        input.calls.map(async (call) =>
+          call.method === "loadState" ? { ...call, argsJson: await checkpointFolderOf(ctx, input.sessionId, call.argsJson) } : call,
+        ),
+      );
+      return { answers: await sessionRefusal(() => callSessionMany(ctx.db, { ...input, calls }, signal)) };
+    }),
 });
+
+/**
+ * A `loadState` call's arguments as its worker gets them: the client names a checkpoint (`{ checkpointId }`), and
+ * the server adds its folder, so that no client names a path on a worker's machine. The caller must see the
+ * checkpoint; it must be a base's kind (state or sampler weights), not set aside, and an adapter must have been
+ * trained on the session's own base. Its shape, mode and rank are checked by the worker as it loads.
+ */
+async function checkpointFolderOf(ctx: Context, sessionId: string, argsJson: string): Promise<string> {
+  const { checkpointId } = JSON.parse(argsJson) as { checkpointId?: unknown };
+  if (typeof checkpointId !== "string" || checkpointId === "") {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: "loadState: give { checkpointId: 'ckpt_…' }, a checkpoint of a run you can see (its page lists them)",
+    });
+  }
+  await ctx.access.require("viewer", { kind: "checkpoint", id: checkpointId });
+  const [found] = await ctx.db
+    .select({ path: checkpoints.path, kind: checkpoints.kind, setAsideReason: checkpoints.setAsideReason, config: runs.config })
+    .from(checkpoints)
+    .innerJoin(runs, eq(runs.id, checkpoints.runId))
+    .where(eq(checkpoints.id, checkpointId));
+  if (!found) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint with id '${checkpointId}'` });
+  if (!baseCheckpointKinds.includes(found.kind)) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `loadState: '${checkpointId}' is an export (a file to download), not a checkpoint of a model's state`,
+    });
+  }
+  if (found.setAsideReason)
+    throw new TRPCError({ code: "BAD_REQUEST", message: `loadState: checkpoint '${checkpointId}' was set aside as damaged (${found.setAsideReason})` });
+  const [session] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, sessionId));
+  type Agent = { agent?: { base?: string; training?: { mode?: string } } };
+  const theirs = (found.config as Agent).agent ?? {};
+  const mine = ((session?.config ?? {}) as Agent).agent ?? {};
+  if (theirs.training?.mode === "lora" && theirs.base !== mine.base) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `loadState: checkpoint '${checkpointId}' holds a LoRA adapter trained on base '${theirs.base}'; this session's base is '${mine.base}'`,
+    });
+  }
+  return JSON.stringify({ checkpointId, path: found.path });
+}
 
 /** A refusal of a session's call (it has ended, an id reused) as the caller should hear it. */
 async function sessionRefusal<T>(run: () => Promise<T>): Promise<T> {
