@@ -60,6 +60,15 @@ export interface LossOutput {
   metrics: Record<string, number>;
 }
 
+/** The summed weight of the tokens a batch's loss counts (every token after the first of each sequence; weight 1 by default). */
+export function lossWeight(batch: Batch): number {
+  let sum = 0;
+  batch.tokens.forEach((sequence, b) => {
+    for (let i = 1; i < sequence.length; i++) sum += batch.weights?.[b][i] ?? 1;
+  });
+  return sum;
+}
+
 /**
  * Loss, metrics and the gradients on logits and values for a packed batch; logits row b*T+i-1 predicts token i
  * of sequence b, and the value at that row estimates the return from the state that produced token i.
@@ -73,6 +82,8 @@ export function computeLoss(
   values: Float32Array | null,
   V: number,
   referenceLogprobs: number[][] | null,
+  /** What the summed loss is divided by, when the batch is a part of a larger one (its weight, or 1); default: this batch's own. */
+  denominator?: number,
 ): LossOutput {
   const { B, T, tokens, lengths } = packed;
   const tau = config.temperature;
@@ -81,9 +92,8 @@ export function computeLoss(
   const dLogits = new Float32Array(B * T * V);
   const dValues = values && batch.returns ? new Float32Array(B * T) : null;
 
-  let weightSum = 0;
-  for (let b = 0; b < B; b++) for (let i = 1; i < lengths[b]; i++) weightSum += batch.weights?.[b][i] ?? 1;
-  const denom = config.normalize === "tokens" ? Math.max(weightSum, 1e-12) : 1;
+  const weightSum = lossWeight(batch);
+  const denom = denominator ?? (config.normalize === "tokens" ? Math.max(weightSum, 1e-12) : 1);
 
   let policyLoss = 0,
     klSum = 0,

@@ -3,7 +3,7 @@
  * sample, saveState / loadState and saveWeightsForSampler. One client trains either one LoRA adapter on a
  * shared, frozen base model or a full copy of the base's weights, optionally with a value head for PPO.
  */
-import { type LoraConfig, type LoraConfigInput, describeMismatch, parseLoraConfig } from "@/lib/model/config";
+import { type GPTConfig, type LoraConfig, type LoraConfigInput, describeMismatch, modelShape, parseLoraConfig } from "@/lib/model/config";
 import type { GradientTargets, ModelView } from "@/lib/model/engine";
 import { type LoraAdapter, cloneLoraAdapter, initLoraAdapter, listLoraParameters, mergeLoraAdapter } from "@/lib/model/lora";
 import { Rng, type RngState } from "@/lib/model/rng";
@@ -21,12 +21,72 @@ import type { TrainingPrimitives } from "@/lib/rl/primitives";
 import type { BaseModel } from "./base-model";
 import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
 import { type CheckpointFile, readCheckpoint, writeCheckpoint } from "./checkpoint-store";
-import { type LossConfigInput, type LossName, computeLoss, parseLossConfig, requireLossInputs } from "./losses";
+import { type LossConfig, type LossConfigInput, type LossName, computeLoss, lossWeight, parseLossConfig, requireLossInputs } from "./losses";
 import { AdamW, type AdamParamsInput, type TrainableParameter } from "./optimizer";
 import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleInTurns } from "./sampler";
 
 /** forward() runs a batch in slices of about this many tokens (padded), so its memory stays bounded. */
 export const FORWARD_CHUNK_TOKENS = 16_384;
+
+/**
+ * The activations one pass of `forward` or `forwardBackward` may hold, in bytes, by default: a batch that needs more
+ * runs in parts, shortest sequences together (forwardBackward's parts add their gradients up to the whole batch's).
+ * The built-in bases' batches fit in one pass; a 135M model's 64 sequences of 115 tokens needed about 15 GB.
+ */
+export const PASS_ACTIVATION_BYTES = 1024 ** 3;
+
+/**
+ * About what one token of a sequence of `length` costs a training pass, in bytes: each layer keeps its inputs,
+ * norms, projections and attention row (about 12·dModel + 2·the MLP's width + heads·length floats), and the output
+ * its logits, their gradient and the softmax (3·vocabulary). A 135M llama (30 × 576, vocabulary 49,152) at 115
+ * tokens: 2.3 MB estimated, 2.0 MB measured.
+ */
+export function passBytesPerToken(config: GPTConfig, length: number): number {
+  const s = modelShape(config);
+  const fcOut = s.llama ? 2 * s.dFF : s.dFF;
+  return 4 * (config.nLayers * (12 * config.dModel + 2 * fcOut + config.nHeads * length) + 3 * config.vocabSize);
+}
+
+/**
+ * The batch's rows in passes, shortest first: each pass as many rows as keep (rows × their longest length) within
+ * `tokensAtOnce(longest)` tokens, at least one.
+ */
+function passesOf(tokens: number[][], tokensAtOnce: (length: number) => number): number[][] {
+  const order = tokens.map((_, i) => i).sort((a, b) => tokens[a]!.length - tokens[b]!.length);
+  const passes: number[][] = [];
+  for (let start = 0; start < order.length; ) {
+    let end = start + 1;
+    while (end < order.length) {
+      const length = tokens[order[end]!]!.length;
+      if ((end + 1 - start) * length > tokensAtOnce(length)) break;
+      end++;
+    }
+    passes.push(order.slice(start, end));
+    start = end;
+  }
+  return passes;
+}
+
+/** The rows of a batch: every per-sequence array of it, cut to those rows in that order. */
+function rowsOf(batch: Batch, rows: number[]): Batch {
+  const part: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(batch)) part[key] = Array.isArray(value) ? rows.map((row) => value[row]) : value;
+  return part as unknown as Batch;
+}
+
+/** The passes of one forwardBackward as one: losses and counts add up, means weigh by tokens, extremes stay extreme. */
+function combinePasses(results: ForwardBackwardResult[]): ForwardBackwardResult {
+  const tokens = results.reduce((sum, r) => sum + (r.metrics.tokens ?? 0), 0);
+  const metrics: Record<string, number> = {};
+  for (const name of new Set(results.flatMap((r) => Object.keys(r.metrics)))) {
+    const values = results.map((r) => r.metrics[name]).filter((v): v is number => v !== undefined);
+    if (name === "tokens" || name === "loss" || name.startsWith("loss/")) metrics[name] = values.reduce((a, b) => a + b, 0);
+    else if (name === "ratio/min") metrics[name] = Math.min(...values);
+    else if (name === "ratio/max") metrics[name] = Math.max(...values);
+    else metrics[name] = results.reduce((sum, r) => sum + (r.metrics[name] ?? 0) * (r.metrics.tokens ?? 0), 0) / Math.max(tokens, 1e-12);
+  }
+  return { loss: metrics.loss!, metrics };
+}
 
 export interface TrainingClientOptions {
   /** train a LoRA adapter with these settings on the frozen base; absent: train every parameter */
@@ -35,6 +95,8 @@ export interface TrainingClientOptions {
   valueHead?: boolean;
   /** seeds adapter initialisation, dropout and sampling without an explicit seed */
   seed?: number;
+  /** the activations one pass may hold, in bytes (default PASS_ACTIVATION_BYTES): a larger batch runs in parts */
+  passBytes?: number;
 }
 
 export interface ForwardResult {
@@ -73,6 +135,7 @@ export class TrainingClient implements TrainingPrimitives {
   private readonly grads: GradientTargets;
   private readonly optimizer: AdamW;
   private rng: Rng;
+  private readonly passBytes: number;
 
   constructor(
     readonly base: BaseModel,
@@ -80,6 +143,7 @@ export class TrainingClient implements TrainingPrimitives {
   ) {
     const { config } = base;
     this.rng = new Rng(options.seed ?? 0);
+    this.passBytes = options.passBytes ?? PASS_ACTIVATION_BYTES;
     this.mode = options.lora ? "lora" : "full";
     const valueHead = options.valueHead ? initValueHead(config) : null;
     let lora: LoraAdapter | null = null;
@@ -136,14 +200,10 @@ export class TrainingClient implements TrainingPrimitives {
     const { config } = this.base;
     packBatch(batch, config.vocabSize, config.contextLength); // validates every sequence before any work
     // A pass holds activations for every token of the batch at once, so a large batch (PPO's forward over a
-    // whole step of turns) runs in slices of about FORWARD_CHUNK_TOKENS tokens, shortest sequences together;
-    // each sequence's result is the same whichever slice it is in.
-    const order = batch.tokens.map((_, i) => i).sort((a, b) => batch.tokens[a]!.length - batch.tokens[b]!.length);
+    // whole step of turns) runs in slices of at most FORWARD_CHUNK_TOKENS tokens (fewer on a model whose passes
+    // would pass `passBytes`), shortest sequences together; each sequence's result is the same whichever slice it is in.
     const result: ForwardResult = { logprobs: new Array<number[]>(batch.tokens.length) };
-    for (let start = 0; start < order.length; ) {
-      let end = start + 1;
-      while (end < order.length && (end + 1 - start) * batch.tokens[order[end]!]!.length <= FORWARD_CHUNK_TOKENS) end++;
-      const rows = order.slice(start, end);
+    for (const rows of passesOf(batch.tokens, (length) => this.tokensAtOnce(length, FORWARD_CHUNK_TOKENS))) {
       const packed = packBatch({ tokens: rows.map((i) => batch.tokens[i]!) }, config.vocabSize, config.contextLength);
       const out = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
       maskDisallowed(out.logits, batch.allowedTokens, packed, config.vocabSize, rows);
@@ -153,15 +213,33 @@ export class TrainingClient implements TrainingPrimitives {
         result.logprobs[row] = chunkLogprobs[b]!;
         if (out.values) result.values![row] = Array.from({ length: packed.lengths[b]! }, (_, i) => (i === 0 ? 0 : out.values![b * packed.T + i - 1]!));
       });
-      start = end;
     }
     return result;
   }
 
-  /** Adds the gradient of `loss` on `batch` to the accumulated gradients; optimStep applies and clears them. */
+  /** Tokens one pass may hold at sequences of `length` (PASS_ACTIVATION_BYTES), at most `cap`. */
+  private tokensAtOnce(length: number, cap = Number.POSITIVE_INFINITY): number {
+    return Math.min(cap, Math.floor(this.passBytes / passBytesPerToken(this.base.config, length)));
+  }
+
+  /**
+   * Adds the gradient of `loss` on `batch` to the accumulated gradients; optimStep applies and clears them. A batch
+   * whose activations would pass `passBytes` runs in parts, each part's loss divided as the whole batch's is, so
+   * that the parts' gradients add up to the whole's.
+   */
   async forwardBackward(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
     const config = parseLossConfig(loss, configInput);
     requireLossInputs(loss, batch, config);
+    const { config: model } = this.base;
+    packBatch(batch, model.vocabSize, model.contextLength); // validates every sequence before any work
+    const passes = passesOf(batch.tokens, (length) => this.tokensAtOnce(length));
+    if (passes.length === 1) return this.backwardPass(batch, loss, config);
+    const denominator = config.normalize === "tokens" ? Math.max(lossWeight(batch), 1e-12) : 1;
+    return combinePasses(passes.map((rows) => this.backwardPass(rowsOf(batch, rows), loss, config, denominator)));
+  }
+
+  /** One pass of forwardBackward over `batch` (a part of the caller's, whose loss is divided by `denominator`). */
+  private backwardPass(batch: Batch, loss: LossName, config: LossConfig, denominator?: number): ForwardBackwardResult {
     const { config: model } = this.base;
     const packed = packBatch(batch, model.vocabSize, model.contextLength);
     let referenceLogprobs: number[][] | null = null;
@@ -182,7 +260,7 @@ export class TrainingClient implements TrainingPrimitives {
         grads: this.grads,
         lossGradient: (logits, values) => {
           maskDisallowed(logits, batch.allowedTokens, packed, model.vocabSize);
-          output = computeLoss(loss, config, batch, packed, logits, values, model.vocabSize, referenceLogprobs);
+          output = computeLoss(loss, config, batch, packed, logits, values, model.vocabSize, referenceLogprobs, denominator);
           return output;
         },
       },

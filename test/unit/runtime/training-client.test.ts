@@ -4,11 +4,12 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { renderChat } from "@/lib/model/chat";
 import { listGPTParameters } from "@/lib/model/weights";
+import { parseGPTConfig } from "@/lib/model/config";
 import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { BaseModel } from "@/server/runtime/base-model";
 import { parseSampleParams, sampleInTurns } from "@/server/runtime/sampler";
-import { TrainingClient } from "@/server/runtime/training-client";
+import { passBytesPerToken, TrainingClient } from "@/server/runtime/training-client";
 
 const tiny = { vocabSize: 32, contextLength: 16, dModel: 16, nLayers: 2, nHeads: 2 };
 const batch = {
@@ -170,6 +171,38 @@ describe("sampling", () => {
     expect(byString.finishReason).toBe("stop");
     expect(byString.tokens).toEqual(tokens.slice(0, tokens.indexOf(ascii) + 1));
     expect(byString.text).toBe(client.base.tokenizer.decode(tokens.slice(0, tokens.indexOf(ascii)), { skipSpecial: true }));
+  });
+});
+
+describe("a batch too large for one pass", () => {
+  it("runs in parts whose gradients add up to the whole batch's: the same loss, metrics and next weights", async () => {
+    let passes = 0;
+    const counting = { ...jsEngine, run: (request: Parameters<typeof jsEngine.run>[0]) => (passes++, jsEngine.run(request)) };
+    const config = { ...tiny, vocabSize: 262, contextLength: 24 };
+    const tokens = Array.from({ length: 9 }, (_, b) => Array.from({ length: 6 + b * 2 }, (_, i) => 40 + ((b * 7 + i * 3) % 50)));
+    const rl = {
+      tokens,
+      weights: tokens.map((row) => row.map((_, i) => (i >= 3 ? 1 : 0))),
+      samplingLogprobs: tokens.map((row) => row.map((_, i) => (i >= 3 ? -4 - (i % 3) * 0.1 : 0))),
+      advantages: tokens.map((row, b) => row.map(() => (b % 3) - 1)),
+    };
+    const lossConfig = { clipLow: 0.2, clipHigh: 0.2, klCoef: 0.1, entropyCoef: 0.01 };
+    const run = async (passBytes?: number) => {
+      const client = new TrainingClient(BaseModel.create(config, { seed: 8, engine: counting }), { seed: 2, passBytes });
+      passes = 0;
+      const result = await client.forwardBackward(rl, "ppo", lossConfig);
+      const counted = passes;
+      await client.optimStep({ lr: 1e-2 });
+      return { result, passes: counted, after: await client.forward({ tokens: [[40, 41, 42, 43]] }) };
+    };
+    const whole = await run();
+    // Room for about 40 tokens a pass: the nine sequences (6 to 22 tokens) go in parts.
+    const parts = await run(40 * passBytesPerToken(parseGPTConfig(config), 22));
+    expect(whole.passes).toBe(2); // the policy's, and the reference's for the KL penalty
+    expect(parts.passes).toBeGreaterThan(6);
+    expect(parts.result.loss).toBeCloseTo(whole.result.loss, 6);
+    for (const [name, value] of Object.entries(whole.result.metrics)) expect(parts.result.metrics[name], name).toBeCloseTo(value, 5);
+    parts.after.logprobs[0]!.forEach((logprob, i) => expect(logprob).toBeCloseTo(whole.after.logprobs[0]![i]!, 5));
   });
 });
 
