@@ -24,6 +24,21 @@ interface HeaderEntry {
 }
 
 export function encodeSafetensors(tensors: TensorMap, metadata: Record<string, string> = {}, options: { dtype?: SafetensorsDtype } = {}): Uint8Array {
+  const parts = safetensorsParts(tensors, metadata, options);
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let pos = 0;
+  for (const part of parts) {
+    out.set(part, pos);
+    pos += part.length;
+  }
+  return out;
+}
+
+/**
+ * A safetensors file as its pieces in order: the header (with its length), then each tensor's bytes, float32 ones
+ * as views of the tensors themselves. A writer that writes them one after another never holds the file whole.
+ */
+export function safetensorsParts(tensors: TensorMap, metadata: Record<string, string> = {}, options: { dtype?: SafetensorsDtype } = {}): Uint8Array[] {
   const dtype = options.dtype ?? "F32";
   if (!["F32", "F16", "BF16"].includes(dtype)) throw new Error(`safetensors dtype '${dtype}' cannot be written; accepted: F32, F16, BF16`);
   const width = bytesPerValue[dtype];
@@ -41,16 +56,15 @@ export function encodeSafetensors(tensors: TensorMap, metadata: Record<string, s
   let json = JSON.stringify(header);
   json += " ".repeat((8 - ((8 + json.length) % 8)) % 8);
   const headerBytes = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + headerBytes.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
-  out.set(headerBytes, 8);
-  let pos = 8 + headerBytes.length;
+  const head = new Uint8Array(8 + headerBytes.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
+  head.set(headerBytes, 8);
+  const parts: Uint8Array[] = [head];
   for (const t of tensors.values()) {
     const raw = dtype === "F32" ? t.data : Uint16Array.from(t.data, dtype === "F16" ? f32ToF16Bits : f32ToBf16Bits);
-    out.set(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength), pos);
-    pos += raw.byteLength;
+    parts.push(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength));
   }
-  return out;
+  return parts;
 }
 
 /**

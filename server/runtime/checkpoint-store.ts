@@ -7,7 +7,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
-import { decodeSafetensors, encodeSafetensors, type TensorMap } from "@/lib/model/safetensors";
+import { decodeSafetensors, safetensorsParts, type TensorMap } from "@/lib/model/safetensors";
 
 export const checkpointFormat = "tinkerlab.checkpoint";
 export const checkpointVersion = 1;
@@ -49,15 +49,23 @@ export interface WriteHooks {
   afterFile?: (name: string) => void;
 }
 
-function writeDurable(path: string, bytes: Uint8Array): void {
+/** Writes the pieces one after another and syncs the file; returns its size and SHA-256, taken as it is written. */
+function writeDurable(path: string, parts: Uint8Array[]): { bytes: number; sha256: string } {
   const fd = openSync(path, "w");
+  const hash = createHash("sha256");
+  let bytes = 0;
   try {
-    let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    for (const part of parts) {
+      let written = 0;
+      while (written < part.length) written += writeSync(fd, part, written, part.length - written);
+      hash.update(part);
+      bytes += part.length;
+    }
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
+  return { bytes, sha256: hash.digest("hex") };
 }
 
 function fsyncDirectory(path: string): void {
@@ -85,9 +93,9 @@ export function writeCheckpoint(
   const checksums: Record<string, { bytes: number; sha256: string }> = {};
   try {
     for (const [file, content] of Object.entries(files)) {
-      const bytes = content.kind === "json" ? new TextEncoder().encode(JSON.stringify(content.value, null, 2) + "\n") : encodeSafetensors(content.tensors);
-      writeDurable(join(tmp, file), bytes);
-      checksums[file] = { bytes: bytes.length, sha256: sha256(bytes) };
+      // A tensors file goes out tensor by tensor, never held whole (a 0.5B model's state is 6 GB).
+      const parts = content.kind === "json" ? [new TextEncoder().encode(JSON.stringify(content.value, null, 2) + "\n")] : safetensorsParts(content.tensors);
+      checksums[file] = writeDurable(join(tmp, file), parts);
       hooks.afterFile?.(file);
     }
     const full: CheckpointManifest = {
@@ -98,7 +106,7 @@ export function writeCheckpoint(
       files: Object.keys(files),
       checksums,
     };
-    writeDurable(join(tmp, "manifest.json"), new TextEncoder().encode(JSON.stringify(full, null, 2) + "\n"));
+    writeDurable(join(tmp, "manifest.json"), [new TextEncoder().encode(JSON.stringify(full, null, 2) + "\n")]);
     hooks.afterFile?.("manifest.json");
     fsyncDirectory(tmp);
     if (existsSync(target)) {
