@@ -11,6 +11,7 @@
  * of importance sampling, PPO and CISPO. At temperature 0 (greedy) the logprobs are those of temperature 1.
  */
 import { z } from "zod";
+import { DECODER_CACHE_BYTES } from "@/lib/model/budgets";
 import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
 import { automatonFor } from "@/lib/sdk/action-space";
@@ -61,11 +62,11 @@ export function parseSampleParams(input: SampleParamsInput | undefined): SampleP
 }
 
 /**
- * The most key/value cache one decoder holds (keys and values of every layer, in bytes). A sample whose rows need
- * more is decoded in turns of as many rows as fit (whole prompts' groups when they fit, else parts of a group):
- * 256 rows of a 135M model at a context of 256 would need 4.3 GiB at once, over what a WebAssembly memory holds.
+ * A sample whose rows need more key/value cache than DECODER_CACHE_BYTES (lib/model/budgets.ts) is decoded in turns
+ * of as many rows as fit (whole prompts' groups when they fit, else parts of a group): 256 rows of a 135M model at a
+ * context of 256 would need 4.3 GiB at once, over what a WebAssembly memory holds.
  */
-export const DECODER_CACHE_BYTES = 1024 ** 3;
+export { DECODER_CACHE_BYTES };
 
 function checkSampleRequest(prompts: readonly (readonly number[])[], n: number, params: SampleParams, contextLength: number): void {
   if (!Number.isInteger(n) || n < 1) throw new Error(`n must be a whole number ≥ 1, got ${n}`);

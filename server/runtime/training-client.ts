@@ -17,6 +17,7 @@ import {
   listValueHeadParameters,
   parametersToTensorMap,
 } from "@/lib/model/weights";
+import { PASS_ACTIVATION_BYTES } from "@/lib/model/budgets";
 import type { TrainingPrimitives } from "@/lib/rl/primitives";
 import type { BaseModel } from "./base-model";
 import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
@@ -29,11 +30,11 @@ import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleInT
 export const FORWARD_CHUNK_TOKENS = 16_384;
 
 /**
- * The activations one pass of `forward` or `forwardBackward` may hold, in bytes, by default: a batch that needs more
- * runs in parts, shortest sequences together (forwardBackward's parts add their gradients up to the whole batch's).
- * The built-in bases' batches fit in one pass; a 135M model's 64 sequences of 115 tokens needed about 15 GB.
+ * A batch whose activations would pass PASS_ACTIVATION_BYTES (lib/model/budgets.ts) runs in parts, shortest
+ * sequences together (forwardBackward's parts add their gradients up to the whole batch's). The built-in bases'
+ * batches fit in one pass; a 135M model's 64 sequences of 115 tokens needed about 15 GB.
  */
-export const PASS_ACTIVATION_BYTES = 1024 ** 3;
+export { PASS_ACTIVATION_BYTES };
 
 /**
  * About what one token of a sequence of `length` costs a training pass, in bytes: each layer keeps its inputs,

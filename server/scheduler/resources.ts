@@ -4,6 +4,7 @@
  */
 
 import { jobKinds, type JobKind } from "@/lib/lifecycle";
+import { DECODER_CACHE_BYTES, PASS_ACTIVATION_BYTES } from "@/lib/model/budgets";
 
 export { jobKinds, type JobKind };
 
@@ -75,12 +76,14 @@ export function estimateFootprint(spec: JobResourceSpec): Footprint {
   const { model, batchSize, contextLength } = spec;
   const weightBytes = bytesPerWeight[spec.weightDtype ?? "fp32"];
   const tokens = batchSize * contextLength;
-  // Training keeps every layer's activations for the backward pass; serving keeps only the KV cache.
+  // Training keeps every layer's activations for the backward pass; serving keeps only the KV cache. Neither
+  // passes what the engine allows itself (lib/model/budgets.ts): a larger batch runs in parts, a larger sample in
+  // turns; a training job samples and trains one after the other.
   const activationBytes = isTraining(spec.kind)
-    ? tokens * model.nLayers * model.dModel * activationWidthsPerLayer * weightBytes
+    ? Math.min(tokens * model.nLayers * model.dModel * activationWidthsPerLayer * weightBytes, Math.max(PASS_ACTIVATION_BYTES, DECODER_CACHE_BYTES))
     : spec.kind === "export"
       ? 0
-      : tokens * model.nLayers * model.dModel * 2 * weightBytes;
+      : Math.min(tokens * model.nLayers * model.dModel * 2 * weightBytes, DECODER_CACHE_BYTES);
   const weightsMb = toMb(model.parameters * weightBytes);
   const activationsMb = toMb(activationBytes);
 
