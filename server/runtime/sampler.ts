@@ -11,7 +11,7 @@
  * of importance sampling, PPO and CISPO. At temperature 0 (greedy) the logprobs are those of temperature 1.
  */
 import { z } from "zod";
-import { DECODER_CACHE_BYTES } from "@/lib/model/budgets";
+import { DECODER_CACHE_BYTES, turnClock } from "@/lib/model/budgets";
 import type { Decoder } from "@/lib/model/engine";
 import type { Rng } from "@/lib/model/rng";
 import { automatonFor } from "@/lib/sdk/action-space";
@@ -87,23 +87,23 @@ function checkSampleRequest(prompts: readonly (readonly number[])[], n: number, 
  * whole sample fits, as before, else in turns. `cacheBytesPerPosition`: what one row's position costs the cache.
  * Decoded in turns, a seeded sample draws in another order than in one decoder; a greedy one is the same.
  */
-export function sampleInTurns(
+export async function sampleInTurns(
   open: (rows: number, capacity: number) => Decoder,
   cacheBytesPerPosition: number,
   request: SampleRequest,
   cacheBudgetBytes = DECODER_CACHE_BYTES,
-): SampleResult {
+): Promise<SampleResult> {
   const { prompts, n, params, contextLength } = request;
   checkSampleRequest(prompts, n, params, contextLength);
   const longest = prompts.reduce((most, prompt) => Math.max(most, prompt.length), 1);
   const capacity = Math.min(contextLength, longest + params.maxTokens);
   const rowsAtOnce = Math.max(1, Math.floor(cacheBudgetBytes / (cacheBytesPerPosition * capacity)));
   const samples: SampledSequence[][] = prompts.map(() => []);
-  const run = (indices: number[], k: number) => {
+  const run = async (indices: number[], k: number) => {
     const decoder = open(indices.length * k, capacity);
     try {
       const constraints = params.constraints && indices.map((i) => params.constraints![i]!);
-      const part = sampleWithDecoder(decoder, { ...request, prompts: indices.map((i) => prompts[i]!), n: k, params: { ...params, constraints } });
+      const part = await sampleWithDecoder(decoder, { ...request, prompts: indices.map((i) => prompts[i]!), n: k, params: { ...params, constraints } });
       indices.forEach((i, j) => samples[i]!.push(...part.samples[j]!));
     } finally {
       decoder.dispose();
@@ -112,9 +112,9 @@ export function sampleInTurns(
   const all = prompts.map((_, i) => i);
   if (rowsAtOnce >= n) {
     const promptsAtOnce = Math.floor(rowsAtOnce / n);
-    for (let start = 0; start < all.length; start += promptsAtOnce) run(all.slice(start, start + promptsAtOnce), n);
+    for (let start = 0; start < all.length; start += promptsAtOnce) await run(all.slice(start, start + promptsAtOnce), n);
   } else {
-    for (const i of all) for (let done = 0; done < n; done += rowsAtOnce) run([i], Math.min(rowsAtOnce, n - done));
+    for (const i of all) for (let done = 0; done < n; done += rowsAtOnce) await run([i], Math.min(rowsAtOnce, n - done));
   }
   return { samples };
 }
@@ -128,10 +128,17 @@ export type SampleRequest = {
   V: number;
   contextLength: number;
   tokenizer: Tokenizer;
+  /** The most prompt tokens one prefill runs at once (a stretch of work: lib/model/budgets.ts); default all. */
+  prefillTokens?: number;
 };
 
-export function sampleWithDecoder(decoder: Decoder, request: SampleRequest): SampleResult {
+/**
+ * Samples on `decoder`. Work longer than a second gives the event loop a turn between decoding steps and between
+ * parts of the prefill (`turnClock`), so a worker's heartbeat goes on while a large model samples.
+ */
+export async function sampleWithDecoder(decoder: Decoder, request: SampleRequest): Promise<SampleResult> {
   const { prompts, n, params, rng, V, contextLength, tokenizer } = request;
+  const clock = turnClock();
   checkSampleRequest(prompts, n, params, contextLength);
   const stop = params.stop ?? tokenizer.stopTokens;
   // Under a constraint, a reply ends where the tokenizer's turn ends.
@@ -157,23 +164,29 @@ export function sampleWithDecoder(decoder: Decoder, request: SampleRequest): Sam
   // Prefill: prompts of one length go through the model together, then each fills its n rows.
   const byLength = new Map<number, number[]>();
   prompts.forEach((p, i) => byLength.set(p.length, [...(byLength.get(p.length) ?? []), i]));
-  for (const group of byLength.values()) {
-    const logits = decoder.extend(
-      group.map((i) => i * n),
-      group.map((i) => prompts[i]),
-    );
-    group.forEach((i, g) => {
-      for (let s = 0; s < n; s++) {
-        if (s > 0) decoder.copyRow(i * n, i * n + s);
-        rowLogits.set(logits.subarray(g * V, (g + 1) * V), (i * n + s) * V);
-      }
-    });
+  for (const [length, all] of byLength) {
+    const atOnce = Math.max(1, Math.floor((request.prefillTokens ?? Number.POSITIVE_INFINITY) / length));
+    for (let start = 0; start < all.length; start += atOnce) {
+      if (clock.due()) await clock.turn();
+      const group = all.slice(start, start + atOnce);
+      const logits = decoder.extend(
+        group.map((i) => i * n),
+        group.map((i) => prompts[i]),
+      );
+      group.forEach((i, g) => {
+        for (let s = 0; s < n; s++) {
+          if (s > 0) decoder.copyRow(i * n, i * n + s);
+          rowLogits.set(logits.subarray(g * V, (g + 1) * V), (i * n + s) * V);
+        }
+      });
+    }
   }
 
   let active = Array.from({ length: rows }, (_, r) => r);
   const probs = new Float64Array(V);
   const logprobTemperature = params.temperature === 0 ? 1 : params.temperature;
   while (active.length > 0) {
+    if (clock.due()) await clock.turn();
     const next: number[] = [];
     for (const row of active) {
       const seq = out[row];

@@ -17,7 +17,7 @@ import {
   listValueHeadParameters,
   parametersToTensorMap,
 } from "@/lib/model/weights";
-import { PASS_ACTIVATION_BYTES } from "@/lib/model/budgets";
+import { PASS_ACTIVATION_BYTES, STRETCH_FLOPS, turnClock } from "@/lib/model/budgets";
 import type { TrainingPrimitives } from "@/lib/rl/primitives";
 import type { BaseModel } from "./base-model";
 import { type Batch, maskDisallowed, packBatch, tokenLogprobs } from "./batch";
@@ -137,6 +137,10 @@ export class TrainingClient implements TrainingPrimitives {
   private readonly optimizer: AdamW;
   private rng: Rng;
   private readonly passBytes: number;
+  /** About what a token costs a forward pass: 2 × parameters. */
+  private readonly flopsPerToken: number;
+  /** The last call made: the next runs after it (`inTurn`). */
+  private calls: Promise<unknown> = Promise.resolve();
 
   constructor(
     readonly base: BaseModel,
@@ -145,6 +149,7 @@ export class TrainingClient implements TrainingPrimitives {
     const { config } = base;
     this.rng = new Rng(options.seed ?? 0);
     this.passBytes = options.passBytes ?? PASS_ACTIVATION_BYTES;
+    this.flopsPerToken = 2 * base.parameterCount();
     this.mode = options.lora ? "lora" : "full";
     const valueHead = options.valueHead ? initValueHead(config) : null;
     let lora: LoraAdapter | null = null;
@@ -169,6 +174,65 @@ export class TrainingClient implements TrainingPrimitives {
    * policy as it is now becomes the reference of the KL penalty, and the optimizer starts afresh (its moments
    * belong to the last stage's loss). An RL run after SFT steps calls it between the two.
    */
+  /**
+   * The primitives, each run after every call made before it: a call made while another is out (the RL loop makes
+   * a step's forward-backward passes and its optimizer step together) waits for it. Long work gives the event loop
+   * a turn between its stretches (lib/model/budgets.ts), so a worker's heartbeat and stop requests go on meanwhile;
+   * the queue keeps those turns from letting another call in.
+   *
+   * `forward`: per-token logprobs (and values) of a batch, without touching gradients.
+   */
+  forward(batch: Batch, options: { temperature?: number } = {}): Promise<ForwardResult> {
+    return this.inTurn(() => this.forwardNow(batch, options));
+  }
+
+  /**
+   * Adds the gradient of `loss` on `batch` to the accumulated gradients; optimStep applies and clears them. A batch
+   * whose activations would pass `passBytes` runs in parts, each part's loss divided as the whole batch's is, so
+   * that the parts' gradients add up to the whole's.
+   */
+  forwardBackward(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
+    return this.inTurn(() => this.forwardBackwardNow(batch, loss, configInput));
+  }
+
+  /** One AdamW update from the gradients accumulated since the last step. */
+  optimStep(params: AdamParamsInput): Promise<OptimStepResult> {
+    return this.inTurn(() => this.optimStepNow(params));
+  }
+
+  /** Samples n completions for each prompt with the current weights. */
+  sample(prompts: number[][], n: number, paramsInput?: SampleParamsInput): Promise<SampleResult> {
+    return this.inTurn(() => this.sampleNow(prompts, n, paramsInput));
+  }
+
+  /** Weights (or adapter), optimizer moments, step and RNG state: everything to resume training exactly. */
+  saveState(dir: string): Promise<void> {
+    return this.inTurn(() => this.saveStateNow(dir));
+  }
+
+  /**
+   * Weights only, for a sampler or an export: the adapter alone, or (merge) the adapter folded into a copy of
+   * the base so the result loads with BaseModel.load. The value head is training machinery and is left out.
+   */
+  saveWeightsForSampler(dir: string, options: { merge?: boolean } = {}): Promise<void> {
+    return this.inTurn(() => this.saveWeightsForSamplerNow(dir, options));
+  }
+
+  /**
+   * Restores a training state (or sampler weights, with fresh optimizer state) saved by a client of the same
+   * shape; a checkpoint of another model, mode, adapter or value-head setting is refused naming what differs.
+   */
+  loadState(dir: string): Promise<void> {
+    return this.inTurn(() => this.loadStateNow(dir));
+  }
+
+  /** Runs `work` after every call made before it; a failure fails that call alone. */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.calls.then(work);
+    this.calls = result.catch(() => undefined);
+    return result;
+  }
+
   beginStage(): void {
     const { config } = this.base;
     this.reference = {
@@ -194,8 +258,8 @@ export class TrainingClient implements TrainingPrimitives {
     return this.view.valueHead !== null;
   }
 
-  /** Per-token logprobs (and values) of a batch, without touching gradients. */
-  async forward(batch: Batch, options: { temperature?: number } = {}): Promise<ForwardResult> {
+  /** `forward`, when its turn comes. */
+  private async forwardNow(batch: Batch, options: { temperature?: number } = {}): Promise<ForwardResult> {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new Error(`temperature must be > 0, got ${temperature}`);
     const { config } = this.base;
@@ -204,7 +268,9 @@ export class TrainingClient implements TrainingPrimitives {
     // whole step of turns) runs in slices of at most FORWARD_CHUNK_TOKENS tokens (fewer on a model whose passes
     // would pass `passBytes`), shortest sequences together; each sequence's result is the same whichever slice it is in.
     const result: ForwardResult = { logprobs: new Array<number[]>(batch.tokens.length) };
-    for (const rows of passesOf(batch.tokens, (length) => this.tokensAtOnce(length, FORWARD_CHUNK_TOKENS))) {
+    const clock = turnClock();
+    for (const rows of passesOf(batch.tokens, (length) => this.tokensAtOnce(length, this.flopsPerToken, FORWARD_CHUNK_TOKENS))) {
+      if (clock.due()) await clock.turn();
       const packed = packBatch({ tokens: rows.map((i) => batch.tokens[i]!) }, config.vocabSize, config.contextLength);
       const out = this.base.engine.run({ model: this.view, tokens: packed.tokens, batch: packed.B, seqLen: packed.T });
       maskDisallowed(out.logits, batch.allowedTokens, packed, config.vocabSize, rows);
@@ -218,25 +284,30 @@ export class TrainingClient implements TrainingPrimitives {
     return result;
   }
 
-  /** Tokens one pass may hold at sequences of `length` (PASS_ACTIVATION_BYTES), at most `cap`. */
-  private tokensAtOnce(length: number, cap = Number.POSITIVE_INFINITY): number {
-    return Math.min(cap, Math.floor(this.passBytes / passBytesPerToken(this.base.config, length)));
+  /**
+   * Tokens one pass may hold at sequences of `length`: within `passBytes` of activations and one stretch of work
+   * (STRETCH_FLOPS, at `flopsPerToken`), at most `cap`.
+   */
+  private tokensAtOnce(length: number, flopsPerToken: number, cap = Number.POSITIVE_INFINITY): number {
+    return Math.min(cap, Math.floor(this.passBytes / passBytesPerToken(this.base.config, length)), Math.floor(STRETCH_FLOPS / flopsPerToken));
   }
 
-  /**
-   * Adds the gradient of `loss` on `batch` to the accumulated gradients; optimStep applies and clears them. A batch
-   * whose activations would pass `passBytes` runs in parts, each part's loss divided as the whole batch's is, so
-   * that the parts' gradients add up to the whole's.
-   */
-  async forwardBackward(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
+  /** `forwardBackward`, when its turn comes. */
+  private async forwardBackwardNow(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
     const config = parseLossConfig(loss, configInput);
     requireLossInputs(loss, batch, config);
     const { config: model } = this.base;
     packBatch(batch, model.vocabSize, model.contextLength); // validates every sequence before any work
-    const passes = passesOf(batch.tokens, (length) => this.tokensAtOnce(length));
+    const passes = passesOf(batch.tokens, (length) => this.tokensAtOnce(length, 3 * this.flopsPerToken));
     if (passes.length === 1) return this.backwardPass(batch, loss, config);
     const denominator = config.normalize === "tokens" ? Math.max(lossWeight(batch), 1e-12) : 1;
-    return combinePasses(passes.map((rows) => this.backwardPass(rowsOf(batch, rows), loss, config, denominator)));
+    const clock = turnClock();
+    const results: ForwardBackwardResult[] = [];
+    for (const rows of passes) {
+      if (clock.due()) await clock.turn();
+      results.push(this.backwardPass(rowsOf(batch, rows), loss, config, denominator));
+    }
+    return combinePasses(results);
   }
 
   /** One pass of forwardBackward over `batch` (a part of the caller's, whose loss is divided by `denominator`). */
@@ -270,13 +341,13 @@ export class TrainingClient implements TrainingPrimitives {
     return { loss: value, metrics };
   }
 
-  /** One AdamW update from the gradients accumulated since the last step. */
-  async optimStep(params: AdamParamsInput): Promise<OptimStepResult> {
+  /** `optimStep`, when its turn comes. */
+  private async optimStepNow(params: AdamParamsInput): Promise<OptimStepResult> {
     return this.optimizer.apply(params);
   }
 
-  /** Samples n completions for each prompt with the current weights. */
-  async sample(prompts: number[][], n: number, paramsInput?: SampleParamsInput): Promise<SampleResult> {
+  /** `sample`, when its turn comes. */
+  private async sampleNow(prompts: number[][], n: number, paramsInput?: SampleParamsInput): Promise<SampleResult> {
     const params = parseSampleParams(paramsInput);
     const { config } = this.base;
     const rng = params.seed === undefined ? this.rng : new Rng(params.seed);
@@ -284,6 +355,8 @@ export class TrainingClient implements TrainingPrimitives {
     const cacheBytesPerPosition = 2 * config.nLayers * config.dModel * 4;
     const open = (rows: number, capacity: number) => this.base.engine.createDecoder(this.view, rows, capacity);
     return sampleInTurns(open, cacheBytesPerPosition, {
+      // A prefill part is one stretch of work (lib/model/budgets.ts).
+      prefillTokens: Math.max(1, Math.floor(STRETCH_FLOPS / this.flopsPerToken)),
       prompts,
       n,
       params,
@@ -294,8 +367,8 @@ export class TrainingClient implements TrainingPrimitives {
     });
   }
 
-  /** Weights (or adapter), optimizer moments, step and RNG state: everything to resume training exactly. */
-  async saveState(dir: string): Promise<void> {
+  /** `saveState`, when its turn comes. */
+  private async saveStateNow(dir: string): Promise<void> {
     const state: TrainerState = {
       mode: this.mode,
       lora: this.loraConfig,
@@ -315,11 +388,8 @@ export class TrainingClient implements TrainingPrimitives {
     );
   }
 
-  /**
-   * Weights only, for a sampler or an export: the adapter alone, or (merge) the adapter folded into a copy of
-   * the base so the result loads with BaseModel.load. The value head is training machinery and is left out.
-   */
-  async saveWeightsForSampler(dir: string, options: { merge?: boolean } = {}): Promise<void> {
+  /** `saveWeightsForSampler`, when its turn comes. */
+  private async saveWeightsForSamplerNow(dir: string, options: { merge?: boolean } = {}): Promise<void> {
     const { config } = this.base;
     let contents: "full" | "lora" | "merged";
     let params: NamedParameter[];
@@ -343,11 +413,8 @@ export class TrainingClient implements TrainingPrimitives {
     );
   }
 
-  /**
-   * Restores a training state (or sampler weights, with fresh optimizer state) saved by a client of the same
-   * shape; a checkpoint of another model, mode, adapter or value-head setting is refused naming what differs.
-   */
-  async loadState(dir: string): Promise<void> {
+  /** `loadState`, when its turn comes. */
+  private async loadStateNow(dir: string): Promise<void> {
     const ckpt = readCheckpoint(dir);
     const { manifest } = ckpt;
     const problems = describeMismatch(ckpt.json("model_config.json"), this.base.config);

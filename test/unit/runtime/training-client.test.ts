@@ -110,7 +110,7 @@ describe("sampling", () => {
     expect(new Set(a.samples[0].map((s) => s.tokens.join(","))).size).toBeGreaterThan(1);
   });
 
-  it("decodes a sample too large for one decoder's cache in turns, whole groups while they fit, with the same greedy replies", () => {
+  it("decodes a sample too large for one decoder's cache in turns, whole groups while they fit, with the same greedy replies", async () => {
     const base = BaseModel.create({ ...tiny, vocabSize: 262, contextLength: 64 }, { seed: 6 });
     const view = { config: base.config, weights: base.weights, lora: null, valueHead: null };
     const prompts = [
@@ -123,30 +123,33 @@ describe("sampling", () => {
     // A position costs 2 (keys, values) × 2 layers × 16 floats × 4 bytes; a row holds 4 + 12 positions.
     const perPosition = 2 * 2 * 16 * 4;
     const row = perPosition * 16;
-    const sampleWith = (budget: number) => {
+    const sampleWith = async (budget: number, prefillTokens?: number) => {
       const opened: [number, number][] = [];
       const open = (rows: number, capacity: number) => {
         opened.push([rows, capacity]);
         return jsEngine.createDecoder(view, rows, capacity);
       };
-      const out = sampleInTurns(open, perPosition, { prompts, n: 4, params, rng: new Rng(1), V: 262, contextLength: 64, tokenizer: base.tokenizer }, budget);
+      const request = { prompts, n: 4, params, rng: new Rng(1), V: 262, contextLength: 64, tokenizer: base.tokenizer, prefillTokens };
+      const out = await sampleInTurns(open, perPosition, request, budget);
       return { opened, out };
     };
-    const whole = sampleWith(16 * row);
+    const whole = await sampleWith(16 * row);
     expect(whole.opened).toEqual([[16, 16]]); // one decoder, of only the positions the rows need
-    const pairs = sampleWith(8 * row);
+    const pairs = await sampleWith(8 * row);
     expect(pairs.opened).toEqual([
       [8, 16],
       [8, 16],
     ]);
-    const parts = sampleWith(3 * row);
+    const parts = await sampleWith(3 * row);
+    // A prefill in parts of at most 4 prompt tokens (one prompt at a time) gives the same replies too.
+    const prefilledInParts = await sampleWith(16 * row, 4);
     expect(parts.opened).toEqual(
       Array.from({ length: 4 }, () => [
         [3, 16],
         [1, 16],
       ]).flat(),
     );
-    for (const turns of [pairs, parts]) {
+    for (const turns of [pairs, parts, prefilledInParts]) {
       expect(turns.out.samples.map((group) => group.map((s) => s.tokens))).toEqual(whole.out.samples.map((group) => group.map((s) => s.tokens)));
       turns.out.samples.flat().forEach((s, i) => s.logprobs.forEach((lp, t) => expect(lp).toBeCloseTo(whole.out.samples.flat()[i]!.logprobs[t]!, 5)));
     }
@@ -204,6 +207,37 @@ describe("a batch too large for one pass", () => {
     for (const [name, value] of Object.entries(whole.result.metrics)) expect(parts.result.metrics[name], name).toBeCloseTo(value, 5);
     parts.after.logprobs[0]!.forEach((logprob, i) => expect(logprob).toBeCloseTo(whole.after.logprobs[0]![i]!, 5));
   });
+});
+
+describe("long work", () => {
+  it("gives the event loop a turn every second or so, and calls made together still run in the order made", async () => {
+    const config = { vocabSize: 262, contextLength: 96, dModel: 128, nLayers: 4, nHeads: 4 };
+    const tokens = Array.from({ length: 200 }, (_, b) => Array.from({ length: 96 }, (_, i) => 40 + ((b * 5 + i * 3) % 60)));
+    const run = async (together: boolean) => {
+      const client = new TrainingClient(BaseModel.create(config, { seed: 3 }), { seed: 1, passBytes: 16 * 96 * passBytesPerToken(parseGPTConfig(config), 96) });
+      if (!together) {
+        await client.forwardBackward({ tokens }, "cross_entropy");
+        const step = await client.optimStep({ lr: 1e-2 });
+        return { step, after: await client.forward({ tokens: tokens.slice(0, 2) }) };
+      }
+      // Made without awaiting: the passes yield between them, and the step must still wait for all of them.
+      const [, step, after] = await Promise.all([
+        client.forwardBackward({ tokens }, "cross_entropy"),
+        client.optimStep({ lr: 1e-2 }),
+        client.forward({ tokens: tokens.slice(0, 2) }),
+      ]);
+      return { step, after };
+    };
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 100);
+    const started = performance.now();
+    const together = await run(true);
+    const seconds = (performance.now() - started) / 1000;
+    clearInterval(timer);
+    expect(seconds).toBeGreaterThan(1.5); // long enough to need turns (about 3.5 s on a 2-core VM)
+    expect(ticks, `${seconds.toFixed(1)} s of work`).toBeGreaterThanOrEqual(Math.floor(seconds) - 1);
+    expect(together).toEqual(await run(false));
+  }, 60_000);
 });
 
 describe("LoRA clients on one shared base", () => {
