@@ -185,8 +185,8 @@ export async function sampleWithDecoder(decoder: Decoder, request: SampleRequest
   let active = Array.from({ length: rows }, (_, r) => r);
   const probs = new Float64Array(V);
   const logprobTemperature = params.temperature === 0 ? 1 : params.temperature;
-  while (active.length > 0) {
-    if (clock.due()) await clock.turn();
+  /** One decoding step's draws (a plain function: the hot loop stays out of the async one). Returns the rows going on. */
+  const draw = (active: number[]): number[] => {
     const next: number[] = [];
     for (const row of active) {
       const seq = out[row];
@@ -225,6 +225,11 @@ export async function sampleWithDecoder(decoder: Decoder, request: SampleRequest
       if (!done && (seq.tokens.length >= params.maxTokens || decoder.length(row) >= contextLength)) done = true;
       if (!done) next.push(row);
     }
+    return next;
+  };
+  while (active.length > 0) {
+    if (clock.due()) await clock.turn();
+    const next = draw(active);
     if (next.length === 0) break;
     const logits = decoder.extend(
       next,
