@@ -18,7 +18,7 @@ export const DECODER_CACHE_BYTES = 1024 ** 3;
 /**
  * The most arithmetic one stretch of model work does without a break, in floating-point operations (a pass costs
  * about 2 × parameters a token forward, 6 × forward and backward): about 5 s of this machine's two cores. Work
- * longer than a second gives the event loop a turn between stretches (`giveATurn`), so that a worker's heartbeat
+ * longer than a second gives the event loop a turn between stretches (`turnClock`), so that a worker's heartbeat
  * (every second; its lease lapses after 20 s) and stop requests go on while a large model trains or samples.
  */
 export const STRETCH_FLOPS = 2e11;

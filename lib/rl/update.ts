@@ -3,7 +3,10 @@ import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { TrainingBatch, TrainingPrimitives } from "./primitives";
 import { chunkBatch } from "./rollouts";
 
-/** Sequences per forward-backward call; gradients accumulate across calls until the optimizer step. */
+/**
+ * Sequences per forward-backward call; gradients accumulate across calls until the optimizer step. It keeps a
+ * remote session's call within its request's size; the TrainingClient holds its own passes to its memory bound.
+ */
 export const CHUNK_SEQUENCES = 64;
 
 /**
@@ -67,7 +70,7 @@ export async function policyUpdate(
  * Awaits an update's forward-backward passes and the optimizer step that were made together, without awaiting
  * each pass before making the next. A remote session (lib/client) sends calls made together in one request and its
  * worker runs them back to back, where awaiting each would cost a round trip per call; the in-process
- * TrainingClient runs each call as it is made, so the results are the same either way. As the calls are all made,
+ * TrainingClient runs each call in the order made too, so the results are the same either way. As the calls are all made,
  * a pass that fails does not hold back the step (it applies the gradients of the others); the update then throws
  * that pass's error.
  */

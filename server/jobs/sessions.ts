@@ -4,8 +4,8 @@
  * worker. A session is a run of job kind "session", launched, placed and finished like any job (it holds its place
  * and memory until it ends), under its project's "Remote sessions" experiment. Its calls are rows of
  * `session_calls`, keyed by the client's own id and run by the worker one at a time in the order they came: a call
- * sent again after a lost connection finds its row (and its answer), so no call is applied twice. A session without a call for `leaseSeconds` is saved and ended by
- * its worker, which frees its place.
+ * sent again after a lost connection finds its row (and its answer), so no call is applied twice. A session without
+ * a call for `leaseSeconds` is saved and ended by its worker, which frees its place.
  *
  * Waiting: the web server wakes a waiting client when the answer reaches it (a worker that joined over HTTP
  * answers through it), and a worker's long poll when a call comes in; a worker on the database, or a second web
@@ -327,21 +327,14 @@ async function submitCalls(db: Database, sessionId: string, calls: SessionCallIn
     if (row) rows.push(row);
   }
   if (rows.length < calls.length) {
-    if (after !== null) {
-      const predecessor = await readCall(db, after);
-      if (predecessor && predecessor.runId !== sessionId) {
-        throw new RunStateError(`call '${after}', which these calls follow, belongs to another session`, "CONFLICT");
-      }
-      if (!predecessor) {
-        const job = await sessionJob(db, sessionId);
-        if (terminalJobStates.has(job.status))
-          throw new RunStateError(`session ${sessionId} has ended (${job.status}${job.reason ? `: ${job.reason}` : ""}); open a new one`, "CONFLICT");
-        return null;
-      }
+    const predecessor = after === null ? null : await readCall(db, after);
+    if (predecessor && predecessor.runId !== sessionId) {
+      throw new RunStateError(`call '${after}', which these calls follow, belongs to another session`, "CONFLICT");
     }
     const job = await sessionJob(db, sessionId);
     const why = `${job.status}${job.reason ? `: ${job.reason}` : ""}`;
     if (terminalJobStates.has(job.status)) throw new RunStateError(`session ${sessionId} has ended (${why}); open a new one`, "CONFLICT");
+    if (after !== null && !predecessor) return null; // the call they follow is still on its way
     throw new RunStateError(`calls of session ${sessionId} could not be submitted (it is ${why}); send them again`, "CONFLICT");
   }
   return rows;

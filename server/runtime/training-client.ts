@@ -30,13 +30,6 @@ import { type SampleParamsInput, type SampleResult, parseSampleParams, sampleInT
 export const FORWARD_CHUNK_TOKENS = 16_384;
 
 /**
- * A batch whose activations would pass PASS_ACTIVATION_BYTES (lib/model/budgets.ts) runs in parts, shortest
- * sequences together (forwardBackward's parts add their gradients up to the whole batch's). The built-in bases'
- * batches fit in one pass; a 135M model's 64 sequences of 115 tokens needed about 15 GB.
- */
-export { PASS_ACTIVATION_BYTES };
-
-/**
  * About what one token of a sequence of `length` costs a training pass, in bytes: each layer keeps its inputs,
  * norms, projections and attention row (about 12·dModel + 2·the MLP's width + heads·length floats), and the output
  * its logits, their gradient and the softmax (3·vocabulary). A 135M llama (30 × 576, vocabulary 49,152) at 115
@@ -296,10 +289,11 @@ export class TrainingClient implements TrainingPrimitives {
   private async forwardBackwardNow(batch: Batch, loss: LossName, configInput?: LossConfigInput): Promise<ForwardBackwardResult> {
     const config = parseLossConfig(loss, configInput);
     requireLossInputs(loss, batch, config);
-    const { config: model } = this.base;
-    packBatch(batch, model.vocabSize, model.contextLength); // validates every sequence before any work
     const passes = passesOf(batch.tokens, (length) => this.tokensAtOnce(length, 3 * this.flopsPerToken));
     if (passes.length === 1) return this.backwardPass(batch, loss, config);
+    // Every sequence is checked before any part runs, so that a bad one leaves no part's gradients behind. A 135M
+    // model's 64 sequences of 115 tokens would hold about 15 GB in one pass (2.0 MB a token, measured at 16).
+    packBatch(batch, this.base.config.vocabSize, this.base.config.contextLength);
     const denominator = config.normalize === "tokens" ? Math.max(lossWeight(batch), 1e-12) : 1;
     const clock = turnClock();
     const results: ForwardBackwardResult[] = [];

@@ -8,7 +8,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { checkpoints, jobs, sessionCalls } from "@/server/db";
-import { resolveBase, schedulerTick } from "@/server/jobs";
+import { resolveBase, schedulerTick, type SessionMethod } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
 import { loadBaseModel } from "@/server/worker/base-models";
@@ -18,9 +18,22 @@ import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-chan
 
 const bed = jobTestbed("sessions");
 
+let callNumber = 0;
 /**
- * A session on tiny-base, placed and claimed by its worker (a new test worker, or one an earlier test left idle), and
- * an in-process client of the same seed.
+ * Calls a primitive of a session by `caller.sessions.invoke` and gives its result; a call not done throws. A call
+ * id given is sent as it is (a call sent again), else a fresh one is made.
+ */
+function invokerOn(caller: ReturnType<typeof callerFor>, sessionId: string) {
+  return async (method: SessionMethod, args: Record<string, unknown>, callId = `${method}-${++callNumber}-${sessionId}`) => {
+    const answer = await caller.sessions.invoke({ sessionId, callId, method, args });
+    if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
+    return answer.result as never;
+  };
+}
+
+/**
+ * A session on tiny-base, placed by the scheduler on one of the registered test workers and claimed by it, and an
+ * in-process client of the same seed.
  */
 async function placedSession(seed: number, leaseSeconds: number, lora: { rank: number } | null = null) {
   const { handle, basesDir } = bed;
@@ -67,16 +80,7 @@ describe("a remote training session", () => {
     const spec = await channel.claim(workerId, job!.id);
     const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
 
-    let n = 0;
-    const call = async (
-      method: "forward" | "forwardBackward" | "optimStep" | "sample" | "saveState",
-      args: Record<string, unknown>,
-      callId = `call-${++n}-${sessionId}`,
-    ) => {
-      const answer = await caller.sessions.invoke({ sessionId, callId, method, args });
-      if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
-      return answer.result as never;
-    };
+    const call = invokerOn(caller, sessionId);
 
     const reference = new TrainingClient(BaseModel.load(path.join(basesDir, "tiny-base")), { seed: 5 });
     expect(await call("forward", { batch })).toEqual(await reference.forward(batch));
@@ -264,12 +268,7 @@ describe("a remote training session", () => {
     const { handle, artifactsDir } = bed;
     const { caller, channel, workerId, sessionId, spec } = await placedSession(4, 2, { rank: 4 });
     const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
-    let n = 0;
-    const invoke = async (method: "forward" | "forwardBackward" | "optimStep" | "saveWeightsForSampler", args: Record<string, unknown>) => {
-      const answer = await caller.sessions.invoke({ sessionId, callId: `${method}-${++n}-${sessionId}`, method, args });
-      if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
-      return answer.result as never;
-    };
+    const invoke = invokerOn(caller, sessionId);
     await invoke("forwardBackward", { batch, loss: "cross_entropy" });
     await invoke("optimStep", { params: { lr: 0.05 } });
     const trained: { logprobs: number[][] } = await invoke("forward", { batch });
@@ -291,18 +290,10 @@ describe("a remote training session", () => {
 
   it("loads a saved state into a new session, which trains on exactly from there; a checkpoint it cannot take is refused", async () => {
     const { artifactsDir } = bed;
-    let n = 0;
-    const invoker =
-      (caller: ReturnType<typeof callerFor>, sessionId: string) =>
-      async (method: "forward" | "forwardBackward" | "optimStep" | "saveState" | "loadState" | "close", args: Record<string, unknown>) => {
-        const answer = await caller.sessions.invoke({ sessionId, callId: `${method}-${++n}-${sessionId}`, method, args });
-        if (answer.state !== "done") throw new Error(`${method}: ${answer.state} ${answer.error}`);
-        return answer.result as never;
-      };
     // The first session trains two steps, saves its state and ends.
     const first = await placedSession(11, 30);
     const firstWorking = runJob({ channel: first.channel, workerId: first.workerId, spec: first.spec, artifactsDir, stopRequested: () => null });
-    const a = invoker(first.caller, first.sessionId);
+    const a = invokerOn(first.caller, first.sessionId);
     for (let i = 0; i < 2; i++) {
       await a("forwardBackward", { batch, loss: "cross_entropy" });
       await a("optimStep", { params: { lr: 0.05 } });
@@ -319,7 +310,7 @@ describe("a remote training session", () => {
     // A new session of another seed loads it: the same weights, and its next step is the first session's third.
     const second = await placedSession(99, 2);
     const secondWorking = runJob({ channel: second.channel, workerId: second.workerId, spec: second.spec, artifactsDir, stopRequested: () => null });
-    const b = invoker(second.caller, second.sessionId);
+    const b = invokerOn(second.caller, second.sessionId);
     expect(await b("loadState", { checkpointId: saved.checkpointId })).toEqual({ step: 2 });
     expect(await b("forward", { batch })).toEqual(trainedOn);
     await b("forwardBackward", { batch, loss: "cross_entropy" });

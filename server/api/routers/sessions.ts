@@ -6,16 +6,19 @@
 import { tokenizerSpecOfBase } from "../../base-tokenizers";
 import { TRPCError } from "@trpc/server";
 import { eq } from "drizzle-orm";
-import { baseCheckpointKinds, checkpoints, runs } from "../../db";
+import { runs } from "../../db";
 import { z } from "zod";
 import {
+  type BaseSource,
   callSession,
   callSessionMany,
   DEFAULT_LEASE_SECONDS,
+  isCheckpointBase,
   JobRejectedError,
   MAX_CALLS_PER_REQUEST,
   MAX_LEASE_SECONDS,
   openSession,
+  resolveBase,
   RunStateError,
   sessionMethods,
 } from "../../jobs";
@@ -143,43 +146,38 @@ export const sessionsRouter = createTRPCRouter({
 /**
  * A `loadState` call's arguments as its worker gets them: the client names a checkpoint (`{ checkpointId }`), and
  * the server adds its folder, so that no client names a path on a worker's machine. The caller must see the
- * checkpoint; it must be a base's kind (state or sampler weights), not set aside, and an adapter must have been
- * trained on the session's own base. Its shape, mode and rank are checked by the worker as it loads.
+ * checkpoint, it must resolve as a base does (`resolveBase`: a state or sampler weights, not set aside), and an
+ * adapter must have been trained on the session's own base. Its shape, mode and rank are checked by the worker as
+ * it loads.
  */
 async function checkpointFolderOf(ctx: Context, sessionId: string, argsJson: string): Promise<string> {
   const { checkpointId } = JSON.parse(argsJson) as { checkpointId?: unknown };
-  if (typeof checkpointId !== "string" || checkpointId === "") {
+  if (typeof checkpointId !== "string" || !isCheckpointBase(checkpointId)) {
     throw new TRPCError({
       code: "BAD_REQUEST",
       message: "loadState: give { checkpointId: 'ckpt_…' }, a checkpoint of a run you can see (its page lists them)",
     });
   }
   await ctx.access.require("viewer", { kind: "checkpoint", id: checkpointId });
-  const [found] = await ctx.db
-    .select({ path: checkpoints.path, kind: checkpoints.kind, setAsideReason: checkpoints.setAsideReason, config: runs.config })
-    .from(checkpoints)
-    .innerJoin(runs, eq(runs.id, checkpoints.runId))
-    .where(eq(checkpoints.id, checkpointId));
-  if (!found) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint with id '${checkpointId}'` });
-  if (!baseCheckpointKinds.includes(found.kind)) {
-    throw new TRPCError({
-      code: "BAD_REQUEST",
-      message: `loadState: '${checkpointId}' is an export (a file to download), not a checkpoint of a model's state`,
-    });
+  let source: BaseSource;
+  try {
+    source = await resolveBase(ctx.db, checkpointId);
+  } catch (error) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `loadState: ${(error as Error).message}` });
   }
-  if (found.setAsideReason)
-    throw new TRPCError({ code: "BAD_REQUEST", message: `loadState: checkpoint '${checkpointId}' was set aside as damaged (${found.setAsideReason})` });
-  const [session] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, sessionId));
-  type Agent = { agent?: { base?: string; training?: { mode?: string } } };
-  const theirs = (found.config as Agent).agent ?? {};
-  const mine = ((session?.config ?? {}) as Agent).agent ?? {};
-  if (theirs.training?.mode === "lora" && theirs.base !== mine.base) {
-    throw new TRPCError({
-      code: "BAD_REQUEST",
-      message: `loadState: checkpoint '${checkpointId}' holds a LoRA adapter trained on base '${theirs.base}'; this session's base is '${mine.base}'`,
-    });
+  if (source.kind !== "checkpoint") throw new TRPCError({ code: "BAD_REQUEST", message: `loadState: '${checkpointId}' is no checkpoint` });
+  if (source.mode === "lora") {
+    const trainedOn = source.parent.kind === "builtin" ? source.parent.name : source.parent.id;
+    const [session] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, sessionId));
+    const base = (session?.config as { agent?: { base?: string } } | undefined)?.agent?.base;
+    if (trainedOn !== base) {
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: `loadState: checkpoint '${checkpointId}' holds a LoRA adapter trained on base '${trainedOn}'; this session's base is '${base}'`,
+      });
+    }
   }
-  return JSON.stringify({ checkpointId, path: found.path });
+  return JSON.stringify({ checkpointId, path: source.path });
 }
 
 /** A refusal of a session's call (it has ended, an id reused) as the caller should hear it. */
