@@ -1,6 +1,6 @@
 /**
  * The tRPC procedures the web server answers itself, before Next.js: a remote session's calls (`sessions.invoke`,
- * `sessions.invokeMany`), its worker's take, answer and exchange, and workers' reports. A session's request crosses
+ * `sessions.invokeMany`) and every call of a worker (its heartbeat above all: a busy Next.js must not cost a lease). A session's request crosses
  * the server twice on its critical path (the client's request, the worker's exchange), and a worker's report lands
  * while the server should answer them; Next.js's routing of a request cost 6-25 ms of a 2-core machine each time.
  * Here each is the procedure itself, through tRPC's Node adapter: the same context (credentials read by
@@ -17,7 +17,19 @@ import { workerRouter } from "./routers/worker";
 import { createTRPCContext, createTRPCRouter, internalErrorId } from "./trpc";
 
 /** The procedures answered here; a request naming any other goes to Next.js. */
-const DIRECT_PROCEDURES = new Set(["sessions.invoke", "sessions.invokeMany", "worker.sessionExchange", "worker.report"]);
+const DIRECT_PROCEDURES = new Set([
+  "sessions.invoke",
+  "sessions.invokeMany",
+  "worker.register",
+  "worker.heartbeat",
+  "worker.claim",
+  "worker.report",
+  "worker.checkpoint",
+  "worker.setAside",
+  "worker.finish",
+  "worker.leave",
+  "worker.sessionExchange",
+]);
 
 /** Only the routers of those procedures: paths resolve as in the app's router (server/api/root.ts). */
 const directRouter = createTRPCRouter({ sessions: sessionsRouter, worker: workerRouter });

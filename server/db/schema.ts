@@ -401,6 +401,11 @@ export const workers = pgTable("workers", {
   status: text("status").notNull().default("alive"),
   startedAt: timestamp("started_at", { withTimezone: true }).notNull().defaultNow(),
   heartbeatAt: timestamp("heartbeat_at", { withTimezone: true }).notNull().defaultNow(),
+  /** How late the worker's own thread ran its timers before its last heartbeat (its event loop's delay), ms. */
+  lagMs: integer("lag_ms").notNull().default(0),
+  /** The longest wait between two of its heartbeats arriving within the minute before `lateAt`, ms. */
+  lateMs: integer("late_ms").notNull().default(0),
+  lateAt: timestamp("late_at", { withTimezone: true }),
 });
 
 export const runLogs = pgTable(
@@ -483,6 +488,8 @@ export const jobs = pgTable(
     workerLosses: integer("worker_losses").notNull().default(0),
     /** The run's step when the job last lost its worker. */
     lostAtStep: integer("lost_at_step"),
+    /** The worker whose loss was last counted in workerLosses: forgiven if that worker turns out to have been starved, not dead. */
+    lostWorkerId: text("lost_worker_id"),
     lastCheckpointId: text("last_checkpoint_id"),
     /** Set while a worker should stop the job at its next step: "cancel", "pause" or "preempt". */
     stopRequested: text("stop_requested").$type<"cancel" | "pause" | "preempt">(),

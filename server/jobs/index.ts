@@ -21,7 +21,7 @@ export {
 } from "./lifecycle";
 export { storeReport, type MetricPointInput, type ReportInput, type RolloutInput } from "./reports";
 export { clusterState, JOBS_CHANNEL, LEASE_SECONDS, notifyJobs, schedulerTick, submitJob, type JobsNotice, type SubmitJob } from "./scheduling";
-export { heartbeat, registerWorker, type DeviceSpec, type StopWhy } from "./workers";
+export { heartbeat, registerWorker, type DeviceSpec, type StopWhy, type WorkerStatus } from "./workers";
 export { startSchedulerLoop } from "./loop";
 export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
 export { estimateQueuedStarts, type StartEstimate } from "./forecast";

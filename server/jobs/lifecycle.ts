@@ -253,7 +253,15 @@ export async function finishJob(db: Database, input: { workerId: string; jobId: 
 /** Losses allowed in a row: what the caller says, else TINKERLAB_MAX_WORKER_LOSSES (default 3). */
 export type LossPolicy = { maxWorkerLosses?: number };
 
-/** Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. */
+/** A worker whose heartbeats came this far apart within the minute before its lease ran out was starved, not gone. */
+export const STARVED_HEARTBEAT_MS = 5_000;
+
+/**
+ * Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. Each
+ * run's log says which of two things the server saw: heartbeats that came ever later before they stopped (the
+ * machine is too busy to run the worker: the loss does not count toward the run's limit, so a run starved by load
+ * waits rather than fails), or heartbeats that simply stopped (the worker's process, machine or network is gone).
+ */
 export async function expireLeases(db: Database, now = new Date(), policy: LossPolicy = {}): Promise<string[]> {
   const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
   return inTransaction(db, async (tx) => {
@@ -261,38 +269,78 @@ export async function expireLeases(db: Database, now = new Date(), policy: LossP
       .update(workers)
       .set({ status: "dead" })
       .where(and(eq(workers.status, "alive"), lt(workers.heartbeatAt, cutoff)))
-      .returning({ id: workers.id });
-    if (dead.length === 0) return [];
-    const requeued = await requeueJobsOf(
-      tx,
-      dead.map((w) => w.id),
-      `no heartbeat for ${LEASE_SECONDS} s`,
-      policy,
-    );
+      .returning({ id: workers.id, lateMs: workers.lateMs, lateAt: workers.lateAt, lagMs: workers.lagMs });
+    const requeued: { id: string }[] = [];
+    for (const worker of dead) {
+      const recent = worker.lateAt !== null && worker.lateAt.getTime() >= now.getTime() - LEASE_SECONDS * 1000 - 60_000;
+      const lateMs = Math.max(recent ? worker.lateMs : 0, worker.lagMs);
+      const starved = lateMs >= STARVED_HEARTBEAT_MS;
+      const why = starved
+        ? `the machine starved worker ${worker.id}: its heartbeats came up to ${(lateMs / 1000).toFixed(1)} s late, then none for ${LEASE_SECONDS} s; this does not count as a loss`
+        : `worker ${worker.id} stopped answering: no heartbeat for ${LEASE_SECONDS} s (its process, machine or network is gone)`;
+      requeued.push(...(await requeueJobsOf(tx, [worker.id], why, policy, { countsAsLoss: !starved })));
+    }
     return requeued.map((job) => job.id);
   });
 }
 
-/** A worker leaving cleanly: it is marked gone, and jobs it still held go back to the queue. */
-export async function leaveWorker(db: Database, workerId: string, policy: LossPolicy = {}) {
+/**
+ * A worker leaving: it is marked gone, and jobs it still held go back to the queue. `why` says why it left; a
+ * worker that was stopped or whose job process died counts as a loss of its jobs (a job that keeps crashing its
+ * process ends failed, saying so).
+ */
+export async function leaveWorker(db: Database, workerId: string, why = "the worker left", policy: LossPolicy = {}) {
   await inTransaction(db, async (tx) => {
     await tx.update(workers).set({ status: "dead" }).where(eq(workers.id, workerId));
-    await requeueJobsOf(tx, [workerId], "the worker left", policy);
+    await requeueJobsOf(tx, [workerId], why, policy, { countsAsLoss: true });
     await notifyJobs(tx, { freed: true });
   });
   return { ok: true };
 }
 
 /**
+ * A heartbeat from a worker whose lease had run out: it was alive all along, only too slow to answer (a starved
+ * machine, a stalled network). The loss counted against the jobs it was still running is taken back, and their
+ * runs' logs say so.
+ */
+export async function forgiveStarvedLoss(db: Database, workerId: string, runningJobIds: string[]) {
+  if (runningJobIds.length === 0) return;
+  await inTransaction(db, async (tx) => {
+    const forgiven = await tx
+      .update(jobs)
+      .set({ workerLosses: sql`greatest(${jobs.workerLosses} - 1, 0)`, lostWorkerId: null })
+      .where(and(inArray(jobs.id, runningJobIds), eq(jobs.lostWorkerId, workerId)))
+      .returning({ id: jobs.id, runId: jobs.runId });
+    for (const job of forgiven) {
+      if (!job.runId) continue;
+      await tx.insert(runLogs).values({
+        runId: job.runId,
+        level: "info",
+        message: `Worker ${workerId} was not gone but too slow to answer (the machine is busy): that loss no longer counts toward the limit.`,
+      });
+    }
+  });
+}
+
+/**
  * The jobs of workers that are gone: each goes back to the queue to resume from its last checkpoint, unless it has
  * now lost its worker `maxWorkerLosses` times in a row without its run getting past the step of the loss before
  * (a job that kills its worker, or never gets a step done before its lease runs out, would otherwise loop
- * forever): that one fails, saying so. Returns the requeued jobs.
+ * forever): that one fails, saying so. A loss that does not count (a starved worker) requeues the job and leaves
+ * its count as it was. Returns the requeued jobs.
  */
-async function requeueJobsOf(tx: Database, workerIds: string[], why: string, policy: LossPolicy) {
+async function requeueJobsOf(tx: Database, workerIds: string[], why: string, policy: LossPolicy, options: { countsAsLoss: boolean }) {
   const limit = policy.maxWorkerLosses ?? serverEnv().TINKERLAB_MAX_WORKER_LOSSES;
   const held = await tx
-    .select({ id: jobs.id, runId: jobs.runId, status: jobs.status, losses: jobs.workerLosses, lostAtStep: jobs.lostAtStep, step: runs.step })
+    .select({
+      id: jobs.id,
+      runId: jobs.runId,
+      workerId: jobs.workerId,
+      status: jobs.status,
+      losses: jobs.workerLosses,
+      lostAtStep: jobs.lostAtStep,
+      step: runs.step,
+    })
     .from(jobs)
     .leftJoin(runs, eq(runs.id, jobs.runId))
     .where(and(inArray(jobs.workerId, workerIds), inArray(jobs.status, ["placing", "running"])));
@@ -301,10 +349,19 @@ async function requeueJobsOf(tx: Database, workerIds: string[], why: string, pol
     const step = job.step ?? 0;
     // A job only placed on the worker never ran there: it goes back to the queue without counting a loss.
     const ran = job.status === "running";
-    const losses = !ran ? job.losses : job.lostAtStep !== null && step <= job.lostAtStep ? job.losses + 1 : 1;
-    const lost = { workerId: null, deviceId: null, leaseExpiresAt: null, stopRequested: null, workerLosses: losses, lostAtStep: ran ? step : job.lostAtStep };
-    if (ran && losses >= limit) {
-      const reason = `lost its worker ${losses} times in a row without getting past step ${step} (last: ${why}); it may be crashing its worker or starving its heartbeat (see the log above)`;
+    const counted = ran && options.countsAsLoss;
+    const losses = !counted ? job.losses : job.lostAtStep !== null && step <= job.lostAtStep ? job.losses + 1 : 1;
+    const lost = {
+      workerId: null,
+      deviceId: null,
+      leaseExpiresAt: null,
+      stopRequested: null,
+      workerLosses: losses,
+      lostAtStep: counted ? step : job.lostAtStep,
+      lostWorkerId: counted ? job.workerId : null,
+    };
+    if (counted && losses >= limit) {
+      const reason = `lost its worker ${losses} times in a row without getting past step ${step}; the last time, ${why}`;
       const finishedAt = new Date();
       const [failed] = await moveJobs(tx, "failed", eq(jobs.id, job.id), { job: { ...lost, reason, finishedAt }, run: { reason, finishedAt } });
       if (failed?.runId) await tx.insert(runLogs).values({ runId: failed.runId, level: "error", message: `Failed: ${reason}.` });
@@ -318,9 +375,11 @@ async function requeueJobsOf(tx: Database, workerIds: string[], why: string, pol
       await tx.insert(runLogs).values({
         runId: moved.runId,
         level: "warn",
-        message: ran
-          ? `Worker lost (${why}); job ${moved.id} requeued to resume from its last checkpoint (${losses} of ${limit} losses in a row allowed before it fails).`
-          : `Job ${moved.id} was placed on a worker that is gone (${why}) before it started there; requeued.`,
+        message: !ran
+          ? `Job ${moved.id} was placed on a worker that is gone (${why}) before it started there; requeued.`
+          : counted
+            ? `Worker lost: ${why}. Job ${moved.id} requeued to resume from its last checkpoint (${losses} of ${limit} losses in a row allowed before it fails).`
+            : `Worker lost: ${why}. Job ${moved.id} requeued to resume from its last checkpoint.`,
       });
     }
   }

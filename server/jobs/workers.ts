@@ -2,14 +2,25 @@
  * Workers and their leases: a worker registers with its devices and renews its lease (and its jobs' leases) by
  * heartbeat, which also tells it which placed jobs to start and which to stop.
  */
-import { and, asc, eq, inArray, isNotNull, notExists } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, notExists, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { type Database, newId, devices, jobs, workers } from "../db";
 import { WorkerConflictError } from "./errors";
+import { forgiveStarvedLoss } from "./lifecycle";
 import { LEASE_SECONDS } from "./scheduling";
 
 export type DeviceSpec = { kind: "cpu" | "gpu"; name: string; memoryMb: number; computeSlots: number };
 export type StopWhy = "cancel" | "pause" | "preempt";
+/** What a worker says of itself with each heartbeat. */
+export type WorkerStatus = {
+  /** How late its main thread ran its timers since the last heartbeat, ms. */
+  lagMs?: number;
+  /** The jobs it is running. */
+  running?: string[];
+};
+
+/** How long a late heartbeat is remembered (workers.lateMs). */
+const LATE_WINDOW_MS = 60_000;
 
 export async function registerWorker(db: Database, input: { hostname: string; pid: number; backend: string; devices: DeviceSpec[] }) {
   const workerId = newId("wrk");
@@ -26,14 +37,25 @@ export async function registerWorker(db: Database, input: { hostname: string; pi
  * jobs it should stop. A job placed on a device where a preempted job is still writing its checkpoint waits until
  * that job has left, so the two never hold the device at once.
  */
-export async function heartbeat(db: Database, workerId: string) {
+export async function heartbeat(db: Database, workerId: string, status: WorkerStatus = {}) {
   const now = new Date();
+  // The wait since its last heartbeat arrived: the longest within a minute is kept, so that a lease that runs out
+  // after heartbeats came ever later is told apart from one whose worker simply vanished (./lifecycle.ts).
+  const gapMs = sql<number>`least(2000000000, floor(extract(epoch from (${now.toISOString()}::timestamptz - ${workers.heartbeatAt})) * 1000))::int`;
   const [worker] = await db
     .update(workers)
-    .set({ heartbeatAt: now })
+    .set({
+      heartbeatAt: now,
+      lagMs: Math.max(0, Math.round(status.lagMs ?? 0)),
+      lateMs: sql`case when ${workers.lateAt} is null or ${workers.lateAt} < ${new Date(now.getTime() - LATE_WINDOW_MS).toISOString()}::timestamptz or ${gapMs} >= ${workers.lateMs} then ${gapMs} else ${workers.lateMs} end`,
+      lateAt: sql`case when ${workers.lateAt} is null or ${workers.lateAt} < ${new Date(now.getTime() - LATE_WINDOW_MS).toISOString()}::timestamptz or ${gapMs} >= ${workers.lateMs} then ${now.toISOString()}::timestamptz else ${workers.lateAt} end`,
+    })
     .where(and(eq(workers.id, workerId), eq(workers.status, "alive")))
     .returning({ id: workers.id });
-  if (!worker) throw new WorkerConflictError(`Worker '${workerId}' lost its lease; register again.`, "PRECONDITION_FAILED");
+  if (!worker) {
+    await forgiveStarvedLoss(db, workerId, status.running ?? []);
+    throw new WorkerConflictError(`Worker '${workerId}' lost its lease; register again.`, "PRECONDITION_FAILED");
+  }
   await db
     .update(jobs)
     .set({ leaseExpiresAt: new Date(now.getTime() + LEASE_SECONDS * 1000) })

@@ -29,6 +29,7 @@ import {
   type SessionAnswer,
   type StopWhy,
   type TakenSessionCall,
+  type WorkerStatus,
 } from "../jobs";
 import { createPackingPolicy } from "../scheduler";
 import { createWorkerApi } from "./worker-api";
@@ -40,7 +41,7 @@ export interface WorkerChannel {
   /** "server http://…" or "database host:port/name", for logs. */
   readonly describe: string;
   register(input: { hostname: string; pid: number; backend: string; devices: DeviceSpec[] }): Promise<{ workerId: string }>;
-  heartbeat(workerId: string): Promise<{ assignments: string[]; stops: { jobId: string; why: StopWhy }[] }>;
+  heartbeat(workerId: string, status?: WorkerStatus): Promise<{ assignments: string[]; stops: { jobId: string; why: StopWhy }[] }>;
   claim(workerId: string, jobId: string): Promise<ClaimedJob>;
   report(input: ReportInput): Promise<unknown>;
   checkpoint(input: { workerId: string; jobId: string; step: number; path: string; sizeBytes: number; kind?: CheckpointKind }): Promise<unknown>;
@@ -52,7 +53,8 @@ export interface WorkerChannel {
     reason: string;
   }): Promise<{ next: { id: string; path: string; step: number } | null }>;
   finish(input: { workerId: string; jobId: string; outcome: FinishOutcome; reason: string | null }): Promise<unknown>;
-  leave(workerId: string): Promise<unknown>;
+  /** Leaves, its jobs going back to the queue; `why` goes to their runs' logs. */
+  leave(workerId: string, why?: string): Promise<unknown>;
   /**
    * A session job's round trip (server/jobs/sessions.ts): its answers to the calls it ran, then, with `take`, the
    * session's next calls in order (up to `max`), waiting up to `waitMs` for one; none when none came.
@@ -100,23 +102,21 @@ export function inProcessChannel(on: {
 }
 
 export function httpChannel(serverUrl: string, token: string): WorkerChannel {
-  const api = createWorkerApi(serverUrl, token);
-  // Reports and a session's exchanges go alone, each in its own request, the moment they are made: a batch waits a
-  // timer for company, and alone they reach the web server's direct route (server/api/direct.ts). A report is sent
-  // while its job computes (reports are queued, and a session releases its metrics as it starts its next calls),
-  // so it must leave at once.
-  const directApi = createWorkerApi(serverUrl, token, { batch: false });
+  // Every call goes alone, in its own request, the moment it is made: a batch waits a timer for company, and alone
+  // each reaches the web server's direct route (server/api/direct.ts), past Next.js's routing, which a heartbeat
+  // must not wait on when the server is busy.
+  const api = createWorkerApi(serverUrl, token, { batch: false });
   return {
     describe: `server ${serverUrl}`,
     register: (input) => api.worker.register.mutate(input),
-    heartbeat: (workerId) => api.worker.heartbeat.mutate({ workerId, running: [] }),
+    heartbeat: (workerId, status = {}) => api.worker.heartbeat.mutate({ workerId, running: status.running ?? [], lagMs: status.lagMs ?? 0 }),
     claim: (workerId, jobId) => api.worker.claim.mutate({ workerId, jobId }),
-    report: (input) => directApi.worker.report.mutate(input),
+    report: (input) => api.worker.report.mutate(input),
     checkpoint: (input) => api.worker.checkpoint.mutate(input),
     setAside: (input) => api.worker.setAside.mutate(input),
     finish: (input) => api.worker.finish.mutate(input),
-    leave: (workerId) => api.worker.leave.mutate({ workerId }),
-    sessionExchange: (input) => directApi.worker.sessionExchange.mutate(input),
+    leave: (workerId, why) => api.worker.leave.mutate({ workerId, why }),
+    sessionExchange: (input) => api.worker.sessionExchange.mutate(input),
     close: async () => {},
   };
 }
@@ -151,7 +151,7 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
   return {
     describe: `database ${handle.location}`,
     register: (input) => registerWorker(db, input),
-    heartbeat: (workerId) => heartbeat(db, workerId),
+    heartbeat: (workerId, status) => heartbeat(db, workerId, status),
     claim: (workerId, jobId) => claimJob(db, workerId, jobId),
     async report(input) {
       const runId = await storeReport(db, input);
@@ -163,7 +163,7 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
       const { runId } = await finishJob(db, input);
       await db.execute(sql`select pg_notify(${RUN_DATA_CHANNEL}, ${runId})`);
     },
-    leave: (workerId) => leaveWorker(db, workerId),
+    leave: (workerId, why) => leaveWorker(db, workerId, why),
     sessionExchange: (input) => exchangeSessionCalls(db, input),
     async schedule() {
       await schedulerTick(db, policy);

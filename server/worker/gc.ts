@@ -11,8 +11,9 @@
  * native rollouts, training steps and sampling (`bench:train`, tokens/s) were as fast either way. The main thread then marks in V8's
  * incremental steps, which the native path pays alike.
  *
- * The flag is given when the process starts (`rolloutProcessFlags`): V8 warns that flags changed at run time
- * may crash it, and `--single-threaded-gc` set that way did (a failed check in the collector's marker).
+ * The flag is given when the process starts (`rolloutProcessFlags`; a worker gives it to its job host, where
+ * rollouts run): V8 warns that flags changed at run time may crash it, and `--single-threaded-gc` set that way did
+ * (a failed check in the collector's marker).
  */
 import os from "node:os";
 

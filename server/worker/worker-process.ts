@@ -1,16 +1,18 @@
 /**
  * A worker: registers its device, renews its lease by heartbeat, starts the jobs placed on it and stops those it
- * is asked to. It reaches the scheduler through a `WorkerChannel` (./channel.ts): the server over HTTP, or
+ * is asked to. Its jobs compute in a child process, the job host (./job-host.ts), so that nothing they do delays
+ * a heartbeat: this process's main thread only talks to the server. It reaches the scheduler through a `WorkerChannel` (./channel.ts): the server over HTTP, or
  * PostgreSQL directly, in which case it also runs scheduling passes itself, woken by NOTIFY. It holds no state the
  * database does not also have: killed at any moment, its jobs are requeued when its lease runs out and resume from
  * their last checkpoint elsewhere.
  */
 import os from "node:os";
-import { initBackend, type BackendPreference } from "../runtime";
-import { missingRolloutFlags, startedMarkingOnMainThread } from "./gc";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import type { BackendPreference } from "../runtime";
 import type { WorkerChannel } from "./channel";
 import { workerDevice } from "./devices";
-import { runJob, type StopReason } from "./run-job";
+import { type JobHost, JobHostExit, startJobHost } from "./host-process";
+import type { JobOutcome, StopReason } from "./run-job";
 
 export type WorkerOptions = {
   channel: WorkerChannel;
@@ -34,39 +36,10 @@ export type WorkerOptions = {
 export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
   const { channel } = options;
-  // On fewer than three cores V8 should mark on this thread only, leaving the other core to a custom
-  // environment's sandbox (./gc.ts): local workers are started so; one started by hand is told how.
-  const mainThreadGc = startedMarkingOnMainThread();
-  const missingFlags = missingRolloutFlags();
-  if (missingFlags.length > 0) {
-    log(
-      `this machine has ${os.availableParallelism()} cores: start the worker with \`npx tsx ${missingFlags.join(" ")} bin/tinkerlab.ts worker\` ` +
-        "so that V8's garbage collection leaves a core to a custom environment's sandbox during rollouts (docs/SANDBOX.md)",
-    );
-  }
-  const backend = await initBackend({ prefer: options.backend });
-  // The machine's share this worker offers (local workers split the machine between them): its memory and one
-  // compute slot per core, or the GPU the backend computes on. Jobs placed side by side run here together, taking
-  // turns a step at a time on this thread, and LoRA jobs on one base share its weights in memory (./base-models.ts).
-  const device = workerDevice({
-    id: `${backend.capabilities.gpu ? "gpu" : "cpu"}:${os.hostname()}:${process.pid}`,
-    gpu: backend.capabilities.gpu,
-    share: options.memoryShare ?? 1,
-    slots: options.computeSlots,
-  });
-  const { workerId } = await channel.register({
-    hostname: os.hostname(),
-    pid: process.pid,
-    backend: backend.capabilities.backend,
-    devices: [device],
-  });
-  log(
-    `registered as ${workerId} with ${channel.describe} (backend ${backend.capabilities.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}${mainThreadGc ? ", garbage collection marked on the main thread" : ""})`,
-  );
-
-  const running = new Map<string, { step: number; stop: StopReason | null }>();
+  let current: { workerId: string; host: JobHost } | null = null;
   const leave = async () => {
-    await channel.leave(workerId).catch(() => {});
+    current?.host.kill();
+    if (current) await channel.leave(current.workerId, "the worker was stopped").catch(() => {});
     await channel.close().catch(() => {});
     process.exit(0);
   };
@@ -81,72 +54,117 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     process.stdin.resume(); // read (and drop) whatever comes, so that the end is seen
   }
 
-  // Woken early by a NOTIFY (database workers); otherwise a heartbeat every second and a pass every `pollMs`.
-  let wakeUp: (() => void) | null = null;
-  let passWanted = true;
-  await channel.listen?.(workerId, (why) => {
-    if (why === "changed") passWanted = true;
-    wakeUp?.();
-  });
-  let lastPass = 0;
-  const pollMs = options.pollMs ?? 5_000;
-
+  // A job host that dies takes its jobs with it: they go back to the queue, saying why, and a new host takes over.
   for (;;) {
-    if (channel.schedule && (passWanted || Date.now() - lastPass >= pollMs)) {
-      passWanted = false;
-      lastPass = Date.now();
-      // A failed pass must not cost the lease: the heartbeat below still goes out.
-      await channel.schedule().catch((error: unknown) => log(`scheduling pass failed: ${error instanceof Error ? error.message : String(error)}`));
-    }
+    const host = startJobHost({ channel, backend: options.backend, log });
+    let backend: { backend: string; gpu: boolean };
     try {
-      const { assignments, stops } = await channel.heartbeat(workerId);
-      for (const { jobId, why } of stops) {
-        const job = running.get(jobId);
-        if (job && !job.stop) job.stop = why;
-      }
-      for (const jobId of assignments) {
-        if (running.has(jobId)) continue;
-        running.set(jobId, { step: 0, stop: null });
-        void start(jobId);
-      }
+      backend = await host.ready;
     } catch (error) {
-      log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);
-      if (error instanceof Error && /lost its lease/.test(error.message)) process.exit(3);
+      throw new Error(`the worker's job process could not start: ${error instanceof Error ? error.message : String(error)}`);
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, options.heartbeatMs ?? 1000);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = null;
-        resolve();
-      }
-      wakeUp = done;
+    // The machine's share this worker offers (local workers split the machine between them): its memory and one
+    // compute slot per core, or the GPU the backend computes on. Jobs placed side by side run in the host
+    // together, taking turns a step at a time, and LoRA jobs on one base share its weights in memory.
+    const device = workerDevice({
+      id: `${backend.gpu ? "gpu" : "cpu"}:${os.hostname()}:${process.pid}`,
+      gpu: backend.gpu,
+      share: options.memoryShare ?? 1,
+      slots: options.computeSlots,
     });
+    const { workerId } = await channel.register({ hostname: os.hostname(), pid: process.pid, backend: backend.backend, devices: [device] });
+    current = { workerId, host };
+    log(
+      `registered as ${workerId} with ${channel.describe} (backend ${backend.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}; jobs compute in process ${host.pid})`,
+    );
+    const why = await serve(workerId, host);
+    host.kill();
+    log(`${why}; its jobs go back to the queue and a new job process starts`);
+    await channel.leave(workerId, why).catch((error: unknown) => log(`could not hand back its jobs: ${String(error)}`));
   }
 
-  async function start(jobId: string) {
-    const state = running.get(jobId)!;
-    let outcome;
-    try {
-      const spec = await channel.claim(workerId, jobId);
-      log(`job ${jobId} (run ${spec.run.id}) started${spec.resume ? ` from step ${spec.resume.step}` : ""}`);
-      outcome = await runJob({
-        channel,
-        workerId,
-        spec,
-        artifactsDir: options.artifactsDir,
-        stopRequested: () => state.stop,
-        onStep: (step) => (state.step = step),
+  /** Heartbeats, job starts and stops for one registration, until its job host exits or its lease is lost; says which. */
+  async function serve(workerId: string, host: JobHost): Promise<string> {
+    const running = new Map<string, { stop: StopReason | null }>();
+    let ended: string | null = null;
+    // Woken early by a NOTIFY (database workers), a job's end or the host's exit; otherwise a heartbeat every
+    // second and a pass every `pollMs`.
+    let wakeUp: (() => void) | null = null;
+    let passWanted = true;
+    void host.exited.then((exit) => {
+      ended ??= exit.message;
+      wakeUp?.();
+    });
+    await channel.listen?.(workerId, (why) => {
+      if (why === "changed") passWanted = true;
+      wakeUp?.();
+    });
+    let lastPass = 0;
+    const pollMs = options.pollMs ?? 5_000;
+    const heartbeatMs = options.heartbeatMs ?? 1000;
+    // How late this thread runs its timers: the heartbeat says so, and the server tells a starved worker from a dead one.
+    const delay = monitorEventLoopDelay({ resolution: 20 });
+    delay.enable();
+
+    while (!ended) {
+      if (channel.schedule && (passWanted || Date.now() - lastPass >= pollMs)) {
+        passWanted = false;
+        lastPass = Date.now();
+        // A failed pass must not cost the lease: the heartbeat below still goes out.
+        await channel.schedule().catch((error: unknown) => log(`scheduling pass failed: ${error instanceof Error ? error.message : String(error)}`));
+      }
+      try {
+        const lagMs = Math.round(delay.max / 1e6);
+        delay.reset();
+        const { assignments, stops } = await channel.heartbeat(workerId, { lagMs, running: [...running.keys()] });
+        for (const { jobId, why } of stops) {
+          const job = running.get(jobId);
+          if (job && !job.stop) {
+            job.stop = why;
+            host.stop(jobId, why);
+          }
+        }
+        for (const jobId of assignments) {
+          if (running.has(jobId)) continue;
+          running.set(jobId, { stop: null });
+          void start(jobId);
+        }
+      } catch (error) {
+        log(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);
+        // The server gave this worker's jobs to others: those still computing here must stop, and it starts anew.
+        if (error instanceof Error && /lost its lease/.test(error.message)) ended = "this worker lost its lease";
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, heartbeatMs);
+        function done() {
+          clearTimeout(timer);
+          wakeUp = null;
+          resolve();
+        }
+        wakeUp = done;
       });
-    } catch (error) {
-      outcome = { outcome: "failed" as const, reason: describeFailure(error) };
     }
-    log(`job ${jobId} ${outcome.outcome}${outcome.reason ? `: ${outcome.reason}` : ""}`);
-    await channel.finish({ workerId, jobId, ...outcome }).catch((error: unknown) => log(`could not report the end of ${jobId}: ${String(error)}`));
-    running.delete(jobId);
-    // The device is free: look for the next job now rather than at the next poll.
-    passWanted = true;
-    wakeUp?.();
+    delay.disable();
+    return ended;
+
+    async function start(jobId: string) {
+      let outcome: JobOutcome;
+      try {
+        const spec = await channel.claim(workerId, jobId);
+        log(`job ${jobId} (run ${spec.run.id}) started${spec.resume ? ` from step ${spec.resume.step}` : ""}`);
+        outcome = await host.run({ jobId, workerId, spec, artifactsDir: options.artifactsDir });
+      } catch (error) {
+        // The host died with the job: the worker hands its jobs back together (above), not one by one.
+        if (error instanceof JobHostExit) return;
+        outcome = { outcome: "failed", reason: describeFailure(error) };
+      }
+      log(`job ${jobId} ${outcome.outcome}${outcome.reason ? `: ${outcome.reason}` : ""}`);
+      await channel.finish({ workerId, jobId, ...outcome }).catch((error: unknown) => log(`could not report the end of ${jobId}: ${String(error)}`));
+      running.delete(jobId);
+      // The device is free: look for the next job now rather than at the next poll.
+      passWanted = true;
+      wakeUp?.();
+    }
   }
 }
 

@@ -126,7 +126,7 @@ describe.runIf(onPostgres)("database workers (tinkerlab worker with only DATABAS
     // The database agrees: one "Started." per short run.
     for (const runId of short) expect((await runLog(handle, runId)).match(/^Started\.$/gm)).toHaveLength(1);
     expect(await runLog(handle, long)).toMatch(
-      /Worker lost \(no heartbeat for 20 s\); job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step [1-9]\d* \(attempt 2\)/,
+      /Worker lost: worker wrk_\w+ stopped answering: no heartbeat for 20 s [^\n]*Job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step [1-9]\d* \(attempt 2\)/,
     );
     // Every metric point written before the kill is there, none twice.
     const rewardSteps = await metricSteps(handle, long, "reward/mean");

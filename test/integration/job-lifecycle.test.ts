@@ -206,7 +206,7 @@ describe("lifecycle operations", () => {
       const holder = await newWorker();
       await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
       await handle.db.update(runs).set({ status: "running", step }).where(eq(runs.id, ids.runId));
-      if (how === "leave") await leaveWorker(handle.db, holder, { maxWorkerLosses: 3 });
+      if (how === "leave") await leaveWorker(handle.db, holder, "the worker left", { maxWorkerLosses: 3 });
       else {
         await handle.db
           .update(workers)
@@ -225,13 +225,13 @@ describe("lifecycle operations", () => {
     expect(await loseWorkerAt(12, "lease")).toMatchObject({ status: "queued", losses: 2 });
     const failed = await loseWorkerAt(10, "leave");
     expect(failed).toMatchObject({ status: "failed", losses: 3 });
-    expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10 \(last: the worker left\)/);
+    expect(failed.reason).toMatch(/lost its worker 3 times in a row without getting past step 10; the last time, the worker left/);
     expect((await statesOf(ids)).run).toBe("failed");
     // A job only placed on a worker that went (it never started there) is requeued without counting a loss.
     const placed = await jobIn("placing");
     const holder = (await handle.db.select({ workerId: jobs.workerId }).from(jobs).where(eq(jobs.id, placed.jobId)))[0]!.workerId!;
     await handle.db.update(jobs).set({ workerLosses: 2, lostAtStep: 5 }).where(eq(jobs.id, placed.jobId));
-    await leaveWorker(handle.db, holder, { maxWorkerLosses: 3 });
+    await leaveWorker(handle.db, holder, "the worker left", { maxWorkerLosses: 3 });
     const [after] = await handle.db.select({ status: jobs.status, losses: jobs.workerLosses }).from(jobs).where(eq(jobs.id, placed.jobId));
     expect(after).toEqual({ status: "queued", losses: 2 });
     const [run] = await handle.db.select({ reason: runs.reason, finishedAt: runs.finishedAt }).from(runs).where(eq(runs.id, ids.runId));
@@ -240,6 +240,42 @@ describe("lifecycle operations", () => {
     const logs = await handle.db.select({ level: runLogs.level, message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
     expect(logs.filter((l) => l.level === "warn" && /Worker lost/.test(l.message))).toHaveLength(4);
     expect(logs.at(-1)).toMatchObject({ level: "error" });
+  });
+
+  it("tells a starved worker from a gone one: a starved worker's loss does not count, and a late heartbeat takes a counted one back", async () => {
+    const ids = await jobIn("running");
+    const holderOf = async (late: { lateMs: number } | null) => {
+      const { workerId: holder } = await registerWorker(handle.db, {
+        hostname: "test",
+        pid: 3,
+        backend: "js",
+        devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+      });
+      await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+      await handle.db.update(runs).set({ status: "running", step: 4 }).where(eq(runs.id, ids.runId));
+      // Its heartbeats came ever later (the server measured the gaps), then stopped.
+      await handle.db
+        .update(workers)
+        .set({ heartbeatAt: new Date(Date.now() - 30_000), ...(late ? { lateMs: late.lateMs, lateAt: new Date(Date.now() - 30_000) } : {}) })
+        .where(eq(workers.id, holder));
+      await expireLeases(handle.db, new Date(), { maxWorkerLosses: 3 });
+      const [job] = await handle.db.select({ status: jobs.status, losses: jobs.workerLosses }).from(jobs).where(eq(jobs.id, ids.jobId));
+      return { holder, job: job! };
+    };
+    const starved = await holderOf({ lateMs: 9_000 });
+    expect(starved.job).toEqual({ status: "queued", losses: 0 });
+    const gone = await holderOf(null);
+    expect(gone.job).toEqual({ status: "queued", losses: 1 });
+    // The second one was not gone after all: its heartbeat arrives late, naming the job it still runs.
+    await expect(heartbeat(handle.db, gone.holder, { running: [ids.jobId] })).rejects.toThrow(/lost its lease/);
+    const [after] = await handle.db.select({ losses: jobs.workerLosses }).from(jobs).where(eq(jobs.id, ids.jobId));
+    expect(after!.losses).toBe(0);
+    const messages = (await handle.db.select({ message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId))).map((l) => l.message);
+    expect(messages.join("\n")).toMatch(/the machine starved worker wrk_\w+: its heartbeats came up to 9\.0 s late, then none for 20 s; this does not count/);
+    expect(messages.join("\n")).toMatch(
+      /worker wrk_\w+ stopped answering: no heartbeat for 20 s \(its process, machine or network is gone\)[^\n]*1 of 3 losses/,
+    );
+    expect(messages.join("\n")).toMatch(/was not gone but too slow to answer[^\n]*no longer counts/);
   });
 
   it("places no job on a worker not heard from for 5 s, though its lease still holds", async () => {

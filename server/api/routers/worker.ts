@@ -100,8 +100,14 @@ export const workerRouter = createTRPCRouter({
 
   /** Renews the worker's lease and its jobs' leases; answers with jobs to start and jobs to stop. */
   heartbeat: workerProcedure
-    .input(z.object({ workerId: z.string(), running: z.array(z.object({ jobId: z.string(), step: z.number().int() })) }))
-    .mutation(({ ctx, input }) => heartbeat(ctx.db, input.workerId)),
+    .input(
+      z.object({
+        workerId: z.string(),
+        running: z.array(z.string()).max(1_000).default([]).describe("the jobs it is running"),
+        lagMs: z.number().int().min(0).max(3_600_000).default(0).describe("how late its main thread ran its timers since the last heartbeat"),
+      }),
+    )
+    .mutation(({ ctx, input }) => heartbeat(ctx.db, input.workerId, { lagMs: input.lagMs, running: input.running })),
 
   /** Takes a placed job: returns everything needed to run it, and where to resume from. */
   claim: workerProcedure
@@ -186,7 +192,9 @@ export const workerRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => sessionConflict(() => exchangeSessionCalls(ctx.db, input))),
 
   /** A worker leaving cleanly: its devices go, and jobs it still held go back to the queue. */
-  leave: workerProcedure.input(z.object({ workerId: z.string() })).mutation(({ ctx, input }) => leaveWorker(ctx.db, input.workerId)),
+  leave: workerProcedure
+    .input(z.object({ workerId: z.string(), why: z.string().max(2_000).optional().describe("why it leaves, for its jobs' logs") }))
+    .mutation(({ ctx, input }) => leaveWorker(ctx.db, input.workerId, input.why)),
 });
 
 /** A session call on a job the worker does not hold: the worker's conflict, not a server error. */
