@@ -43,3 +43,4 @@ export {
   type SessionMethod,
   type TakenSessionCall,
 } from "./sessions";
+export { EVALUATION_LIMITS } from "./admission";

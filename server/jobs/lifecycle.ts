@@ -262,8 +262,8 @@ export const STARVED_HEARTBEAT_MS = 5_000;
  * machine is too busy to run the worker: the loss does not count toward the run's limit, so a run starved by load
  * waits rather than fails), or heartbeats that simply stopped (the worker's process, machine or network is gone).
  */
-export async function expireLeases(db: Database, now = new Date(), policy: LossPolicy = {}): Promise<string[]> {
-  const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000);
+export async function expireLeases(db: Database, now = new Date(), policy: LossPolicy = {}, graceMs = 0): Promise<string[]> {
+  const cutoff = new Date(now.getTime() - LEASE_SECONDS * 1000 - graceMs);
   return inTransaction(db, async (tx) => {
     const dead = await tx
       .update(workers)

@@ -166,10 +166,16 @@ export async function clusterState(db: Database, now = Date.now(), options: { lo
  * One scheduling pass, in one transaction: expire leases, ask the policy, carry out its decisions, and NOTIFY the
  * workers whose jobs were placed (delivered when the transaction commits). Returns what it did.
  */
-export async function schedulerTick(db: Database, policy: SchedulingPolicy, now = new Date()) {
+export async function schedulerTick(
+  db: Database,
+  policy: SchedulingPolicy,
+  now = new Date(),
+  /** graceMs: time the caller lately could not hear heartbeats in (./loop.ts), added to every lease. */
+  options: { graceMs?: number } = {},
+) {
   return inTransaction(db, async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${SCHEDULING_LOCK_KEY})`);
-    const requeued = await expireLeases(tx, now);
+    const requeued = await expireLeases(tx, now, {}, options.graceMs);
     const state = await clusterState(tx, now.getTime(), { lockQueue: true });
     const decisions = policy.decide(state);
     const placed: string[] = [];

@@ -278,6 +278,24 @@ describe("lifecycle operations", () => {
     expect(messages.join("\n")).toMatch(/was not gone but too slow to answer[^\n]*no longer counts/);
   });
 
+  it("gives leases the time the server itself could not hear heartbeats in", async () => {
+    const ids = await jobIn("running");
+    const { workerId: holder } = await registerWorker(handle.db, {
+      hostname: "test",
+      pid: 4,
+      backend: "js",
+      devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+    });
+    await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+    await handle.db
+      .update(workers)
+      .set({ heartbeatAt: new Date(Date.now() - 25_000) })
+      .where(eq(workers.id, holder));
+    // The server was stalled for 10 s of those 25: its heartbeats may be waiting unread on a socket.
+    expect(await expireLeases(handle.db, new Date(), {}, 10_000)).toEqual([]);
+    expect(await expireLeases(handle.db, new Date(), {}, 0)).toEqual([ids.jobId]);
+  });
+
   it("places no job on a worker not heard from for 5 s, though its lease still holds", async () => {
     const ids = await jobIn("queued");
     await handle.db

@@ -5,7 +5,7 @@ import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@
 import { downsample } from "@/lib/series";
 import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
 import { datasetFiles } from "../../datasets";
-import { JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { EVALUATION_LIMITS, JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { importProjectModule } from "../../project-module";
 import { importedTokenizerOf } from "../../base-tokenizers";
@@ -121,8 +121,14 @@ export const runsRouter = createTRPCRouter({
     .input(
       z.object({
         checkpointId: z.string().min(1).max(200),
-        episodes: z.number().int().min(1).max(10_000).optional().describe("held-out episodes (default: the source run's evaluation.episodes)"),
-        temperature: z.number().min(0).max(5).optional().describe("sampling temperature (default: the source run's, 0 = greedy)"),
+        episodes: z
+          .number()
+          .int()
+          .min(1)
+          .max(EVALUATION_LIMITS.episodes)
+          .optional()
+          .describe("held-out episodes (default: the source run's evaluation.episodes)"),
+        temperature: z.number().min(0).max(EVALUATION_LIMITS.temperature).optional().describe("sampling temperature (default: the source run's, 0 = greedy)"),
       }),
     )
     .mutation(async ({ ctx, input }) => {
