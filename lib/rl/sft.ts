@@ -4,6 +4,7 @@ import { Rng } from "@/lib/model/rng";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { learningRateAt, type ExperimentConfig } from "@/lib/sdk/experiment";
 import { runEpisodes, type EpisodeStart, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
+import { checkpointSchedule } from "./checkpoint-schedule";
 import { evaluateAndReport } from "./evaluate";
 import type { PolicyModel } from "./primitives";
 import { chunkBatch, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
@@ -134,6 +135,7 @@ export async function trainSft(options: {
     );
   };
   let step = options.startStep ?? 0;
+  const checkpoints = checkpointSchedule(config, steps);
   if (step === 0) await runEvaluation(0);
   while (step < steps) {
     if (hooks.shouldStop?.()) return { steps: step, stopped: true };
@@ -153,7 +155,10 @@ export async function trainSft(options: {
       "perf/tokens_per_s": (metrics["train/tokens"] ?? 0) / seconds,
     });
     if (evaluatesAfter(step)) await runEvaluation(step);
-    if (step === steps || (config.checkpointEvery > 0 && step % config.checkpointEvery === 0)) await hooks.onCheckpoint?.(step, {});
+    if (checkpoints.due(step)) {
+      await hooks.onCheckpoint?.(step, {});
+      checkpoints.saved();
+    }
     // a turn of the event loop, as the RL loop takes: reports and heartbeats leave while it trains
     await new Promise<void>((resolve) => setTimeout(resolve, 0));
   }

@@ -10,6 +10,7 @@ import { learningRateAt, type AlgorithmName, type ExperimentConfig } from "@/lib
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { RlAlgorithm } from "./algorithm";
+import { checkpointSchedule } from "./checkpoint-schedule";
 import { evaluateAndReport } from "./evaluate";
 import { grpo, grpoPerTurn } from "./grpo";
 import { RunHealth, type HealthWarning } from "./health";
@@ -126,7 +127,7 @@ export async function trainRl(options: {
     evaluations.push({ step, score });
   };
 
-  const checkpointsAfter = (done: number) => done === steps || (config.checkpointEvery > 0 && done % config.checkpointEvery === 0);
+  const checkpoints = checkpointSchedule(config, steps);
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a
   // sandboxed player recognizes the episodes it reset ahead), then as its own.
   const specsByStep = new Map<number, EpisodeSpec[]>();
@@ -156,7 +157,7 @@ export async function trainRl(options: {
     const learningRate = learningRateAt(config.algorithm, step - offset);
     const current = step;
     let next: Promise<Trajectory[][]> | undefined;
-    const startsNext = overlap && current + 1 < steps && !evaluatesAfter(current + 1) && !checkpointsAfter(current + 1);
+    const startsNext = overlap && current + 1 < steps && !evaluatesAfter(current + 1) && !checkpoints.dueByStep(current + 1);
     const output = await algorithm({
       policy,
       environment,
@@ -202,7 +203,11 @@ export async function trainRl(options: {
     for (const warning of health.observe(step, output.groups, output.metrics)) await hooks.onWarning?.(warning);
     await hooks.onRollouts?.(step, "train", output.groups, output.advantages);
     if (evaluatesAfter(step)) await runEvaluation(step < steps ? specsOf(step) : undefined);
-    if (checkpointsAfter(step)) await hooks.onCheckpoint?.(step, memory);
+    // By time only when no rollouts were started ahead: a checkpoint sees the policy between steps.
+    if (next ? checkpoints.dueByStep(step) : checkpoints.due(step)) {
+      await hooks.onCheckpoint?.(step, memory);
+      checkpoints.saved();
+    }
     // A turn of the event loop after every step: the engine's awaits resolve as microtasks, so without it a run
     // whose hooks do no I/O holds the loop for its whole length (timers, messages, a test runner's calls wait).
     await new Promise<void>((resolve) => setTimeout(resolve, 0));

@@ -109,6 +109,9 @@ export const experimentSchema = z.object({
     .default({ data: "demonstrator", dataset: "", demonstrations: 2000, batchSize: 32, steps: 0, learningRate: 1e-3 })
     .describe("supervised fine-tuning: what to imitate and how much at a time, in an sft run or in the SFT steps before an RL run's"),
   checkpointEvery: rangedInt(0, 1_000_000).default(25).describe("save a resumable checkpoint every N steps (0 = only at the end)"),
+  checkpointMinutes: ranged(0, 24 * 60)
+    .default(2)
+    .describe("also save one when this many minutes of training have passed since the last, so a lost worker costs little (0 = by steps only)"),
   seed: rangedInt(0, 2 ** 31 - 1)
     .default(0)
     .describe("seed of the whole run: model init, sampling, environments"),
