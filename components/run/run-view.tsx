@@ -118,7 +118,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             {session
               ? `a remote training session: ${r.step} optimizer step${r.step === 1 ? "" : "s"}`
               : r.totalSteps > 0
-                ? `step ${r.step} of ${r.totalSteps}`
+                ? `step ${r.step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
                 : "no training steps: it evaluates or exports its base"}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}

@@ -287,6 +287,8 @@ export const runs = pgTable(
     warnings: jsonb("warnings").$type<RunWarning[]>().notNull().default([]),
     step: integer("step").notNull().default(0),
     totalSteps: integer("total_steps").notNull().default(0),
+    /** The step its last resume started from (a checkpoint's), once it has resumed: where `step` went back to. */
+    resumedFromStep: integer("resumed_from_step"),
     createdAt: createdAt(),
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),

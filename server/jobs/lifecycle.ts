@@ -128,11 +128,15 @@ export async function claimJob(db: Database, workerId: string, jobId: string) {
             .where(and(eq(checkpoints.id, row!.lastCheckpointId), isNull(checkpoints.setAsideReason)))
         )[0] ?? null)
       : null;
-    await tx.insert(runLogs).values({
-      runId: job.runId,
-      level: "info",
-      message: resume ? `Resuming from the checkpoint of step ${resume.step} (attempt ${row!.attempts + 1}).` : "Started.",
-    });
+    let message = "Started.";
+    if (resume) {
+      // The run goes back to its checkpoint's step, and says so: its page and the CLI show "resumed from step N".
+      const [before] = await tx.select({ step: runs.step }).from(runs).where(eq(runs.id, job.runId));
+      await tx.update(runs).set({ step: resume.step, resumedFromStep: resume.step }).where(eq(runs.id, job.runId));
+      const redone = before && before.step > resume.step ? `; steps ${resume.step + 1}–${before.step} are trained again` : "";
+      message = `Resuming from the checkpoint of step ${resume.step} (attempt ${row!.attempts + 1})${redone}.`;
+    }
+    await tx.insert(runLogs).values({ runId: job.runId, level: "info", message });
     // What the worker loads as the base: a built-in base, or an earlier run's checkpoint and its lineage.
     const baseName = (run!.config as { agent?: { base?: string } }).agent?.base ?? "";
     const base = await resolveBase(tx, baseName);

@@ -189,6 +189,16 @@ describe("lifecycle operations", () => {
     expect(job).toMatchObject({ status: "queued", attempts: 1, workerId: null });
     expect(job!.lastCheckpointId).toMatch(/^ckpt_/);
     expect((await statesOf(ids)).run).toBe("queued");
+
+    // It had reached step 5 before it stopped: placed again, it goes back to step 3 and says so.
+    await handle.db.update(runs).set({ step: 5 }).where(eq(runs.id, ids.runId));
+    await handle.db.update(jobs).set({ status: "placing", workerId }).where(eq(jobs.id, ids.jobId));
+    const claim = await claimJob(handle.db, workerId, ids.jobId);
+    expect(claim.resume).toMatchObject({ step: 3 });
+    const [run] = await handle.db.select({ step: runs.step, resumedFromStep: runs.resumedFromStep }).from(runs).where(eq(runs.id, ids.runId));
+    expect(run).toEqual({ step: 3, resumedFromStep: 3 });
+    const logs = await handle.db.select({ message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
+    expect(logs.at(-1)!.message).toBe("Resuming from the checkpoint of step 3 (attempt 2); steps 4–5 are trained again.");
   });
 
   it("a job that keeps losing its worker without getting further fails, saying why; one that gets further is requeued", async () => {

@@ -24,6 +24,7 @@ const runColumns = {
   warnings: runs.warnings,
   step: runs.step,
   totalSteps: runs.totalSteps,
+  resumedFromStep: runs.resumedFromStep,
   createdAt: runs.createdAt,
   startedAt: runs.startedAt,
   finishedAt: runs.finishedAt,
