@@ -23,6 +23,8 @@ import * as commands from "./cli/commands";
 import { cliErrorOf, compactCount, EXIT, type GlobalOptions, parseContextLength } from "./cli/context";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** How long `start` may take to shut down on a signal before it exits regardless. */
+const SHUTDOWN_DEADLINE_MS = 15_000;
 
 /** The server and worker run from the project folder (Next's folder, modules imported at run time). */
 async function startServer(options: { dev?: boolean }) {
@@ -36,13 +38,23 @@ async function startServer(options: { dev?: boolean }) {
     const db = server.database;
     console.log(`Tinkerlab is ready at ${server.url}`);
     console.log(`  database: ${db.kind} (${db.location}), migration ${db.migration.latest}`);
-    const stop = async (signal: string) => {
+    // A signal stops the local workers (SIGTERM, SIGKILL after 5 s), the server and the database, then exits. The same
+    // signal may come more than once (Ctrl-C reaches the terminal's whole process group, and npm and bin/start.mjs
+    // pass it on): the first starts the shutdown, the others are ignored. Should any of it hang, the process exits at
+    // the deadline anyway, and its workers leave as their stdin closes.
+    let stopping = false;
+    const stop = async (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
       console.log(`\n${signal}: shutting down`);
-      await server.close().catch(() => {});
+      setTimeout(() => {
+        console.error(`tinkerlab: still shutting down after ${SHUTDOWN_DEADLINE_MS / 1000} s; exiting`);
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+      await server.close().catch((error: unknown) => console.error("shutdown failed:", error));
       process.exit(0);
     };
-    process.once("SIGINT", () => void stop("SIGINT"));
-    process.once("SIGTERM", () => void stop("SIGTERM"));
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => void stop(signal));
   } catch (error) {
     if (error instanceof StartupError || error instanceof ConfigError) {
       console.error(`tinkerlab: cannot start.\n${error.message}`);

@@ -109,7 +109,11 @@ export async function startWebServer(
       stopFollowing();
       await notices?.close();
       await localWorkers.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Open requests end here (a page's metric stream never ends by itself), so that the database closes next.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
       await app.close?.();
       await database.close();
     },

@@ -4,16 +4,18 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { rolloutProcessFlags } from "./gc";
 
 /**
- * The command line of a local worker: tsx's CLI run by this same node binary (no PATH lookup, so the children
- * start whatever their environment), the Node flags, which tsx passes on to the process it runs
- * (./gc.ts: on fewer than three cores, V8 marks on the main thread, leaving the other core to a custom
- * environment's sandbox), then the script and its arguments.
+ * The command line of a local worker, run by this same node binary (no PATH lookup, so the children start whatever
+ * their environment): the Node flags (./gc.ts: on fewer than three cores, V8 marks on the main thread, leaving the
+ * other core to a custom environment's sandbox), tsx's loader, then the script and its arguments. One process, not
+ * tsx's command line, which would run the worker in a child of its own: the worker gets the SIGTERM itself, and
+ * leaves when its step ends (tsx's command line SIGKILLs a child that does not acknowledge a signal within 30 ms).
  */
 export function workerCommand(root: string, flags = rolloutProcessFlags(), script = path.join(root, "bin", "tinkerlab.ts"), args = ["worker"]): string[] {
-  return [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), ...flags, script, ...args];
+  return [...flags, "--import", pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href, script, ...args];
 }
 
 export function startLocalWorkers(options: {

@@ -16,13 +16,15 @@ describe("garbage collection in a process that plays rollouts", () => {
     expect(marksOnMainThread(2)).toBe(true);
   });
 
-  it("reaches the process tsx runs, as local workers are started", () => {
+  it("reaches the worker's process, which is the one started (a signal to it reaches the worker itself)", () => {
     // startLocalWorkers' command line, with a script that says how it was started in place of the worker.
     const script = path.join(__dirname, "fixtures", "print-gc.ts");
     const run = (flags: string[]) => spawnSync(process.execPath, workerCommand(root, flags, script, []), { cwd: root, encoding: "utf8" });
     const flagged = run([mainThreadMarkingFlag]);
     expect(flagged.stderr).toBe("");
-    expect(flagged.stdout.trim()).toBe("main thread");
-    expect(run([]).stdout.trim()).toBe("concurrent");
+    const [gc, pid] = flagged.stdout.trim().split("\n");
+    expect(gc).toBe("main thread");
+    expect(Number(pid)).toBe(flagged.pid);
+    expect(run([]).stdout.trim().split("\n")[0]).toBe("concurrent");
   }, 60_000);
 });
