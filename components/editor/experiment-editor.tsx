@@ -3,14 +3,15 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useMemo, useState } from "react";
-import { experimentSchema, imitates } from "@/lib/sdk/experiment";
+import { experimentSchema } from "@/lib/sdk/experiment";
+import { configIssues, launchRefusal, sourceErrors } from "@/server/validation/browser";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button, ButtonLink } from "@/components/ui/button";
 import { Card, PageHeader } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
 import { RelativeTime } from "@/components/ui/time";
 import { CodeEditor, type EditorDiagnostic } from "./code-editor";
-import { configFields, fieldPaths, issuesByPath, withValueAt } from "./config-fields";
+import { configFields, fieldPaths, withValueAt } from "./config-fields";
 import { ConfigForm } from "./config-form";
 import { STARTER_ENTRY, starterConfig, starterEnvironment } from "./starter";
 import { useLiveValidation } from "./use-live-validation";
@@ -59,19 +60,13 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
   const validation = useLiveValidation(experiment.readOnly ? null : experiment.id, files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
   const report = validation.report;
-  const described = report?.environment ?? null;
-  const issues = useMemo(() => {
-    const found = issuesByPath(experimentSchema, config);
-    // The schema cannot know what the environment defines; the validation's description of it can.
-    const parsed = experimentSchema.safeParse(config);
-    if (config.environment === "custom" && described && !described.hasDemonstrator && parsed.success && imitates(parsed.data) === "demonstrator") {
-      found.set("sft.data", [
-        ...(found.get("sft.data") ?? []),
-        "the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0, or imitate an uploaded dataset",
-      ]);
-    }
-    return found;
-  }, [config, described]);
+  const templates = useQuery(trpc.experiments.templates.queryOptions());
+  // What may be launched is decided with runs.launch's own check (server/validation/browser.ts), which refuses the same.
+  const launchContext = useMemo(
+    () => ({ files, report: report ?? null, builtInEnvironments: templates.data?.map((t) => t.key) }),
+    [files, report, templates.data],
+  );
+  const issues = useMemo(() => configIssues(config, launchContext), [config, launchContext]);
   const otherIssues = [...issues].filter(([path]) => !formPaths.has(path));
   const versions = useQuery(trpc.experiments.versions.queryOptions({ id: experiment.id }));
 
@@ -162,15 +157,13 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
 
   const fileNames = Object.keys(files);
   const environment = typeof config.environment === "string" ? config.environment : "";
-  const sourceErrors = environment === "custom" ? (report?.diagnostics.filter((d) => d.severity === "error").length ?? 0) : 0;
   // Launch waits for a config and a source without errors: a run that cannot start is not queued.
+  const refusal = launchRefusal(config, launchContext);
   const launchBlocked = jsonError
     ? "the config's JSON does not parse"
-    : issues.size > 0
-      ? `the config has ${issues.size} error${issues.size === 1 ? "" : "s"}`
-      : sourceErrors > 0
-        ? `the source has ${sourceErrors} error${sourceErrors === 1 ? "" : "s"} (see Validation)`
-        : null;
+    : refusal
+      ? `${refusal.reason}${sourceErrors(config, launchContext.report).length > 0 ? " (see Validation)" : ""}`
+      : null;
   const tabClass = (active: boolean) =>
     `-mb-px flex items-center gap-1.5 border-b-2 px-3 py-2 text-sm ${active ? "border-brand-600 font-medium text-brand-700" : "border-transparent text-slate-600 hover:text-slate-900"}`;
 

@@ -1,13 +1,17 @@
 /**
  * The web server's side of validation: user code is compiled, type-checked and dry-run in child processes
  * (server/sandbox/validate-cli.ts), never in the web server, which imports only this module and the sandbox's
- * types (the sandbox's code would bring esbuild and QuickJS into the server's bundle).
+ * types (the sandbox's code would bring esbuild and QuickJS into the server's bundle). What a validation's report
+ * forbids launching is decided in ./browser.ts, for the editor and `runs.launch` alike.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createHash } from "node:crypto";
 import path from "node:path";
 import readline from "node:readline";
 import { serverEnvSchema } from "../env";
 import type { SourceFiles, ValidateOptions, ValidationReport } from "../sandbox";
+
+export { CUSTOM_ENTRY, configIssues, formatDiagnostic, type LaunchRefusal, launchRefusal, refusalMessage, type SourceReport, sourceErrors } from "./browser";
 
 /** Validation processes a server runs at most, unless told otherwise (`TINKERLAB_VALIDATION_PROCESSES`). */
 export const defaultValidationProcesses = 2;
@@ -238,7 +242,10 @@ export function validationProcessesFromEnv(env: Record<string, string | undefine
   return parsed.data;
 }
 
-const holder = globalThis as typeof globalThis & { __tinkerlabValidation?: ValidationPool };
+const holder = globalThis as typeof globalThis & {
+  __tinkerlabValidation?: ValidationPool;
+  __tinkerlabValidationReports?: Map<string, { at: number; report: Promise<ValidationReport> }>;
+};
 
 /**
  * Validates user source in one of the server's validation processes (see validate-cli.ts). `processes` (default
@@ -259,8 +266,59 @@ export function validateInChildProcess(
   return holder.__tinkerlabValidation.validate(files, options, timeoutMs);
 }
 
-/** Kills the server's validation processes (tests, shutdown); the next validation starts a new pool. */
+/** How long a validation's report is reused for the same source and options, and how many reports are kept. */
+export const reuseReportsMs = 10 * 60_000;
+const reusedReports = 64;
+
+/**
+ * `validateInChildProcess`, reusing the report of the same files with the same options (datasets and base
+ * included) from the last ten minutes, or the validation of them still running. The editor validates as its user
+ * types, and `runs.launch` validates the version it launches (server/api/routers/runs.ts): a launch of what was just
+ * validated costs no second validation. A validation that failed (it overran, its process died) is not kept.
+ */
+export function validateReusing(
+  files: SourceFiles,
+  options: ValidateOptions,
+  settings: Parameters<typeof validateInChildProcess>[2] = {},
+): Promise<ValidationReport> {
+  const reports = (holder.__tinkerlabValidationReports ??= new Map());
+  const key = createHash("sha256")
+    .update(stableJson([files, options]))
+    .digest("base64url");
+  const now = Date.now();
+  const kept = reports.get(key);
+  reports.delete(key);
+  if (kept && now - kept.at < reuseReportsMs) {
+    reports.set(key, kept); // the most recently used last
+    return kept.report;
+  }
+  const report = validateInChildProcess(files, options, settings);
+  reports.set(key, { at: now, report });
+  report.catch(() => {
+    if (reports.get(key)?.report === report) reports.delete(key);
+  });
+  for (const oldest of reports.keys()) {
+    if (reports.size <= reusedReports) break;
+    reports.delete(oldest);
+  }
+  return report;
+}
+
+/** JSON with every object's keys in order, so that the same files and options give the same text (jsonb reorders keys). */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** Kills the server's validation processes (tests, shutdown) and forgets their reports; the next validation starts a new pool. */
 export function closeValidationProcesses(): void {
   holder.__tinkerlabValidation?.close();
   holder.__tinkerlabValidation = undefined;
+  holder.__tinkerlabValidationReports?.clear();
 }

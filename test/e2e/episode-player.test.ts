@@ -76,18 +76,19 @@ describe("the episode player", () => {
 
   it("runs a run's own environment in QuickJS in the page: legal actions hold the policy, a runaway step is stopped", async () => {
     const source = `import { defineEnvironment } from "tinkerlab";
-export default defineEnvironment<{ n: number }, string>({
+export default defineEnvironment<{ n: number; seed: number }, string>({
   name: "up-or-spin",
   data: { kind: "free" },
   systemPrompt: "Say up.",
   maxTurns: 4,
   actions: ["up", "spin"],
-  reset: () => ({ state: { n: 0 }, observation: "at 0" }),
+  reset: ({ seed }) => ({ state: { n: 0, seed }, observation: "at 0" }),
   parseAction: (text) => ({ ok: true, action: text }),
   step(state, action) {
-    if (action === "spin" && state.n > 0) for (;;) {}
+    // Only the seed this test plays runs away: validation's dry run (seeds 0 to 2) would stop it, and the launch be refused.
+    if (action === "spin" && state.n > 0 && state.seed === 7) for (;;) {}
     if (action === "spin") return { state, observation: "at 0", reward: 0, done: false };
-    return { state: { n: state.n + 1 }, observation: "at " + (state.n + 1), reward: 1, done: state.n + 1 >= 4 };
+    return { state: { n: state.n + 1, seed: state.seed }, observation: "at " + (state.n + 1), reward: 1, done: state.n + 1 >= 4 };
   },
   render: (state) => "height " + state.n,
 });

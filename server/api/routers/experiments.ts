@@ -2,11 +2,12 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
-import { validateInChildProcess } from "../../validation";
+import { validateReusing } from "../../validation";
+import type { ValidationReport } from "../../sandbox";
 import { datasetFiles } from "../../datasets";
 import { isCheckpointBase, resolveBase } from "../../jobs";
 import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
-import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
+import { type Context, createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 import { type Database, newId, experiments, experimentVersions, projects, runs } from "../../db";
 
 const MAX_FILE_BYTES = 256 * 1024;
@@ -54,6 +55,48 @@ async function savedVersion(db: Database, experimentId: string, version: number)
     .where(and(eq(experimentVersions.experimentId, experimentId), eq(experimentVersions.version, version)))
     .limit(1);
   return row ?? null;
+}
+
+/** How the editor validates (experiments.validate's defaults); `runs.launch` validates a version so too. */
+export const editorValidation = { episodes: 3, typeCheck: true, maxTokens: 32 } as const;
+
+/**
+ * Validates source files in a validation process, with the datasets of the project they belong to and, when the
+ * base is known, its context length (the first prompt must leave `maxTokens` of it). The editor's validations and
+ * `runs.launch`'s go through here, so that the same source, base and reply length give the same report, reused
+ * (`validateReusing`) when a launch follows its validation.
+ */
+export async function validateSource(
+  ctx: Pick<Context, "db" | "access">,
+  projectId: string,
+  files: Record<string, string>,
+  options: { entry?: string; episodes?: number; typeCheck?: boolean; base?: string; maxTokens?: number },
+): Promise<ValidationReport> {
+  const maxTokens = options.maxTokens ?? editorValidation.maxTokens;
+  let context;
+  if (options.base) {
+    try {
+      // Another project's checkpoint is as unknown here as anywhere (the catch below leaves the context out).
+      if (isCheckpointBase(options.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: options.base });
+      const base = await resolveBase(ctx.db, options.base);
+      const shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
+      context = { base: options.base, contextLength: shape.contextLength, maxTokens };
+    } catch {
+      // an unknown base is the config form's error to show; the source is still validated
+    }
+  }
+  try {
+    return await validateReusing(files, {
+      entry: options.entry,
+      episodes: options.episodes ?? editorValidation.episodes,
+      typeCheck: options.typeCheck ?? editorValidation.typeCheck,
+      context,
+      datasetFiles: await datasetFiles(ctx.db, projectId),
+    });
+  } catch (error) {
+    // The validation's own failures (it overran its time, its process stopped) are the user's to act on.
+    throw new TRPCError({ code: "UNPROCESSABLE_CONTENT", message: (error as Error).message, cause: error });
+  }
 }
 
 async function requireExperiment(db: Database, id: string) {
@@ -213,42 +256,18 @@ export const experimentsRouter = createTRPCRouter({
         experimentId: z.string().min(1).max(200).describe("the experiment whose project's datasets the environment may read"),
         files: sourceFilesSchema,
         entry: z.string().max(200).optional(),
-        episodes: z.number().int().min(1).max(20).default(3),
-        typeCheck: z.boolean().default(true),
+        episodes: z.number().int().min(1).max(20).default(editorValidation.episodes),
+        typeCheck: z.boolean().default(editorValidation.typeCheck),
         base: z.string().max(200).optional().describe("the agent's base: the first prompt must leave maxTokens of its context"),
-        maxTokens: z.number().int().min(1).max(4096).default(32).describe("agent.sampling.maxTokens"),
+        maxTokens: z.number().int().min(1).max(4096).default(editorValidation.maxTokens).describe("agent.sampling.maxTokens"),
       }),
     )
     .mutation(async ({ ctx, input }) => {
       if (Object.keys(input.files).length === 0) {
         throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
       }
-      let context;
-      if (input.base) {
-        try {
-          // Another project's checkpoint is as unknown here as anywhere (the catch below leaves the context out).
-          if (isCheckpointBase(input.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: input.base });
-          const base = await resolveBase(ctx.db, input.base);
-          const shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
-          context = { base: input.base, contextLength: shape.contextLength, maxTokens: input.maxTokens };
-        } catch {
-          // an unknown base is the config form's error to show; the source is still validated
-        }
-      }
-      try {
-        const [experiment] = await ctx.db.select({ projectId: experiments.projectId }).from(experiments).where(eq(experiments.id, input.experimentId));
-        const datasets = await datasetFiles(ctx.db, experiment!.projectId);
-        return await validateInChildProcess(input.files, {
-          entry: input.entry,
-          episodes: input.episodes,
-          typeCheck: input.typeCheck,
-          context,
-          datasetFiles: datasets,
-        });
-      } catch (error) {
-        // The validation's own failures (it overran its time, its process stopped) are the user's to act on.
-        throw new TRPCError({ code: "UNPROCESSABLE_CONTENT", message: (error as Error).message, cause: error });
-      }
+      const [experiment] = await ctx.db.select({ projectId: experiments.projectId }).from(experiments).where(eq(experiments.id, input.experimentId));
+      return validateSource(ctx, experiment!.projectId, input.files, input);
     }),
 
   rename: projectProcedure("editor", "experiment", "id")

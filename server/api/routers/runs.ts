@@ -4,7 +4,11 @@ import { z } from "zod";
 import { defineExperiment, type ExperimentConfig, imitates, totalSteps } from "@/lib/sdk/experiment";
 import { downsample } from "@/lib/series";
 import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, metricPoints, rollouts, runLogs, runs, runStatus } from "../../db";
+import { useCases } from "@/lib/envs";
 import { datasetFiles } from "../../datasets";
+import type { ValidationReport } from "../../sandbox";
+import { type LaunchRefusal, launchRefusal, refusalMessage } from "../../validation";
+import { validateSource } from "./experiments";
 import { EVALUATION_LIMITS, JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { importProjectModule } from "../../project-module";
@@ -68,23 +72,28 @@ export const runsRouter = createTRPCRouter({
 
   /**
    * Launches a run of an experiment's latest version: snapshots its source and config into the run, and queues a
-   * training job for the scheduler.
+   * training job for the scheduler. What the editor refuses to launch is refused here too, in its words
+   * (server/validation/browser.ts): a config with errors, and a custom environment whose source has errors in its
+   * validation (the editor's, reused when the source, base and reply length are the same, else run now) or lacks
+   * the demonstrator its SFT imitates. The answer carries that validation's other diagnostics (warnings).
    */
   launch: projectProcedure("editor", "experiment", "experimentId")
     .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0) }))
     .mutation(async ({ ctx, input }) => {
       const [version] = await ctx.db
-        .select({ id: experimentVersions.id, config: experimentVersions.config, experimentName: experiments.name, projectId: experiments.projectId })
+        .select({
+          id: experimentVersions.id,
+          config: experimentVersions.config,
+          files: experimentVersions.files,
+          experimentName: experiments.name,
+          projectId: experiments.projectId,
+        })
         .from(experiments)
         .innerJoin(experimentVersions, and(eq(experimentVersions.experimentId, experiments.id), eq(experimentVersions.version, experiments.latestVersion)))
         .where(eq(experiments.id, input.experimentId));
       if (!version) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.experimentId}'` });
-      let config;
-      try {
-        config = defineExperiment(version.config as never);
-      } catch (error) {
-        throw new TRPCError({ code: "BAD_REQUEST", message: (error as Error).message });
-      }
+      const report = await launchableOrRefuse(ctx, version);
+      const config = defineExperiment(version.config as never);
       if (imitates(config) === "dataset") {
         const file = (await datasetFiles(ctx.db, version.projectId))[config.sft.dataset];
         if (!file)
@@ -111,7 +120,7 @@ export const runsRouter = createTRPCRouter({
         priority: input.priority,
       });
       await ctx.db.update(experiments).set({ updatedAt: new Date() }).where(eq(experiments.id, input.experimentId));
-      return { runId };
+      return { runId, diagnostics: report?.diagnostics ?? [] };
     }),
 
   /**
@@ -427,6 +436,28 @@ export const runsRouter = createTRPCRouter({
       return { ...run, role: await ctx.access.roleIn(run.projectId) };
     }),
 });
+
+/**
+ * Refuses (BAD_REQUEST, in the editor's words) a version the editor would not launch: the same check as its Launch
+ * button (`launchRefusal`), on the version's config, its files and, for a custom environment, its validation as the
+ * editor asks for it. Returns that validation's report (null for a built-in environment).
+ */
+async function launchableOrRefuse(
+  ctx: Pick<Context, "db" | "access">,
+  version: { config: Record<string, unknown>; files: Record<string, string>; projectId: string },
+): Promise<ValidationReport | null> {
+  const context = { files: version.files, builtInEnvironments: Object.keys(useCases) };
+  const refuse = (refusal: LaunchRefusal) => new TRPCError({ code: "BAD_REQUEST", message: refusalMessage(refusal) });
+  // The config's own errors need no validation; nor does a built-in environment, which runs no source.
+  const before = launchRefusal(version.config, { ...context, report: null });
+  if (before) throw refuse(before);
+  const config = defineExperiment(version.config as never);
+  if (config.environment !== "custom") return null;
+  const report = await validateSource(ctx, version.projectId, version.files, { base: config.agent.base, maxTokens: config.agent.sampling.maxTokens });
+  const refusal = launchRefusal(version.config, { ...context, report });
+  if (refusal) throw refuse(refusal);
+  return report;
+}
 
 /** server/playable.ts compiles with esbuild and reads files beside lib/envs, which Next cannot bundle. */
 const playableModule = () => importProjectModule<typeof import("@/server/playable")>("server/playable.ts");
