@@ -188,13 +188,12 @@ clientCommand(program.command("login"))
 
 clientCommand(program.command("run"))
   .description(
-    "save a folder (experiment.json and its source files) as an experiment's next version, validate it, launch a run and follow it; exit code 0 completed, 1 failed, 4 cancelled",
+    "save a folder (experiment.json and its source files) as an experiment's next version, launch a run and follow it; exit code 0 completed, 1 failed, 4 cancelled, 3 when the server refuses what the editor refuses (it validates the code in the sandbox first)",
   )
   .argument("<target>", "a folder with experiment.json (and environment.ts, …), or a config .json file")
   .option("--no-follow", "launch and return at once with the run's id and URL")
-  .option("--no-validate", "launch without validating the code in the sandbox first")
   .option("-m, --message <text>", "the message of the version saved")
-  .action(action((target: string, options: GlobalOptions & { follow?: boolean; validate?: boolean; message?: string }) => commands.run(target, options)));
+  .action(action((target: string, options: GlobalOptions & { follow?: boolean; message?: string }) => commands.run(target, options)));
 
 clientCommand(program.command("export"))
   .description("download a built-in base or a checkpoint as an ONNX file (opset 17, key/value cache as inputs and outputs)")

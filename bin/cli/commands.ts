@@ -261,34 +261,34 @@ const csvField = (text: string) => (/[",\n]/.test(text) ? `"${text.replace(/"/g,
 
 /**
  * `tinkerlab run <dir|config.json>`: saves the folder as the experiment's next version (or a new experiment),
- * validates its code, launches a run and follows it with a progress bar (step, reward, ETA) until it ends. The
- * exit code is the run's outcome: 0 completed, 1 failed, 4 cancelled. Ctrl-C asks whether to cancel the run;
- * answering no leaves it running on the server.
+ * launches a run and follows it with a progress bar (step, reward, ETA) until it ends. The server validates what it
+ * launches and refuses what the experiment editor refuses, in its words (`runs.launch`): the CLI prints each problem
+ * and exits 3 with nothing launched. The exit code is otherwise the run's outcome: 0 completed, 1 failed, 4
+ * cancelled. Ctrl-C asks whether to cancel the run; answering no leaves it running on the server.
  */
-export async function run(target: string, options: GlobalOptions & { follow?: boolean; validate?: boolean; message?: string }) {
+export async function run(target: string, options: GlobalOptions & { follow?: boolean; message?: string }) {
   const client = clientFor(options);
   const synced = await syncExperiment(client, target, options.message ?? "run from the CLI");
   const say = (line: string) => !options.json && console.log(line);
   say(`${synced.created ? "Created" : synced.saved ? "Saved" : "Using"} experiment ${synced.experimentId} version ${synced.version}.`);
 
-  if (options.validate !== false && Object.keys(synced.folder.files).length > 0) {
-    const agent = synced.folder.config.agent as { base?: string; sampling?: { maxTokens?: number } } | undefined;
-    const report = await client.experiments.validate(synced.experimentId, synced.folder.files, {
-      base: agent?.base,
-      maxTokens: agent?.sampling?.maxTokens,
-    });
-    const errors = report.diagnostics.filter((d) => d.severity === "error");
-    for (const d of report.diagnostics) {
-      const where = d.file ? `${d.file}${d.line ? `:${d.line}${d.column ? `:${d.column}` : ""}` : ""}: ` : "";
-      if (!options.json) console.error(`${d.severity}: ${where}${d.message}`);
-    }
-    if (errors.length > 0) {
-      if (options.json) printJson({ experimentId: synced.experimentId, version: synced.version, diagnostics: report.diagnostics });
-      throw new CliError(`validation found ${errors.length} error${errors.length === 1 ? "" : "s"}; nothing was launched`, EXIT.refused);
-    }
+  let launched: Awaited<ReturnType<TinkerlabClient["runs"]["launch"]>>;
+  try {
+    if (!options.json && synced.folder.config.environment === "custom") console.error("Validating the source in the sandbox…");
+    launched = await client.runs.launch(synced.experimentId);
+  } catch (error) {
+    // The refusal's first line says why, the next ones are its problems: each on a line of its own, as the editor lists them.
+    if (!(error instanceof TinkerlabError && error.code === "BAD_REQUEST")) throw error;
+    const [reason = error.message, ...problems] = error.message.split("\n");
+    if (options.json) printJson({ experimentId: synced.experimentId, version: synced.version, refused: reason, problems });
+    else for (const problem of problems) console.error(`error: ${problem}`);
+    throw new CliError(reason, EXIT.refused);
   }
-
-  const { runId } = await client.runs.launch(synced.experimentId);
+  const { runId } = launched;
+  for (const d of launched.diagnostics) {
+    const where = d.file ? `${d.file}${d.line ? `:${d.line}${d.column ? `:${d.column}` : ""}` : ""}: ` : "";
+    if (!options.json) console.error(`${d.severity}: ${where}${d.message}`);
+  }
   const url = runUrl(client, runId);
   if (options.follow === false) {
     if (options.json) printJson({ runId, url, experimentId: synced.experimentId, version: synced.version });

@@ -130,7 +130,10 @@ export function createClient(options: ClientOptions) {
   const runs = {
     list: (filter: RouterInputs["runs"]["list"] = { limit: 50 }) => call(() => api.runs.list.query(filter)),
     get: (id: string) => call(() => api.runs.byId.query({ id })),
-    /** Launches a run of the experiment's latest version. */
+    /**
+     * Launches a run of the experiment's latest version, with its validation's warnings. Refused (BAD_REQUEST) when
+     * the editor would refuse it: the first line of the message says why, each next line is one problem.
+     */
     launch: (experimentId: string, options: { priority?: number } = {}) => call(() => api.runs.launch.mutate({ experimentId, ...options })),
     cancel: (id: string) => call(() => api.runs.control.mutate({ id, action: "cancel" })),
     pause: (id: string) => call(() => api.runs.control.mutate({ id, action: "pause" })),

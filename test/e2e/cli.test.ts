@@ -1,9 +1,9 @@
 /**
  * The `tinkerlab` command line against a running server, as a script or a person in a terminal uses it: login,
  * pull an example into a folder, change it, run it to the end (exit code from the run), push, export, Ctrl-C while
- * following a run (with no terminal, and in a terminal that asks whether to cancel it), and clear one-line errors
- * with their own exit codes for a folder without a config, code that does not validate, an unknown run, and a
- * server that is not there.
+ * following a run (with no terminal, and in a terminal that asks whether to cancel it), refusing what the editor
+ * refuses (in its words, with no run launched), and clear one-line errors with their own exit codes for a folder
+ * without a config, code that does not validate, an unknown run, and a server that is not there.
  */
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -183,6 +183,51 @@ describe("the tinkerlab CLI", () => {
     120_000,
   );
 
+  it("refuses what the editor refuses, in its words, before any run exists: SFT on a demonstrator the environment lacks", async () => {
+    const dir = path.join(work, "imitate");
+    fs.mkdirSync(dir, { recursive: true });
+    const config = {
+      name: "imitate",
+      environment: "custom",
+      agent: { base: "generalist-base", sampling: { maxTokens: 4 } },
+      algorithm: { name: "grpo", steps: 2 },
+      sft: { data: "demonstrator", steps: 5 },
+    };
+    fs.writeFileSync(path.join(dir, "experiment.json"), JSON.stringify(config));
+    // A take-away game with legal actions and no demonstrate(state).
+    fs.writeFileSync(
+      path.join(dir, "environment.ts"),
+      `import { defineEnvironment } from "tinkerlab";\nexport default defineEnvironment<{ left: number }, number>({ name: "stones", data: { kind: "free" },\n  systemPrompt: "Take 1, 2 or 3 stones.", maxTurns: 5, actions: ["1", "2", "3"],\n  reset: () => ({ state: { left: 7 }, observation: "7 stones" }),\n  parseAction: (t) => (/^[123]$/.test(t) ? { ok: true, action: Number(t) } : { ok: false, error: "1, 2 or 3" }),\n  step: (s, take) => ({ state: { left: Math.max(s.left - take, 0) }, reward: s.left <= take ? 1 : 0, done: s.left <= take, observation: "stones" }) });\n`,
+    );
+    const runIds = async () =>
+      (JSON.parse((await cli(["runs", "ls", "--json", "--limit", "200", "--url", server.url])).stdout) as { id: string }[]).map((r) => r.id);
+    const before = await runIds();
+    const editorsWords =
+      "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0, or imitate an uploaded dataset";
+
+    const refused = await cli(["run", dir, "--url", server.url]);
+    expect(refused.code, refused.stderr).toBe(3);
+    expect(refused.stdout).toMatch(/^Created experiment exp_\w+ version 1\.$/m);
+    expect(refused.stdout).not.toMatch(/Launched/);
+    expect(refused.stderr).toContain(`error: ${editorsWords}\n`);
+    expect(refused.stderr).toMatch(/^tinkerlab: Fix first: the config has 1 error; nothing was launched$/m);
+
+    // An sft run that imitates the same missing demonstrator: refused alike, and --json says why for a script.
+    fs.writeFileSync(path.join(dir, "experiment.json"), JSON.stringify({ ...config, algorithm: { name: "sft", steps: 3 }, sft: { data: "demonstrator" } }));
+    const asJson = await cli(["run", dir, "--json", "--url", server.url]);
+    expect(asJson.code, asJson.stderr).toBe(3);
+    expect(JSON.parse(asJson.stdout)).toMatchObject({
+      version: 2,
+      refused: "Fix first: the config has 1 error; nothing was launched",
+      problems: [editorsWords],
+    });
+
+    const { experimentId } = JSON.parse(fs.readFileSync(path.join(dir, ".tinkerlab.json"), "utf8")) as { experimentId: string };
+    const ofExperiment = await cli(["runs", "ls", "--experiment", experimentId, "--json", "--url", server.url]);
+    expect(JSON.parse(ofExperiment.stdout)).toEqual([]);
+    expect(await runIds()).toEqual(before);
+  }, 120_000);
+
   it("refuses, in one line with its own exit code, what it cannot do", async () => {
     fs.mkdirSync(path.join(work, "empty"), { recursive: true });
     const noConfig = await cli(["run", "empty", "--url", server.url]);
@@ -201,7 +246,7 @@ describe("the tinkerlab CLI", () => {
     const broken = await cli(["run", "broken", "--url", server.url]);
     expect(broken.code).toBe(3);
     expect(broken.stderr).toMatch(/error: environment\.ts:3:\d+: .*no reset for you/);
-    expect(broken.stderr).toMatch(/tinkerlab: validation found 1 error; nothing was launched/);
+    expect(broken.stderr).toMatch(/tinkerlab: Fix first: the source has 1 error; nothing was launched/);
 
     const unknown = await cli(["runs", "logs", "run_doesnotexist", "--url", server.url]);
     expect(unknown.code).toBe(3);
