@@ -91,6 +91,11 @@ export const serverEnvSchema = z.object({
     .enum(["on", "off"], "must be on or off")
     .default("off")
     .describe("on (set by the server for its local workers): the worker leaves when its standard input closes, i.e. the server that started it is gone"),
+  TINKERLAB_MAX_JOB_FLOPS: z.coerce
+    .number({ message: "must be a number of floating-point operations, e.g. 1e16" })
+    .positive("must be a number of floating-point operations above 0, e.g. 1e16")
+    .default(1e16)
+    .describe("the most arithmetic one job may cost (its episodes × turns × tokens, and tokens trained on, on its model); a job over it is refused at launch"),
   TINKERLAB_MAX_WORKER_LOSSES: z.coerce
     .number({ message: "must be a whole number from 1 to 100" })
     .int("must be a whole number from 1 to 100")

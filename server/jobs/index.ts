@@ -43,4 +43,4 @@ export {
   type SessionMethod,
   type TakenSessionCall,
 } from "./sessions";
-export { EVALUATION_LIMITS } from "./admission";
+export { EVALUATION_LIMITS, jobCost, type JobCost, overCostLimit } from "./admission";

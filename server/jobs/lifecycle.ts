@@ -8,7 +8,8 @@ import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
 import { type CheckpointKind, type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs, workers } from "../db";
 import { serverEnv } from "../env";
-import { RunStateError, WorkerConflictError } from "./errors";
+import { type JobCost, overCostLimit } from "./admission";
+import { JobRejectedError, RunStateError, WorkerConflictError } from "./errors";
 import { datasetFiles } from "../datasets";
 import { resolveBase } from "./bases";
 import { checkedFootprint, insertJob, LEASE_SECONDS, notifyJobs, type SubmitJob } from "./scheduling";
@@ -32,7 +33,14 @@ export type NewRun = {
  * Makes a run and queues its job, in one transaction. A job that can never fit any live device is refused
  * (JobRejectedError) and its run kept as failed, with the reason, so the user sees what was tried.
  */
-export async function launchRun(db: Database, run: NewRun, job: Omit<SubmitJob, "runId" | "userId">): Promise<{ runId: string; jobId: string }> {
+export async function launchRun(
+  db: Database,
+  run: NewRun,
+  job: Omit<SubmitJob, "runId" | "userId"> & { cost?: JobCost },
+): Promise<{ runId: string; jobId: string }> {
+  // Over the server's cost limit: refused before anything is written (./admission.ts).
+  const over = job.cost && overCostLimit(job.cost, serverEnv().TINKERLAB_MAX_JOB_FLOPS, job.resources.model.parameters);
+  if (over) throw new JobRejectedError(over);
   const runId = newId("run");
   const submit = { ...job, runId, userId: run.createdBy };
   let footprint;

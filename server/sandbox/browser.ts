@@ -5,6 +5,6 @@
  * answer of the guest gets. Everything else comes through ./index.ts.
  */
 export { AnswerReader, checkDescription, checkSummary, finite, type SandboxedSummary } from "./answers";
-export type { SandboxLimits } from "./limits";
+export { defaultSandboxLimits, type SandboxLimits } from "./limits";
 export { QuickJSEngine } from "./quickjs-engine";
 export { type EnvironmentDescription, type GuestEpisodeEnd, type GuestFailure, type GuestOp, encodeRequest, FAILED } from "./wire";

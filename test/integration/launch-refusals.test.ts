@@ -146,4 +146,32 @@ describe("runs.launch refuses what the editor refuses", () => {
     });
     expect(otherBase).not.toBe(first);
   });
+
+  it("refuses a job whose cost bound is over the server's limit, with the numbers that make it, and launches nothing", async () => {
+    // 1,000,000 steps of 64 × 64 episodes of the game (5 turns of 4 tokens each) on the generalist base
+    const huge = await experiment(
+      "huge",
+      { "environment.ts": withDemonstrator },
+      {
+        environment: "custom",
+        agent,
+        algorithm: { name: "grpo", steps: 1_000_000, groupSize: 64, groupsPerStep: 64 },
+      },
+    );
+    const message = await refused(huge);
+    expect(message).toMatch(/^This job could cost up to \d\.\de\d+ floating-point operations: 4\.1e9 episodes × up to 5 turns/);
+    expect(message).toMatch(/TINKERLAB_MAX_JOB_FLOPS/);
+    // The same game at the starter's size is within it.
+    const small = await experiment(
+      "small",
+      { "environment.ts": withDemonstrator },
+      {
+        environment: "custom",
+        agent,
+        algorithm: { name: "grpo", steps: 40, groupSize: 8, groupsPerStep: 16 },
+      },
+    );
+    const { runId } = await callerFor(db.handle).runs.launch({ experimentId: small });
+    expect(runId).toMatch(/^run_/);
+  });
 });

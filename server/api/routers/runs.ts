@@ -7,9 +7,10 @@ import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, metr
 import { useCases } from "@/lib/envs";
 import { datasetFiles } from "../../datasets";
 import type { ValidationReport } from "../../sandbox";
+import { defaultSandboxLimits } from "../../sandbox/browser";
 import { type LaunchRefusal, launchRefusal, refusalMessage } from "../../validation";
 import { validateSource } from "./experiments";
-import { EVALUATION_LIMITS, JobRejectedError, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
+import { EVALUATION_LIMITS, JobRejectedError, jobCost, launchRun, resumeRun, RunStateError, stopRun } from "../../jobs";
 import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
 import { importProjectModule } from "../../project-module";
 import { importedTokenizerOf } from "../../base-tokenizers";
@@ -118,6 +119,7 @@ export const runsRouter = createTRPCRouter({
         config,
         kind: config.algorithm.name === "sft" ? "sft" : "rl",
         priority: input.priority,
+        maxTurns: maxTurnsOf(config, report),
       });
       await ctx.db.update(experiments).set({ updatedAt: new Date() }).where(eq(experiments.id, input.experimentId));
       return { runId, diagnostics: report?.diagnostics ?? [] };
@@ -477,6 +479,8 @@ async function queueRun(
     config: ExperimentConfig;
     kind: "rl" | "sft" | "eval" | "export";
     priority: number;
+    /** The most turns an episode may take: its cost bound counts them (server/jobs/admission.ts). */
+    maxTurns: number;
   },
 ): Promise<string> {
   const { db } = ctx;
@@ -498,6 +502,7 @@ async function queueRun(
       },
       {
         priority: run.priority,
+        cost: jobCost({ kind: run.kind, config, model: shape, maxTurns: run.maxTurns }),
         resources: {
           kind: run.kind,
           mode: training ? config.agent.training.mode : "full",
@@ -553,5 +558,25 @@ async function queueFromCheckpoint(
     config,
     kind,
     priority: 0,
+    maxTurns: kind === "export" ? 0 : maxTurnsOf(config, config.environment === "custom" ? await validateVersion(ctx, source) : null),
   });
+}
+
+/**
+ * The most turns one of a run's episodes may take: a built-in environment's maxTurns, a custom one's from its
+ * validation, else the sandbox's cap on an episode's steps (an episode that runs longer fails).
+ */
+function maxTurnsOf(config: ExperimentConfig, report: ValidationReport | null): number {
+  if (config.environment !== "custom") return useCases[config.environment]?.environment.maxTurns ?? defaultSandboxLimits.maxStepsPerEpisode;
+  return report?.environment?.maxTurns ?? defaultSandboxLimits.maxStepsPerEpisode;
+}
+
+/** A run version's own environment, validated as its launch did (reused when that validation is recent). */
+async function validateVersion(ctx: Pick<Context, "db" | "access">, source: { projectId: string; versionId: string; config: unknown }) {
+  const [version] = await ctx.db.select({ files: experimentVersions.files }).from(experimentVersions).where(eq(experimentVersions.id, source.versionId));
+  const original = defineExperiment(source.config as never);
+  return validateSource(ctx, source.projectId, (version?.files ?? {}) as Record<string, string>, {
+    base: original.agent.base,
+    maxTokens: original.agent.sampling.maxTokens,
+  }).catch(() => null);
 }
