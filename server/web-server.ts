@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import next from "next";
 import { directProcedures, serveDirect } from "./api/direct";
@@ -9,7 +10,7 @@ import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./examples";
-import { startSchedulerLoop } from "./jobs";
+import { startSchedulerLoop, workerProcessEnded } from "./jobs";
 import { createPackingPolicy } from "./scheduler";
 import { announceRunData, followLiveRuns, isMetricStreamRequest, serveMetricStream } from "./metrics";
 import { listenAsServer } from "./worker/channel";
@@ -99,6 +100,11 @@ export async function startWebServer(
     token,
     root,
     env: options.workerEnv ?? ({} as NodeJS.ProcessEnv),
+    // The server saw its worker die: its jobs go back to the queue now, saying how, not after its lease runs out.
+    onExit: (pid, how) =>
+      void workerProcessEnded(database.db, { hostname: os.hostname(), pid, how })
+        .then(() => scheduler.wake())
+        .catch((error: unknown) => console.error("could not hand back a dead worker's jobs:", error)),
   });
   return {
     url,

@@ -11,6 +11,7 @@ export {
   finishJob,
   launchRun,
   leaveWorker,
+  workerProcessEnded,
   recordCheckpoint,
   setAsideCheckpoint,
   resumeRun,

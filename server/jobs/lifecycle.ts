@@ -310,6 +310,15 @@ export async function leaveWorker(db: Database, workerId: string, why = "the wor
   return { ok: true };
 }
 
+/** A worker process on `hostname` ended (its parent saw it): each live worker it registered leaves, saying how. */
+export async function workerProcessEnded(db: Database, input: { hostname: string; pid: number; how: string }) {
+  const alive = await db
+    .select({ id: workers.id })
+    .from(workers)
+    .where(and(eq(workers.hostname, input.hostname), eq(workers.pid, input.pid), eq(workers.status, "alive")));
+  for (const { id } of alive) await leaveWorker(db, id, `worker ${id}'s process ${input.how}`);
+}
+
 /**
  * A heartbeat from a worker whose lease had run out: it was alive all along, only too slow to answer (a starved
  * machine, a stalled network). The loss counted against the jobs it was still running is taken back, and their

@@ -25,6 +25,8 @@ export function startLocalWorkers(options: {
   root: string;
   env: NodeJS.ProcessEnv;
   log?: (line: string) => void;
+  /** A worker's process ended unasked: its pid, and how ("was killed by SIGKILL", "exited with code 1"). */
+  onExit?: (pid: number, how: string) => void;
 }) {
   const log = options.log ?? console.log;
   const children = new Set<ChildProcess>();
@@ -49,6 +51,7 @@ export function startLocalWorkers(options: {
       children.delete(child);
       if (closing) return;
       log(`local worker ${index} exited (${signal ?? code}); starting another in 2 s`);
+      options.onExit?.(child.pid!, signal ? `was killed by ${signal}` : `exited with code ${code}`);
       setTimeout(() => !closing && spawnOne(index), 2000);
     });
   };

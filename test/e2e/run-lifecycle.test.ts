@@ -105,7 +105,7 @@ describe("a run's life", () => {
     expect(new Set(rewardSteps).size).toBe(steps);
     const logs = await call<{ message: string }[]>(server, "runs.logs", { runId }, "GET");
     expect(logs.map((l) => l.message).join("\n")).toMatch(
-      /Worker lost: worker wrk_\w+ stopped answering: no heartbeat for 20 s [^\n]*Job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/,
+      /Worker lost: worker wrk_\w+'s process was killed by SIGKILL\. Job job_\w+ requeued[\s\S]*Resuming from the checkpoint of step \d+/,
     );
   }, 480_000);
 

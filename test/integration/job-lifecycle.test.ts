@@ -24,6 +24,7 @@ import {
   stopRun,
   submitJob,
   WorkerConflictError,
+  workerProcessEnded,
 } from "@/server/jobs";
 import { moveJobs } from "@/server/jobs/transitions";
 import { createPackingPolicy } from "@/server/scheduler";
@@ -286,6 +287,26 @@ describe("lifecycle operations", () => {
       /worker wrk_\w+ stopped answering: no heartbeat for 20 s \(its process, machine or network is gone\)[^\n]*1 of 3 losses/,
     );
     expect(messages.join("\n")).toMatch(/was not gone but too slow to answer[^\n]*no longer counts/);
+  });
+
+  it("hands back the jobs of a worker whose process its server saw die, saying how, without waiting for its lease", async () => {
+    const ids = await jobIn("running");
+    const { workerId: holder } = await registerWorker(handle.db, {
+      hostname: "host-a",
+      pid: 77,
+      backend: "js",
+      devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+    });
+    await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+    // Another machine's worker with the same pid is not this one.
+    await workerProcessEnded(handle.db, { hostname: "host-b", pid: 77, how: "was killed by SIGKILL" });
+    expect((await statesOf(ids)).job).toBe("running");
+    await workerProcessEnded(handle.db, { hostname: "host-a", pid: 77, how: "was killed by SIGKILL" });
+    expect((await statesOf(ids)).job).toBe("queued");
+    const logs = await handle.db.select({ message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
+    expect(logs.at(-1)!.message).toMatch(
+      /^Worker lost: worker wrk_\w+'s process was killed by SIGKILL\. Job job_\w+ requeued to resume from its last checkpoint \(1 of \d+ losses/,
+    );
   });
 
   it("gives leases the time the server itself could not hear heartbeats in", async () => {
