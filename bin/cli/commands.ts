@@ -335,7 +335,20 @@ async function follow(client: TinkerlabClient, runId: string, options: GlobalOpt
   let last: Run | null = null;
   let started = false;
   try {
+    let resumedFrom: number | null = null;
     for await (const update of client.runs.follow(runId, { intervalMs: 1000, signal: controller.signal })) {
+      // A run that resumes (after a pause, or a lost worker) goes back to its last checkpoint: say so, rather than
+      // let the bar jump back.
+      if (update.run.resumedFromStep !== null && update.run.resumedFromStep !== resumedFrom && last !== null) {
+        const from = update.run.resumedFromStep;
+        const line = `resumed from the checkpoint of step ${from}${last.step > from ? ` (it had reached step ${last.step}; the steps after ${from} are trained again)` : ""}; \`tinkerlab runs logs ${runId}\` says why`;
+        if (bar && started) {
+          bar.stop();
+          started = false;
+        }
+        if (!options.json) console.log(line);
+      }
+      resumedFrom = update.run.resumedFromStep;
       last = update.run;
       const reward = update.latest["reward/mean"];
       const payload = { reward: reward === undefined ? "—" : reward.toFixed(3), status: update.run.status };

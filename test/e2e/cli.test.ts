@@ -135,6 +135,49 @@ describe("the tinkerlab CLI", () => {
     });
   }, 120_000);
 
+  it("says where a run it follows resumed from, rather than jump back", async () => {
+    fs.mkdirSync(path.join(work, "paused"), { recursive: true });
+    const config = {
+      name: "paused",
+      environment: "arithmetic",
+      agent: { base: "arithmetic-base" },
+      algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 },
+    };
+    fs.writeFileSync(path.join(work, "paused", "experiment.json"), JSON.stringify(config));
+    const control = (id: string, action: string) =>
+      fetch(`${server.url}/api/trpc/runs.control`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ json: { id, action } }),
+      });
+    const runStatus = async (id: string) =>
+      (
+        (await (await fetch(`${server.url}/api/trpc/runs.byId?input=${encodeURIComponent(JSON.stringify({ json: { id } }))}`)).json()) as {
+          result: { data: { json: { status: string } } };
+        }
+      ).result.data.json.status;
+    let stage = "running";
+    const followed = await cli(["run", "paused", "--url", server.url], {}, (text) => {
+      const runId = /Launched (run_\w+)/.exec(text)?.[1];
+      if (!runId) return;
+      if (stage === "running" && /step [3-9]\d*\/2000/.test(text)) {
+        stage = "pausing";
+        void (async () => {
+          await control(runId, "pause");
+          while ((await runStatus(runId)) !== "paused") await new Promise((resolve) => setTimeout(resolve, 250));
+          stage = "resuming";
+          await control(runId, "resume");
+        })();
+      }
+      if (stage === "resuming" && /resumed from the checkpoint of step \d+/.test(text)) {
+        stage = "done";
+        void control(runId, "cancel");
+      }
+    });
+    expect(followed.stdout).toMatch(/resumed from the checkpoint of step [3-9]\d*; `tinkerlab runs logs run_\w+` says why/);
+    expect(followed.code).toBe(4);
+  }, 180_000);
+
   // A terminal for the CLI: `script` runs it on a pseudo-terminal fed from this test, where Ctrl-C is the byte 0x03
   // that the terminal turns into SIGINT, as when a person presses it.
   it.skipIf(!hasScript)(
