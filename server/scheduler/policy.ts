@@ -153,6 +153,8 @@ export function createPackingPolicy(options: Partial<PackingPolicyOptions> = {})
 
 /** A device's fit for a job, lower is better: idle, sharing its base, spare slots, time-sliced; then tightness. */
 type Placement = { device: number; sharesBase: boolean; score: number };
+/** Where and when the blocked head job could start as running jobs end (startsAt is Infinity when never). */
+type Reservation = { device: number; startsAt: number };
 
 /**
  * One scheduling pass. It copies the devices' free memory and slots into arrays it updates as it decides, so that
@@ -169,7 +171,13 @@ class PackingPass {
   private readonly usage: Map<string, number>;
   private readonly decisions: Decision[] = [];
   private largestFreeMemory = 0;
-  private lowestPreemptiblePriority = Infinity;
+  /** The most slots any busy device has to spare (Infinity while one is idle: it takes any job); an upper bound. */
+  private largestFreeSlots = 0;
+  /**
+   * Footprints (with the device they were kept off) that found no device in this pass. Devices only fill up as the
+   * pass places jobs, so a footprint that did not fit will not fit later in the pass, until a preemption frees room.
+   */
+  private readonly noRoom = new Set<string>();
 
   constructor(
     private readonly state: ClusterState,
@@ -187,32 +195,41 @@ class PackingPass {
       this.demandedSlots[i] = device.demandedSlots;
       this.jobCount[i] = device.jobs.length;
       if (device.freeMemoryMb > this.largestFreeMemory) this.largestFreeMemory = device.freeMemoryMb;
-      for (const job of device.jobs) {
-        if (job.preemptible && job.priority < this.lowestPreemptiblePriority) this.lowestPreemptiblePriority = job.priority;
-      }
+      const spareSlots = device.jobs.length === 0 ? Infinity : device.capacity.computeSlots - device.demandedSlots;
+      if (spareSlots > this.largestFreeSlots) this.largestFreeSlots = spareSlots;
     }
   }
 
   run(): Decision[] {
     if (this.state.queue.length === 0) return this.decisions;
     let head: QueuedJob | null = null;
-    let reservation: { device: number; startsAt: number } | null = null;
+    // The head's reservation is computed when a job behind it first finds room (nothing has changed since the head
+    // was blocked): a pass in which nothing backfills, the common case on a busy cluster, needs none.
+    let reservation: Reservation | null | undefined;
     let lookedAtAfterHead = 0;
     let preemptions = 0;
 
     for (const job of this.fairShareOrder()) {
       if (head !== null && ++lookedAtAfterHead > this.options.backfillDepth) break;
-      const placement = this.findPlacement(job, head === null ? null : reservation);
+      let placement = this.findPlacement(job, -1);
+      if (placement && head !== null) {
+        if (reservation === undefined) reservation = this.reserveFor(head);
+        // Only the reserved device is closed to it, unless it would be done before the head could start there.
+        if (reservation !== null && placement.device === reservation.device && !this.endsBefore(job, reservation)) {
+          placement = this.findPlacement(job, reservation.device);
+        }
+      }
       if (placement) {
         this.place(job, placement, head !== null);
         continue;
       }
       if (head !== null) continue;
-      if (preemptions < this.options.maxPreemptionsPerPass && job.priority > this.lowestPreemptiblePriority) {
+      // A job may stop lower-priority training jobs; preemptFor finds none when no running job is below it.
+      if (preemptions < this.options.maxPreemptionsPerPass) {
         const victims = this.preemptFor(job);
         if (victims > 0) {
           preemptions += victims;
-          const afterPreemption = this.findPlacement(job, null);
+          const afterPreemption = this.findPlacement(job, -1);
           if (afterPreemption) {
             this.place(job, afterPreemption, false);
             continue;
@@ -220,9 +237,13 @@ class PackingPass {
         }
       }
       head = job;
-      reservation = this.reserveFor(job);
     }
     return this.decisions;
+  }
+
+  /** Whether a backfilled job's estimate ends before the blocked head's reserved start. */
+  private endsBefore(job: QueuedJob, reservation: Reservation): boolean {
+    return job.estimatedSeconds !== null && Number.isFinite(reservation.startsAt) && this.state.now + job.estimatedSeconds <= reservation.startsAt;
   }
 
   /**
@@ -268,20 +289,19 @@ class PackingPass {
     return bases;
   }
 
-  private findPlacement(job: QueuedJob, reservation: { device: number; startsAt: number } | null): Placement | null {
+  /** The best device for `job`, `excluded` left out (-1 for none), or null when none has room. */
+  private findPlacement(job: QueuedJob, excluded: number): Placement | null {
     const { footprint } = job;
     const base = footprint.sharedBase;
     // Most passes find nothing free: skip the scan when even the emptiest device is too small.
     if (footprint.ownMemoryMb > this.largestFreeMemory) return null;
-    const fitsBeforeReservation =
-      reservation !== null &&
-      job.estimatedSeconds !== null &&
-      Number.isFinite(reservation.startsAt) &&
-      this.state.now + job.estimatedSeconds <= reservation.startsAt;
+    if (footprint.computeSlots > this.largestFreeSlots && this.options.maxLoraOversubscription <= 1) return null;
+    const key = `${footprint.ownMemoryMb}|${footprint.computeSlots}|${base}|${footprint.baseMemoryMb}|${excluded}`;
+    if (this.noRoom.has(key)) return null;
 
     let best: Placement | null = null;
     for (let i = 0; i < this.devices.length; i++) {
-      if (reservation !== null && i === reservation.device && !fitsBeforeReservation) continue;
+      if (i === excluded) continue;
       const sharesBase = base !== null && this.baseSharers(i, base) > 0;
       const needed = memoryToAdd(footprint, sharesBase);
       if (this.freeMemory[i] < needed) continue;
@@ -299,6 +319,7 @@ class PackingPass {
       const score = tier * 4 + slack;
       if (best === null || score < best.score) best = { device: i, sharesBase, score };
     }
+    if (best === null) this.noRoom.add(key);
     return best;
   }
 
@@ -310,7 +331,10 @@ class PackingPass {
     this.jobCount[i] += 1;
     if (base !== null) {
       const bases = this.basesOf(i);
-      bases.set(base, (bases.get(base) ?? 0) + 1);
+      const sharers = bases.get(base) ?? 0;
+      bases.set(base, sharers + 1);
+      // A base newly resident here lets other jobs on it fit in less memory than when they found no room.
+      if (sharers === 0) this.noRoom.clear();
     }
     this.usage.set(job.userId, (this.usage.get(job.userId) ?? 0) + job.footprint.computeSlots);
     this.decisions.push({
@@ -330,20 +354,35 @@ class PackingPass {
     let best: { device: number; victims: RunningJob[]; lost: number } | null = null;
     for (let i = 0; i < this.devices.length; i++) {
       const device = this.devices[i];
-      const candidates = device.jobs
-        .filter((r) => r.preemptible && r.priority < job.priority && !this.preempted.has(r.id))
-        .sort((a, b) => a.priority - b.priority || a.secondsSinceCheckpoint - b.secondsSinceCheckpoint);
-      if (candidates.length === 0) continue;
+      // The jobs that stay must leave room for its slots even if every candidate goes; else skip the device (a
+      // necessary condition: jobs placed in this pass stay too, and the full check below counts them).
+      let staying = 0;
+      let stayingSlots = 0;
+      let anyCandidate = false;
+      const anyPreempted = this.preempted.size > 0;
+      for (const r of device.jobs) {
+        if (anyPreempted && this.preempted.has(r.id)) continue;
+        if (r.priority >= job.priority || !r.preemptible) {
+          staying++;
+          stayingSlots += r.footprint.computeSlots;
+        } else anyCandidate = true;
+      }
+      if (!anyCandidate || (staying > 0 && stayingSlots + job.footprint.computeSlots > device.capacity.computeSlots)) continue;
+      const candidates: { job: RunningJob; lost: number }[] = [];
+      for (const r of device.jobs) {
+        if (r.preemptible && r.priority < job.priority && !this.preempted.has(r.id)) candidates.push({ job: r, lost: r.secondsSinceCheckpoint });
+      }
+      candidates.sort((a, b) => a.job.priority - b.job.priority || a.lost - b.lost);
       const bases = new Map(this.changedBases.get(i) ?? device.residentBases);
       let free = this.freeMemory[i];
       let slots = this.demandedSlots[i];
       let count = this.jobCount[i];
       const victims: RunningJob[] = [];
       let lost = 0;
-      for (const victim of candidates) {
+      for (const { job: victim, lost: victimLost } of candidates) {
         if (best !== null && victims.length > best.victims.length) break;
         victims.push(victim);
-        lost += victim.secondsSinceCheckpoint;
+        lost += victimLost;
         free += victim.footprint.ownMemoryMb;
         slots -= victim.footprint.computeSlots;
         count -= 1;
@@ -383,6 +422,9 @@ class PackingPass {
       } else bases.set(base, left);
     }
     if (this.freeMemory[device] > this.largestFreeMemory) this.largestFreeMemory = this.freeMemory[device];
+    const spareSlots = this.jobCount[device] === 0 ? Infinity : this.devices[device].capacity.computeSlots - this.demandedSlots[device];
+    if (spareSlots > this.largestFreeSlots) this.largestFreeSlots = spareSlots;
+    this.noRoom.clear();
     this.usage.set(victim.userId, (this.usage.get(victim.userId) ?? 0) - victim.footprint.computeSlots);
     this.decisions.push({ type: "preempt", jobId: victim.id, deviceId: this.devices[device].capacity.id, forJobId: forJob.id });
   }
@@ -393,36 +435,46 @@ class PackingPass {
    * device ever frees enough, the job keeps the device that could hold it with the fewest jobs on it, so that
    * backfill cannot fill that one for good.
    */
-  private reserveFor(job: QueuedJob): { device: number; startsAt: number } | null {
+  private reserveFor(job: QueuedJob): Reservation | null {
     const { footprint } = job;
     const base = footprint.sharedBase;
-    let best: { device: number; startsAt: number } | null = null;
+    const alone = memoryToAdd(footprint, false);
+    let best: Reservation | null = null;
     let fallback = -1;
+    const ending: { end: number; job: RunningJob }[] = [];
     for (let i = 0; i < this.devices.length; i++) {
       const device = this.devices[i];
-      if (device.capacity.memoryMb < memoryToAdd(footprint, false)) continue;
+      if (device.capacity.memoryMb < alone) continue;
       if (fallback < 0 || this.jobCount[i] < this.jobCount[fallback]) fallback = i;
       const headSharesBase = base !== null && this.baseSharers(i, base) > 0;
+      const needed = memoryToAdd(footprint, headSharesBase);
+      // Jobs that end before the best start found so far, soonest first; the others cannot make this device better.
+      ending.length = 0;
+      for (const running of device.jobs) {
+        if (this.preempted.has(running.id)) continue;
+        const end = running.estimatedEndAt;
+        if (end === null || (best !== null && end >= best.startsAt)) continue;
+        ending.push({ end, job: running });
+      }
+      if (ending.length === 0) continue;
+      ending.sort((a, b) => a.end - b.end);
       let free = this.freeMemory[i];
       let slots = this.demandedSlots[i];
       let count = this.jobCount[i];
-      const needed = memoryToAdd(footprint, headSharesBase);
-      const fits = () => free >= needed && (count === 0 || slots + footprint.computeSlots <= device.capacity.computeSlots);
-      const ending = device.jobs.filter((r) => r.estimatedEndAt !== null && !this.preempted.has(r.id)).sort((a, b) => a.estimatedEndAt! - b.estimatedEndAt!);
-      const sharers = new Map(device.residentBases);
-      for (const running of ending) {
-        if (best !== null && running.estimatedEndAt! >= best.startsAt) break;
+      let sharers: Map<string, number> | null = null;
+      for (const { end, job: running } of ending) {
         free += running.footprint.ownMemoryMb;
         slots -= running.footprint.computeSlots;
         count -= 1;
         const runningBase = running.footprint.sharedBase;
         if (runningBase !== null && runningBase !== (headSharesBase ? base : null)) {
+          sharers ??= new Map(device.residentBases);
           const left = (sharers.get(runningBase) ?? 1) - 1;
           sharers.set(runningBase, left);
           if (left === 0) free += running.footprint.baseMemoryMb;
         }
-        if (fits()) {
-          best = { device: i, startsAt: Math.max(this.state.now, running.estimatedEndAt!) };
+        if (free >= needed && (count === 0 || slots + footprint.computeSlots <= device.capacity.computeSlots)) {
+          best = { device: i, startsAt: Math.max(this.state.now, end) };
           break;
         }
       }

@@ -53,6 +53,17 @@ describe("packing policy", () => {
     expect(createFifoBaselinePolicy().decide(state)).toEqual([]);
   });
 
+  it("starts a job that asks for more slots than a device has on an idle one of them, slower, rather than wait", () => {
+    const state = cluster(
+      [
+        [{ ...big, id: "busy" }, [running("r", full(20_000, 6))]],
+        [{ ...small, id: "idle" }, []],
+      ],
+      [queued("whole", full(10_000, 8))],
+    );
+    expect(createPackingPolicy().decide(state)).toEqual([{ type: "place", jobId: "whole", deviceId: "idle", sharesBase: null, backfilled: false }]);
+  });
+
   it("orders a priority class by each user's slots in use (fair share)", () => {
     const state = cluster(
       [[{ ...big, id: "d0" }, [running("a1", full(10_000, 2)), running("a2", full(10_000, 2)), running("a3", full(10_000, 2))]]],
