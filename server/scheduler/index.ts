@@ -8,3 +8,4 @@ export * from "./simulator";
 export * from "./forecast";
 export * from "./trace";
 export * from "./trace-generator";
+export * from "./load";

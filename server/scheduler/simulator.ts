@@ -71,6 +71,11 @@ export interface SimulationResult {
   p95Wait: number;
   /** Busy compute-slot time over available compute-slot time, from the first arrival to the last finish. */
   utilization: number;
+  /**
+   * The same from the first arrival to the last: how busy the devices are while the trace offers work, before the
+   * last jobs drain (they run on a cluster that has nothing else to do, which `utilization` counts).
+   */
+  arrivalUtilization: number;
   makespan: number;
   /** Largest number of jobs placed on one device at once. */
   maxJobsPerDevice: number;
@@ -110,6 +115,8 @@ interface SimDevice {
   /** When each resident base finishes loading. */
   baseReadyAt: Map<string, number>;
   busySlotSeconds: number;
+  /** The part of busySlotSeconds between the first and the last arrival. */
+  busyWhileArriving: number;
   accountedAt: number;
   activeSlots: number;
 }
@@ -165,6 +172,8 @@ class Simulation {
   private preemptions = 0;
   private maxJobsPerDevice = 0;
   private needsPass = false;
+  private readonly firstArrival: number;
+  private readonly lastArrival: number;
 
   constructor(
     private readonly trace: Trace,
@@ -180,6 +189,7 @@ class Simulation {
       jobs: [],
       baseReadyAt: new Map(),
       busySlotSeconds: 0,
+      busyWhileArriving: 0,
       accountedAt: 0,
       activeSlots: 0,
     }));
@@ -187,6 +197,8 @@ class Simulation {
     this.deviceStates = this.devices.map((device) => describeDevice(device.capacity, []));
 
     this.jobs = trace.jobs.map((spec) => this.createJob(spec));
+    this.firstArrival = trace.jobs.reduce((first, job) => Math.min(first, job.arrival), Infinity);
+    this.lastArrival = trace.jobs.reduce((last, job) => Math.max(last, job.arrival), -Infinity);
     for (const job of this.jobs) this.jobsById.set(job.spec.id, job);
     const alreadyRunning = new Set<string>();
     for (const { jobId, deviceId, doneSeconds } of start.running ?? []) {
@@ -213,6 +225,8 @@ class Simulation {
     const job: SimJob = {
       spec,
       footprint: this.start.footprints?.get(spec.id) ?? footprintOf(spec, this.trace),
+      // As server/jobs/scheduling.ts marks them: RL and SFT stop at a step and resume from a checkpoint; an
+      // evaluation, an export, a remote session (its script holds the model's state) and serving run to the end.
       preemptible: spec.kind === "rl" || spec.kind === "sft",
       state: "queued",
       done: 0,
@@ -456,7 +470,10 @@ class Simulation {
 
   /** Adds the busy slot time since the device last changed; call before anything on it changes. */
   private account(device: SimDevice): void {
-    device.busySlotSeconds += Math.min(device.capacity.computeSlots, device.activeSlots) * (this.now - device.accountedAt);
+    const busy = Math.min(device.capacity.computeSlots, device.activeSlots);
+    device.busySlotSeconds += busy * (this.now - device.accountedAt);
+    const overlap = Math.min(this.now, this.lastArrival) - Math.max(device.accountedAt, this.firstArrival);
+    if (overlap > 0) device.busyWhileArriving += busy * overlap;
     device.accountedAt = this.now;
   }
 
@@ -528,11 +545,14 @@ class Simulation {
     }
     const makespan = jct.length === 0 ? 0 : lastFinish - firstArrival;
     let busy = 0;
+    let busyWhileArriving = 0;
     let slots = 0;
     for (const device of this.devices) {
       busy += device.busySlotSeconds;
+      busyWhileArriving += device.busyWhileArriving;
       slots += device.capacity.computeSlots;
     }
+    const arrivalSpan = this.lastArrival - this.firstArrival;
     return {
       policy: this.policy.name,
       trace: this.trace.name,
@@ -548,6 +568,7 @@ class Simulation {
       meanWait: mean(wait),
       p95Wait: percentile(wait, 0.95),
       utilization: makespan === 0 ? 0 : busy / (slots * makespan),
+      arrivalUtilization: arrivalSpan > 0 ? busyWhileArriving / (slots * arrivalSpan) : 0,
       makespan,
       maxJobsPerDevice: this.maxJobsPerDevice,
       outcomes: this.jobs.map((job) => ({

@@ -1,9 +1,14 @@
 /**
- * Seeded, deterministic workload traces: a mix of LoRA RL sweeps on a few bases, LoRA and full-parameter SFT,
- * full-parameter RL on small models, short inference and evaluation jobs, and adapter exports. The numbers are
- * meant to look like a small lab's cluster, not to flatter the policy; docs/SCHEDULER.md lists them.
+ * Seeded, deterministic workload traces of the job kinds the runtime runs: LoRA RL sweeps on a few bases, LoRA and
+ * full-parameter SFT, full-parameter RL on small models, evaluations and exports of checkpoints, remote training
+ * sessions, and long-running serving jobs. The numbers are meant to look like a small lab's busy cluster, not to
+ * flatter the policy; docs/SCHEDULER.md lists them. Arrivals are spaced so that the work offered, counted in the
+ * jobs' footprints, is `offeredLoad` of what the devices have (load.ts), and every job fits some device.
  */
 import { Rng } from "@/lib/model/rng";
+import { offeredLoad } from "./load";
+import { checkEverFits } from "./resources";
+import { footprintOf, traceDevices } from "./simulator";
 import type { TraceInput, Trace } from "./trace";
 import { parseTrace } from "./trace";
 
@@ -21,7 +26,8 @@ type ModelName = keyof typeof models;
 const h100 = { name: "h100-80g", kind: "gpu" as const, memoryMb: 81_920, computeSlots: 8 };
 const l4 = { name: "l4-24g", kind: "gpu" as const, memoryMb: 24_576, computeSlots: 4 };
 
-type Template = "loraRl" | "loraSft" | "fullSft" | "fullRl" | "inference" | "eval" | "export" | "tooBig";
+/** A kind of submission; `describeTemplate` gives each one's job kind, footprint and length. */
+type Template = "loraRl" | "loraSft" | "fullSft" | "fullRl" | "eval" | "export" | "session" | "serving";
 
 export interface TraceShape {
   name: string;
@@ -33,21 +39,21 @@ export interface TraceShape {
   /** Relative popularity of each base model among LoRA jobs. */
   bases: Partial<Record<ModelName, number>>;
   /**
-   * Offered load as a fraction of device time: the sum of job durations over (devices x span of arrivals). At 1
-   * the baseline, which gives every job a whole device, would be saturated even with perfect packing.
+   * Offered load (load.ts): the jobs' work, each counted by its dominant share of the cluster's compute slots or
+   * memory, over the span of arrivals. 1 asks for all the cluster has while jobs arrive.
    */
   offeredLoad: number;
 }
 
 const everyKind: Partial<Record<Template, number>> = {
-  loraRl: 0.4,
+  loraRl: 0.34,
   loraSft: 0.1,
-  fullSft: 0.07,
-  fullRl: 0.05,
-  inference: 0.22,
-  eval: 0.1,
-  export: 0.058,
-  tooBig: 0.002,
+  fullSft: 0.06,
+  fullRl: 0.04,
+  eval: 0.2,
+  export: 0.1,
+  session: 0.12,
+  serving: 0.04,
 };
 
 export const traceShapes: Record<TracePreset, TraceShape> = {
@@ -61,7 +67,7 @@ export const traceShapes: Record<TracePreset, TraceShape> = {
     users: 6,
     mix: everyKind,
     bases: { "llama-1b": 0.4, "qwen-3b": 0.3, "llama-8b": 0.3 },
-    offeredLoad: 0.8,
+    offeredLoad: 1.0,
   },
   "lora-heavy": {
     name: "lora-heavy",
@@ -71,10 +77,8 @@ export const traceShapes: Record<TracePreset, TraceShape> = {
     ],
     jobs: 600,
     users: 8,
-    mix: { loraRl: 0.75, loraSft: 0.05, fullSft: 0.03, inference: 0.12, export: 0.05 },
+    mix: { loraRl: 0.7, loraSft: 0.05, fullSft: 0.03, eval: 0.1, export: 0.05, session: 0.04, serving: 0.03 },
     bases: { "llama-8b": 0.5, "qwen-3b": 0.3, "llama-1b": 0.2 },
-    // A busy shared cluster: the sweeps ask for as much device time as there is (docs/SCHEDULER.md, "Why
-    // lora-heavy runs at load 1.0", gives the measurements behind this choice).
     offeredLoad: 1.0,
   },
   "scale-1000": {
@@ -87,7 +91,7 @@ export const traceShapes: Record<TracePreset, TraceShape> = {
     users: 200,
     mix: everyKind,
     bases: { "llama-1b": 0.3, "qwen-3b": 0.3, "llama-8b": 0.3, "tiny-125m": 0.1 },
-    offeredLoad: 0.8,
+    offeredLoad: 1.0,
   },
 };
 
@@ -127,7 +131,9 @@ export function generateTraceFrom(shape: TraceShape, seed: number): Trace {
     const recipe = describeTemplate(template, base, duration, choose, rng);
     for (let c = 0; c < copies && jobs.length < shape.jobs; c++) {
       const durationSeconds = c === 0 ? recipe.durationSeconds : Math.round(recipe.durationSeconds * Math.exp(0.2 * rng.normal()));
-      const known = template === "inference" || template === "export" || rng.uniform() < 0.75;
+      // Evaluations and exports cost what their episodes and weights do, so they come with an estimate; a session
+      // or a serving job lasts until its user closes it, which nobody can tell; 3 training jobs in 4 have one.
+      const known = template === "eval" || template === "export" ? true : template === "session" || template === "serving" ? false : rng.uniform() < 0.75;
       jobs.push({
         ...recipe,
         id: `j${jobs.length}`,
@@ -139,14 +145,7 @@ export function generateTraceFrom(shape: TraceShape, seed: number): Trace {
     }
   }
 
-  // Stretch the arrivals so that the work offered is `offeredLoad` of the device time over the arrival span.
-  const deviceCount = shape.devices.reduce((n, d) => n + d.count, 0);
-  const work = jobs.reduce((total, job) => total + job.durationSeconds, 0);
-  const span = work / (shape.offeredLoad * deviceCount);
-  const scale = span / clock;
-  for (const job of jobs) job.arrival = Math.round(job.arrival * scale * 10) / 10;
-
-  return parseTrace(
+  const trace = parseTrace(
     {
       name: shape.name,
       checkpointIntervalSeconds: 600,
@@ -156,6 +155,19 @@ export function generateTraceFrom(shape: TraceShape, seed: number): Trace {
     },
     `generated trace '${shape.name}'`,
   );
+  // A job no device could hold would be rejected at submit and never load the cluster: a shape that makes one is
+  // wrong, not a workload to measure.
+  const capacities = traceDevices(trace);
+  for (const job of trace.jobs) {
+    const fit = checkEverFits(footprintOf(job, trace), capacities);
+    if (!fit.fits) throw new Error(`generated trace '${shape.name}': job ${job.id} (${job.kind} ${job.mode} of ${job.model}) can never run: it ${fit.message}`);
+  }
+  // Space the arrivals so that the work offered, counted in footprints, is `offeredLoad` of the cluster's capacity.
+  const first = trace.jobs[0]?.arrival ?? 0;
+  const { load } = offeredLoad(trace);
+  const scale = load / shape.offeredLoad;
+  for (const job of trace.jobs) job.arrival = Math.round((job.arrival - first) * scale * 10) / 10;
+  return trace;
 }
 
 type JobRecipe = Omit<TraceInput["jobs"][number], "id" | "arrival" | "user" | "estimatedSeconds">;
@@ -217,55 +229,62 @@ function describeTemplate(
         computeSlots: 8,
         durationSeconds: duration(5400, 0.8),
       };
-    case "inference":
+    case "eval":
+      // runs.evaluate: the checkpoint is the job's base, so it holds a whole copy of the weights (mode full, as
+      // server/api queues it) and a KV cache, no gradients or optimizer; it samples the held-out episodes once.
+      return {
+        kind: "eval",
+        mode: "full",
+        model: base,
+        batchSize: 8,
+        contextLength: 2048,
+        weightDtype: "bf16",
+        computeSlots: 2,
+        durationSeconds: duration(600, 0.5),
+      };
+    case "export":
+      // runs.export: the checkpoint's weights (an adapter merged into its base) written as one file.
+      return {
+        kind: "export",
+        mode: "full",
+        model: base,
+        batchSize: 1,
+        contextLength: 1,
+        weightDtype: "bf16",
+        computeSlots: 1,
+        durationSeconds: duration(90, 0.3),
+      };
+    case "session": {
+      // A script's remote training session (tinkerlab/client): a training footprint (batch 64, as openSession
+      // submits it) that holds its device until the script closes it; it is never preempted.
+      const lora = rng.uniform() < 0.8;
+      return {
+        kind: "session",
+        mode: lora ? "lora" : "full",
+        model: lora ? base : small,
+        batchSize: 64,
+        contextLength: 2048,
+        loraRank: lora ? 16 : undefined,
+        weightDtype: "bf16",
+        computeSlots: lora ? 2 : 8,
+        durationSeconds: duration(1800, 1.0),
+      };
+    }
+    case "serving":
+      // Serving an adapter: a sampling job that keeps its base resident for hours, until it is closed. The runtime
+      // has the kind ("inference") but nothing submits it yet, so it is modelled here: long-running, never
+      // preempted, and above training in priority, as someone is waiting on its answers.
       return {
         kind: "inference",
         mode: "lora",
         model: base,
-        // Interactive: someone is waiting on the answer.
         priority: 1,
         batchSize: 8,
         contextLength: 2048,
         loraRank: 16,
         weightDtype: "bf16",
         computeSlots: 2,
-        durationSeconds: duration(240, 0.6),
-      };
-    case "eval":
-      return {
-        kind: "eval",
-        mode: "lora",
-        model: base,
-        batchSize: 8,
-        contextLength: 2048,
-        loraRank: 16,
-        weightDtype: "bf16",
-        computeSlots: 2,
-        durationSeconds: duration(600, 0.5),
-      };
-    case "export":
-      return {
-        kind: "export",
-        mode: "lora",
-        model: base,
-        batchSize: 1,
-        contextLength: 1,
-        loraRank: 16,
-        weightDtype: "bf16",
-        computeSlots: 1,
-        durationSeconds: duration(90, 0.3),
-      };
-    case "tooBig":
-      // Someone asks for full-parameter SFT of an 8B model: about 100 GB before activations. Rejected at submit.
-      return {
-        kind: "sft",
-        mode: "full",
-        model: "llama-8b",
-        batchSize: 4,
-        contextLength: 4096,
-        weightDtype: "bf16",
-        computeSlots: 8,
-        durationSeconds: duration(7200, 0.5),
+        durationSeconds: duration(3 * 3600, 0.6),
       };
   }
 }
