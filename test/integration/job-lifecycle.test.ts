@@ -92,6 +92,18 @@ async function jobIn(state: JobState) {
   return { runId, jobId };
 }
 
+/** A new worker of one CPU slot on `hostname` with process `pid`, running the job `jobId`; returns its id. */
+async function runningOn(jobId: string, hostname = "test", pid = 2): Promise<string> {
+  const { workerId: holder } = await registerWorker(handle.db, {
+    hostname,
+    pid,
+    backend: "js",
+    devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
+  });
+  await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, jobId));
+  return holder;
+}
+
 async function statesOf(ids: { runId: string; jobId: string }) {
   const [job] = await handle.db.select({ status: jobs.status }).from(jobs).where(eq(jobs.id, ids.jobId));
   const [run] = await handle.db.select({ status: runs.status }).from(runs).where(eq(runs.id, ids.runId));
@@ -204,18 +216,8 @@ describe("lifecycle operations", () => {
 
   it("a job that keeps losing its worker without getting further fails, saying why; one that gets further is requeued", async () => {
     const ids = await jobIn("running");
-    const newWorker = async () =>
-      (
-        await registerWorker(handle.db, {
-          hostname: "test",
-          pid: 2,
-          backend: "js",
-          devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
-        })
-      ).workerId;
     const loseWorkerAt = async (step: number, how: "lease" | "leave") => {
-      const holder = await newWorker();
-      await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+      const holder = await runningOn(ids.jobId);
       await handle.db.update(runs).set({ status: "running", step }).where(eq(runs.id, ids.runId));
       if (how === "leave") await leaveWorker(handle.db, holder, "the worker left", { maxWorkerLosses: 3 });
       else {
@@ -256,13 +258,7 @@ describe("lifecycle operations", () => {
   it("tells a starved worker from a gone one: a starved worker's loss does not count, and a late heartbeat takes a counted one back", async () => {
     const ids = await jobIn("running");
     const holderOf = async (late: { lateMs: number } | null) => {
-      const { workerId: holder } = await registerWorker(handle.db, {
-        hostname: "test",
-        pid: 3,
-        backend: "js",
-        devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
-      });
-      await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+      const holder = await runningOn(ids.jobId, "test", 3);
       await handle.db.update(runs).set({ status: "running", step: 4 }).where(eq(runs.id, ids.runId));
       // Its heartbeats came ever later (the server measured the gaps), then stopped.
       await handle.db
@@ -291,13 +287,7 @@ describe("lifecycle operations", () => {
 
   it("hands back the jobs of a worker whose process its server saw die, saying how, without waiting for its lease", async () => {
     const ids = await jobIn("running");
-    const { workerId: holder } = await registerWorker(handle.db, {
-      hostname: "host-a",
-      pid: 77,
-      backend: "js",
-      devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
-    });
-    await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+    await runningOn(ids.jobId, "host-a", 77);
     // Another machine's worker with the same pid is not this one.
     await workerProcessEnded(handle.db, { hostname: "host-b", pid: 77, how: "was killed by SIGKILL" });
     expect((await statesOf(ids)).job).toBe("running");
@@ -311,13 +301,7 @@ describe("lifecycle operations", () => {
 
   it("gives leases the time the server itself could not hear heartbeats in", async () => {
     const ids = await jobIn("running");
-    const { workerId: holder } = await registerWorker(handle.db, {
-      hostname: "test",
-      pid: 4,
-      backend: "js",
-      devices: [{ kind: "cpu", name: "cpu", memoryMb: 4096, computeSlots: 1 }],
-    });
-    await handle.db.update(jobs).set({ status: "running", workerId: holder }).where(eq(jobs.id, ids.jobId));
+    const holder = await runningOn(ids.jobId, "test", 4);
     await handle.db
       .update(workers)
       .set({ heartbeatAt: new Date(Date.now() - 25_000) })
