@@ -130,6 +130,8 @@ export async function databaseChannel(databaseUrl: string, options: { log?: (lin
   let listener: { close(): Promise<void> } | null = null;
 
   const startListening = async (workerId: string, wake: (why: "placed" | "changed") => void) => {
+    // A worker that registers again (its job host died) listens for its new id only.
+    await listener?.close();
     listener = keepListening(databaseUrl, [JOBS_CHANNEL], {
       notice: (_, payload) => {
         let notice: JobsNotice = {};
