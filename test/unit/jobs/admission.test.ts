@@ -29,7 +29,12 @@ describe("jobCost", () => {
 
   it("grows with what the user asks for, and a job over the limit is refused with the numbers that make it", () => {
     const small = jobCost({ kind: "eval", config, model, maxTurns: 1 });
-    const big = jobCost({ kind: "eval", config: { ...config, evaluation: { ...config.evaluation, episodes: 10_000 } }, model: { ...model, parameters: 135e6 }, maxTurns: 1000 });
+    const big = jobCost({
+      kind: "eval",
+      config: { ...config, evaluation: { ...config.evaluation, episodes: 10_000 } },
+      model: { ...model, parameters: 135e6 },
+      maxTurns: 1000,
+    });
     expect(big.flops).toBeGreaterThan(small.flops * 1000);
     expect(overCostLimit(small, 1e16, model.parameters)).toBeNull();
     const refusal = overCostLimit(big, 1e16, 135e6);
