@@ -24,7 +24,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -34,6 +33,7 @@ import { buildIfStale } from "../bin/build-if-stale.mjs";
 import { starters } from "../components/editor/starter";
 import type { AppRouter } from "../server/api/root";
 import { EVALUATION_LIMITS } from "../server/jobs";
+import { freePort } from "../test/e2e/support/server";
 import { formatTable } from "./lib/measure";
 
 const cores = os.availableParallelism();
@@ -115,17 +115,6 @@ await waitUntil(() => serverOutput.some((line) => /\[worker \d+\] registered as/
 note(`server ready at ${url}; its output goes to ${path.join(dir, "server-output.log")}`);
 
 const api = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/api/trpc`, transformer: superjson })] });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitUntil(ok: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
   const until = Date.now() + timeoutMs;

@@ -51,6 +51,13 @@ function cli(
   });
 }
 
+/** A folder `name` in `work` holding a 2,000-step arithmetic experiment: a run that goes on until stopped. */
+function longExperiment(name: string) {
+  fs.mkdirSync(path.join(work, name), { recursive: true });
+  const config = { name, environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 } };
+  fs.writeFileSync(path.join(work, name, "experiment.json"), JSON.stringify(config));
+}
+
 describe("the tinkerlab CLI", () => {
   it("logs in, pulls an example, runs a changed copy to the end, and exports the run", async () => {
     const login = await cli(["login", "--url", server.url]);
@@ -112,9 +119,7 @@ describe("the tinkerlab CLI", () => {
   }, 240_000);
 
   it("stops following on Ctrl-C with no terminal to ask on, leaving the run going on the server", async () => {
-    fs.mkdirSync(path.join(work, "long"), { recursive: true });
-    const config = { name: "long", environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 } };
-    fs.writeFileSync(path.join(work, "long", "experiment.json"), JSON.stringify(config));
+    longExperiment("long");
     let interrupted = false;
     const followed = await cli(["run", "long", "--url", server.url], {}, (text, child) => {
       if (!interrupted && /Launched run_\w+/.test(text)) {
@@ -136,14 +141,7 @@ describe("the tinkerlab CLI", () => {
   }, 120_000);
 
   it("says where a run it follows resumed from, rather than jump back", async () => {
-    fs.mkdirSync(path.join(work, "paused"), { recursive: true });
-    const config = {
-      name: "paused",
-      environment: "arithmetic",
-      agent: { base: "arithmetic-base" },
-      algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 },
-    };
-    fs.writeFileSync(path.join(work, "paused", "experiment.json"), JSON.stringify(config));
+    longExperiment("paused");
     const control = (id: string, action: string) =>
       fetch(`${server.url}/api/trpc/runs.control`, {
         method: "POST",
@@ -186,14 +184,7 @@ describe("the tinkerlab CLI", () => {
   it.skipIf(!hasScript)(
     "asks on Ctrl-C in a terminal whether to cancel the run; yes cancels it, and the exit code says so",
     async () => {
-      fs.mkdirSync(path.join(work, "to-cancel"), { recursive: true });
-      const config = {
-        name: "to-cancel",
-        environment: "arithmetic",
-        agent: { base: "arithmetic-base" },
-        algorithm: { name: "grpo", steps: 2000, groupsPerStep: 4 },
-      };
-      fs.writeFileSync(path.join(work, "to-cancel", "experiment.json"), JSON.stringify(config));
+      longExperiment("to-cancel");
       // exec: the CLI in place of script's shell, which Ctrl-C would end first (and script would return its 130).
       const command = `exec ${path.join(ROOT, "bin", "tinkerlab")} run to-cancel --url ${server.url}`;
       const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
