@@ -17,8 +17,8 @@
  * step rate under load at least its fair share of the CPU, 1 / (1 + hogs per core), of its rate without hogs.
  *
  * - Worker losses: "Worker lost" lines in the runs' logs, and workers that lost their lease (the server's output).
- * - A run's step rate: its steps over its running time, from when it is first seen running to its end (each run is
- *   read every 500 ms over the API); the evaluation's is its episodes over its running time.
+ * - A run's step rate: its steps over its running time, from its start to its end as the server recorded them (each
+ *   run is read every 500 ms over the API); the evaluation's is its episodes over its running time.
  * - Steps redone: for each resume ("Resuming from the checkpoint of step S" in a run's log), the steps from S up to
  *   the highest step the run had reached before it.
  */
@@ -192,10 +192,11 @@ async function phase(phase: "load" | "idle"): Promise<PhaseResult> {
     loads.push(os.loadavg()[0]!);
     for (const run of runs) {
       if (finished.has(run.status)) continue;
-      const now = (await api.runs.byId.query({ id: run.runId })) as { status: string; step: number; totalSteps: number };
+      const now = (await api.runs.byId.query({ id: run.runId })) as { status: string; step: number; startedAt: Date | null; finishedAt: Date | null };
       run.status = now.status;
-      if (now.status === "running") run.startedAt ??= Date.now();
-      if (finished.has(now.status)) run.endedAt = Date.now();
+      // The server's own times: a short job may start and end between two looks.
+      run.startedAt = now.startedAt?.getTime() ?? null;
+      run.endedAt = now.finishedAt?.getTime() ?? null;
       if (now.step !== run.steps.at(-1)) {
         run.steps.push(now.step);
         run.times.push(Date.now());
@@ -221,7 +222,7 @@ for (const name of PHASES) results.push(await phase(name));
 async function logOf(runId: string): Promise<string[]> {
   return ((await api.runs.logs.query({ runId, afterSeq: 0 })) as { message: string }[]).map((line) => line.message);
 }
-/** Steps per second over a run's running time (first seen running to its end); an evaluation's episodes per second. */
+/** Steps per second over a run's running time (the server's start and end times); an evaluation's episodes per second. */
 function rate(run: Followed): number {
   if (!run.startedAt || !run.endedAt) return 0;
   return (run.kind === "eval" ? EPISODES : (run.steps.at(-1) ?? 0)) / ((run.endedAt - run.startedAt) / 1000);
