@@ -20,7 +20,7 @@
  * - A run's step rate: its steps over its running time, from its start to its end as the server recorded them (each
  *   run is read every 500 ms over the API); the evaluation's is its episodes over its running time.
  * - Steps redone: for each resume ("Resuming from the checkpoint of step S" in a run's log), the steps from S up to
- *   the highest step the run had reached before it.
+ *   the highest step seen (a run that resumed once: the steps trained again).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -228,7 +228,7 @@ function rate(run: Followed): number {
   return (run.kind === "eval" ? EPISODES : (run.steps.at(-1) ?? 0)) / ((run.endedAt - run.startedAt) / 1000);
 }
 
-let workerLosses = serverOutput.filter((line) => /lost its lease|this worker lost its lease/.test(line)).length;
+let workerLosses = serverOutput.filter((line) => /lost its lease/.test(line)).length;
 let stepsRedone = 0;
 let redoneWithoutLoss = 0;
 const rows: (string | number)[][] = [];
@@ -242,9 +242,7 @@ for (const result of results) {
       const resumed = /Resuming from the checkpoint of step (\d+)/.exec(line);
       if (!resumed) continue;
       const from = Number(resumed[1]);
-      // the highest step seen before the resume (the run's step only grows between resumes, and falls at one)
-      const before = Math.max(0, ...run.steps.slice(0, run.steps.findIndex((step, i) => i > 0 && step < run.steps[i - 1]!) >>> 0));
-      redone += Math.max(0, before - from);
+      redone += Math.max(0, Math.max(0, ...run.steps) - from);
     }
     stepsRedone += redone;
     if (losses === 0) redoneWithoutLoss += redone;

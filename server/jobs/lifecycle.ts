@@ -267,6 +267,8 @@ export type LossPolicy = { maxWorkerLosses?: number };
 
 /** A worker whose heartbeats came this far apart within the minute before its lease ran out was starved, not gone. */
 export const STARVED_HEARTBEAT_MS = 5_000;
+/** How long the longest wait between a worker's heartbeats is remembered (workers.lateMs, ./workers.ts). */
+export const LATE_WINDOW_MS = 60_000;
 
 /**
  * Workers whose heartbeat stopped lose their lease: marked dead, their jobs go back to the queue to resume. Each
@@ -284,7 +286,7 @@ export async function expireLeases(db: Database, now = new Date(), policy: LossP
       .returning({ id: workers.id, lateMs: workers.lateMs, lateAt: workers.lateAt, lagMs: workers.lagMs });
     const requeued: { id: string }[] = [];
     for (const worker of dead) {
-      const recent = worker.lateAt !== null && worker.lateAt.getTime() >= now.getTime() - LEASE_SECONDS * 1000 - 60_000;
+      const recent = worker.lateAt !== null && worker.lateAt.getTime() >= now.getTime() - LEASE_SECONDS * 1000 - LATE_WINDOW_MS;
       const lateMs = Math.max(recent ? worker.lateMs : 0, worker.lagMs);
       const starved = lateMs >= STARVED_HEARTBEAT_MS;
       const why = starved

@@ -6,7 +6,7 @@ import { and, asc, eq, inArray, isNotNull, notExists, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { type Database, newId, devices, jobs, workers } from "../db";
 import { WorkerConflictError } from "./errors";
-import { forgiveStarvedLoss } from "./lifecycle";
+import { forgiveStarvedLoss, LATE_WINDOW_MS } from "./lifecycle";
 import { LEASE_SECONDS } from "./scheduling";
 
 export type DeviceSpec = { kind: "cpu" | "gpu"; name: string; memoryMb: number; computeSlots: number };
@@ -18,9 +18,6 @@ export type WorkerStatus = {
   /** The jobs it is running. */
   running?: string[];
 };
-
-/** How long a late heartbeat is remembered (workers.lateMs). */
-const LATE_WINDOW_MS = 60_000;
 
 export async function registerWorker(db: Database, input: { hostname: string; pid: number; backend: string; devices: DeviceSpec[] }) {
   const workerId = newId("wrk");
@@ -42,13 +39,15 @@ export async function heartbeat(db: Database, workerId: string, status: WorkerSt
   // The wait since its last heartbeat arrived: the longest within a minute is kept, so that a lease that runs out
   // after heartbeats came ever later is told apart from one whose worker simply vanished (./lifecycle.ts).
   const gapMs = sql<number>`least(2000000000, floor(extract(epoch from (${now.toISOString()}::timestamptz - ${workers.heartbeatAt})) * 1000))::int`;
+  // This gap is the longest of the window when none is kept, the kept one is older than the window, or it is longer.
+  const newLongest = sql`(${workers.lateAt} is null or ${workers.lateAt} < ${new Date(now.getTime() - LATE_WINDOW_MS).toISOString()}::timestamptz or ${gapMs} >= ${workers.lateMs})`;
   const [worker] = await db
     .update(workers)
     .set({
       heartbeatAt: now,
       lagMs: Math.max(0, Math.round(status.lagMs ?? 0)),
-      lateMs: sql`case when ${workers.lateAt} is null or ${workers.lateAt} < ${new Date(now.getTime() - LATE_WINDOW_MS).toISOString()}::timestamptz or ${gapMs} >= ${workers.lateMs} then ${gapMs} else ${workers.lateMs} end`,
-      lateAt: sql`case when ${workers.lateAt} is null or ${workers.lateAt} < ${new Date(now.getTime() - LATE_WINDOW_MS).toISOString()}::timestamptz or ${gapMs} >= ${workers.lateMs} then ${now.toISOString()}::timestamptz else ${workers.lateAt} end`,
+      lateMs: sql`case when ${newLongest} then ${gapMs} else ${workers.lateMs} end`,
+      lateAt: sql`case when ${newLongest} then ${now.toISOString()}::timestamptz else ${workers.lateAt} end`,
     })
     .where(and(eq(workers.id, workerId), eq(workers.status, "alive")))
     .returning({ id: workers.id });
