@@ -9,30 +9,25 @@
  * sample: new tokens/s of sample() for B prompts of 4 tokens, generating up to T (B*(T-4) tokens per call).
  * The last line is one JSON object with every figure.
  *
- * Configs: tiny and small (GPT-2's block, next to ../shared/anchors/torch_tiny_gpt.py) run by default;
- * llama30m (Llama's block: RMSNorm, rotary, grouped-query attention, SwiGLU, tied embeddings; 27.4M parameters)
- * runs when named, next to bench/lib/torch_llama.py, the same block in plain PyTorch. Its steps take 2-3 s on each
- * side: about 1 minute of its own with --cpu-time and the native kernel, up to 5 on the wall clock.
+ * Configs: tiny and small (GPT-2's block) run by default; llama30m (Llama's block: RMSNorm, rotary, grouped-query
+ * attention, SwiGLU, tied embeddings; 27.4M parameters) runs when named. Its steps take 2-3 s on each side: about
+ * 1 minute of its own with --cpu-time and the native kernel, up to 5 on the wall clock. Each config is measured next
+ * to its PyTorch anchor (bench/anchors/torch_gpt.py, torch_llama.py: the same block in plain PyTorch, timed for the
+ * same --seconds), whose figure is refused unless its parameter count equals ours.
  *
  * --kernel picks the js engine's matrix kernel (default: TINKERLAB_KERNEL, auto).
  * --cpu-time compares per core on a shared machine: one thread on each side, each timed by its own process's
- * CPU time instead of the wall clock (PyTorch: the anchor with torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1
- * and time.perf_counter replaced by time.process_time), so other processes' load matters much less.
+ * CPU time instead of the wall clock (PyTorch: torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1 and
+ * time.process_time), so other processes' load matters much less.
  */
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { BaseModel, TrainingClient, initBackend, kernelPreferences, type BackendPreference, type KernelPreference } from "@/server/runtime";
 import { countParameters, parseGPTConfig } from "@/lib/model/config";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
-import { type AnchorResult, type AnchorShape, anchorScriptPath, runTorchAnchor, runTorchLlama } from "./lib/torch-anchor";
+import { type AnchorResult, type AnchorShape, runTorchAnchor } from "./lib/torch-anchor";
 
-/** d: dModel, L: layers, H: heads, T: context and sequence length, V: vocabulary, B: sequences a step. */
-type BenchConfig = AnchorShape & {
-  /** Llama's block with this many key/value heads and this MLP width (SwiGLU), tied embeddings */
-  llama?: { kv: number; ff: number };
-};
-
-const configs: Record<string, BenchConfig> = {
+/** Each config is its anchor's shape (Llama's block with tied embeddings). */
+const configs: Record<string, AnchorShape> = {
   tiny: { d: 64, L: 2, H: 4, T: 32, V: 64, B: 32 },
   small: { d: 128, L: 4, H: 4, T: 64, V: 128, B: 32 },
   llama30m: { d: 512, L: 8, H: 8, T: 128, V: 8192, B: 8, llama: { kv: 4, ff: 1376 } },
@@ -41,7 +36,7 @@ type ConfigName = keyof typeof configs;
 /** What runs without --configs: the llama row alone takes longer than both of these. */
 const defaultConfigs: ConfigName[] = ["tiny", "small"];
 
-function modelConfig(s: BenchConfig) {
+function modelConfig(s: AnchorShape) {
   const common = { vocabSize: s.V, contextLength: s.T, dModel: s.d, nLayers: s.L, nHeads: s.H };
   if (!s.llama) return parseGPTConfig(common);
   return parseGPTConfig({ architecture: "llama", ...common, nKvHeads: s.llama.kv, dFF: s.llama.ff, tiedEmbeddings: true });
@@ -94,26 +89,6 @@ async function cpuThroughput(fn: () => Promise<unknown>, tokensPerCall: number, 
   return { tokensPerSecond: (calls * tokensPerCall) / cpuSeconds(start) };
 }
 
-/** The PyTorch anchor on one thread, timed by its CPU time. */
-function runTorchAnchorCpuTime(mode: "train" | "sample", s: AnchorShape): AnchorResult {
-  const wrapper = [
-    "import sys, time, runpy, torch",
-    "torch.set_num_threads(1)",
-    "torch.set_num_threads = lambda n: None",
-    "time.perf_counter = time.process_time",
-    `sys.argv = ["torch_tiny_gpt.py"] + sys.argv[1:]`,
-    `runpy.run_path(${JSON.stringify(anchorScriptPath(repoRoot))}, run_name="__main__")`,
-  ].join("\n");
-  // OpenBLAS (Debian's pthread build) keeps threads of its own besides torch's; they must go too, or their
-  // spinning is counted as CPU time (it made the figure vary 6,400-14,600 for small training).
-  const env = { ...process.env, OPENBLAS_NUM_THREADS: "1", OMP_NUM_THREADS: "1" };
-  const run = spawnSync("/usr/bin/python3", ["-c", wrapper, mode, ...[s.d, s.L, s.H, s.T, s.V, s.B].map(String)], { encoding: "utf8", timeout: 180_000, env });
-  const line = (run.stdout ?? "").trim().split("\n").at(-1) ?? "";
-  const match = /tokens\/s=(\d+(?:\.\d+)?)/.exec(line);
-  if (run.status !== 0 || !match) return { tokensPerSecond: null, reason: (run.stderr ?? "").trim().split("\n").at(-1) || `exit ${run.status}` };
-  return { tokensPerSecond: Number(match[1]), line };
-}
-
 const args = parseArgs(process.argv.slice(2));
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const { capabilities, engine } = await initBackend({ prefer: args.backend, threads: args.threads, kernel: args.kernel });
@@ -142,8 +117,7 @@ for (const name of args.configs) {
   const rss = peakRssMb();
   const anchor = (mode: "train" | "sample"): AnchorResult => {
     if (!args.torch) return { tokensPerSecond: null, reason: "--no-torch" };
-    if (!s.llama) return args.cpuTime ? runTorchAnchorCpuTime(mode, s) : runTorchAnchor(repoRoot, mode, s);
-    const r = runTorchLlama(repoRoot, mode, { ...s, ...s.llama }, { cpuTime: args.cpuTime, seconds: args.seconds });
+    const r = runTorchAnchor(repoRoot, mode, s, { cpuTime: args.cpuTime, seconds: args.seconds });
     // the same shape on both sides, or the comparison means nothing
     if (r.tokensPerSecond !== null && r.params !== params) return { tokensPerSecond: null, reason: `torch model has ${r.params} parameters, ours ${params}` };
     return r;

@@ -10,36 +10,18 @@ a final RMSNorm and the output layer tied to the token embedding. Norm epsilon 1
 
 train:  one step = forward + cross-entropy + backward + AdamW step on B x T random tokens (B*T tokens a step).
 sample: B prompts of 4 tokens generating to T with a KV cache, multinomial sampling (B*(T-4) new tokens a call).
-Timing as ../../../shared/anchors/torch_tiny_gpt.py does it: warm-up calls, then as many calls as fit in S
-seconds (default 5) of time.perf_counter, 2 threads. --cpu-time: one thread (torch.set_num_threads(1),
-OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1) and time.process_time, this process's CPU time.
-
-Needs Debian's python3-torch (apt-get install python3-torch libopenblas0-pthread); run with /usr/bin/python3.
-Prints one line of figures, in the anchor's format (bench/lib/torch-anchor.ts reads tokens/s= and params=).
+Command line, threads and timing: anchor.py. Needs Debian's python3-torch (apt-get install python3-torch
+libopenblas0-pthread); run with /usr/bin/python3.
 """
-import os
-import sys
+from anchor import options, report, timed
 
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-cpu_time = "--cpu-time" in sys.argv
-seconds = float(sys.argv[sys.argv.index("--seconds") + 1]) if "--seconds" in sys.argv else 5.0
-if "--seconds" in sys.argv:
-    args.remove(sys.argv[sys.argv.index("--seconds") + 1])
-if cpu_time:  # before torch loads OpenBLAS: its own threads would spin and count as CPU time
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    os.environ["OMP_NUM_THREADS"] = "1"
-
-import time  # noqa: E402
+opts = options(("d", "L", "H", "KV", "FF", "T", "V", "B"), (512, 8, 8, 4, 1376, 128, 8192, 8))
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-torch.manual_seed(0)
-torch.set_num_threads(1 if cpu_time else 2)
-clock = time.process_time if cpu_time else time.perf_counter
-mode = args[0] if args else "train"
-d, L, H, KV, FF, T, V, B = [int(x) for x in (args[1:9] if len(args) > 8 else (512, 8, 8, 4, 1376, 128, 8192, 8))]
+d, L, H, KV, FF, T, V, B = (opts.shape[k] for k in ("d", "L", "H", "KV", "FF", "T", "V", "B"))
 hd, eps, theta = d // H, 1e-5, 10000.0
 
 
@@ -109,19 +91,7 @@ class Llama(nn.Module):
 m = Llama()
 params = sum(p.numel() for p in m.parameters())
 
-
-def timed(fn, tokens_per_call, warmup=2):
-    for _ in range(warmup):
-        fn()
-    n, t0 = 0, clock()
-    while clock() - t0 < seconds or n < 2:
-        fn()
-        n += 1
-    dt = clock() - t0
-    return n / dt, n * tokens_per_call / dt
-
-
-if mode == "train":
+if opts.mode == "train":
     opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
     x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
 
@@ -131,7 +101,7 @@ if mode == "train":
         loss.backward()
         opt.step()
 
-    per_s, tok_s = timed(step, B * T)
+    per_s, tok_s = timed(opts, step, B * T)
 else:
     prompt = torch.randint(0, V, (B, 4))
 
@@ -143,8 +113,6 @@ else:
             nxt = torch.multinomial(logits[:, -1].softmax(-1), 1)
             logits = m(nxt, pos, caches)
 
-    per_s, tok_s = timed(generate, B * (T - 4))
-print(
-    f"torch {torch.__version__} llama mode={mode} threads={torch.get_num_threads()} cpu_time={int(cpu_time)} d={d} L={L} H={H} "
-    f"KV={KV} FF={FF} T={T} V={V} B={B} params={params} calls/s={per_s:.3f} tokens/s={tok_s:.0f}"
-)
+    per_s, tok_s = timed(opts, generate, B * (T - 4))
+
+report(opts, "llama", params, per_s, tok_s)
