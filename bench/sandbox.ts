@@ -266,13 +266,13 @@ async function scripts(c: Case, definition: EnvironmentDefinition<unknown, unkno
 }
 
 /** Steps per second: the median over rounds run for `--seconds` (each round returns the steps it took). */
-function stepsPerSecond(run: () => number): number {
-  run(); // warm-up
+async function stepsPerSecond(run: () => number | Promise<number>): Promise<number> {
+  await run(); // warm-up
   const rates: number[] = [];
   const start = now();
   while (now() - start < args.seconds * 1000 || rates.length < 3) {
     const roundStart = now();
-    const steps = run();
+    const steps = await run();
     rates.push(steps / Math.max((now() - roundStart) / 1000, 1e-9));
   }
   return median(rates);
@@ -282,9 +282,9 @@ function stepsPerSecond(run: () => number): number {
  * This sandbox's steps per second and another's (`--against`), rounds in turn for 2 × `--seconds`: each side's
  * median, and the median of the per-pair ratios of this one's round time to the other's.
  */
-function stepsPerSecondBeside(run: () => number, runAgainst: () => number) {
-  run();
-  runAgainst();
+async function stepsPerSecondBeside(run: () => Promise<number>, runAgainst: () => Promise<number>) {
+  await run();
+  await runAgainst();
   const rates: number[] = [];
   const againstRates: number[] = [];
   const ratios: number[] = [];
@@ -299,9 +299,9 @@ function stepsPerSecondBeside(run: () => number, runAgainst: () => number) {
       : [
           [0, run],
           [1, runAgainst],
-        ]) as [number, () => number][]) {
+        ]) as [number, () => Promise<number>][]) {
       const roundStart = now();
-      const steps = round();
+      const steps = await round();
       const seconds = Math.max((now() - roundStart) / 1000, 1e-9);
       times[side] = seconds;
       (side === 0 ? rates : againstRates).push(steps / seconds);
@@ -328,14 +328,24 @@ function nativeRound(definition: EnvironmentDefinition<unknown, unknown>, games:
   return steps;
 }
 
+/**
+ * A batch's answers (`resetMany`, `stepMany`), this thread blocked until the sandbox gives them (`waitForAnswer`),
+ * as a rollout waits when it has nothing else to do: the figures are the sandbox's work, not the event loop's
+ * delay in noticing an answer. An older sandbox (`--against`) whose batches block returns its answers as they are.
+ */
+function answered<T>(pool: SandboxedEnvironmentPool, batch: T): T {
+  pool.waitForAnswer(60_000);
+  return batch;
+}
+
 /** The same episodes in the sandbox: one crossing for the resets, then one per step of all live episodes. */
-function sandboxRound(pool: SandboxedEnvironmentPool, games: Script[]): number {
+async function sandboxRound(pool: SandboxedEnvironmentPool, games: Script[]): Promise<number> {
   let steps = 0;
-  pool.resetMany(games.map(({ seed, sample }, slot) => ({ slot, seed, sample })));
+  await answered(pool, pool.resetMany(games.map(({ seed, sample }, slot) => ({ slot, seed, sample }))));
   for (let t = 0; ; t++) {
     const live = games.flatMap((game, slot) => (t < game.actions.length ? [{ slot, action: game.actions[t]! }] : []));
     if (live.length === 0) break;
-    pool.stepMany(live);
+    await answered(pool, pool.stepMany(live));
     steps += live.length;
   }
   for (let slot = 0; slot < games.length; slot++) pool.score(slot);
@@ -613,14 +623,14 @@ for (const c of selected) {
   const againstPool = against
     ? ((await against.SandboxedEnvironmentPool.create({ files: c.files, entry: c.entry }, limits)) as unknown as SandboxedEnvironmentPool)
     : null;
-  const native = stepsPerSecond(() => nativeRound(definition, games));
+  const native = await stepsPerSecond(() => nativeRound(definition, games));
   const beside = againstPool
-    ? stepsPerSecondBeside(
+    ? await stepsPerSecondBeside(
         () => sandboxRound(pool, games),
         () => sandboxRound(againstPool, games),
       )
     : null;
-  const sandboxed = beside?.rate ?? stepsPerSecond(() => sandboxRound(pool, games));
+  const sandboxed = beside?.rate ?? (await stepsPerSecond(() => sandboxRound(pool, games)));
   const extra = 1 / sandboxed - 1 / native;
   const setup = args.synthetic ? await synthetic(rolloutSetup(c, definition), definition) : rolloutSetup(c, definition);
   const rollout = await endToEnd(setup, definition, pool, loopPool, againstPool);
@@ -654,9 +664,9 @@ const crossing: Record<string, number> = {};
     const slots = Array.from({ length: size }, (_, slot) => slot);
     let best = Infinity;
     for (let rep = 0; rep < 5; rep++) {
-      pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+      await answered(pool, pool.resetMany(slots.map((slot) => ({ slot, seed: slot }))));
       const start = now();
-      for (let i = 0; i < 19; i++) pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
+      for (let i = 0; i < 19; i++) await answered(pool, pool.stepMany(slots.map((slot) => ({ slot, action: "go" }))));
       best = Math.min(best, (now() - start) / 19);
     }
     crossing[`ops_${size}_us`] = Number((best * 1e3).toFixed(1));
@@ -665,7 +675,7 @@ const crossing: Record<string, number> = {};
 }
 
 // Whether this process can run the sandbox's thread beside this one (the overlap the lanes rely on): a batch
-// of steps that spin in the guest, alone, then posted with stepManyAsync while this thread spins as long.
+// of steps that spin in the guest, alone, then posted while this thread spins as long.
 // parallelism = (alone + alone) / together: 2 with a spare core, 1 when the two threads take turns on one.
 const parallelism = await (async () => {
   const spin = trivialSource.replace(
@@ -676,12 +686,12 @@ const parallelism = await (async () => {
   const slots = Array.from({ length: 16 }, (_, slot) => slot);
   const ratios: number[] = [];
   for (let rep = 0; rep < 5; rep++) {
-    pool.resetMany(slots.map((slot) => ({ slot, seed: slot })));
+    await answered(pool, pool.resetMany(slots.map((slot) => ({ slot, seed: slot }))));
     let start = performance.now();
-    pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
+    await answered(pool, pool.stepMany(slots.map((slot) => ({ slot, action: "go" }))));
     const alone = performance.now() - start;
     start = performance.now();
-    const stepping = pool.stepManyAsync(slots.map((slot) => ({ slot, action: "go" })));
+    const stepping = pool.stepMany(slots.map((slot) => ({ slot, action: "go" })));
     while (performance.now() - start < alone);
     await stepping;
     ratios.push((2 * alone) / (performance.now() - start));

@@ -1,7 +1,7 @@
 /**
  * A user's environment, run in the sandbox, offered two ways:
  *  - `SandboxedEnvironmentPool`: many episodes (slots) in one sandbox; `resetMany` / `stepMany` move any number
- *    of them in one boundary crossing. This is what keeps the sandbox cheap.
+ *    of them in one boundary crossing, without blocking this thread. This is what keeps the sandbox cheap.
  *  - `SandboxedSession`: one slot with the surface of the SDK's `EnvironmentSession` (reset, step, render,
  *    summary, score, systemPrompt), so `runEpisodes` can drive it unchanged. `runSandboxedEpisodes` wraps
  *    `runEpisodes` so that each round's steps are sent as one batch and the sessions answer from it.
@@ -73,6 +73,9 @@ export const bankSlots = maxSlots / 2;
 
 /** One episode's start: its slot, seed and dataset row, and its number in its batch for messages (default: the slot). */
 export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; index?: number };
+
+/** One episode's next action. */
+export type SlotStep = { slot: number; action: string };
 
 /** Episodes reset ahead of the batch they belong to (see `runSandboxedEpisodes`' `next`): where, and for which starts. */
 type Prepared = { base: number; starts: readonly { seed: number; sample?: DatasetRow }[] };
@@ -216,35 +219,33 @@ export class SandboxedEnvironmentPool {
     return this.sandbox.failed;
   }
 
-  /** Starts (or restarts) an episode in each slot; one crossing for all of them. */
-  resetMany(starts: SlotStart[]): SandboxedReset[] {
-    return this.afterResets(starts, this.run(this.resetBatch(starts)));
-  }
-
-  /** `resetMany` without blocking this thread while the sandbox works (see `QuickJSSandbox.answerAsync`). */
-  async resetManyAsync(starts: SlotStart[]): Promise<SandboxedReset[]> {
-    return (await this.resetManyLater(starts))();
-  }
-
   /**
-   * @internal `resetManyAsync` in two parts: resolves once the sandbox has answered (it can take another batch)
-   * with a function that checks the answer and applies it, to be called once. Until then the slots hold their
-   * previous episodes.
+   * Starts (or restarts) an episode in each slot: one crossing for all of them, during which this thread is free
+   * (see `QuickJSSandbox.answerAsync`). One batch at a time per pool. Resolves with the checked answers; with
+   * `readLater`, as soon as the sandbox has answered (it can take another batch), with a function that checks the
+   * answer and applies it, to be called once: until then the slots hold their previous episodes. A rollout reads
+   * a lane's answer when its thread would otherwise wait (`runSandboxedEpisodes`).
    */
-  async resetManyLater(starts: SlotStart[]): Promise<() => SandboxedReset[]> {
+  resetMany(starts: SlotStart[], options?: { readLater?: false }): Promise<SandboxedReset[]>;
+  resetMany(starts: SlotStart[], options: { readLater: true }): Promise<() => SandboxedReset[]>;
+  async resetMany(starts: SlotStart[], options: { readLater?: boolean } = {}): Promise<SandboxedReset[] | (() => SandboxedReset[])> {
     const settle = await this.runLater(this.resetBatch(starts));
-    return () => this.afterResets(starts, settle());
+    const read = () => this.afterResets(starts, settle());
+    return options.readLater ? read : read();
   }
 
-  /** @internal `stepManyAsync` in two parts, as `resetManyLater`: until the function is called, the slots are as before the steps. */
-  async stepManyLater(steps: { slot: number; action: string }[]): Promise<() => SandboxedStep[]> {
+  /** Applies one action in each slot, in one crossing, as `resetMany` does (`readLater` included). */
+  stepMany(steps: SlotStep[], options?: { readLater?: false }): Promise<SandboxedStep[]>;
+  stepMany(steps: SlotStep[], options: { readLater: true }): Promise<() => SandboxedStep[]>;
+  async stepMany(steps: SlotStep[], options: { readLater?: boolean } = {}): Promise<SandboxedStep[] | (() => SandboxedStep[])> {
     const settle = await this.runLater(this.stepBatch(steps));
-    return () => this.afterSteps(steps, settle());
+    const read = () => this.afterSteps(steps, settle());
+    return options.readLater ? read : read();
   }
 
   /**
-   * @internal Settles the pending async batch now if the sandbox has answered it (see
-   * `QuickJSSandbox.takeIfAnswered`): its promise's callbacks then run before this thread's next task.
+   * @internal Settles the pending batch now if the sandbox has answered it (see `QuickJSSandbox.takeIfAnswered`):
+   * its promise's callbacks then run before this thread's next task.
    */
   takeIfAnswered(): void {
     this.sandbox.takeIfAnswered();
@@ -255,31 +256,18 @@ export class SandboxedEnvironmentPool {
     this.sandbox.probe = probe;
   }
 
-  /** @internal The async batch posted is still running (false once it has been answered and taken). */
+  /** @internal The batch posted is still running (false once it has been answered and taken). */
   get awaitingAnswer(): boolean {
     return this.sandbox.awaitingAnswer;
   }
 
   /**
-   * @internal Blocks until the pending async batch is answered, for up to `maxMs` (default `syncWaitMs`), and
-   * settles it (see `QuickJSSandbox.waitForAnswer`): for when this thread has nothing else to do but wait for it.
-   * True when the batch was settled; false when it is still running (its promise settles later, as usual).
+   * @internal Blocks until the pending batch is answered, for up to `maxMs` (default `syncWaitMs`), and settles it
+   * (see `QuickJSSandbox.waitForAnswer`): for when this thread has nothing else to do but wait for it. True when
+   * the batch was settled; false when it is still running (its promise settles later, as usual).
    */
   waitForAnswer(maxMs = syncWaitMs): boolean {
     return this.sandbox.waitForAnswer(maxMs);
-  }
-
-  /** Applies one action in each slot; one crossing for all of them. */
-  stepMany(steps: { slot: number; action: string }[]): SandboxedStep[] {
-    return this.afterSteps(steps, this.run(this.stepBatch(steps)));
-  }
-
-  /**
-   * `stepMany` without blocking this thread while the sandbox works: a rollout can sample one group of episodes
-   * while the sandbox steps another. One batch at a time per pool.
-   */
-  async stepManyAsync(steps: { slot: number; action: string }[]): Promise<SandboxedStep[]> {
-    return (await this.stepManyLater(steps))();
   }
 
   private resetBatch(starts: SlotStart[]): Batch<GuestResetValue> {
@@ -319,7 +307,7 @@ export class SandboxedEnvironmentPool {
     return values;
   }
 
-  private stepBatch(steps: { slot: number; action: string }[]): Batch<GuestStepValue> {
+  private stepBatch(steps: SlotStep[]): Batch<GuestStepValue> {
     const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
@@ -355,7 +343,7 @@ export class SandboxedEnvironmentPool {
     return { ops, budgets, kind: "step", check: (values, at, n, i) => this.answers.checkStep(values, at, n, budgets[i]!) };
   }
 
-  private afterSteps(steps: { slot: number; action: string }[], values: GuestStepValue[]): SandboxedStep[] {
+  private afterSteps(steps: SlotStep[], values: GuestStepValue[]): SandboxedStep[] {
     for (let i = 0; i < values.length; i++) {
       const value = values[i]!;
       const { slot, action } = steps[i]!;
@@ -489,24 +477,36 @@ export class SandboxedEnvironmentPool {
 
   // ---- used by SandboxedSession ----
 
-  /** @internal The batch answer waiting for this slot's session, consumed once. */
-  takePendingReset(slot: number): GuestResetValue | null {
+  /**
+   * @internal `SandboxedSession.reset`: the answer the last batch left for this slot when it reset this episode
+   * (`runSandboxedEpisodes` arranges this), else a crossing of its own, which blocks this thread (an
+   * `EnvironmentSession`'s calls are synchronous).
+   */
+  sessionReset(slot: number, seed: number, sample: DatasetRow | undefined): SandboxedReset {
     const state = this.slots[slot];
-    const value = state?.pendingReset ?? null;
-    if (state) state.pendingReset = null;
+    let value = state && state.seed === seed && state.sample === sample ? state.pendingReset : null;
+    if (!value) {
+      const starts = [{ slot, seed, sample }];
+      value = this.afterResets(starts, this.run(this.resetBatch(starts)))[0]!;
+    }
+    this.slots[slot]!.pendingReset = null;
     return value;
   }
 
-  /** @internal The batch answer waiting for this slot's step with `action`, consumed once. */
-  takePendingStep(slot: number, action: string): GuestStepValue | null {
+  /** @internal `SandboxedSession.step`, as `sessionReset`: the last batch's answer for this slot and action, else a crossing. */
+  sessionStep(slot: number, action: string): SandboxedStep {
     const state = this.slots[slot];
-    const value = state?.pendingStep ?? null;
-    if (!value) return null;
-    state!.pendingStep = null;
-    if (state!.pendingAction !== action) {
-      throw new SandboxError("runtime", `episode ${slot}: step was batched with a different action than the one now applied`);
+    const pending = state?.pendingStep ?? null;
+    if (pending) {
+      state!.pendingStep = null;
+      if (state!.pendingAction !== action) {
+        throw new SandboxError("runtime", `episode ${slot}: step was batched with a different action than the one now applied`);
+      }
+      return pending;
     }
-    return value;
+    const [value] = this.afterSteps([{ slot, action }], this.run(this.stepBatch([{ slot, action }])));
+    this.slots[slot]!.pendingStep = null;
+    return value!;
   }
 
   /** @internal */
@@ -690,18 +690,13 @@ export class SandboxedSession {
   }
 
   reset(seed: number, sample?: DatasetRow): string {
-    const state = this.pool.slotView(this.slot);
-    let value = state && state.seed === seed && state.sample === sample ? this.pool.takePendingReset(this.slot) : null;
-    value ??= this.pool.resetMany([{ slot: this.slot, seed, sample }])[0]!;
-    this.pool.takePendingReset(this.slot);
+    const value = this.pool.sessionReset(this.slot, seed, sample);
     this.sample = sample;
     return value.observation;
   }
 
   step(actionText: string): SessionStep {
-    const pending = this.pool.takePendingStep(this.slot, actionText);
-    const value = pending ?? this.pool.stepMany([{ slot: this.slot, action: actionText }])[0]!;
-    if (!pending) this.pool.takePendingStep(this.slot, actionText);
+    const value = this.pool.sessionStep(this.slot, actionText);
     return { observation: value.observation, reward: value.reward, done: value.done, info: value.info, metrics: value.metrics };
   }
 
@@ -850,13 +845,13 @@ export async function runSandboxedEpisodes(
       if (resets.length === 0 && ahead) {
         // Only the next batch's: these lanes go on once the sandbox has answered, and the answer is read when
         // this thread would otherwise wait (runReadAhead).
-        const settle = await (await schedule.crossing(first, () => pool.resetManyLater(aheadResets))).answer;
+        const settle = await (await schedule.crossing(first, () => pool.resetMany(aheadResets, { readLater: true }))).answer;
         readAhead = () => {
           settle();
           pool.setPrepared({ base: nextBase, starts: ahead });
         };
       } else if (resets.length > 0) {
-        await (await schedule.crossing(first, () => pool.resetManyAsync([...resets, ...aheadResets]))).answer;
+        await (await schedule.crossing(first, () => pool.resetMany([...resets, ...aheadResets]))).answer;
         if (ahead) pool.setPrepared({ base: nextBase, starts: ahead });
       }
     } finally {
@@ -886,7 +881,10 @@ export async function runSandboxedEpisodes(
       // A wrong count fails runEpisodes; nothing is stepped.
       if (responses.length !== requests.length) return responses;
       const stepping = await schedule.crossing(lane, () =>
-        pool.stepManyLater(requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }))),
+        pool.stepMany(
+          requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text })),
+          { readLater: true },
+        ),
       );
       let read: () => unknown;
       try {

@@ -37,6 +37,16 @@ export function envSource(parts: EnvParts = {}): string {
   ].join("\n");
 }
 
+/** Code that keeps the sandbox's thread busy for `ms` milliseconds by the wall clock: at least that long on any machine. */
+export function busyWait(ms: number): string {
+  return `const until = Date.now() + ${ms}; while (Date.now() < until) {}`;
+}
+
+/** A step() body that busy-waits `ms` milliseconds (busyWait), then counts: observation "n=1", "n=2", …. */
+export function busyStep(ms: number): string {
+  return `${busyWait(ms)} return { state: { n: state.n + 1 }, observation: "n=" + (state.n + 1), reward: 0, done: false };`;
+}
+
 export const fastLimits: SandboxLimitsInput = { cpuMsPerCall: 100, cpuMsPerEpisode: 400, memoryMb: 24, maxStackKb: 256 };
 
 export function createPool(parts: EnvParts = {}, limits: SandboxLimitsInput = fastLimits) {

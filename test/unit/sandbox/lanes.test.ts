@@ -241,13 +241,20 @@ describe("runSandboxedEpisodes in lanes", () => {
     });
     const starts = Array.from({ length: 8 }, (_, i) => ({ seed: i }));
     let calls = 0;
+    let sampling = 0;
     const act = async (requests: ActRequest[]) => {
-      calls++;
-      return requests.map((request) => ({ text: calls === 3 && request.episode === 0 ? "boom" : "go" }));
+      const call = ++calls;
+      sampling++;
+      await new Promise((resolve) => setImmediate(resolve));
+      sampling--;
+      return requests.map((request) => ({ text: call === 3 && request.episode === 0 ? "boom" : "go" }));
     };
     await expect(runSandboxedEpisodes(multiTurn(), pool, starts, act)).rejects.toThrow("boom at 1");
+    // Nothing outlives it: no lane sampling, no batch in flight, and no lane that samples again later.
+    expect(sampling).toBe(0);
+    expect(pool.awaitingAnswer).toBe(false);
     const callsAtFailure = calls;
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(calls).toBe(callsAtFailure);
     pool.dispose();
   });

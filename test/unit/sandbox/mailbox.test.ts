@@ -46,11 +46,11 @@ export default defineEnvironment({ name: "s", data: { kind: "free" }, systemProm
   step: (s, a) => ({ state: s + 1, observation: "echo " + a, reward: 0, done: s + 1 >= 2 }) });`);
     try {
       const posted = vi.spyOn(MessagePort.prototype, "postMessage");
-      const [reset] = await pool.resetManyAsync([{ slot: 0, seed: 1 }]);
+      const [reset] = await pool.resetMany([{ slot: 0, seed: 1 }]);
       expect(reset!.observation).toBe("a\ud800b\udfffc😀");
       expect(posted).not.toHaveBeenCalled(); // it crossed in the mailbox
       posted.mockRestore();
-      const [step] = await pool.stepManyAsync([{ slot: 0, action: "x\udc00y" }]);
+      const [step] = await pool.stepMany([{ slot: 0, action: "x\udc00y" }]);
       expect(step!.observation).toBe("echo x\udc00y");
     } finally {
       pool.dispose();
@@ -70,10 +70,10 @@ export default defineEnvironment({ name: "n", data: { kind: "free" }, systemProm
     try {
       const n = mailbox.mailboxOps + 5;
       const starts = Array.from({ length: n }, (_, slot) => ({ slot, seed: slot }));
-      expect((await pool.resetManyAsync(starts)).map((reset) => reset.observation)).toEqual(starts.map(({ seed }) => `seed ${seed}`));
-      await pool.stepManyAsync(starts.filter(({ slot }) => slot % 2 === 0).map(({ slot }) => ({ slot, action: "a" })));
+      expect((await pool.resetMany(starts)).map((reset) => reset.observation)).toEqual(starts.map(({ seed }) => `seed ${seed}`));
+      await pool.stepMany(starts.filter(({ slot }) => slot % 2 === 0).map(({ slot }) => ({ slot, action: "a" })));
       const posted = vi.spyOn(MessagePort.prototype, "postMessage");
-      const steps = await pool.stepManyAsync(starts.map(({ slot }) => ({ slot, action: "b" })));
+      const steps = await pool.stepMany(starts.map(({ slot }) => ({ slot, action: "b" })));
       expect(posted).toHaveBeenCalledTimes(1);
       posted.mockRestore();
       expect(steps.map((step) => [step.observation, step.reward])).toEqual(starts.map(({ seed }) => [`b at ${seed}`, seed % 7]));

@@ -40,7 +40,7 @@ describe("keys a run cannot report", () => {
       );
 
       const pool = await createPool(parts);
-      pool.resetMany([{ slot: 0, seed: 0 }]); // the dry run's first episode
+      await pool.resetMany([{ slot: 0, seed: 0 }]); // the dry run's first episode
       const error = await firstError(() => pool.stepMany([{ slot: 0, action: "go" }]));
       expect(error).toBeInstanceOf(SandboxError);
       expect(error.message).toBe(diagnostic.message);
@@ -62,8 +62,8 @@ describe("keys a run cannot report", () => {
     const report = await validateExperimentSource({ "environment.ts": envSource(parts) }, { typeCheck: false });
     expect(report.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     const pool = await createPool(parts);
-    pool.resetMany([{ slot: 0, seed: 1 }]);
-    const [step] = pool.stepMany([{ slot: 0, action: "go" }]);
+    await pool.resetMany([{ slot: 0, seed: 1 }]);
+    const [step] = await pool.stepMany([{ slot: 0, action: "go" }]);
     expect(step!.info).toEqual({ constructorName: "Ferrari", proto: { prototypes: [1] } });
     // as the worker reports a rollout's turns (server/worker/run-job.ts)
     expect(() => superjson.serialize({ rollouts: [{ turns: [{ info: step!.info }] }], metrics: step!.metrics })).not.toThrow();

@@ -16,11 +16,11 @@ import { createPool, envSource, fastLimits, firstError } from "./helpers";
 const rowSource = readFileSync(fileURLToPath(new URL("./fixtures/rows-env.ts", import.meta.url)), "utf8");
 
 /** Resets every slot and plays `actions` in each, one crossing a round, against native sessions; both sides' answers. */
-function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample?: DatasetRow }[], actions: string[]) {
+async function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample?: DatasetRow }[], actions: string[]) {
   const natives = starts.map(() => new EnvironmentSession(rows));
   const native: unknown[] = [];
   const sandboxed: unknown[] = [];
-  const resets = pool.resetMany(starts.map((start, slot) => ({ slot, ...start })));
+  const resets = await pool.resetMany(starts.map((start, slot) => ({ slot, ...start })));
   starts.forEach(({ seed, sample }, slot) => {
     const session = natives[slot]!;
     const observation = session.reset(seed, sample);
@@ -30,7 +30,7 @@ function playBoth(pool: SandboxedEnvironmentPool, starts: { seed: number; sample
   for (const action of actions) {
     const live = starts.map((_, slot) => slot).filter((slot) => !natives[slot]!.summary().done);
     if (live.length === 0) break;
-    const steps = pool.stepMany(live.map((slot) => ({ slot, action })));
+    const steps = await pool.stepMany(live.map((slot) => ({ slot, action })));
     live.forEach((slot, i) => {
       const session = natives[slot]!;
       native.push({ ...session.step(action), render: session.render() ?? null, legalActions: null });
@@ -53,7 +53,7 @@ describe("the wire", () => {
     ];
     // the same prompt in a row crosses once and a changed one in full; the host restores each
     const starts = [...rows, ...rows].map((sample, i) => ({ seed: i, sample }));
-    const { native, sandboxed } = playBoth(pool, starts, ["go", "bad", "info", "stop", "never"]);
+    const { native, sandboxed } = await playBoth(pool, starts, ["go", "bad", "info", "stop", "never"]);
     expect(sandboxed).toEqual(native);
     expect(sandboxed.map((answer) => (answer as { systemPrompt?: string }).systemPrompt).slice(0, 4)).toEqual([
       "Answer about cats.",
@@ -62,7 +62,8 @@ describe("the wire", () => {
       "Answer about cats.",
     ]);
     // the metrics arrive as a fresh record of their own keys
-    const [step] = (pool.resetMany([{ slot: 0, seed: 1, sample: rows[0] }]), pool.stepMany([{ slot: 0, action: "go" }]));
+    await pool.resetMany([{ slot: 0, seed: 1, sample: rows[0] }]);
+    const [step] = await pool.stepMany([{ slot: 0, action: "go" }]);
     expect(Object.keys(step!.metrics)).toEqual(["__proto", "length", "ratio"]);
     expect(Object.getPrototypeOf(step!.metrics)).toBe(Object.prototype);
     expect(step!.metrics.ratio).toBe(2 / 3);
@@ -74,7 +75,7 @@ describe("the wire", () => {
     // 12 episodes of 90,000 characters: several times what the guest serializes at once, so it hands them over in parts
     const texts = ["é".repeat(90_000), 'x\u2028"\\\n\t'.repeat(15_000), "😀".repeat(45_000), "\ud800 lone " + "y".repeat(89_993)];
     const starts = Array.from({ length: 12 }, (_, i) => ({ seed: i, sample: { topic: "t", text: texts[i % texts.length]! } }));
-    const { native, sandboxed } = playBoth(pool, starts, ["go", "stop"]);
+    const { native, sandboxed } = await playBoth(pool, starts, ["go", "stop"]);
     expect(sandboxed).toEqual(native);
     expect((sandboxed[3] as { observation: string }).observation.slice(0, 6)).toBe("\ud800 lone");
     pool.dispose();
@@ -87,7 +88,7 @@ describe("the wire", () => {
       ["[1]", "metrics an array"],
     ] as const) {
       const pool = await createPool({ step: `return { state, observation: "o", reward: 0, done: false, metrics: ${metrics} as any };` });
-      pool.resetMany([{ slot: 0, seed: 1 }]);
+      await pool.resetMany([{ slot: 0, seed: 1 }]);
       const error = await firstError(() => pool.stepMany([{ slot: 0, action: "go" }]));
       expect(error).toBeInstanceOf(SandboxError);
       expect(error.kind).toBe("contract");
@@ -102,7 +103,7 @@ describe("the wire", () => {
       { step: `(Array.prototype as any).toJSON = function () { return [1, 2, 3]; }; return { state, observation: "o", reward: 0, done: false };` },
       fastLimits,
     );
-    pool.resetMany([
+    await pool.resetMany([
       { slot: 0, seed: 1 },
       { slot: 1, seed: 2 },
     ]);
@@ -114,7 +115,7 @@ describe("the wire", () => {
     );
     expect(error).toBeInstanceOf(SandboxError);
     expect(error.message).toMatch(/the sandbox answered a batch of 2 step calls with 2 ops in a malformed shape|the answer is malformed/);
-    expect(() => pool.resetMany([{ slot: 0, seed: 1 }])).toThrow(error.message);
+    await expect(pool.resetMany([{ slot: 0, seed: 1 }])).rejects.toThrow(error.message);
     pool.dispose();
   });
 
