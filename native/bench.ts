@@ -1,14 +1,27 @@
 /**
- * GFLOP/s of the matrix kernels on the products of one `small` training step (bench:train's config: 2048
- * tokens of width 128, MLP width 512, vocabulary 128, heads of 32 over 64 positions), each kernel in turn in
- * the same process, timed by this process's CPU time (best of several rounds), on one thread.
+ * This machine's fused multiply-add peak, and the GFLOP/s of the matrix kernels on the products of one `small`
+ * training step (bench:train's config: 2048 tokens of width 128, MLP width 512, vocabulary 128, heads of 32 over 64
+ * positions) with each one's share of that peak.
  *
  *   npx tsx native/bench.ts [--rounds 8]
+ *
+ * The peak: bench/lib/fma-peak.cc, built with g++ once for each instruction set the native kernel runs here, runs
+ * 16 independent chains of FMAs on the widest vectors of that set (2 operations per lane of each FMA), on one
+ * thread (timed by the thread's CPU time) and on every core at once (wall clock, and per CPU-second); best of
+ * --rounds runs of 200 ms. The kernels: each in turn in this process, timed by its CPU time (best of --rounds), on
+ * one thread; each one's share is of the one-thread peak of the widest vectors this CPU runs, the most one core can
+ * do. The header names the CPU, its cores and the load average before and after; the last line is JSON.
  */
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { formatTable } from "@/bench/lib/measure";
 import { Rng } from "@/lib/model/rng";
 import { type MatrixView, rowMajor, simdGemm, transposed } from "@/lib/model/simd-gemm";
-import { formatTable } from "@/bench/lib/measure";
-import { loadNativeKernel } from "./kernel";
+import { loadNativeKernel, type NativeIsa } from "./kernel";
 
 const roundsArg = process.argv.indexOf("--rounds");
 const rounds = roundsArg >= 0 ? Number(process.argv[roundsArg + 1]) : 8;
@@ -17,6 +30,56 @@ if (!simdGemm?.sharing) throw new Error("the WebAssembly kernel with shared memo
 const gemm = simdGemm;
 const native = await loadNativeKernel();
 if (!native.kernel) console.error(`native kernel unavailable: ${native.reason}`);
+const cores = os.availableParallelism();
+const loadBefore = os.loadavg()[0]!;
+
+// ---- the FMA peak ----
+
+const peakSource = fileURLToPath(new URL("../bench/lib/fma-peak.cc", import.meta.url));
+const peakFlags: Record<NativeIsa, string[]> = { avx512: ["-mavx512f", "-mfma"], avx2: ["-mavx2", "-mfma"] };
+
+/** The peak program for `isa`, built into the kernel's cache folder unless it is there already. */
+function peakProgram(isa: NativeIsa): string {
+  const flags = ["-O2", "-std=c++17", "-pthread", ...peakFlags[isa]];
+  const key = createHash("sha256").update(readFileSync(peakSource)).update(flags.join(" ")).digest("hex").slice(0, 16);
+  const dir = fileURLToPath(new URL("../node_modules/.cache/tinkerlab-native/", import.meta.url));
+  const program = join(dir, `fma-peak-${isa}-${key}`);
+  if (!existsSync(program)) {
+    mkdirSync(dir, { recursive: true });
+    execFileSync("g++", [...flags, peakSource, "-o", `${program}.${process.pid}`], { stdio: ["ignore", "ignore", "pipe"] });
+    renameSync(`${program}.${process.pid}`, program);
+  }
+  return program;
+}
+
+type PeakRun = { flops: number; wall_s: number; cpu_s: number };
+/** Best GFLOP/s of `rounds` runs: per second of the threads' CPU time, and per second of wall time. */
+function peak(program: string, threads: number): { cpu: number; wall: number } {
+  let cpu = 0;
+  let wall = 0;
+  for (let r = 0; r < rounds; r++) {
+    const run = JSON.parse(execFileSync(program, [String(threads), "200"], { encoding: "utf8" })) as PeakRun;
+    cpu = Math.max(cpu, run.flops / run.cpu_s / 1e9);
+    wall = Math.max(wall, run.flops / run.wall_s / 1e9);
+  }
+  return { cpu, wall };
+}
+
+const peaks: { isa: NativeIsa; oneThread: number; allThreads: { cpu: number; wall: number } }[] = [];
+if (native.kernel) {
+  for (const isa of native.kernel.supported()) {
+    try {
+      const program = peakProgram(isa);
+      peaks.push({ isa, oneThread: peak(program, 1).cpu, allThreads: peak(program, cores) });
+    } catch (error) {
+      console.error(`the FMA peak of ${isa} was not measured: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
+    }
+  }
+}
+/** What one core can do at most: the one-thread peak of the widest vectors (supported() lists them widest first). */
+const machinePeak = peaks[0] ?? null;
+
+// ---- the kernels on one training step's products ----
 
 const tokens = 2048,
   C = 128,
@@ -72,5 +135,52 @@ if (native.kernel) {
   const kernel = native.kernel;
   for (const isa of kernel.supported()) kernels.push({ name: `native-${isa}`, set: () => (gemm.setNative(kernel), kernel.setIsa(isa)) });
 }
-const table = products.map((p) => [p.name, ...kernels.map((k) => (k.set(), gflops(p).toFixed(1)))]);
-console.log(formatTable(["product (GFLOP/s, CPU time)", ...kernels.map((k) => k.name)], table));
+const measured = products.map((p) => ({ name: p.name, gflops: kernels.map((k) => (k.set(), gflops(p))) }));
+const loadAfter = os.loadavg()[0]!;
+
+const share = (x: number) => (machinePeak ? ` (${((100 * x) / machinePeak.oneThread).toFixed(0)}%)` : "");
+console.log(`${os.cpus()[0]?.model ?? "unknown CPU"}, ${cores} cores; load average (1 min) ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after`);
+if (peaks.length > 0) {
+  console.log(
+    formatTable(
+      ["FMA peak (GFLOP/s)", "1 thread, CPU time", `${cores} threads, wall clock`, `${cores} threads, per CPU-second`],
+      peaks.map((p) => [
+        `${p.isa} (${p.isa === "avx512" ? 512 : 256}-bit vectors)`,
+        p.oneThread.toFixed(1),
+        p.allThreads.wall.toFixed(1),
+        p.allThreads.cpu.toFixed(1),
+      ]),
+    ),
+  );
+}
+const shareNote = machinePeak ? `, share of the ${machinePeak.isa} 1-thread peak` : "";
+console.log(
+  formatTable(
+    [`product (GFLOP/s, CPU time, 1 thread${shareNote})`, ...kernels.map((k) => k.name)],
+    measured.map((m) => [m.name, ...m.gflops.map((g) => `${g.toFixed(1)}${share(g)}`)]),
+  ),
+);
+const round1 = (x: number) => Number(x.toFixed(1));
+console.log(
+  JSON.stringify({
+    cpu: os.cpus()[0]?.model ?? null,
+    cores,
+    load_avg_1m: [round1(loadBefore), round1(loadAfter)],
+    fma_peak_gflops: Object.fromEntries(
+      peaks.map((p) => [
+        p.isa,
+        { one_thread: round1(p.oneThread), all_threads_wall: round1(p.allThreads.wall), all_threads_per_cpu_s: round1(p.allThreads.cpu) },
+      ]),
+    ),
+    kernels: Object.fromEntries(
+      kernels.map((k, i) => {
+        const all = measured.map((m) => m.gflops[i]!);
+        const best = Math.max(...all);
+        return [
+          k.name,
+          { gflops_min: round1(Math.min(...all)), gflops_max: round1(best), peak_share_max: machinePeak ? round1(best / machinePeak.oneThread) : null },
+        ];
+      }),
+    ),
+  }),
+);
