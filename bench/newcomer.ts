@@ -5,14 +5,16 @@
  * kind, from the generalist base, and its held-out score is read before and after training. Prints a table, then
  * one JSON line:
  *
- *   {"environments":[{"name":…,"metric":…,"before":…,"after_sft":…,"after":…,"steps":…,"sft_steps":…,"seconds":…},…]}
+ *   {"environments":[{"name":…,"metric":…,"before":…,"after_sft":…,"after":…,"sft_gain":…,"rl_gain":…,"steps":…,
+ *                     "sft_steps":…,"seconds":…},…]}
  *
  *   npm run bench:newcomer [-- --only take-away,string-transform] [--steps N] [--set algorithm.learningRate=1e-4 ...]
  *                          [--sft-steps N] [--verbose]
  *
  * Each environment trains as one run of its starter's config: its SFT steps on the environment's demonstrator
  * (sft.steps), then RL from that policy; "before" is the base's score, "after SFT" the score where RL begins, and
- * the seconds count both. --sft-steps N sets sft.steps (0: RL alone).
+ * the seconds count both. Each stage's own gain is shown beside them: SFT's (after SFT − before) and RL's (after −
+ * after SFT; after − before when there is no SFT). --sft-steps N sets sft.steps (0: RL alone).
  *
  * Target (issue #25): on a 2-core machine each one's score rises by at least 0.3 and reaches at least 0.8 of its
  * optimum within 10 minutes.
@@ -136,15 +138,23 @@ for (const environment of chosen) {
 fs.rmSync(artifactsDir, { recursive: true, force: true });
 
 const met = (r: (typeof results)[number]) => r.after - r.before >= 0.3 && r.after >= 0.8 * r.optimum && r.seconds <= 600;
+/** What each stage added (to 1e-4): SFT from the base's score, RL from where it began (the base's score without SFT). */
+const gains = (r: (typeof results)[number]) => {
+  const round = (x: number) => Math.round(x * 1e4) / 1e4;
+  return { sft: r.afterSft === null ? null : round(r.afterSft - r.before), rl: round(r.after - (r.afterSft ?? r.before)) };
+};
+const signed = (x: number | null) => (x === null ? "-" : `${x >= 0 ? "+" : "−"}${Math.abs(x).toFixed(3)}`);
 console.log(
   formatTable(
-    ["environment", "metric", "before", "after SFT", "after", "optimum", "SFT steps", "RL steps", "seconds", "target met"],
+    ["environment", "metric", "before", "after SFT", "after RL", "SFT gain", "RL gain", "optimum", "SFT steps", "RL steps", "seconds", "target met"],
     results.map((r) => [
       r.name,
       r.metric,
       r.before.toFixed(3),
       r.afterSft === null ? "-" : r.afterSft.toFixed(3),
       r.after.toFixed(3),
+      signed(gains(r).sft),
+      signed(gains(r).rl),
       String(r.optimum),
       String(r.sftSteps),
       String(r.steps),
@@ -155,15 +165,17 @@ console.log(
 );
 console.log(
   JSON.stringify({
-    environments: results.map(({ name, metric, before, afterSft, after, steps, sftSteps, seconds }) => ({
-      name,
-      metric,
-      before,
-      after_sft: afterSft,
-      after,
-      steps,
-      sft_steps: sftSteps,
-      seconds,
+    environments: results.map((r) => ({
+      name: r.name,
+      metric: r.metric,
+      before: r.before,
+      after_sft: r.afterSft,
+      after: r.after,
+      sft_gain: gains(r).sft,
+      rl_gain: gains(r).rl,
+      steps: r.steps,
+      sft_steps: r.sftSteps,
+      seconds: r.seconds,
     })),
   }),
 );

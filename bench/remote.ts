@@ -54,7 +54,10 @@ async function times(n: number, run: () => Promise<unknown>): Promise<number[]> 
   return out;
 }
 
-/** Each training step's wall time (ms) of trainRl on `primitives`; the evaluation before the first step is left out. */
+/**
+ * Each training step's wall time (ms) of trainRl on `primitives`: from the end of what came before it (the step
+ * before, or the evaluation at step 0, whose report is its last act) to its own report. Evaluations are left out.
+ */
 async function stepTimes(primitives: TrainingPrimitives, tokenizer: Tokenizer, contextLength: number): Promise<number[]> {
   const out: number[] = [];
   let last = performance.now();
@@ -64,10 +67,9 @@ async function stepTimes(primitives: TrainingPrimitives, tokenizer: Tokenizer, c
     environment: useCase.environment,
     protocol: useCase.protocol,
     hooks: {
-      onMetrics: async (step, metrics) => {
-        if (!("reward/mean" in metrics)) return;
+      onMetrics: async (_step, metrics) => {
         const now = performance.now();
-        if (step > 0) out.push(now - last);
+        if ("reward/mean" in metrics) out.push(now - last);
         last = now;
       },
     },
