@@ -5,11 +5,12 @@
  * moments, for 10 rounds; after the web server's kill it starts it again on the same database and artifacts.
  * Once every run has ended it reads each run's metric points and prints a table, then one JSON line:
  *
- *   {"runs_completed":…,"points_lost":…,"points_duplicated":…,"steps_redone":…,…}
+ *   {"runs_completed":…,"points_lost":…,"steps_redone":…,"values_compared":…,"values_differing":…,…}
  *
  *   npm run bench:chaos [-- --rounds 10] [--steps 2000] [--seed 1] [--max-losses 3] [--checkpoint-every 5]
  *
- * Target (issue #27): every run completes, no point lost, none duplicated.
+ * Target (issues #27, #39): every run completes, no point lost, and every step trained again reports the values
+ * the server stored for it.
  *
  * - A random moment: after each kill the bench waits until some run reports a new step (so each kill meets work in
  *   flight, not a machine still waiting for a lease to run out), then 0.5 to 5 s more (seeded, --seed).
@@ -17,11 +18,17 @@
  *   lines the server prints; the web server is the child of the tsx process the bench starts (tsx runs the script
  *   in a child process).
  * - Points lost: of the series an RL run reports at every training step (PER_STEP below), the steps 1..N a run
- *   lacks, plus eval/score at steps 0 and N; duplicated: points beyond the first with the same (name, step), of
- *   every series.
+ *   lacks, plus eval/score at steps 0 and N. (A point is never stored twice: (run, name, step) is unique, and the
+ *   first write wins.)
  * - Steps redone: for each resume (a worker's "job … started from step S" after a loss), the steps from S up to the
  *   highest step the run had stored before it (the run's step, read every 500 ms and right after each kill), i.e.
  *   training steps whose results the server already had and that were trained again.
+ * - Values differing: the server keeps the first value of a (run, name, step) and drops the rest, so the bench
+ *   records what each worker sends (bench/lib/report-tap.cjs, preloaded into the server's processes). A point sent
+ *   by two lives of a run's job (a life: one worker's hold of it, between a start and a loss) was computed twice;
+ *   each such point is compared with the stored value, except the perf/* series, which time the step. A checkpoint
+ *   holds the weights, AdamW's moments and the client's generator, and a step's episodes are drawn from its number,
+ *   so a step trained again should repeat its values exactly.
  * - The web server's peak RSS: the largest VmHWM (and VmRSS) of /proc/PID/status, read every 500 ms, over all the
  *   web server's incarnations.
  *
@@ -77,6 +84,8 @@ const note = (line: string) => console.log(`[chaos ${elapsed()}] ${line}`);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bench-chaos-"));
 const basesDir = path.join(dir, "bases");
 const logFile = path.join(dir, "server-output.log");
+const tapDir = path.join(dir, "reports");
+fs.mkdirSync(tapDir);
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
 const serverEnv: NodeJS.ProcessEnv = {
@@ -92,6 +101,8 @@ const serverEnv: NodeJS.ProcessEnv = {
   TINKERLAB_LOCAL_WORKERS: "2",
   TINKERLAB_WORKER_TOKEN: TOKEN,
   TINKERLAB_MAX_WORKER_LOSSES: String(MAX_LOSSES),
+  NODE_OPTIONS: `--require ${path.join(root, "bench/lib/report-tap.cjs")}`,
+  BENCH_REPORT_TAP_DIR: tapDir,
 };
 
 function freePort(): Promise<number> {
@@ -112,6 +123,8 @@ let current: Incarnation | null = null;
  * process is never taken for ours) and the jobs it holds (job id to run id).
  */
 const workers = new Map<number, { startTime: string; jobs: Map<string, string> }>();
+/** Each job's run, from the workers' "job … (run …) started" lines (a resumed job keeps its id). */
+const jobRuns = new Map<string, string>();
 
 /** The start time of a process (field 22 of /proc/PID/stat), or null when there is no such process (or a zombie). */
 function startTimeOf(pid: number): string | null {
@@ -137,6 +150,7 @@ function onServerLine(line: string) {
   if (m) {
     const [, pid, jobId, runId, from] = m;
     workers.get(Number(pid))?.jobs.set(jobId!, runId!);
+    jobRuns.set(jobId!, runId!);
     runStarted(runId!, from === undefined ? 0 : Number(from));
   }
   m = /\[worker (\d+)\] job (job_\w+) (completed|failed|cancelled|paused|preempted)/.exec(line);
@@ -434,7 +448,7 @@ await sampleRuns();
 // ---------------------------------------------------------------------------------------------------------------
 // What the runs kept.
 
-type Point = { seq: number; name: string; step: number };
+type Point = { seq: number; name: string; step: number; value: number | string };
 /**
  * The series an RL run reports at every training step whatever its episodes did (lib/rl/train.ts, rolloutMetrics
  * and policyUpdate); others (env/*, per-reward means, the loss terms of a step with no batch) come and go with the
@@ -472,17 +486,68 @@ async function allLogs(runId: string): Promise<string[]> {
   }
 }
 
+/**
+ * What the workers sent, from the report tap: for each run, each (name, step) and the value each life of its job
+ * sent (a life: one worker's id with the job's id; a report retried within a life sends the same values again).
+ */
+function sentValues(): Map<string, Map<string, Map<string, number>>> {
+  const byRun = new Map<string, Map<string, Map<string, number>>>();
+  for (const file of fs.readdirSync(tapDir)) {
+    for (const line of fs.readFileSync(path.join(tapDir, file), "utf8").split("\n")) {
+      if (!line) continue;
+      const report = JSON.parse(line) as { workerId: string; jobId: string; points: [number, string, number][] };
+      const runId = jobRuns.get(report.jobId);
+      if (!runId) continue;
+      const run = byRun.get(runId) ?? byRun.set(runId, new Map()).get(runId)!;
+      for (const [step, name, value] of report.points) {
+        const key = `${name}@${step}`;
+        const lives = run.get(key) ?? run.set(key, new Map()).get(key)!;
+        lives.set(`${report.workerId}/${report.jobId}`, value);
+      }
+    }
+  }
+  return byRun;
+}
+const sameValue = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b));
+/** Series that time the step: a step trained again takes another time. */
+const timed = (name: string) => name.startsWith("perf/");
+
+type Differing = { key: string; stored: number; sent: number[] };
+/** The points of a run computed by more than one life, compared with the stored values. */
+function compareRedone(stored: Point[], sent: Map<string, Map<string, number>> | undefined) {
+  const storedValue = new Map(stored.map((p) => [`${p.name}@${p.step}`, Number(p.value)]));
+  const steps = new Set<number>();
+  let compared = 0;
+  const differing: Differing[] = [];
+  for (const [key, lives] of sent ?? []) {
+    if (lives.size < 2) continue;
+    const [name, step] = [key.slice(0, key.lastIndexOf("@")), Number(key.slice(key.lastIndexOf("@") + 1))];
+    steps.add(step);
+    const value = storedValue.get(key);
+    if (timed(name) || value === undefined) continue;
+    compared++;
+    const other = [...lives.values()].filter((v) => !sameValue(v, value));
+    if (other.length > 0) differing.push({ key, stored: value, sent: other });
+  }
+  const series = new Map<string, number>();
+  for (const d of differing) {
+    const name = d.key.slice(0, d.key.lastIndexOf("@"));
+    series.set(name, (series.get(name) ?? 0) + 1);
+  }
+  return { stepsSentTwice: steps.size, compared, differing, series };
+}
+
 const results = [];
 const points = new Map<string, Point[]>();
 for (const runId of runIds) points.set(runId, await allPoints(runId));
+const sent = sentValues();
 for (const [i, runId] of runIds.entries()) {
   const t = trackers.get(runId)!;
-  const have = new Map<string, number>();
-  for (const p of points.get(runId)!) have.set(`${p.name}@${p.step}`, (have.get(`${p.name}@${p.step}`) ?? 0) + 1);
+  const have = new Set(points.get(runId)!.map((p) => `${p.name}@${p.step}`));
   const expected = PER_STEP.flatMap((name) => Array.from({ length: STEPS }, (_, s) => `${name}@${s + 1}`));
   expected.push("eval/score@0", `eval/score@${STEPS}`);
   const missing = expected.filter((key) => !have.has(key));
-  const duplicated = [...have.values()].reduce((sum, n) => sum + n - 1, 0);
+  const redone = compareRedone(points.get(runId)!, sent.get(runId));
   const logs = await allLogs(runId);
   const inARow = Math.max(0, ...logs.map((m) => Number(/\((\d+) of \d+ losses in a row/.exec(m)?.[1] ?? 0)));
   results.push({
@@ -495,9 +560,12 @@ for (const [i, runId] of runIds.entries()) {
     points: points.get(runId)!.length,
     lost: missing.length,
     missing,
-    duplicated,
     resumes: Math.max(0, t.lives.length - 1),
     redone: stepsRedone(t),
+    stepsSentTwice: redone.stepsSentTwice,
+    compared: redone.compared,
+    differing: redone.differing,
+    series: redone.series,
     inARow,
   });
 }
@@ -507,13 +575,22 @@ await Promise.race([current.exited, sleep(20_000)]);
 
 const completed = results.filter((r) => r.status === "completed").length;
 const lost = results.reduce((sum, r) => sum + r.lost, 0);
-const duplicated = results.reduce((sum, r) => sum + r.duplicated, 0);
 const redone = results.reduce((sum, r) => sum + r.redone, 0);
+const compared = results.reduce((sum, r) => sum + r.compared, 0);
+const differing = results.reduce((sum, r) => sum + r.differing.length, 0);
+const differingSeries = new Map<string, number>();
+for (const r of results) for (const [name, n] of r.series) differingSeries.set(name, (differingSeries.get(name) ?? 0) + n);
+/** "reward/mean ×3, loss/policy ×2": the series whose values differ, most first. */
+const seriesList = (series: Map<string, number>) =>
+  [...series.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ×${n}`)
+    .join(", ") || "-";
 const peakRssMb = peakRssKb / 1024;
 console.log();
 console.log(
   formatTable(
-    ["run", "mode", "status", "step", "points", "lost", "duplicated", "resumes", "steps redone", "losses in a row (max)"],
+    ["run", "mode", "status", "step", "points", "lost", "resumes", "steps redone", "values compared", "values differing", "losses in a row (max)"],
     [
       ...results.map((r) => [
         r.name,
@@ -522,9 +599,10 @@ console.log(
         String(r.step),
         String(r.points),
         String(r.lost),
-        String(r.duplicated),
         String(r.resumes),
         String(r.redone),
+        `${r.compared} (${r.stepsSentTwice} steps)`,
+        r.differing.length ? `${r.differing.length}: ${seriesList(r.series)}` : "0",
         String(r.inARow),
       ]),
       [
@@ -534,9 +612,10 @@ console.log(
         "",
         String(results.reduce((s, r) => s + r.points, 0)),
         String(lost),
-        String(duplicated),
         String(results.reduce((s, r) => s + r.resumes, 0)),
         String(redone),
+        `${compared} (${results.reduce((s, r) => s + r.stepsSentTwice, 0)} steps)`,
+        String(differing),
         "",
       ],
     ],
@@ -563,15 +642,22 @@ console.log(
 for (const r of results) {
   if (r.status !== "completed") console.log(`${r.name} (${r.runId}) ended ${r.status}: ${r.reason ?? "no reason given"}`);
   if (r.lost > 0) console.log(`${r.name}: ${r.lost} points missing, e.g. ${r.missing.slice(0, 12).join(", ")}`);
+  for (const d of r.differing.slice(0, 12)) console.log(`${r.name}: ${d.key} stored ${d.stored}, sent again ${d.sent.join(", ")}`);
 }
-const met = completed === results.length && lost === 0 && duplicated === 0;
-console.log(met ? "target met: every run completed, no point lost or duplicated" : "TARGET MISSED (issue #27: every run completes, 0 lost, 0 duplicated)");
+const met = completed === results.length && lost === 0 && differing === 0;
+console.log(
+  met
+    ? "target met: every run completed, no point lost, every step trained again repeated its values"
+    : "TARGET MISSED (every run completes, 0 points lost, 0 values differing)",
+);
 console.log(
   JSON.stringify({
     runs_completed: completed,
     points_lost: lost,
-    points_duplicated: duplicated,
     steps_redone: redone,
+    values_compared: compared,
+    values_differing: differing,
+    differing_series: Object.fromEntries(differingSeries),
     runs: results.length,
     web_server_peak_rss_mib: Math.round(peakRssMb),
     worker_kills: workerKills,
