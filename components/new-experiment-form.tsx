@@ -2,7 +2,8 @@
 
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useState } from "react";
+import { useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import { Button } from "@/components/ui/button";
 import { STARTER_ENTRY, starters, type StarterKind } from "@/components/editor/starter";
 import { useTRPC } from "@/components/trpc/provider";
@@ -12,10 +13,11 @@ import { ProjectSelect } from "@/components/ui/project-select";
 const CUSTOM = "custom:";
 
 /** A button that opens an inline form; creating the experiment takes the user to its page. */
-export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }) {
+export function NewExperimentForm() {
   const trpc = useTRPC();
   const router = useRouter();
-  const [open, setOpen] = useState(startOpen);
+  const [open, setOpen] = useState(false);
+  const nameInput = useRef<HTMLInputElement>(null);
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const [template, setTemplate] = useState("arithmetic");
@@ -29,7 +31,12 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
   const fieldErrors = (create.error?.data as { zodError?: { fieldErrors?: Record<string, string[]> } } | undefined)?.zodError?.fieldErrors;
 
   if (!open) {
-    return <Button onClick={() => setOpen(true)}>New experiment</Button>;
+    const start = () => {
+      // The form replaces the focused button: the focus goes to its first field rather than back to the page.
+      flushSync(() => setOpen(true));
+      nameInput.current?.focus();
+    };
+    return <Button onClick={start}>New experiment</Button>;
   }
   return (
     <form
@@ -48,7 +55,7 @@ export function NewExperimentForm({ startOpen = false }: { startOpen?: boolean }
       <label className="block">
         <span className="text-sm font-medium text-slate-700">Name</span>
         <input
-          autoFocus
+          ref={nameInput}
           name="name"
           value={name}
           onChange={(event) => setName(event.target.value)}

@@ -52,6 +52,7 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
                 <StatusBadge status={run.status} />
                 {run.warnings.length > 0 && (
                   <span
+                    role="img"
                     className="ml-1.5 text-amber-600"
                     title={run.warnings.map((w) => w.message).join("\n")}
                     aria-label={`${run.warnings.length} health warning${run.warnings.length === 1 ? "" : "s"}`}

@@ -100,7 +100,7 @@ export function SchedulerView() {
           )}
         </Card>
         <Card title="Utilisation, last hour">
-          <div className="h-48 p-3" aria-label="Utilisation chart">
+          <figure className="h-48 p-3" aria-label="Utilisation chart">
             <ResponsiveContainer width="100%" height="100%">
               <AreaChart data={data.utilization} margin={{ top: 4, right: 20, bottom: 0, left: -16 }}>
                 <CartesianGrid stroke="#e2e8f0" strokeDasharray="3 3" />
@@ -110,7 +110,7 @@ export function SchedulerView() {
                 <Area dataKey="utilization" stroke="#3b57e0" fill="#dbe7ff" isAnimationActive={false} />
               </AreaChart>
             </ResponsiveContainer>
-          </div>
+          </figure>
         </Card>
       </div>
     </div>

@@ -18,24 +18,34 @@ export default async function RunsPage({ searchParams }: { searchParams: Promise
   return (
     <>
       <PageHeader title="Runs" />
-      <form className="mb-4 flex flex-wrap items-center gap-2" role="search">
-        <input
-          type="search"
-          name="q"
-          defaultValue={q}
-          placeholder="Search by run, experiment or id"
-          className="w-72 rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
-        />
-        <select name="status" defaultValue={statuses[0] ?? ""} className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm" aria-label="Status">
-          <option value="">Any status</option>
-          {STATUSES.map((s) => (
-            <option key={s} value={s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <button className="rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm font-medium hover:bg-slate-50">Filter</button>
-      </form>
+      <search className="mb-4 block">
+        <form className="flex flex-wrap items-center gap-2">
+          <input
+            type="search"
+            name="q"
+            aria-label="Search runs"
+            defaultValue={q}
+            placeholder="Search by run, experiment or id"
+            className="w-72 rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
+          />
+          <select
+            name="status"
+            defaultValue={statuses[0] ?? ""}
+            className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
+            aria-label="Status"
+          >
+            <option value="">Any status</option>
+            {STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+          <button type="submit" className="rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm font-medium hover:bg-slate-50">
+            Filter
+          </button>
+        </form>
+      </search>
       <Card>
         {runs.items.length > 0 ? (
           <RunsTable runs={runs.items} />

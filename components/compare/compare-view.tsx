@@ -8,6 +8,7 @@ import type { SeriesPoint } from "@/lib/series";
 import { useTRPC } from "@/components/trpc/provider";
 import { Card } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
+import { RadioGroup } from "@/components/ui/radio-group";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { CompareChart, formatValue } from "./compare-chart";
 import { type CompareState, compareQuery, DEFAULT_METRIC, MAX_COMPARED, parseCompareState } from "./compare-state";
@@ -16,6 +17,11 @@ import { ShareButton } from "@/components/share/share-button";
 
 /** One colour per compared run (MAX_COMPARED of them). */
 const PALETTE = ["#3b57e0", "#e8590c", "#0ca678", "#d6336c", "#7048e8", "#1098ad", "#f59f00", "#495057"];
+
+const X_AXES = [
+  ["step", "Step"],
+  ["time", "Wall time"],
+] as const;
 
 type RunSeries = Map<string, { step: number; time: number; value: number }[]>;
 
@@ -193,19 +199,14 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
                   />
                   <span className="w-8 tabular-nums text-slate-600">{state.smoothing.toFixed(2)}</span>
                 </label>
-                <div role="radiogroup" aria-label="X axis" className="flex overflow-hidden rounded-md border border-slate-300">
-                  {(["step", "time"] as const).map((kind) => (
-                    <button
-                      key={kind}
-                      role="radio"
-                      aria-checked={state.x === kind}
-                      onClick={() => update({ x: kind })}
-                      className={`px-2.5 py-1 text-xs font-medium ${state.x === kind ? "bg-brand-50 text-brand-700" : "bg-white text-slate-600 hover:bg-slate-50"}`}
-                    >
-                      {kind === "step" ? "Step" : "Wall time"}
-                    </button>
-                  ))}
-                </div>
+                <RadioGroup
+                  label="X axis"
+                  options={X_AXES}
+                  value={state.x}
+                  onChange={(x) => update({ x })}
+                  className="overflow-hidden rounded-md border border-slate-300 bg-white"
+                  optionClassName="px-2.5 py-1 text-xs font-medium"
+                />
               </div>
             }
           >

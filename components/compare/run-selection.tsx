@@ -41,7 +41,7 @@ function CompareBar() {
   if (selection.selected.length === 0) return null;
   const n = selection.selected.length;
   return (
-    <div role="region" aria-label="Selected runs" className="flex items-center justify-end gap-3 border-t border-slate-200 bg-slate-50 px-4 py-2 text-sm">
+    <section aria-label="Selected runs" className="flex items-center justify-end gap-3 border-t border-slate-200 bg-slate-50 px-4 py-2 text-sm">
       <span className="text-slate-600">
         {n} run{n === 1 ? "" : "s"} selected{n >= MAX_COMPARED ? ` (at most ${MAX_COMPARED})` : ""}
       </span>
@@ -49,6 +49,6 @@ function CompareBar() {
         Clear
       </Button>
       <ButtonLink href={compareHref(selection.selected)}>Compare</ButtonLink>
-    </div>
+    </section>
   );
 }

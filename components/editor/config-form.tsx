@@ -147,7 +147,7 @@ function LeafField({ field, config, issues, onChange }: FieldProps) {
           case "enumList": {
             const chosen = Array.isArray(value) ? (value as string[]) : [];
             return (
-              <div id={id} role="group" className="flex flex-wrap gap-x-4 gap-y-1 pt-1">
+              <fieldset id={id} aria-label={fieldLabel(field.key)} className="flex min-w-0 flex-wrap gap-x-4 gap-y-1 pt-1">
                 {field.options.map((o) => (
                   <label key={o} className="inline-flex items-center gap-1.5 font-mono text-xs text-slate-700">
                     <input
@@ -159,7 +159,7 @@ function LeafField({ field, config, issues, onChange }: FieldProps) {
                     {o}
                   </label>
                 ))}
-              </div>
+              </fieldset>
             );
           }
           case "stringList":

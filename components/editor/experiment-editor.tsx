@@ -2,7 +2,8 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useMemo, useState } from "react";
+import { useMemo, useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import { experimentSchema } from "@/lib/sdk/experiment";
 import { configIssues, launchRefusal, sourceErrors } from "@/server/validation/browser";
 import { useTRPC } from "@/components/trpc/provider";
@@ -53,6 +54,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const [message, setMessage] = useState("");
   const [reveal, setReveal] = useState<{ line: number | null; column: number | null } | null>(null);
   const [newFile, setNewFile] = useState<string | null>(null);
+  const newFileInput = useRef<HTMLInputElement>(null);
   /** A saved version shown read-only in place of the editor (which keeps its state meanwhile). */
   const [viewing, setViewing] = useState<number | null>(null);
 
@@ -120,6 +122,11 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
     setFiles((previous) => ({ ...previous, [path]: "export {};\n" }));
     setTab({ kind: "file", path });
     setNewFile(null);
+  };
+  const openNewFile = () => {
+    // The name field replaces the focused "+" button: the focus goes to the field rather than back to the page.
+    flushSync(() => setNewFile(""));
+    newFileInput.current?.focus();
   };
   const removeFile = (path: string) => {
     if (!window.confirm(`Remove ${path}? It stays in earlier versions.`)) return;
@@ -222,6 +229,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             {fileNames.map((path) => (
               <span key={path} className="flex items-center">
                 <button
+                  type="button"
                   role="tab"
                   aria-selected={activePath === path}
                   className={`${tabClass(activePath === path)} font-mono`}
@@ -229,11 +237,11 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                 >
                   {path}
                   {report?.diagnostics.some((d) => d.file === path && d.severity === "error") && (
-                    <span className="size-1.5 rounded-full bg-red-500" aria-label="has errors" />
+                    <span role="img" className="size-1.5 rounded-full bg-red-500" aria-label="has errors" />
                   )}
                 </button>
                 {fileNames.length > 1 && (
-                  <button aria-label={`Remove ${path}`} className="px-1 text-slate-400 hover:text-red-600" onClick={() => removeFile(path)}>
+                  <button type="button" aria-label={`Remove ${path}`} className="px-1 text-slate-400 hover:text-red-600" onClick={() => removeFile(path)}>
                     ×
                   </button>
                 )}
@@ -241,7 +249,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             ))}
             {fileNames.length > 0 &&
               (newFile === null ? (
-                <button className="px-2 py-2 text-sm text-slate-500 hover:text-slate-900" onClick={() => setNewFile("")} aria-label="Add a file">
+                <button type="button" className="px-2 py-2 text-sm text-slate-500 hover:text-slate-900" onClick={openNewFile} aria-label="Add a file">
                   +
                 </button>
               ) : (
@@ -253,7 +261,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                   }}
                 >
                   <input
-                    autoFocus
+                    ref={newFileInput}
                     aria-label="New file name"
                     value={newFile}
                     placeholder="rewards.ts"
@@ -264,11 +272,23 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                 </form>
               ))}
             {fileNames.length > 0 && <span className="mx-2 h-5 w-px bg-slate-200" aria-hidden />}
-            <button role="tab" aria-selected={tab.kind === "form"} className={tabClass(tab.kind === "form")} onClick={() => showTab({ kind: "form" })}>
+            <button
+              type="button"
+              role="tab"
+              aria-selected={tab.kind === "form"}
+              className={tabClass(tab.kind === "form")}
+              onClick={() => showTab({ kind: "form" })}
+            >
               Config
               {issues.size > 0 && <span className="rounded-full bg-red-100 px-1.5 text-[11px] font-medium text-red-700">{issues.size}</span>}
             </button>
-            <button role="tab" aria-selected={tab.kind === "json"} className={tabClass(tab.kind === "json")} onClick={() => showTab({ kind: "json" })}>
+            <button
+              type="button"
+              role="tab"
+              aria-selected={tab.kind === "json"}
+              className={tabClass(tab.kind === "json")}
+              onClick={() => showTab({ kind: "json" })}
+            >
               JSON
             </button>
           </div>
@@ -287,7 +307,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
             )}
           </div>
           {tab.kind === "form" && (
-            <div className="p-4" aria-label="Config form" role="form">
+            <form className="p-4" aria-label="Config form" onSubmit={(event) => event.preventDefault()}>
               {fileNames.length === 0 && (
                 <div className="mb-4 flex flex-wrap items-center justify-between gap-3 rounded-md bg-slate-50 px-3 py-2.5 text-sm text-slate-600">
                   <span>
@@ -308,7 +328,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                 </ul>
               )}
               <ConfigForm fields={fields} config={config} issues={issues} onChange={(path, value) => setConfig((c) => withValueAt(c, path, value))} />
-            </div>
+            </form>
           )}
           {tab.kind === "json" && (
             <div className="flex h-[36rem] flex-col">
@@ -358,6 +378,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                     <span className="flex shrink-0 items-baseline gap-2 text-xs text-slate-500">
                       <RelativeTime date={v.createdAt} />
                       <button
+                        type="button"
                         aria-label={`View version ${v.version}`}
                         aria-pressed={viewing === v.version}
                         onClick={() => setViewing(viewing === v.version ? null : v.version)}

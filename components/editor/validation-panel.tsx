@@ -21,7 +21,7 @@ export function ValidationPanel({ validation, onReveal }: { validation: LiveVali
   const warnings = report?.diagnostics.filter((d) => d.severity === "warning").length ?? 0;
   const busy = validation.state === "pending" || validation.state === "running";
   return (
-    <div className="space-y-3 px-4 py-3 text-sm" aria-label="Validation" role="region" aria-busy={busy}>
+    <section className="space-y-3 px-4 py-3 text-sm" aria-label="Validation" aria-busy={busy}>
       <p className="flex items-center gap-2" data-testid="validation-status">
         {busy && <span className="size-2 animate-pulse rounded-full bg-brand-500" aria-hidden />}
         {!busy && report && <span className={`size-2 rounded-full ${errors ? "bg-red-500" : warnings ? "bg-amber-500" : "bg-emerald-500"}`} aria-hidden />}
@@ -62,7 +62,7 @@ export function ValidationPanel({ validation, onReveal }: { validation: LiveVali
         </ul>
       )}
       {report?.environment && (
-        <div aria-label="Dry run" role="group">
+        <fieldset aria-label="Dry run" className="min-w-0">
           <h3 className="mb-1 text-xs font-semibold uppercase tracking-wide text-slate-500">Dry run</h3>
           <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-0.5 text-xs">
             <dt className="text-slate-500">environment</dt>
@@ -103,7 +103,7 @@ export function ValidationPanel({ validation, onReveal }: { validation: LiveVali
             </table>
           )}
           <p className="mt-1 text-xs text-slate-500">Random probe actions; the rewards say the code runs, not how good a policy is.</p>
-        </div>
+        </fieldset>
       )}
       {report && report.logs.length > 0 && (
         <details>
@@ -111,6 +111,6 @@ export function ValidationPanel({ validation, onReveal }: { validation: LiveVali
           <pre className="mt-1 max-h-40 overflow-auto rounded bg-slate-50 p-2 font-mono text-[11px] text-slate-700">{report.logs.join("\n")}</pre>
         </details>
       )}
-    </div>
+    </section>
   );
 }

@@ -80,6 +80,7 @@ export function VersionViewer({
             {[...names, "config.json"].map((name) => (
               <button
                 key={name}
+                type="button"
                 role="tab"
                 aria-selected={current === name}
                 onClick={() => setShown(name)}

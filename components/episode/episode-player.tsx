@@ -402,6 +402,13 @@ function PendingTurn({
   const legal = pending.request.legalActions;
   const choices = legal && "actions" in legal && legal.actions.length <= 64 ? legal.actions : null;
   const observation = pending.request.messages.at(-1)?.content ?? "";
+  const typed = pending.by !== "policy" && !choices;
+  const actionInput = useRef<HTMLInputElement>(null);
+  // The user's move: the field takes the focus, which would otherwise fall back to the page when the form of their
+  // last move went away.
+  useEffect(() => {
+    if (typed) actionInput.current?.focus();
+  }, [typed]);
   return (
     <li className="space-y-2 bg-sky-50/60 p-4">
       <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">
@@ -430,8 +437,8 @@ function PendingTurn({
             ) : (
               <>
                 <input
+                  ref={actionInput}
                   aria-label="Your action"
-                  autoFocus
                   value={text}
                   onChange={(event) => setText(event.target.value)}
                   className="w-64 rounded-md border border-slate-300 px-2 py-1.5 font-mono text-sm"
@@ -452,7 +459,7 @@ function Outcome({ trajectory }: { trajectory: Trajectory }) {
   return (
     <li className="space-y-1 p-4 text-sm">
       <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Episode over</h3>
-      <p aria-label="Outcome" className="text-slate-900">
+      <output aria-label="Outcome" className="block text-slate-900">
         {trajectory.turns.length} turn{trajectory.turns.length === 1 ? "" : "s"}
         {returns.length > 1
           ? ` · returns: ${returns.map(([agent, value]) => `${agent} ${formatReward(value)}`).join(", ")}`
@@ -460,7 +467,7 @@ function Outcome({ trajectory }: { trajectory: Trajectory }) {
         {` · score ${formatReward(trajectory.score)}`}
         {trajectory.truncated ? " · cut short" : ""}
         {trajectory.invalidActions > 0 ? ` · ${trajectory.invalidActions} invalid` : ""}
-      </p>
+      </output>
       {Object.keys(trajectory.metrics).length > 0 && (
         <p className="text-slate-600">
           {Object.entries(trajectory.metrics)
@@ -475,22 +482,21 @@ function Outcome({ trajectory }: { trajectory: Trajectory }) {
 /** An observation or render as the environment wrote it; with `onWord`, each word is a button that picks it. */
 function Board({ text, label, onWord }: { text: string; label: string; onWord?(word: string): void }) {
   return (
-    <pre
-      aria-label={label}
-      className="w-fit max-w-full overflow-x-auto rounded bg-slate-100 px-3 py-2 font-mono text-sm leading-snug whitespace-pre-wrap text-slate-900"
-    >
-      {onWord
-        ? text.split(/(\s+)/).map((part, i) =>
-            part.trim() === "" ? (
-              part
-            ) : (
-              <button key={i} type="button" onClick={() => onWord(part)} className="rounded hover:bg-sky-200 focus:bg-sky-200 focus:outline-none">
-                {part}
-              </button>
-            ),
-          )
-        : text}
-    </pre>
+    <figure aria-label={label} className="w-fit max-w-full">
+      <pre className="overflow-x-auto rounded bg-slate-100 px-3 py-2 font-mono text-sm leading-snug whitespace-pre-wrap text-slate-900">
+        {onWord
+          ? text.split(/(\s+)/).map((part, i) =>
+              part.trim() === "" ? (
+                part
+              ) : (
+                <button key={i} type="button" onClick={() => onWord(part)} className="rounded hover:bg-sky-200 focus:bg-sky-200 focus:outline-none">
+                  {part}
+                </button>
+              ),
+            )
+          : text}
+      </pre>
+    </figure>
   );
 }
 

@@ -128,9 +128,9 @@ export function ImportForm({ onImported }: { onImported: () => void }) {
         </label>
       </div>
       {files.length > 0 && (
-        <p className="text-xs text-slate-500" aria-label="Files to send">
+        <output className="block text-xs text-slate-500" aria-label="Files to send">
           {folder}: {files.map((f) => `${f.name} (${mib(f.size)})`).join(", ")}
-        </p>
+        </output>
       )}
       <div className="flex items-center gap-3">
         <Button type="submit" disabled={busy || files.length === 0 || name === "" || folderProblem !== null}>

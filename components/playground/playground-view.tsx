@@ -273,12 +273,14 @@ export function PlaygroundView() {
                 <>
                   <div>
                     <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
-                    <pre aria-label="Generated text" className="mt-1 font-mono text-sm whitespace-pre-wrap text-slate-900">
-                      {completionText(
-                        shown.tokenizer,
-                        stream.tokens.map((t) => t.token),
-                      )}
-                    </pre>
+                    <figure aria-label="Generated text" className="mt-1">
+                      <pre className="font-mono text-sm whitespace-pre-wrap text-slate-900">
+                        {completionText(
+                          shown.tokenizer,
+                          stream.tokens.map((t) => t.token),
+                        )}
+                      </pre>
+                    </figure>
                   </div>
                   <details>
                     <summary className="cursor-pointer text-xs font-medium tracking-wide text-slate-500 uppercase">

@@ -29,20 +29,26 @@ export function ProbabilityLegend() {
   );
 }
 
+/**
+ * One generated token: a button that shows the top alternatives in a tooltip while hovered or focused (the tooltip
+ * sits beside the button, not inside it, so that it stays out of the button's name).
+ */
 function TokenChip({ token, labels }: { token: GeneratedToken; labels: TokenLabels }) {
   const tooltip = useId();
   const label = labels.label(token.token);
   return (
-    <span
-      tabIndex={0}
-      aria-describedby={tooltip}
-      className={`group relative inline-flex min-w-5 cursor-default justify-center rounded px-1 py-0.5 font-mono text-sm ring-1 ring-inset focus:outline-2 focus:outline-brand-500 ${bandOf(token.probability).className}`}
-    >
-      {label}
+    <li className="group relative">
+      <button
+        type="button"
+        aria-describedby={tooltip}
+        className={`inline-flex min-w-5 cursor-default justify-center rounded px-1 py-0.5 font-mono text-sm ring-1 ring-inset focus:outline-2 focus:outline-brand-500 ${bandOf(token.probability).className}`}
+      >
+        {label}
+      </button>
       <span
         id={tooltip}
         role="tooltip"
-        className="invisible absolute top-full left-0 z-20 mt-1 w-44 rounded-md border border-slate-200 bg-white p-2 text-xs text-slate-700 shadow-lg group-hover:visible group-focus:visible"
+        className="invisible absolute top-full left-0 z-20 mt-1 w-44 rounded-md border border-slate-200 bg-white p-2 text-xs text-slate-700 shadow-lg group-focus-within:visible group-hover:visible"
       >
         <span className="mb-1 block font-sans font-medium text-slate-900">
           “{label}” {percent(token.probability)}
@@ -55,41 +61,39 @@ function TokenChip({ token, labels }: { token: GeneratedToken; labels: TokenLabe
           </span>
         ))}
       </span>
-    </span>
+    </li>
   );
 }
+
+/** Where a line of chips ends: an empty item that takes a whole row, hidden from screen readers. */
+const LineBreak = () => <li aria-hidden className="basis-full" />;
 
 /** The generated tokens as chips coloured by probability; hovering or focusing one shows the top alternatives. */
 export function TokenStream({ tokens, labels }: { tokens: readonly GeneratedToken[]; labels: TokenLabels }) {
   return (
-    <div role="list" aria-label="Generated tokens" className="flex flex-wrap items-center gap-1">
+    <ol aria-label="Generated tokens" className="flex flex-wrap items-center gap-1">
       {tokens.map((token, i) => (
         <Fragment key={i}>
-          <span role="listitem">
-            <TokenChip token={token} labels={labels} />
-          </span>
-          {labels.endsLine(token.token) && <span aria-hidden className="basis-full" />}
+          <TokenChip token={token} labels={labels} />
+          {labels.endsLine(token.token) && <LineBreak />}
         </Fragment>
       ))}
-    </div>
+    </ol>
   );
 }
 
 /** Token ids as plain chips (the prompt as the model reads it), lines broken where the text breaks them. */
 export function TokenList({ tokens, labels, label }: { tokens: readonly number[]; labels: TokenLabels; label: string }) {
   return (
-    <div role="list" aria-label={label} className="flex flex-wrap items-center gap-1">
+    <ol aria-label={label} className="flex flex-wrap items-center gap-1">
       {tokens.map((token, i) => (
         <Fragment key={i}>
-          <span
-            role="listitem"
-            className="inline-flex min-w-5 justify-center rounded bg-slate-100 px-1 py-0.5 font-mono text-sm text-slate-700 ring-1 ring-slate-200 ring-inset"
-          >
+          <li className="inline-flex min-w-5 justify-center rounded bg-slate-100 px-1 py-0.5 font-mono text-sm text-slate-700 ring-1 ring-slate-200 ring-inset">
             {labels.label(token)}
-          </span>
-          {labels.endsLine(token) && <span aria-hidden className="basis-full" />}
+          </li>
+          {labels.endsLine(token) && <LineBreak />}
         </Fragment>
       ))}
-    </div>
+    </ol>
   );
 }

@@ -2,7 +2,8 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
+import { flushSync } from "react-dom";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card, PageHeader } from "@/components/ui/card";
@@ -25,6 +26,12 @@ export function ProjectView({ initial, viewerId, canLeave }: { initial: ProjectP
   const project = useQuery({ ...trpc.projects.byId.queryOptions({ id }), initialData: initial.project });
   const owner = project.data.role === "owner";
   const [renaming, setRenaming] = useState(false);
+  const renameButton = useRef<HTMLButtonElement>(null);
+  const doneRenaming = () => {
+    // The Rename button comes back in place of the form: the focus returns to it rather than to the page.
+    flushSync(() => setRenaming(false));
+    renameButton.current?.focus();
+  };
   const subtitle = (
     <>
       <Link href="/projects" className="text-brand-700 hover:underline">
@@ -37,7 +44,7 @@ export function ProjectView({ initial, viewerId, canLeave }: { initial: ProjectP
     <>
       {renaming ? (
         <div className="mb-6">
-          <RenameForm id={id} name={project.data.name} onDone={() => setRenaming(false)} />
+          <RenameForm id={id} name={project.data.name} onDone={doneRenaming} />
           <p className="mt-1 text-sm text-slate-500">{subtitle}</p>
         </div>
       ) : (
@@ -46,7 +53,7 @@ export function ProjectView({ initial, viewerId, canLeave }: { initial: ProjectP
           subtitle={subtitle}
           actions={
             owner && (
-              <Button variant="secondary" onClick={() => setRenaming(true)}>
+              <Button ref={renameButton} variant="secondary" onClick={() => setRenaming(true)}>
                 Rename
               </Button>
             )
@@ -84,6 +91,9 @@ function RenameForm({ id, name, onDone }: { id: string; name: string; onDone: ()
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [value, setValue] = useState(name);
+  const input = useRef<HTMLInputElement>(null);
+  // The form opens in place of the focused Rename button: the name takes the focus, selected to be typed over.
+  useEffect(() => input.current?.select(), []);
   const rename = useMutation(
     trpc.projects.rename.mutationOptions({
       onSuccess: async () => {
@@ -105,7 +115,7 @@ function RenameForm({ id, name, onDone }: { id: string; name: string; onDone: ()
       }}
     >
       <input
-        autoFocus
+        ref={input}
         aria-label="Project name"
         value={value}
         maxLength={120}

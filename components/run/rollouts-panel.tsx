@@ -1,9 +1,10 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { ShareButton } from "@/components/share/share-button";
 import { Card } from "@/components/ui/card";
+import { RadioGroup } from "@/components/ui/radio-group";
 import { useTRPC } from "@/components/trpc/provider";
 import { specialTokens } from "@/lib/model/tokenizer";
 import { describeConstraint } from "@/lib/sdk/action-space";
@@ -68,6 +69,10 @@ export function RolloutsPanel({
   const visible = useMemo(() => filterAndSort(items, { min: bound(minReward), max: bound(maxReward), sort }), [items, minReward, maxReward, sort]);
   const open = items.find((item) => keyOf(item) === selected) ?? null;
   const list = useRef<HTMLDivElement>(null);
+  const keysHelp = useId();
+  const shownRows = visible.slice(0, 500);
+  // The list is one tab stop: the selected row's button (the first row's while none is selected).
+  const tabStop = shownRows.some((item) => keyOf(item) === selected) ? selected : shownRows[0] && keyOf(shownRows[0]);
 
   const move = (by: number) => {
     if (visible.length === 0) return;
@@ -98,7 +103,10 @@ export function RolloutsPanel({
     return () => window.removeEventListener("keydown", onKey);
   }, []);
   useEffect(() => {
-    if (selected) list.current?.querySelector(`[data-sample="${selected}"]`)?.scrollIntoView({ block: "nearest" });
+    const row = selected ? list.current?.querySelector(`[data-sample="${selected}"]`) : null;
+    row?.scrollIntoView({ block: "nearest" });
+    // Inside the list (↓/↑) the focus follows the selection; j/k elsewhere on the page leave it where it is.
+    if (list.current?.contains(document.activeElement)) row?.querySelector("button")?.focus();
   }, [selected]);
 
   const exportHref = data?.step != null ? `/runs/${encodeURIComponent(runId)}/rollouts.jsonl?split=${split}&step=${data.step}` : null;
@@ -109,22 +117,22 @@ export function RolloutsPanel({
       actions={
         <div className="flex flex-wrap items-center gap-3 text-xs">
           {data?.step != null && (
-            <div className="flex items-center gap-1" aria-label="Step">
-              <button className={navButton} disabled={data.prevStep === null} onClick={() => goToStep(data.prevStep)} aria-label="Previous step">
+            <fieldset className="flex items-center gap-1" aria-label="Step">
+              <button type="button" className={navButton} disabled={data.prevStep === null} onClick={() => goToStep(data.prevStep)} aria-label="Previous step">
                 ◀
               </button>
               <span className="tabular-nums text-slate-600">
                 step {data.step} of {data.lastStep}
               </span>
-              <button className={navButton} disabled={data.nextStep === null} onClick={() => goToStep(data.nextStep)} aria-label="Next step">
+              <button type="button" className={navButton} disabled={data.nextStep === null} onClick={() => goToStep(data.nextStep)} aria-label="Next step">
                 ▶
               </button>
               {step !== null && data.step !== data.lastStep && (
-                <button className={navButton} onClick={() => setStep(null)}>
+                <button type="button" className={navButton} onClick={() => setStep(null)}>
                   latest
                 </button>
               )}
-            </div>
+            </fieldset>
           )}
           {canShare && open && data?.step != null && (
             <ShareButton
@@ -145,6 +153,7 @@ export function RolloutsPanel({
             {(["train", "eval"] as const).map((s) => (
               <button
                 key={s}
+                type="button"
                 role="tab"
                 aria-selected={split === s}
                 onClick={() => setSplit(s)}
@@ -194,22 +203,17 @@ export function RolloutsPanel({
                 aria-label="Maximum reward"
               />
             </label>
-            <span className="tabular-nums" aria-label="Samples shown">
+            <output className="tabular-nums" aria-label="Samples shown">
               {visible.length} of {items.length} samples
-            </span>
-            <span className="ml-auto text-slate-500" aria-label="Keyboard shortcuts">
+            </output>
+            <span id={keysHelp} role="note" className="ml-auto text-slate-500" aria-label="Keyboard shortcuts">
               Keys: <kbd className="font-mono">j</kbd>/<kbd className="font-mono">k</kbd> (or <kbd>↓</kbd>/<kbd>↑</kbd> in the list) next/previous sample ·{" "}
               <kbd className="font-mono">[</kbd>/<kbd className="font-mono">]</kbd> previous/next step
             </span>
           </div>
           <div className="grid lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
-            <div
-              ref={list}
-              tabIndex={0}
-              className="max-h-[32rem] overflow-auto focus:outline-none focus-visible:ring-2 focus-visible:ring-brand-300"
-              aria-label="Samples"
-            >
-              <table className="w-full text-sm">
+            <div ref={list} className="max-h-[32rem] overflow-auto">
+              <table className="w-full text-sm" aria-label="Samples" aria-describedby={keysHelp}>
                 <thead className="sticky top-0 border-b border-slate-200 bg-white text-left text-xs uppercase tracking-wide text-slate-500">
                   <tr>
                     <th className="px-4 py-2 font-medium">Group</th>
@@ -220,7 +224,7 @@ export function RolloutsPanel({
                   </tr>
                 </thead>
                 <tbody className="divide-y divide-slate-100">
-                  {visible.slice(0, 500).map((item) => {
+                  {shownRows.map((item) => {
                     const key = keyOf(item);
                     return (
                       <tr
@@ -230,7 +234,17 @@ export function RolloutsPanel({
                         onClick={() => setSelected(key)}
                         className={`cursor-pointer ${selected === key ? "bg-brand-50" : "hover:bg-slate-50"}`}
                       >
-                        <td className="px-4 py-1.5 tabular-nums">{item.groupIndex}</td>
+                        <td className="px-4 py-1.5 tabular-nums">
+                          {/* The row's keyboard handle; a click anywhere on the row selects it. */}
+                          <button
+                            type="button"
+                            tabIndex={key === tabStop ? 0 : -1}
+                            aria-label={`group ${item.groupIndex}, sample ${item.sampleIndex}`}
+                            className="rounded-sm focus:outline-none focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-brand-500"
+                          >
+                            {item.groupIndex}
+                          </button>
+                        </td>
                         <td className="px-2 py-1.5 tabular-nums">{item.sampleIndex}</td>
                         <td className="px-2 py-1.5 tabular-nums">{item.turns.length}</td>
                         <td className="px-2 py-1.5 text-right tabular-nums">{item.totalReward.toFixed(2)}</td>
@@ -285,8 +299,8 @@ function SampleView({
   const advantages = turnAdvantages(item, group, algorithm);
   const rewardNames = Object.entries(item.rewards);
   return (
-    <div className="space-y-4">
-      <div className="flex flex-wrap items-baseline gap-x-4 gap-y-1 text-xs text-slate-600" aria-label="Sample">
+    <section className="space-y-4" aria-label="Sample">
+      <div className="flex flex-wrap items-baseline gap-x-4 gap-y-1 text-xs text-slate-600">
         <span className="font-medium text-slate-800">
           group {item.groupIndex} · sample {item.sampleIndex}
         </span>
@@ -303,12 +317,13 @@ function SampleView({
             <div className="border-b border-slate-100 bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-700">{turn.observation}</div>
             <div className="flex items-start justify-between gap-3 px-3 py-1.5">
               <span className="font-mono text-xs whitespace-pre-wrap text-brand-700">{turn.action || "∅"}</span>
-              <span className="shrink-0 font-mono text-xs tabular-nums text-slate-500" aria-label={`turn ${t + 1} values`}>
+              {/* The return and advantage are computed here, from the rewards and the algorithm's settings. */}
+              <output className="shrink-0 font-mono text-xs tabular-nums text-slate-500" aria-label={`turn ${t + 1} values`}>
                 r={fixed(turn.reward)} G={fixed(returns[t])} A={fixed(advantages[t])}
-              </span>
+              </output>
             </div>
             {turn.legalActions && (
-              <div className="border-t border-slate-100 px-3 py-1 text-xs text-slate-500" aria-label={`turn ${t + 1} legal actions`}>
+              <div className="border-t border-slate-100 px-3 py-1 text-xs text-slate-500">
                 legal: <span className="font-mono">{describeConstraint(turn.legalActions)}</span>
               </div>
             )}
@@ -322,7 +337,7 @@ function SampleView({
       </p>
       {item.tokens && item.tokenLogprobs && item.tokens.length > 0 && <TokenStrip item={item} advantages={advantages} />}
       <PromptAcrossSteps runId={runId} split={split} item={item} step={step} onPick={onPick} />
-    </div>
+    </section>
   );
 }
 
@@ -336,6 +351,11 @@ function tokenText(id: number): string {
   if (id > 32 && id < 127) return String.fromCharCode(id);
   return `\\x${id.toString(16).padStart(2, "0")}`;
 }
+
+const COLOUR_BY = [
+  ["logprob", "logprob"],
+  ["advantage", "advantage"],
+] as const;
 
 /**
  * The policy's action tokens coloured by the sampler's probability (green near 1, red near 0) or by their turn's
@@ -365,39 +385,44 @@ function TokenStrip({ item, advantages }: { item: RolloutItem; advantages: (numb
     <div>
       <div className="mb-1 flex items-center justify-between gap-2">
         <p className="text-xs font-medium text-slate-600">Action tokens by {by === "logprob" ? "probability" : "advantage"}</p>
-        <div className="flex gap-1 text-xs" role="radiogroup" aria-label="Colour tokens by">
-          {(["logprob", "advantage"] as const).map((b) => (
-            <button
-              key={b}
-              role="radio"
-              aria-checked={by === b}
-              onClick={() => setBy(b)}
-              className={`rounded px-2 py-0.5 ${by === b ? "bg-brand-50 text-brand-700" : "text-slate-600 hover:bg-slate-100"}`}
-            >
-              {b}
-            </button>
-          ))}
-        </div>
+        <RadioGroup label="Colour tokens by" options={COLOUR_BY} value={by} onChange={setBy} className="gap-1 text-xs" optionClassName="rounded px-2 py-0.5" />
       </div>
-      <div className="flex flex-wrap gap-px font-mono text-xs" aria-label="Action tokens" onMouseLeave={() => setHovered(null)}>
+      {/* One tab stop: ←/→ (Home, End) move between the tokens, and the focused one's values are shown below. */}
+      <div
+        role="listbox"
+        aria-label="Action tokens"
+        aria-orientation="horizontal"
+        onKeyDown={(event) => {
+          const last = tokens.length - 1;
+          const at = hovered ?? 0;
+          const to = { ArrowRight: Math.min(last, at + 1), ArrowLeft: Math.max(0, at - 1), Home: 0, End: last }[event.key];
+          if (to === undefined) return;
+          event.preventDefault();
+          (event.currentTarget.children[to] as HTMLElement | undefined)?.focus();
+        }}
+        onMouseLeave={() => setHovered(null)}
+        className="flex flex-wrap gap-px font-mono text-xs"
+      >
         {tokens.map((_, i) => (
           <span
             key={i}
-            tabIndex={-1}
+            role="option"
+            tabIndex={i === (hovered ?? 0) ? 0 : -1}
+            aria-selected={hovered === i}
             title={describe(i)}
             data-by={by}
             onMouseEnter={() => setHovered(i)}
             onFocus={() => setHovered(i)}
-            className={`rounded-sm px-0.5 text-slate-900 ${hovered === i ? "ring-1 ring-slate-500" : ""}`}
+            className={`rounded-sm px-0.5 text-slate-900 focus:outline-none focus-visible:outline-2 focus-visible:outline-brand-500 ${hovered === i ? "ring-1 ring-slate-500" : ""}`}
             style={{ backgroundColor: colour(i) }}
           >
             {textOf(i)}
           </span>
         ))}
       </div>
-      <p className="mt-1 h-4 font-mono text-xs text-slate-600" aria-live="polite" aria-label="Token values">
-        {hovered !== null ? describe(hovered) : "Hover a token for its values."}
-      </p>
+      <output className="mt-1 block h-4 font-mono text-xs text-slate-600" aria-label="Token values">
+        {hovered !== null ? describe(hovered) : "Hover or focus a token for its values."}
+      </output>
       {by === "advantage" && !turnOf && (
         <p className="text-xs text-amber-700">The tokens do not spell the turns&apos; actions in order; each is coloured by the sample&apos;s advantage.</p>
       )}
@@ -451,6 +476,7 @@ function PromptAcrossSteps({
                     {s.samples.map((sample) => (
                       <button
                         key={keyOf(sample)}
+                        type="button"
                         onClick={() => onPick(s.step, keyOf(sample))}
                         title={`step ${s.step} · group ${sample.groupIndex} · sample ${sample.sampleIndex}`}
                         className="max-w-48 truncate rounded border border-slate-200 px-1 font-mono hover:bg-slate-100"

@@ -114,7 +114,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
       <div className="flex flex-wrap items-center justify-between gap-4">
         <div className="flex items-center gap-3">
           <StatusBadge status={r.status} />
-          <span className="text-sm tabular-nums text-slate-600" aria-label="progress">
+          <span className="text-sm tabular-nums text-slate-600">
             {session
               ? `a remote training session: ${r.step} optimizer step${r.step === 1 ? "" : "s"}`
               : r.totalSteps > 0
@@ -154,7 +154,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         </div>
       )}
       {baseLineage && (
-        <p className="text-xs text-slate-500" aria-label="Base">
+        <p role="note" className="text-xs text-slate-500" aria-label="Base">
           base: <span className="font-mono">{baseLineage}</span>
         </p>
       )}

@@ -26,7 +26,7 @@ export function SharedView({
   expiresAt: Date | null;
 }) {
   const note = (
-    <span aria-label="Shared view">
+    <span role="note" aria-label="Shared view">
       Shared view, read-only
       {expiresAt && (
         <>

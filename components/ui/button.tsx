@@ -12,8 +12,9 @@ const base =
 
 type Variant = keyof typeof variants;
 
-export function Button({ variant = "primary", className = "", ...props }: ComponentProps<"button"> & { variant?: Variant }) {
-  return <button className={`${base} ${variants[variant]} ${className}`} {...props} />;
+/** A button that does not submit a form unless told to (`type="submit"`). */
+export function Button({ variant = "primary", type = "button", className = "", ...props }: ComponentProps<"button"> & { variant?: Variant }) {
+  return <button type={type} className={`${base} ${variants[variant]} ${className}`} {...props} />;
 }
 
 export function ButtonLink({ variant = "primary", className = "", ...props }: ComponentProps<typeof Link> & { variant?: Variant }) {
