@@ -19,7 +19,7 @@ export function formatRelative(date: Date, now = Date.now()): string {
 /** A time shown relative to now, with the exact time on hover. */
 export function RelativeTime({ date }: { date: Date }) {
   return (
-    <time suppressHydrationWarning dateTime={date.toISOString()} title={date.toISOString().replace("T", " ").slice(0, 19) + " UTC"}>
+    <time suppressHydrationWarning dateTime={date.toISOString()} title={`${date.toISOString().replace("T", " ").slice(0, 19)} UTC`}>
       {formatRelative(date)}
     </time>
   );

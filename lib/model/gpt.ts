@@ -28,7 +28,7 @@ import {
   matmulTransAAccumulate,
   matmulTransB,
   simdOpsEnabled,
-  useSimd,
+  runsOnSimd,
 } from "./kernels";
 import { rmsNormBackward, rmsNormForward, ropeAndExpand, ropeAndExpandBackward, ropeTable, swigluBackward, swigluForward } from "./llama-ops";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
@@ -208,7 +208,7 @@ function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float3
 /** y[N,C] from qkv[N,3C]; att[B,H,T,T] keeps the softmax probabilities (zero above the diagonal). */
 function attentionForward(y: Float32Array, att: Float32Array, qkv: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
-  if (useSimd(T, hd, T)) return attentionForwardSimd(y, att, qkv, B, T, C, H);
+  if (runsOnSimd(T, hd, T)) return attentionForwardSimd(y, att, qkv, B, T, C, H);
   const scale = 1 / Math.sqrt(hd);
   const C3 = 3 * C;
   for (let b = 0; b < B; b++) {
@@ -248,7 +248,7 @@ function attentionForward(y: Float32Array, att: Float32Array, qkv: Float32Array,
 /** dqkv[N,3C] (zero on entry) from dy[N,C]. */
 function attentionBackward(dqkv: Float32Array, dy: Float32Array, qkv: Float32Array, att: Float32Array, B: number, T: number, C: number, H: number): void {
   const hd = C / H;
-  if (useSimd(T, hd, T)) return attentionBackwardSimd(dqkv, dy, qkv, att, B, T, C, H);
+  if (runsOnSimd(T, hd, T)) return attentionBackwardSimd(dqkv, dy, qkv, att, B, T, C, H);
   const scale = 1 / Math.sqrt(hd);
   const C3 = 3 * C;
   const dAtt = scratch(T);

@@ -22,7 +22,7 @@ export function setSimdMode(mode: SimdMode): void {
 }
 
 /** Whether products of this size run on the SIMD kernel. */
-export function useSimd(M: number, K: number, N: number): boolean {
+export function runsOnSimd(M: number, K: number, N: number): boolean {
   if (simdGemm === null || simdMode === "never") return false;
   return simdMode === "always" || M * K * N >= simdMinWork;
 }
@@ -47,7 +47,7 @@ export function add(out: Float32Array, a: Float32Array, b: Float32Array, n: numb
 
 /** out[M,N] = a[M,K] @ b[K,N] (+ bias[N]). */
 export function matmul(out: Float32Array, a: Float32Array, b: Float32Array, M: number, K: number, N: number, bias: Float32Array | null): void {
-  if (useSimd(M, K, N)) {
+  if (runsOnSimd(M, K, N)) {
     // The bias goes in first (a memcpy per row) and the product accumulates onto it.
     if (bias) for (let i = 0; i < M; i++) out.set(bias, i * N);
     simdGemm!.multiply(out, rowMajor(a, M, K), rowMajor(b, K, N), bias !== null, 1);
@@ -63,7 +63,7 @@ export function matmul(out: Float32Array, a: Float32Array, b: Float32Array, M: n
 
 /** out[M,N] += scale * a[M,K] @ b[K,N]. Four rows at a time, so each row of b is loaded once per four rows. */
 export function matmulAccumulate(out: Float32Array, a: Float32Array, b: Float32Array, M: number, K: number, N: number, scale: number): void {
-  if (useSimd(M, K, N)) return simdGemm!.multiply(out, rowMajor(a, M, K), rowMajor(b, K, N), true, scale);
+  if (runsOnSimd(M, K, N)) return simdGemm!.multiply(out, rowMajor(a, M, K), rowMajor(b, K, N), true, scale);
   let i = 0;
   for (; i + 4 <= M; i += 4) {
     const o0 = i * N,
@@ -103,7 +103,7 @@ export function matmulAccumulate(out: Float32Array, a: Float32Array, b: Float32A
 
 /** out[M,K] (+)= scale * dy[M,N] @ w[K,N]^T — the input gradient of a linear layer. */
 export function matmulTransB(out: Float32Array, dy: Float32Array, w: Float32Array, M: number, N: number, K: number, accumulate: boolean, scale: number): void {
-  if (useSimd(M, N, K)) return simdGemm!.multiply(out, rowMajor(dy, M, N), transposed(w, K, N), accumulate, scale);
+  if (runsOnSimd(M, N, K)) return simdGemm!.multiply(out, rowMajor(dy, M, N), transposed(w, K, N), accumulate, scale);
   for (let i = 0; i < M; i++) {
     const d = i * N,
       o = i * K;
@@ -129,7 +129,7 @@ export function matmulTransB(out: Float32Array, dy: Float32Array, w: Float32Arra
 
 /** out[K,N] += scale * a[M,K]^T @ dy[M,N] — the weight gradient of a linear layer. */
 export function matmulTransAAccumulate(out: Float32Array, a: Float32Array, dy: Float32Array, M: number, K: number, N: number, scale: number): void {
-  if (useSimd(K, M, N)) return simdGemm!.multiply(out, transposed(a, M, K), rowMajor(dy, M, N), true, scale);
+  if (runsOnSimd(K, M, N)) return simdGemm!.multiply(out, transposed(a, M, K), rowMajor(dy, M, N), true, scale);
   let i = 0;
   for (; i + 4 <= M; i += 4) {
     const a0 = i * K,

@@ -28,7 +28,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
         404,
         `Run '${id}' has no ${split} rollouts at step ${result.step}; its ${split} rollouts span steps ${result.firstStep} to ${result.lastStep}.`,
       );
-    const body = result.items.map((item) => JSON.stringify({ runId: id, split, step: result.step, ...item })).join("\n") + "\n";
+    const body = result.items.map((item) => `${JSON.stringify({ runId: id, split, step: result.step, ...item })}\n`).join("");
     return new Response(body, {
       headers: {
         "content-type": "application/x-ndjson; charset=utf-8",
