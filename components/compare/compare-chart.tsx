@@ -1,6 +1,7 @@
 "use client";
 
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { formatDuration } from "@/components/ui/time";
 import { downsample, type SeriesPoint, smooth } from "@/lib/series";
 import type { XAxisKind } from "./compare-state";
 
@@ -9,15 +10,6 @@ export type ChartSeries = { id: string; name: string; color: string; points: Ser
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 2 });
 export const formatValue = (v: number) =>
   Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(4)).toString();
-
-/** Seconds as "0.4s", "42s", "3m 05s" or "1h 02m". */
-export function formatDuration(seconds: number): string {
-  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
-  const s = Math.round(seconds);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
-}
 
 /** Several runs' curves of one metric on shared axes, each smoothed the same way; the raw values stay faint behind. */
 export function CompareChart({ metric, series, smoothing, x }: { metric: string; series: ChartSeries[]; smoothing: number; x: XAxisKind }) {

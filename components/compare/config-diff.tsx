@@ -3,7 +3,7 @@
 export type ConfigColumn = { id: string; name: string; color: string; config: unknown };
 
 /** Flattens nested objects to dotted paths; arrays and other leaves are kept whole. */
-export function flattenConfig(value: unknown, prefix = "", out = new Map<string, unknown>()): Map<string, unknown> {
+function flattenConfig(value: unknown, prefix = "", out = new Map<string, unknown>()): Map<string, unknown> {
   if (value !== null && typeof value === "object" && !Array.isArray(value)) {
     const entries = Object.entries(value as Record<string, unknown>);
     if (entries.length === 0 && prefix) out.set(prefix, {});
@@ -16,7 +16,7 @@ export function flattenConfig(value: unknown, prefix = "", out = new Map<string,
 
 export type DiffRow = { path: string; values: (string | undefined)[]; differs: boolean };
 
-export function diffConfigs(configs: unknown[]): DiffRow[] {
+function diffConfigs(configs: unknown[]): DiffRow[] {
   const flat = configs.map((config) => flattenConfig(config));
   const paths = [...new Set(flat.flatMap((map) => [...map.keys()]))].sort();
   return paths.map((path) => {

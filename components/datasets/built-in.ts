@@ -17,7 +17,7 @@ export type BuiltInDataset = {
   preview: Record<string, unknown>[];
 };
 
-export const PREVIEW_ROWS = 20;
+const PREVIEW_ROWS = 20;
 
 const cached = new Map<string, BuiltInDataset | null>();
 

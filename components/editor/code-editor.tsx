@@ -25,7 +25,7 @@ const theme = EditorView.theme({
 });
 
 /** Where a 1-based line and column fall in the document, widened to the word there so the underline shows. */
-export function diagnosticRange(doc: Text, line: number | null, column: number | null): { from: number; to: number } {
+function diagnosticRange(doc: Text, line: number | null, column: number | null): { from: number; to: number } {
   if (line === null || doc.length === 0) return { from: 0, to: Math.min(doc.length, doc.line(1).length) };
   const at = doc.line(Math.min(Math.max(line, 1), doc.lines));
   let from = Math.min(at.from + Math.max((column ?? 1) - 1, 0), at.to);

@@ -54,7 +54,7 @@ function objectFields(object: z.ZodObject, path: string[], skip?: string): Confi
     .map(([key, schema]) => describeField(schema as Schema, [...path, key]));
 }
 
-export function describeField(schema: Schema, path: string[]): ConfigField {
+function describeField(schema: Schema, path: string[]): ConfigField {
   const { inner, description, defaultValue } = unwrap(schema);
   const common: Common = { path, key: path.at(-1) ?? "", description, defaultValue };
   if (inner instanceof z.ZodObject) return { ...common, kind: "object", fields: objectFields(inner, path) };
@@ -125,18 +125,6 @@ export function withValueAt(config: Record<string, unknown>, path: readonly stri
   const childObject = child !== null && typeof child === "object" && !Array.isArray(child) ? (child as Record<string, unknown>) : {};
   next[key] = withValueAt(childObject, rest, value);
   return next;
-}
-
-/** The schema's complaints by dotted path ("algorithm.learningRate"); "" holds those about the whole config. */
-export function issuesByPath(schema: z.ZodType, config: unknown): Map<string, string[]> {
-  const parsed = schema.safeParse(config);
-  const issues = new Map<string, string[]>();
-  if (parsed.success) return issues;
-  for (const issue of parsed.error.issues) {
-    const key = issue.path.map(String).join(".");
-    issues.set(key, [...(issues.get(key) ?? []), issue.message]);
-  }
-  return issues;
 }
 
 /** Every path the form draws an input for, so issues elsewhere can be listed apart. */

@@ -63,7 +63,7 @@ function toCompletion(label: string, doc: SdkDoc, useSnippet: boolean): Completi
   return useSnippet && doc.snippet ? snippetCompletion(doc.snippet, completion) : completion;
 }
 
-export function sdkCompletions(context: CompletionContext): CompletionResult | null {
+function sdkCompletions(context: CompletionContext): CompletionResult | null {
   const { state, pos } = context;
   const member = context.matchBefore(/[\w$.]+\.[\w$]*$/);
   if (member) {
@@ -90,7 +90,7 @@ export function sdkCompletions(context: CompletionContext): CompletionResult | n
 }
 
 /** The SDK doc for the name under the pointer, judged by where the name stands. */
-export function sdkDocAt(state: EditorState, pos: number, side: -1 | 1): { from: number; to: number; name: string; doc: SdkDoc } | null {
+function sdkDocAt(state: EditorState, pos: number, side: -1 | 1): { from: number; to: number; name: string; doc: SdkDoc } | null {
   const node = syntaxTree(state).resolveInner(pos, side);
   const name = text(state, node);
   const found = (table: Record<string, SdkDoc>) => (Object.hasOwn(table, name) ? { from: node.from, to: node.to, name, doc: table[name]! } : null);

@@ -5,7 +5,7 @@ import { useTRPCClient } from "@/components/trpc/provider";
 import type { AppRouter } from "@/server/api/root";
 import type { inferRouterOutputs } from "@trpc/server";
 
-export type ValidationReport = inferRouterOutputs<AppRouter>["experiments"]["validate"];
+type ValidationReport = inferRouterOutputs<AppRouter>["experiments"]["validate"];
 
 export type LiveValidation =
   | { state: "idle"; report: null; error: null }

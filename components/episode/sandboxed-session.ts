@@ -26,7 +26,7 @@ import {
   type SandboxLimits,
 } from "@/server/sandbox/browser";
 
-export class BrowserSandboxError extends Error {}
+class BrowserSandboxError extends Error {}
 
 export class BrowserSandboxedSession {
   sample: DatasetRow | undefined;

@@ -9,7 +9,7 @@ import type { ActionConstraint } from "@/lib/sdk/action-space";
 import type { GeneratedToken, GenerationSummary, LoadedModel, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 
 /** Where the app serves a base's or checkpoint's ONNX export. */
-export const modelUrl = (name: string) => `/api/models/${encodeURIComponent(name)}.onnx`;
+const modelUrl = (name: string) => `/api/models/${encodeURIComponent(name)}.onnx`;
 
 const tokenizers = new WeakMap<ModelInfo, Tokenizer>();
 
@@ -106,7 +106,7 @@ export class BrowserPolicy {
 }
 
 /** What end-to-end tests and `npm run bench:browser` drive: the page's current model, without the form. */
-export interface PlaygroundHook {
+interface PlaygroundHook {
   ready: Promise<{ backend: string }>;
   logits(ids: number[]): Promise<number[]>;
   generate(

@@ -3,7 +3,7 @@ import type { AppRouter } from "@/server/api/root";
 
 type Outputs = inferRouterOutputs<AppRouter>;
 
-export type Project = Outputs["projects"]["byId"];
+type Project = Outputs["projects"]["byId"];
 export type Member = Outputs["projects"]["members"][number];
 export type Invitation = Outputs["projects"]["invitations"][number];
 export type ShareLink = Outputs["shareLinks"]["ofProject"][number];

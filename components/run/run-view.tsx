@@ -6,6 +6,7 @@ import { useEffect, useMemo } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
+import { formatDuration } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 import type { SeriesPoint } from "@/lib/series";
 import type { XRange } from "./metric-chart";
@@ -344,12 +345,6 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
 function parseZoom(text: string | null): XRange | null {
   const [from, to] = (text ?? "").split(",").map(Number);
   return from !== undefined && to !== undefined && Number.isFinite(from) && Number.isFinite(to) && to > from ? [from, to] : null;
-}
-
-function formatDuration(seconds: number): string {
-  if (seconds < 60) return `${seconds} s`;
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
-  return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
 }
 
 /** A job started from one checkpoint (an evaluation, an export); the run it makes opens when it is queued. */

@@ -7,7 +7,7 @@ import type { FeedEvent } from "@/lib/series";
 import { downsample, type SeriesPoint } from "@/lib/series";
 
 /** A point with its wall time, in seconds since the run's first point. */
-export type TimedPoint = SeriesPoint & { time: number };
+type TimedPoint = SeriesPoint & { time: number };
 
 /** A series as the page holds it: points to draw (at most KEEP × 2, min/max buckets of older ones) and the true count. */
 export type LiveSeries = { points: TimedPoint[]; count: number };

@@ -12,7 +12,7 @@ import type { LiveSeries } from "./use-metric-stream";
  * before its start to the first at or after its end (held points may be sparse there, so the range is widened to
  * the points around it, and the fetched points are cut to the times afterwards).
  */
-export function stepsCovering(series: LiveSeries, x: "step" | "time", zoom: XRange): [number, number] {
+function stepsCovering(series: LiveSeries, x: "step" | "time", zoom: XRange): [number, number] {
   if (x === "step") return [Math.max(0, Math.floor(zoom[0])), Math.max(0, Math.ceil(zoom[1]))];
   const points = series.points;
   let from = points[0]?.step ?? 0;

@@ -9,7 +9,8 @@ import type { AppRouter } from "@/server/api/root";
 import { SHARE_HEADER } from "@/server/auth/constants";
 import { makeQueryClient } from "./query-client";
 
-export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+export { useTRPC, useTRPCClient };
 
 let browserQueryClient: QueryClient | undefined;
 
@@ -24,7 +25,7 @@ function getQueryClient() {
  * The share token of a shared page (`/s/<token>`), which its requests carry so the server answers them as the
  * link's holder; null elsewhere.
  */
-export function shareTokenOfPage(): string | null {
+function shareTokenOfPage(): string | null {
   if (typeof window === "undefined") return null;
   return window.location.pathname.match(/^\/s\/([\w-]+)/)?.[1] ?? null;
 }

@@ -1,5 +1,5 @@
 /** The words of a failed request: a field's own message when the input was refused, else the server's message. */
-export function errorText(error: { message: string; data?: unknown } | null | undefined): string | null {
+function errorText(error: { message: string; data?: unknown } | null | undefined): string | null {
   if (!error) return null;
   const zod = (error.data as { zodError?: { fieldErrors?: Record<string, string[] | undefined>; formErrors?: string[] } | null } | undefined)?.zodError;
   const fieldMessages = Object.values(zod?.fieldErrors ?? {}).flatMap((messages) => messages ?? []);

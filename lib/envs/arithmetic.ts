@@ -27,5 +27,3 @@ export const arithmetic = defineEnvironment<State, number>({
   },
   score: ({ state }) => (state.answer === state.a + state.b ? 1 : 0),
 });
-
-export default arithmetic;

@@ -9,7 +9,7 @@ import { defineEnvironment, type EnvironmentDefinition } from "@/lib/sdk/environ
 
 type Cell = "." | "X" | "O";
 export type BoardState = { size: number; line: number; cells: Cell[]; winner: "X" | "O" | "draw" | null; moves: number };
-export type OpponentKind = "random" | "greedy";
+type OpponentKind = "random" | "greedy";
 
 const COLUMNS = "abcdefgh";
 
@@ -43,7 +43,7 @@ const maxDrawnBoards = 4_096;
  * The board, one row a line; a free cell shows its own name and a taken one its mark (`a1 X c1`), so the moves
  * on offer are written out on the board itself.
  */
-export function renderBoard(state: BoardState): string {
+function renderBoard(state: BoardState): string {
   if (lastDrawn?.state !== state) {
     const key = state.cells.join("");
     let text = drawnBoards.get(key);
@@ -111,14 +111,8 @@ function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
   return next;
 }
 
-export function emptyCells(state: BoardState): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < state.cells.length; i++) if (state.cells[i] === ".") out.push(i);
-  return out;
-}
-
 /** The scripted opponent's move: win if it can, block if it must ("greedy"), else a random empty cell. */
-export function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
+function opponentMove(state: BoardState, rng: Rng, kind: OpponentKind): number {
   const { cells, size, line } = state;
   // An empty board (half of all openings): every cell is free and nothing can be won or blocked.
   if (cells.indexOf("X") === -1 && cells.indexOf("O") === -1) return Math.floor(rng.uniform() * cells.length);

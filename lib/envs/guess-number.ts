@@ -26,11 +26,11 @@ export function openRange(state: GuessState): [number, number] {
   return [low, high];
 }
 
-export const MAX_GUESSES = 10;
+const MAX_GUESSES = 10;
 /** The extra cost of a guess outside the open range. */
-export const WASTED_GUESS_COST = 0.1;
+const WASTED_GUESS_COST = 0.1;
 /** Weight of the progress term: this much per halving of the open range. */
-export const PROGRESS_PER_HALVING = 0.1;
+const PROGRESS_PER_HALVING = 0.1;
 
 const width = ([low, high]: [number, number]) => high - low + 1;
 
@@ -76,5 +76,3 @@ export const guessNumber = defineEnvironment<State, number>({
   render: (state) => `secret ${state.secret} · guesses ${state.guesses.join(", ") || "none"}`,
   score: ({ state }) => (state.solved ? 1 : 0),
 });
-
-export default guessNumber;

@@ -15,7 +15,7 @@
 import type { Rng } from "@/lib/model/rng";
 import { defineEnvironment, type ParseResult } from "@/lib/sdk/environment";
 
-export const OBJECTS = ["key", "lamp", "book", "coin"] as const;
+const OBJECTS = ["key", "lamp", "book", "coin"] as const;
 export type Direction = "north" | "south" | "east" | "west";
 
 /**
@@ -34,7 +34,7 @@ export const HOUSE: Record<string, Partial<Record<Direction, string>>> = {
 const ROOMS = Object.keys(HOUSE);
 
 /** Weight of the progress term: this much per action of the shortest remaining plan gained or lost. */
-export const PROGRESS_PER_ACTION = 0.1;
+const PROGRESS_PER_ACTION = 0.1;
 
 /** Shortest number of moves between two rooms (breadth-first over the doors). */
 export function distance(from: string, to: string): number {
@@ -142,5 +142,3 @@ export const textWorld = defineEnvironment<WorldState, WorldAction>({
   render: describe,
   score: ({ state }) => (state.done ? 1 : 0),
 });
-
-export default textWorld;

@@ -78,5 +78,3 @@ export const toolUse = defineEnvironment<ToolUseState, number, Sample>({
   },
   score: ({ state }) => (state.answer === state.expected ? 1 : 0),
 });
-
-export default toolUse;

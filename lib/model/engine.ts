@@ -19,7 +19,7 @@ export interface GradientTargets {
 }
 
 /** Given the logits and values of a pass, the loss's gradient with respect to them. */
-export type LossGradient = (
+type LossGradient = (
   logits: Float32Array, // [B*T, V]
   values: Float32Array | null, // [B*T]
 ) => { dLogits: Float32Array; dValues: Float32Array | null };

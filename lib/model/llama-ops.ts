@@ -53,7 +53,7 @@ export function rmsNormBackward(
  * The rotary frequencies, as Hugging Face computes them in float32: invFreq[i] = 1 / theta^(2i / hd), then
  * stretched by the config's scaling.
  */
-export function ropeInverseFrequencies(headDim: number, theta: number, scaling: RopeScaling | undefined): Float32Array {
+function ropeInverseFrequencies(headDim: number, theta: number, scaling: RopeScaling | undefined): Float32Array {
   const half = headDim / 2;
   const inv = new Float32Array(half);
   for (let i = 0; i < half; i++) inv[i] = Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / headDim)));

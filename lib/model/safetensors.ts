@@ -5,7 +5,7 @@
  * read, and the writer can store F16 or BF16 (rounded to nearest even).
  */
 import { nodeFs } from "./node-fs";
-export interface NamedTensor {
+interface NamedTensor {
   shape: number[];
   data: Float32Array;
 }
@@ -118,7 +118,7 @@ export function readSafetensorsFolder(dir: string): TensorMap {
 }
 
 /** One safetensors file, read header first and then tensor by tensor. */
-export function readSafetensorsFile(path: string): TensorMap {
+function readSafetensorsFile(path: string): TensorMap {
   const fs = nodeFs("reading safetensors files; elsewhere use decodeSafetensors on the bytes");
   const fd = fs.openSync(path, "r");
   try {
@@ -234,7 +234,7 @@ export function f32ToBf16Bits(x: number): number {
 }
 
 /** Nearest-even rounding of an f32 to IEEE half: overflow becomes infinity, tiny values become subnormals or zero. */
-export function f32ToF16Bits(x: number): number {
+function f32ToF16Bits(x: number): number {
   const bits = f32Bits(x);
   const sign = (bits >>> 16) & 0x8000;
   const exponent = (bits >>> 23) & 0xff;

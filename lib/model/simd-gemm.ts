@@ -31,7 +31,7 @@ const paramTypes = [...new Array<number>(11).fill(i32), f32];
  * registers. Taller tiles (5 or 6 rows, 13 to 15 vectors) and unrolling the k loop made V8 spill registers and
  * ran 20-45% slower (measured: docs/RUNTIME.md).
  */
-export const tileRows = 4;
+const tileRows = 4;
 
 /**
  * One tile function: for each of `tiles` bands of R rows, for each 8 columns, accumulates the R×8 tile of C
@@ -304,7 +304,7 @@ function gemmFunction(): WasmFunction {
 }
 
 /** The kernel's functions: `gemm` (index 0), then the tile functions. */
-export function gemmFunctions(): WasmFunction[] {
+function gemmFunctions(): WasmFunction[] {
   const functions = [gemmFunction()];
   for (const layout of ["row", "col"] as const) for (let R = 1; R <= tileRows; R++) functions.push(tileFunction(R, layout));
   return functions;
@@ -370,7 +370,7 @@ export interface NativeGemm {
 }
 
 /** Another thread that can run the kernel on the same shared memory (see server/runtime/gemm-threads.ts). */
-export interface GemmHelper {
+interface GemmHelper {
   /**
    * Runs every call, sharing them out between this thread (through `runHere`) and the helper: each call runs
    * whole on one thread. Returns when all are done.
@@ -383,7 +383,7 @@ export interface GemmHelper {
  * place, without copies. Without shared memory (a browser page that is not cross-origin isolated) growing
  * would detach earlier arrays, so there the arena hands out ordinary arrays and products copy their operands.
  */
-export interface WasmArena {
+interface WasmArena {
   /**
    * an array of n floats, valid until the mark taken before it is released; zero-filled unless `zero` is
    * false, in which case it holds whatever the last user left (for arrays that are written in full)

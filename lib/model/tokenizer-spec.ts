@@ -6,7 +6,7 @@
 import { HFTokenizer, type HFTokenizerFiles } from "./hf/tokenizer";
 import { ByteTokenizer, type ByteTokenizerSpec, type Tokenizer } from "./tokenizer";
 
-export interface HFTokenizerSpec {
+interface HFTokenizerSpec {
   type: "hf";
   files: HFTokenizerFiles;
 }

@@ -37,7 +37,6 @@ export const specialTokens = {
   assistant: 260,
   endOfTurn: 261,
 } as const;
-export type SpecialTokenName = keyof typeof specialTokens;
 
 const specialText: Record<number, string> = {
   [specialTokens.pad]: "<|pad|>",

@@ -95,7 +95,7 @@ function sleb(n: number): number[] {
 const f32Bytes = (v: number) => Array.from(new Uint8Array(Float32Array.of(v).buffer));
 const section = (id: number, body: number[]) => [id, ...uleb(body.length), ...body];
 const name = (s: string) => [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
-export const vector = (items: number[][]) => [...uleb(items.length), ...items.flat()];
+const vector = (items: number[][]) => [...uleb(items.length), ...items.flat()];
 
 export const get = (l: number) => [op.localGet, ...uleb(l)];
 export const set = (l: number) => [op.localSet, ...uleb(l)];

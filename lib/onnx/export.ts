@@ -44,7 +44,7 @@ import type { GPTWeights, LayerNormWeights, Linear } from "@/lib/model/weights";
 import { type AttributeProto, AttributeType, DataType, type Dimension, encodeModel, type NodeProto, type TensorProto, type ValueInfoProto } from "./proto";
 
 export const ONNX_OPSET = 17;
-export const ONNX_IR_VERSION = 8;
+const ONNX_IR_VERSION = 8;
 
 /** The names of the graph's inputs, in order. */
 export function onnxInputNames(config: Pick<GPTConfig, "nLayers">): string[] {

@@ -153,7 +153,7 @@ const ModelProtoType = root.lookupType("onnx.ModelProto");
 // ---- the plain objects this module encodes and decodes (protobufjs's camel-case field names) ----
 
 /** An int64 as protobufjs hands it back without the `long` package: a number (exact below 2^53). */
-export type Int64 = number;
+type Int64 = number;
 
 export interface TensorProto {
   name?: string;
@@ -197,7 +197,7 @@ export interface ValueInfoProto {
   docString?: string;
 }
 
-export interface GraphProto {
+interface GraphProto {
   name?: string;
   node: NodeProto[];
   initializer: TensorProto[];
@@ -207,13 +207,13 @@ export interface GraphProto {
   docString?: string;
 }
 
-export interface OperatorSetIdProto {
+interface OperatorSetIdProto {
   /** "" (or absent when decoded): the standard ai.onnx operators */
   domain?: string;
   version: Int64;
 }
 
-export interface StringStringEntryProto {
+interface StringStringEntryProto {
   key: string;
   value: string;
 }

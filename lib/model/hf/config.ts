@@ -11,7 +11,7 @@
  */
 import { type GPTConfig, parseGPTConfig, type RopeScaling } from "../config";
 
-export const supportedModelTypes = ["gpt2", "llama", "qwen2", "mistral"] as const;
+const supportedModelTypes = ["gpt2", "llama", "qwen2", "mistral"] as const;
 export type HFModelType = (typeof supportedModelTypes)[number];
 
 export interface HFImportOptions {
@@ -22,7 +22,7 @@ export interface HFImportOptions {
 }
 
 /** Contexts longer than this are opt-in: the attention caches of a decoder grow with it. */
-export const defaultMaxContextLength = 2048;
+const defaultMaxContextLength = 2048;
 
 /** transformers' GPT-2 GELU is the tanh approximation under these names; the engine computes only that form. */
 const gpt2Activations = ["gelu_new", "gelu_pytorch_tanh"];
