@@ -13,7 +13,7 @@ import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { splitDataset } from "@/lib/rl/train";
 import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow } from "@/lib/sdk/environment";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import type { Protocol } from "@/lib/sdk/protocol";
 import fs from "node:fs";
 import { datasetFiles } from "./datasets";
@@ -52,7 +52,7 @@ export async function playableRun(db: Database, runId: string): Promise<Playable
     .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
     .where(eq(runs.id, runId));
   if (!run) throw new PlayableError(`No run with id '${runId}'`);
-  const config = defineExperiment(run.config as never);
+  const config = parseRunConfig(run.config);
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const { temperature, maxTokens, topP, topK } = config.agent.sampling;
   const base = { runId, protocol, sampling: { temperature, maxTokens, topP, topK }, heldOutSeed: config.evaluation.seedOffset };

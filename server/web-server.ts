@@ -9,7 +9,7 @@ import { CLIENT_IP_HEADER } from "./auth/constants";
 import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
-import { ensureExampleExperiments } from "./examples";
+import { ensureExampleExperiments } from "./experiments";
 import { startSchedulerLoop, workerProcessEnded } from "./jobs";
 import { createPackingPolicy } from "./scheduler";
 import { announceRunData, followLiveRuns, isMetricStreamRequest, serveMetricStream } from "./metrics";

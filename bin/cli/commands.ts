@@ -9,6 +9,7 @@ import { Readable } from "node:stream";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
 import { baseNameFromFolder, modelFileRule } from "../../lib/model/hf/folder";
+import { parseExperiment } from "../../lib/sdk/experiment";
 import {
   CliError,
   clientFor,
@@ -39,6 +40,15 @@ export async function login(options: GlobalOptions) {
     );
 }
 
+/** A stored version's config as the folder's is read: parsed (a version saved before configs were checked may not parse). */
+function storedConfig(config: unknown): unknown {
+  try {
+    return parseExperiment(config);
+  } catch {
+    return config;
+  }
+}
+
 /** The experiment a folder is on the server: its latest version when unchanged, a new version, or a new experiment. */
 async function syncExperiment(client: TinkerlabClient, target: string, message: string) {
   const folder = readExperiment(target);
@@ -47,7 +57,7 @@ async function syncExperiment(client: TinkerlabClient, target: string, message: 
     try {
       const current = await client.experiments.get(link.experimentId);
       const latest = current.latest;
-      if (latest && sameContent({ config: latest.config, files: latest.files as Record<string, string> }, folder)) {
+      if (latest && sameContent({ config: storedConfig(latest.config), files: latest.files as Record<string, string> }, folder)) {
         return { folder, experimentId: link.experimentId, version: latest.version, created: false, saved: false };
       }
       const saved = await client.experiments.save(link.experimentId, { files: folder.files, config: folder.config, message });
@@ -58,8 +68,7 @@ async function syncExperiment(client: TinkerlabClient, target: string, message: 
       // the experiment was deleted, or the link is another server's: a new experiment
     }
   }
-  const name = typeof folder.config.name === "string" && folder.config.name.trim() ? folder.config.name : path.basename(folder.dir);
-  const created = await client.experiments.create({ name, files: folder.files, config: folder.config as never });
+  const created = await client.experiments.create({ name: folder.config.name, files: folder.files, config: folder.config });
   writeLink(folder.dir, { url: client.url, experimentId: created.id, version: created.version });
   return { folder, experimentId: created.id, version: created.version, created: true, saved: true };
 }

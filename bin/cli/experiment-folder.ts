@@ -6,6 +6,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { type ExperimentConfig, parseExperiment } from "@/lib/sdk/experiment";
 import { CliError, EXIT } from "./context";
 
 export const CONFIG_FILE = "experiment.json";
@@ -13,7 +14,8 @@ export const LINK_FILE = ".tinkerlab.json";
 const SOURCE = /\.(ts|tsx|js|mjs|json|md|txt)$/;
 const SKIPPED = new Set(["node_modules", ".git"]);
 
-export type ExperimentFolder = { dir: string; config: Record<string, unknown>; files: Record<string, string> };
+/** A folder's experiment: its config parsed as the server parses it (a config without a name takes the folder's). */
+export type ExperimentFolder = { dir: string; config: ExperimentConfig; files: Record<string, string> };
 export type FolderLink = { url: string; experimentId: string; version: number };
 
 /** Reads a folder, or a config file alone (an experiment of a built-in environment has no files). */
@@ -49,7 +51,13 @@ export function readExperiment(target: string): ExperimentFolder {
     };
     walk(full);
   }
-  return { dir, config: config as Record<string, unknown>, files };
+  const given = config as Record<string, unknown>;
+  const named = typeof given.name === "string" && given.name.trim() ? given : { ...given, name: path.basename(dir) };
+  try {
+    return { dir, config: parseExperiment(named), files };
+  } catch (error) {
+    throw new CliError(`${path.relative(process.cwd(), configPath) || configPath}: ${(error as Error).message}`, EXIT.usage);
+  }
 }
 
 /** Writes an experiment's config and files into `dir` (files no longer in the experiment are left alone). */

@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useMemo, useRef, useState } from "react";
 import { flushSync } from "react-dom";
-import { experimentSchema } from "@/lib/sdk/experiment";
+import { type ExperimentConfigInput, experimentSchema } from "@/lib/sdk/experiment";
 import { configIssues, launchRefusal, sourceErrors } from "@/server/validation/browser";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button, ButtonLink } from "@/components/ui/button";
@@ -90,7 +90,8 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const launch = useMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
   const busy = save.isPending || launch.isPending;
 
-  const saveVersion = (why: string) => save.mutateAsync({ id: experiment.id, files, config, message: message.trim() || why });
+  // The config as edited, a draft of any shape: the server parses it and refuses a wrong field by name.
+  const saveVersion = (why: string) => save.mutateAsync({ id: experiment.id, files, config: config as ExperimentConfigInput, message: message.trim() || why });
   const onLaunch = async () => {
     // A launch runs the latest saved version, so unsaved edits are saved first.
     if (dirty) {

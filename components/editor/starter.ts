@@ -3,11 +3,14 @@
  * as it stands (it validates, trains from the generalist base, and declares its legal actions and a demonstrator),
  * written to be edited into the user's own task. docs/ENVIRONMENTS.md is the reference.
  */
+import { GENERALIST_BASE } from "@/lib/sdk/agent";
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
+
 export const STARTER_ENTRY = "environment.ts";
 
 export type StarterKind = "single-turn" | "multi-turn" | "tool-use" | "dataset";
 
-export type Starter = { kind: StarterKind; title: string; source: string; config(name: string): Record<string, unknown> };
+export type Starter = { kind: StarterKind; title: string; source: string; config(name: string): ExperimentConfigInput };
 
 const singleTurn = `import { defineEnvironment } from "tinkerlab";
 
@@ -191,19 +194,21 @@ export default defineEnvironment<State, number, Row>({
 `;
 
 /** The base every starter trains from: generic skills, a context long enough for real prompts (256 tokens). */
-export const STARTER_BASE = "generalist-base";
+export const STARTER_BASE = GENERALIST_BASE;
 
-const config = (protocol: Record<string, unknown>, maxTokens: number, algorithm: Record<string, unknown>) => (name: string) => ({
-  name,
-  environment: "custom",
-  agent: { base: STARTER_BASE, training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
-  protocol,
-  // RL starts from the policy that imitated demonstrate(state) for 40 steps, and the KL penalty keeps it near that
-  // policy unless the reward says otherwise (docs/LEARNING.md: newcomer).
-  algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, ...algorithm },
-  sft: { steps: 40, data: "demonstrator", demonstrations: 400 },
-  evaluation: { every: 20, episodes: 100 },
-});
+const config =
+  (protocol: ExperimentConfigInput["protocol"], maxTokens: number, algorithm: ExperimentConfigInput["algorithm"]) =>
+  (name: string): ExperimentConfigInput => ({
+    name,
+    environment: "custom",
+    agent: { base: STARTER_BASE, training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
+    protocol,
+    // RL starts from the policy that imitated demonstrate(state) for 40 steps, and the KL penalty keeps it near that
+    // policy unless the reward says otherwise (docs/LEARNING.md: newcomer).
+    algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, ...algorithm },
+    sft: { steps: 40, data: "demonstrator", demonstrations: 400 },
+    evaluation: { every: 20, episodes: 100 },
+  });
 
 export const starters: Record<StarterKind, Starter> = {
   "single-turn": {

@@ -18,6 +18,7 @@ import { type RunState, terminalRunStates } from "../lifecycle";
 import type { Tokenizer } from "../model/tokenizer";
 import { tokenizerFromSpec } from "../model/tokenizer-spec";
 import type { LossName, SampledSequence, SampleOptions, TrainingBatch, TrainingPrimitives } from "@/lib/rl/primitives";
+import type { SessionCallArgs, SessionMethod } from "@/lib/rl/session-calls";
 import type { AppRouter } from "@/server/api/root";
 
 export type RouterInputs = inferRouterInputs<AppRouter>;
@@ -26,7 +27,7 @@ export type Run = RouterOutputs["runs"]["byId"];
 export type RunSummary = RouterOutputs["runs"]["list"]["items"][number];
 export type MetricPoint = RouterOutputs["runs"]["metrics"]["points"][number];
 export type ExperimentFiles = NonNullable<RouterInputs["experiments"]["create"]["files"]>;
-export type ExperimentConfigInput = RouterInputs["experiments"]["create"]["config"];
+export type ExperimentConfigInput = NonNullable<RouterInputs["experiments"]["create"]["config"]>;
 
 /** Whether a run's state no longer changes (completed, failed, cancelled: lib/lifecycle's terminal states). */
 export const isFinished = (status: string) => terminalRunStates.has(status as RunState);
@@ -116,9 +117,7 @@ export function createClient(options: ClientOptions) {
     create: (input: RouterInputs["experiments"]["create"]) => call(() => api.experiments.create.mutate(input)),
     /** Saves files and config as the experiment's next version. */
     save: (id: string, input: { files: ExperimentFiles; config: ExperimentConfigInput; message?: string }) =>
-      call(() =>
-        api.experiments.save.mutate({ id, files: input.files, config: input.config as RouterInputs["experiments"]["save"]["config"], message: input.message }),
-      ),
+      call(() => api.experiments.save.mutate({ id, files: input.files, config: input.config, message: input.message })),
     /**
      * Compiles source files and plays a few episodes of them in the sandbox (with the experiment's project's
      * datasets): diagnostics with file, line and column, without saving or launching anything.
@@ -253,7 +252,6 @@ export function createClient(options: ClientOptions) {
 export type TinkerlabClient = ReturnType<typeof createClient>;
 
 type CallAnswer = RouterOutputs["sessions"]["invokeMany"]["answers"][number];
-type SessionMethod = RouterInputs["sessions"]["invokeMany"]["calls"][number]["method"];
 
 /** How long one request waits on the server for its calls' answers before asking again. */
 const ANSWER_WAIT_MS = 20_000;
@@ -363,7 +361,7 @@ export class RemoteTrainingSession implements TrainingPrimitives {
     return this.call<{ step: number; checkpointId: string | null }>("close", {});
   }
 
-  private call<T>(method: SessionMethod, args: Record<string, unknown>): Promise<T> {
+  private call<T, M extends SessionMethod = SessionMethod>(method: M, args: SessionCallArgs[M]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ callId: randomId(), method, argsJson: JSON.stringify(args), resolve: resolve as (result: unknown) => void, reject });
       if (this.pumpQueued) return;

@@ -4,6 +4,9 @@ import { describeConfigError, rangedInt, rangedNumber } from "./config-errors";
 
 const ranged = rangedNumber;
 
+/** The built-in base trained for any short text task: where a new experiment starts when it names none. */
+export const GENERALIST_BASE = "generalist-base";
+
 export const loraTargets = ["attn_qkv", "attn_proj", "mlp_fc", "mlp_proj"] as const;
 
 export const agentSchema = z.object({

@@ -7,12 +7,25 @@ import { z } from "zod";
 export function describeConfigError(error: z.ZodError, input: unknown): string {
   return error.issues
     .map((issue) => {
-      const path = issue.path.length ? issue.path.join(".") : "(config)";
+      const path = issue.path.length ? pathText(issue.path) : "(config)";
+      // A record's key that its key schema refused: that schema's own message, and the key itself.
+      if (issue.code === "invalid_key") return `${path}: ${issue.issues[0]?.message ?? issue.message} (the key)`;
       const given = valueAt(input, issue.path);
       const shown = given === undefined ? "missing" : `got ${JSON.stringify(given)}`;
       return `${path}: ${issue.message} (${shown})`;
     })
     .join("\n");
+}
+
+/** A field's path as code would write it: `algorithm.steps`, `batch.tokens.0`, `files["../etc/passwd"]`. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path
+    .map((key, i) => {
+      const text = String(key);
+      if (typeof key === "number" || /^[A-Za-z_$][\w$]*$/.test(text)) return i === 0 ? text : `.${text}`;
+      return `[${JSON.stringify(text)}]`;
+    })
+    .join("");
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {

@@ -121,9 +121,21 @@ export type ExperimentConfig = z.infer<typeof experimentSchema>;
 export type ExperimentConfigInput = z.input<typeof experimentSchema>;
 
 export function defineExperiment(input: ExperimentConfigInput): ExperimentConfig {
-  const parsed = experimentSchema.safeParse(input);
-  if (!parsed.success) throw new Error(`Invalid experiment:\n${describeConfigError(parsed.error, input)}`);
-  const config = parsed.data;
+  return parseExperiment(input);
+}
+
+/**
+ * The one reader of a config from outside the type system (a request, a stored row, a file): parses it with the
+ * schema's defaults and rules, or throws an error with one line per wrong field. A parsed config parses to itself.
+ */
+export function parseExperiment(value: unknown): ExperimentConfig {
+  const parsed = experimentSchema.safeParse(value);
+  if (!parsed.success) throw new Error(`Invalid experiment:\n${describeConfigError(parsed.error, value)}`);
+  return completeExperiment(parsed.data);
+}
+
+/** What one field implies for another, which the schema cannot say: PPO needs the agent's value head. */
+export function completeExperiment<T extends ExperimentConfig>(config: T): T {
   if (config.algorithm.name === "ppo" && !config.agent.valueHead) config.agent.valueHead = true;
   return config;
 }

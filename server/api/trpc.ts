@@ -2,20 +2,15 @@
  * The tRPC setup: the request context, the error formatter and the base procedures. Routers live in ./routers,
  * one per domain, and are merged in ./root.ts.
  */
-import { randomBytes } from "node:crypto";
 import { initTRPC, TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z, ZodError } from "zod";
-import { Access, type ObjectKind, type Principal, type User } from "../auth/access";
-import { accountsFor } from "../auth/accounts";
-import { principalForApiKey } from "../auth/api-keys";
-import { SHARE_HEADER } from "../auth/constants";
-import { principalForShareToken } from "../auth/share-links";
-import { getDatabase, LOCAL_USER, type Database, type DatabaseHandle, type ProjectRole } from "../db";
+import { describeConfigError } from "@/lib/sdk/config-errors";
+import { Access, authenticate, type ObjectKind, type Principal, signInMessage } from "../auth";
+import { getDatabase, type Database, type DatabaseHandle, type ProjectRole } from "../db";
+import { newErrorId } from "../error-ids";
 import { serverEnv } from "../env";
-
-export type AuthMode = "local" | "apikey" | "team";
 
 type ContextInner = {
   database: Pick<DatabaseHandle, "db" | "kind" | "location" | "migration">;
@@ -43,48 +38,6 @@ export async function createTRPCContext(opts: { headers: Headers; connectionPara
   const workerToken = opts.headers.get("x-tinkerlab-worker-token") ?? undefined;
   const principal = await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH, opts.connectionParams?.share);
   return createContextInner({ database, workerToken, principal });
-}
-
-/**
- * Who a request comes from: a share link's holder when it carries a share token (the link decides what it sees,
- * even for a signed-in person: a shared view looks the same to everyone), else the API key it sends, else the local
- * user (local mode) or a team server's session; otherwise nobody.
- */
-export async function authenticate(db: Database, headers: Headers, mode: AuthMode, shareToken?: string): Promise<Principal> {
-  const share = shareToken ?? headers.get(SHARE_HEADER);
-  if (share) return (await principalForShareToken(db, share)) ?? { kind: "anonymous" };
-  const header = headers.get("authorization");
-  const key = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  if (key) return (await principalForApiKey(db, key)) ?? { kind: "anonymous", rejected: "apikey" };
-  if (mode === "local") return { kind: "local", user: { ...LOCAL_USER } };
-  if (mode === "team") return (await sessionPrincipal(db, headers)) ?? { kind: "anonymous" };
-  return { kind: "anonymous" };
-}
-
-/** The signed-in person of a team server's request (its session cookie), or null. */
-async function sessionPrincipal(db: Database, headers: Headers): Promise<Principal | null> {
-  const env = serverEnv();
-  const accounts = await accountsFor(db, { secret: env.TINKERLAB_AUTH_SECRET, host: env.HOST, port: env.PORT });
-  // disableRefresh: a server-side call cannot renew the cookie; the browser's own get-session call does both.
-  const session = await accounts.api.getSession({ headers, query: { disableRefresh: true } });
-  if (!session) return null;
-  const user: User = { id: session.user.id, name: session.user.name, email: session.user.email };
-  return { kind: "person", user, admin: (session.user as { role?: string }).role === "admin" };
-}
-
-/** Why a request without a working credential is refused, in the words that say how to get one. */
-export function signInMessage(principal: Principal): string {
-  if (principal.kind === "anonymous" && principal.rejected === "apikey") {
-    return "The API key in the Authorization header is unknown, revoked or expired. Make a new one on the Settings page and send it as 'Authorization: Bearer tl_…'.";
-  }
-  return serverEnv().TINKERLAB_AUTH === "team"
-    ? "Sign in required: sign in at /sign-in, or send an API key as 'Authorization: Bearer tl_…'."
-    : "Sign in required: send an API key as 'Authorization: Bearer tl_…'.";
-}
-
-/** A short id for a failure, which the client sees in place of its details and the server's log shows with them. */
-export function newErrorId(): string {
-  return `err_${randomBytes(4).toString("hex")}`;
 }
 
 const internalErrorIds = new WeakMap<TRPCError, string>();
@@ -260,8 +213,12 @@ export function makeStorable(input: unknown): number {
  * WorkerConflictError and RunStateError: "no longer assigned to this worker", which a worker acts on): it answers
  * with that code and its message, not as an internal error, even where no router converted it.
  */
-const refusalsKeepTheirCode = t.middleware(async ({ next }) => {
+const refusalsKeepTheirCode = t.middleware(async ({ next, getRawInput }) => {
   const result = await next();
+  // An input its schema refused: one line per wrong field, by its whole path ("config.algorithm.steps: …").
+  if (!result.ok && result.error.code === "BAD_REQUEST" && result.error.cause instanceof ZodError) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: describeConfigError(result.error.cause, await getRawInput()), cause: result.error.cause });
+  }
   if (!result.ok && result.error.code === "INTERNAL_SERVER_ERROR") {
     const cause = result.error.cause as (Error & { code?: unknown }) | undefined;
     const code = cause?.code;

@@ -7,7 +7,7 @@
  * one object; an object the caller may not see answers NOT_FOUND, worded as for an object that does not exist.
  */
 import { TRPCError } from "@trpc/server";
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq } from "drizzle-orm";
 import { checkpoints, type Database, datasets, experiments, projectInvitations, projectMembers, type ProjectRole, projects, runs, shareLinks } from "../db";
 
 export type User = { id: string; name: string; email: string };
@@ -153,14 +153,4 @@ export async function projectOf(db: Database, ref: { kind: ObjectKind; id: strin
     case "invitation":
       return one(db.select({ projectId: projectInvitations.projectId }).from(projectInvitations).where(eq(projectInvitations.id, ref.id)));
   }
-}
-
-/** The runs among `ids` that lie in `projectIds` (for checks on several runs at once, such as a comparison). */
-export async function runsInProjects(db: Database, ids: string[], projectIds: string[]): Promise<Set<string>> {
-  if (ids.length === 0 || projectIds.length === 0) return new Set();
-  const rows = await db
-    .select({ id: runs.id })
-    .from(runs)
-    .where(and(inArray(runs.id, ids), inArray(runs.projectId, projectIds)));
-  return new Set(rows.map((row) => row.id));
 }

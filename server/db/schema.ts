@@ -1,5 +1,7 @@
 import { relations } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
+import type { RunConfig } from "@/lib/lifecycle/run-config";
+import type { ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Footprint } from "../scheduler";
 import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
@@ -215,7 +217,8 @@ export const experimentVersions = pgTable(
     version: integer("version").notNull(),
     /** Source files by path, e.g. {"environment.ts": "…"}. */
     files: jsonb("files").$type<Record<string, string>>().notNull(),
-    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    /** Parsed at save (`parseExperiment`); a version saved before configs were checked may not parse: read it with `parseExperiment`. */
+    config: jsonb("config").$type<ExperimentConfig>().notNull(),
     message: text("message").notNull().default(""),
     createdAt: createdAt(),
   },
@@ -281,7 +284,8 @@ export const runs = pgTable(
     status: runStatus("status").notNull().default("queued"),
     /** Why the run ended as it did (failed, cancelled), in words. */
     reason: text("reason"),
-    config: jsonb("config").$type<Record<string, unknown>>().notNull(),
+    /** Written from `parseRunConfig`, read through it (a run stored before a field existed gets its default). */
+    config: jsonb("config").$type<RunConfig>().notNull(),
     seed: integer("seed").notNull().default(0),
     /** Signs that the run cannot learn (lib/rl/health.ts), each kind once, in the order they showed. */
     warnings: jsonb("warnings").$type<RunWarning[]>().notNull().default([]),

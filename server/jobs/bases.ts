@@ -4,6 +4,7 @@
  * turn be a checkpoint. Resolved from the database when a run is launched (to check it) and claimed (so a worker
  * knows what to load without a database).
  */
+import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import { eq } from "drizzle-orm";
 import { baseCheckpointKinds, checkpoints, type Database, runs } from "../db";
 
@@ -51,8 +52,12 @@ export async function resolveBase(db: Database, name: string, depth = 0): Promis
   if (!baseCheckpointKinds.includes(row.kind))
     throw new UnknownBaseError(`'${name}' is an export (a file to download), not a checkpoint; start from the checkpoint it was exported from`);
   if (row.setAsideReason) throw new UnknownBaseError(`checkpoint '${name}' was set aside as damaged (${row.setAsideReason}); pick another`);
-  const agent = (row.config as { agent?: { base?: string; training?: { mode?: string } } }).agent ?? {};
-  if (typeof agent.base !== "string") throw new UnknownBaseError(`checkpoint '${name}' belongs to run '${row.runId}', whose config names no base`);
+  let agent;
+  try {
+    agent = parseRunConfig(row.config).agent;
+  } catch (error) {
+    throw new UnknownBaseError(`checkpoint '${name}' belongs to run '${row.runId}', whose config cannot be read: ${(error as Error).message}`);
+  }
   return {
     kind: "checkpoint",
     id: row.id,
@@ -60,7 +65,7 @@ export async function resolveBase(db: Database, name: string, depth = 0): Promis
     step: row.step,
     runId: row.runId,
     runName: row.runName,
-    mode: agent.training?.mode === "lora" ? "lora" : "full",
+    mode: agent.training.mode,
     parent: await resolveBase(db, agent.base, depth + 1),
   };
 }

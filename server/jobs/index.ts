@@ -7,11 +7,8 @@
 export { JobRejectedError, RunStateError, WorkerConflictError } from "./errors";
 export {
   claimJob,
-  expireLeases,
   finishJob,
   launchRun,
-  leaveWorker,
-  workerProcessEnded,
   recordCheckpoint,
   setAsideCheckpoint,
   resumeRun,
@@ -21,7 +18,9 @@ export {
   type NewRun,
 } from "./lifecycle";
 export { storeReport, type MetricPointInput, type ReportInput, type RolloutInput } from "./reports";
-export { clusterState, JOBS_CHANNEL, LEASE_SECONDS, notifyJobs, schedulerTick, submitJob, type JobsNotice, type SubmitJob } from "./scheduling";
+export { clusterState, schedulerTick, submitJob, type SubmitJob } from "./scheduling";
+export { JOBS_CHANNEL, notifyJobs, type JobsNotice } from "./notify";
+export { expireLeases, LEASE_SECONDS, leaveWorker, workerProcessEnded } from "./leases";
 export { heartbeat, registerWorker, type DeviceSpec, type StopWhy, type WorkerStatus } from "./workers";
 export { startSchedulerLoop } from "./loop";
 export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
@@ -34,6 +33,7 @@ export {
   MAX_CALLS_PER_REQUEST,
   MAX_LEASE_SECONDS,
   openSession,
+  sessionBase,
   sessionMethods,
   exchangeSessionCalls,
   takeSessionCalls,

@@ -1,6 +1,7 @@
 import type { Database } from "../db";
 import type { SchedulingPolicy } from "../scheduler";
-import { LEASE_SECONDS, schedulerTick } from "./scheduling";
+import { LEASE_SECONDS } from "./leases";
+import { schedulerTick } from "./scheduling";
 
 /**
  * Runs a scheduling pass every `intervalMs` (and at once when `wake` is called); returns a stop function.

@@ -22,24 +22,14 @@ import {
   type SchedulingPolicy,
 } from "../scheduler";
 import { JobRejectedError } from "./errors";
-import { expireLeases } from "./lifecycle";
+import { expireLeases, LEASE_SECONDS } from "./leases";
+import { notifyJobs } from "./notify";
 import { inTransaction, moveJobs } from "./transitions";
 
-export const LEASE_SECONDS = 20;
 /** A worker whose last heartbeat is older than this gets no new job (it beats every second). */
 export const PLACEABLE_WITHIN_SECONDS = 5;
-/** The NOTIFY channel of the scheduler: a JSON payload `JobsNotice`. */
-export const JOBS_CHANNEL = "tinkerlab_jobs";
 // An arbitrary constant: every scheduling pass, in any process, holds this transaction-level advisory lock.
 const SCHEDULING_LOCK_KEY = 7_264_502;
-
-/** What changed: a job was queued, a device was freed, or jobs were placed on these workers. */
-export type JobsNotice = { queued?: true; freed?: true; placedOn?: string[] };
-
-/** Tells every listening worker (LISTEN `JOBS_CHANNEL`) that the queue or the devices changed; sent at commit. */
-export async function notifyJobs(db: Database, notice: JobsNotice): Promise<void> {
-  await db.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${JSON.stringify(notice)})`);
-}
 
 export type SubmitJob = {
   runId: string;

@@ -11,17 +11,19 @@
  * answers through it), and a worker's long poll when a call comes in; a worker on the database, or a second web
  * server, is seen at the next poll (every `POLL_MS`).
  */
+import type { SessionMethod } from "@/lib/rl/session-calls";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { type JobState, terminalJobStates } from "@/lib/lifecycle";
-import { defineExperiment } from "@/lib/sdk/experiment";
+import { GENERALIST_BASE } from "@/lib/sdk/agent";
+import { parseExperiment } from "@/lib/sdk/experiment";
+import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import { type Database, experiments, experimentVersions, jobs, newId, runs, sessionCalls } from "../db";
 import { RunStateError } from "./errors";
 import { launchRun } from "./lifecycle";
 import type { SubmitJob } from "./scheduling";
 
 /** The primitives a session answers, and `close`, which saves the session and ends it. */
-export const sessionMethods = ["forward", "forwardBackward", "optimStep", "sample", "saveState", "saveWeightsForSampler", "loadState", "close"] as const;
-export type SessionMethod = (typeof sessionMethods)[number];
+export { type SessionMethod, sessionMethods } from "@/lib/rl/session-calls";
 
 /** How long a session may go without a call before its worker saves and ends it, by default and at most. */
 export const DEFAULT_LEASE_SECONDS = 300;
@@ -109,21 +111,17 @@ export async function openSession(db: Database, input: OpenSession): Promise<{ s
     .where(eq(experimentVersions.experimentId, experimentId))
     .orderBy(asc(experimentVersions.version))
     .limit(1);
-  const config = {
-    ...defineExperiment({
-      name: input.name ?? "remote session",
-      environment: "remote-session",
-      agent: {
-        base: input.base,
-        training: input.lora
-          ? { mode: "lora", rank: input.lora.rank, ...(input.lora.alpha !== undefined ? { alpha: input.lora.alpha } : {}) }
-          : { mode: "full" },
-        valueHead: input.valueHead,
-      },
-      seed: input.seed,
-    } as never),
+  const config = parseRunConfig({
+    name: input.name ?? "remote session",
+    environment: "remote-session",
+    agent: {
+      base: input.base,
+      training: input.lora ? { mode: "lora", rank: input.lora.rank, ...(input.lora.alpha !== undefined ? { alpha: input.lora.alpha } : {}) } : { mode: "full" },
+      valueHead: input.valueHead,
+    },
+    seed: input.seed,
     session: { leaseSeconds: input.leaseSeconds },
-  };
+  });
   const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
   const resources: SubmitJob["resources"] = {
     kind: "session",
@@ -143,7 +141,7 @@ export async function openSession(db: Database, input: OpenSession): Promise<{ s
       experimentVersionId: version!.id,
       createdBy: input.userId,
       name: `${input.name ?? "session"}-${input.base}-${stamp}`,
-      config: config as unknown as Record<string, unknown>,
+      config,
       seed: input.seed,
       totalSteps: 0,
     },
@@ -176,7 +174,7 @@ async function sessionsExperiment(db: Database, projectId: string, userId: strin
       experimentId: id,
       version: 1,
       files: {},
-      config: { name: "Remote sessions", environment: "remote-session" },
+      config: parseExperiment({ name: "Remote sessions", environment: "remote-session", agent: { base: GENERALIST_BASE } }),
       message: "made for remote sessions",
     });
   });
@@ -545,4 +543,10 @@ export async function exchangeSessionCalls(
   // holds the thread (the embedded database runs on it).
   if (input.answers.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
   return { calls: await takeSessionCalls(db, { workerId: input.workerId, jobId: input.jobId, ...input.take }) };
+}
+
+/** The base a session's model was opened on (its run's config), or null when `sessionId` is no run. */
+export async function sessionBase(db: Database, sessionId: string): Promise<string | null> {
+  const [session] = await db.select({ config: runs.config }).from(runs).where(eq(runs.id, sessionId));
+  return session ? session.config.agent.base : null;
 }

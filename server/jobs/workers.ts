@@ -6,8 +6,8 @@ import { and, asc, eq, inArray, isNotNull, notExists, sql } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import { type Database, newId, devices, jobs, workers } from "../db";
 import { WorkerConflictError } from "./errors";
-import { forgiveStarvedLoss, LATE_WINDOW_MS } from "./lifecycle";
-import { LEASE_SECONDS } from "./scheduling";
+import { forgiveStarvedLoss, LATE_WINDOW_MS } from "./leases";
+import { LEASE_SECONDS } from "./leases";
 
 export type DeviceSpec = { kind: "cpu" | "gpu"; name: string; memoryMb: number; computeSlots: number };
 export type StopWhy = "cancel" | "pause" | "preempt";

@@ -12,7 +12,10 @@ import { TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z } from "zod";
-import { createTRPCContext, newErrorId, signInMessage } from "../api/trpc";
+import { Access, authenticate, signInMessage } from "../auth";
+import { getDatabase } from "../db";
+import { serverEnv } from "../env";
+import { newErrorId } from "../error-ids";
 import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./feed";
 
 const PATH = "runs.metricStream";
@@ -61,11 +64,14 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   } catch {
     return { error: errorEvent("BAD_REQUEST", 'input: not JSON; expected ?input={"json":{"runId":"run_…"}} (URL-encoded)') };
   }
-  const context = await createTRPCContext({ headers: requestHeaders, connectionParams: connectionParamsOf(url) });
-  if (context.principal.kind === "anonymous") return { error: errorEvent("UNAUTHORIZED", signInMessage(context.principal)) };
+  const { db } = await getDatabase();
+  // A share link's token comes in tRPC's connectionParams here: an EventSource cannot set headers.
+  const principal = await authenticate(db, requestHeaders, serverEnv().TINKERLAB_AUTH, connectionParamsOf(url)?.share);
+  if (principal.kind === "anonymous") return { error: errorEvent("UNAUTHORIZED", signInMessage(principal)) };
+  const access = new Access(db, principal);
   // The same check as the procedure's (a project member, or a link sharing this run); else as if there were no run.
   try {
-    await context.access.require("viewer", { kind: "run", id: input.runId }, { shared: true });
+    await access.require("viewer", { kind: "run", id: input.runId }, { shared: true });
   } catch (error) {
     if (!(error instanceof TRPCError)) throw error;
     return { error: errorEvent(error.code === "FORBIDDEN" ? "FORBIDDEN" : "NOT_FOUND", error.message) };
@@ -75,7 +81,7 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   const after = lastEventId === null ? 0 : Number(lastEventId);
   if (!Number.isSafeInteger(after) || after < 0)
     return { error: errorEvent("BAD_REQUEST", `lastEventId: '${lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`) };
-  return { feed: runFeed(context.db, input.runId), after };
+  return { feed: runFeed(db, input.runId), after };
 }
 
 /**

@@ -14,52 +14,34 @@ import { evaluateAndReport } from "@/lib/rl/evaluate";
 import { evaluationSpecs, splitDataset, trainRl } from "@/lib/rl/train";
 import { Rng } from "@/lib/model/rng";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
-import { defineExperiment, type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
+import { parseRunConfig } from "@/lib/lifecycle/run-config";
+import { type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
 import { encodeSafetensors } from "@/lib/model/safetensors";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
-import { type BaseModel, CheckpointCorruptError, TrainingClient } from "../runtime";
+import { type BaseModel, CheckpointCorruptError } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { parseDataset } from "@/lib/sdk/dataset";
-import type { WorkerChannel } from "./channel";
-import { type ClaimedJob, describeLineage, type ReportInput } from "../jobs";
+import { describeLineage, type ReportInput } from "../jobs";
 import { mergeReports, ReportQueue } from "./report-queue";
 import { runSessionJob } from "./session-job";
 
-export type JobSpec = ClaimedJob;
-export type StopReason = "cancel" | "pause" | "preempt";
-export type JobOutcome = { outcome: "completed" | "failed" | "cancelled" | "paused" | "preempted"; reason: string | null };
+import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";
+
+export { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason };
 
 const MEMORY_FILE = "algorithm-memory.json";
 const checkpointDirName = (step: number) => `step-${String(step).padStart(6, "0")}`;
 
-/** A fresh client of the run's agent on `base`: its LoRA settings (or full training), value head and seed. */
-export function newTrainingClient(base: BaseModel, config: ExperimentConfig): TrainingClient {
-  const training = config.agent.training;
-  return new TrainingClient(base, {
-    lora: training.mode === "lora" ? { rank: training.rank, alpha: training.alpha, dropout: training.dropout, targets: training.targets } : undefined,
-    valueHead: config.agent.valueHead,
-    seed: config.seed,
-  });
-}
-
-/** What a job is run with, of any kind. */
-export type JobOptions = {
-  channel: WorkerChannel;
-  workerId: string;
-  spec: JobSpec;
-  artifactsDir: string;
-  /** Why the server asked this job to stop, once it has. */
-  stopRequested: () => StopReason | null;
-  onStep?: (step: number) => void;
-};
-
-export async function runJob(options: JobOptions): Promise<JobOutcome> {
+export async function runJob(given: JobOptions): Promise<JobOutcome> {
+  // The worker's edge: the config is parsed once here, as this worker's code reads it (a server of another version
+  // may have written it), and every kind of job below takes it parsed.
+  const options = { ...given, spec: { ...given.spec, run: { ...given.spec.run, config: parseRunConfig(given.spec.run.config) } } };
   // A remote training session has no environment: the script's calls drive it (./session-job.ts).
   if (options.spec.job.kind === "session") return runSessionJob(options);
   // Nor does an export, whatever its run's environment (a session's checkpoint exports as any other).
@@ -67,7 +49,7 @@ export async function runJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
-  const config = defineExperiment(spec.run.config as never);
+  const config = spec.run.config;
   const custom = config.environment === "custom";
   const useCase = useCases[config.environment];
   if (!useCase && !custom) {
@@ -372,7 +354,7 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
 /** An export run: the base (another run's checkpoint, its adapter merged) as one safetensors file to download. */
 async function exportJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
-  const config = defineExperiment(spec.run.config as never);
+  const config = spec.run.config;
   const base = loadBaseModel(spec.base ?? config.agent.base);
   const step = spec.base?.kind === "checkpoint" ? spec.base.step : 0;
   const file = path.resolve(options.artifactsDir, "runs", spec.run.id, "export", `${spec.run.id}.safetensors`);

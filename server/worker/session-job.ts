@@ -11,11 +11,11 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { defineExperiment } from "@/lib/sdk/experiment";
-import { DEFAULT_LEASE_SECONDS, MAX_CALLS_PER_REQUEST, type ReportInput, type SessionAnswer, type SessionMethod, type TakenSessionCall } from "../jobs";
+import { parseSessionCall, type SessionMethod } from "@/lib/rl/session-calls";
+import { DEFAULT_LEASE_SECONDS, MAX_CALLS_PER_REQUEST, type ReportInput, type SessionAnswer, type TakenSessionCall } from "../jobs";
 import { loadBaseModel } from "./base-models";
 import { mergeReports, ReportQueue } from "./report-queue";
-import { type JobOptions, type JobOutcome, newTrainingClient } from "./run-job";
+import { type JobOptions, type JobOutcome, newTrainingClient } from "./job";
 
 /** The longest one wait for a call: stop requests and the lease are looked at in between. */
 const TAKE_WAIT_MS = 1_000;
@@ -26,9 +26,8 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   const { channel, workerId, spec } = options;
   const jobId = spec.job.id;
   const runId = spec.run.id;
-  const raw = spec.run.config as { session?: { leaseSeconds?: number } };
-  const leaseMs = (raw.session?.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000;
-  const config = defineExperiment(spec.run.config as never);
+  const config = spec.run.config;
+  const leaseMs = (config.session?.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000;
   const training = config.agent.training;
   const client = newTrainingClient(loadBaseModel(spec.base ?? config.agent.base), config);
   let step = 0;
@@ -76,17 +75,19 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   };
 
   let losses: number[] = [];
-  const run = async (method: SessionMethod, args: Record<string, unknown>): Promise<unknown> => {
-    switch (method) {
+  /** Runs one call, its arguments parsed here once by its method's schema (lib/rl/session-calls.ts). */
+  const run = async (method: SessionMethod, argsJson: string): Promise<unknown> => {
+    const call = parseSessionCall(method, JSON.parse(argsJson));
+    switch (call.method) {
       case "forward":
-        return client.forward(args.batch as never, (args.options ?? {}) as never);
+        return client.forward(call.args.batch, call.args.options);
       case "forwardBackward": {
-        const result = await client.forwardBackward(args.batch as never, args.loss as never, args.config as never);
+        const result = await client.forwardBackward(call.args.batch, call.args.loss, call.args.config);
         losses.push(result.loss);
         return result;
       }
       case "optimStep": {
-        const result = await client.optimStep(args.params as never);
+        const result = await client.optimStep(call.args.params);
         step = result.step;
         const wallTime = new Date();
         const metrics = [{ step, name: "grad_norm", value: result.gradNorm, wallTime }];
@@ -97,7 +98,7 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
         return result;
       }
       case "sample":
-        return client.sample(args.prompts as never, args.n as never, args.params as never);
+        return client.sample(call.args.prompts, call.args.n, call.args.params);
       case "saveState":
       case "close":
         return save();
@@ -105,7 +106,7 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
         return save("sampler");
       case "loadState": {
         // The server put the checkpoint's folder in the arguments (server/api/routers/sessions.ts).
-        const { checkpointId, path: dir } = args as { checkpointId: string; path?: string };
+        const { checkpointId, path: dir } = call.args;
         if (!dir) throw new Error(`loadState: the server gave no folder for checkpoint '${checkpointId}'`);
         try {
           await client.loadState(dir);
@@ -153,7 +154,7 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
       if (answers.length > 0 && options.stopRequested()) break; // the rest wait, marked running (above)
       const call = calls.shift()!;
       try {
-        const result = await run(call.method, (JSON.parse(call.argsJson) ?? {}) as Record<string, unknown>);
+        const result = await run(call.method, call.argsJson);
         answers.push({ callId: call.id, resultJson: JSON.stringify(result ?? null), error: null });
         closed = call.method === "close";
       } catch (failure) {

@@ -6,7 +6,7 @@
  */
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticate } from "@/server/api/trpc";
+import { authenticate } from "@/server/auth";
 import { type Accounts, accountsFor } from "@/server/auth/accounts";
 import { CLIENT_IP_HEADER } from "@/server/auth/constants";
 import { createInvitation, createProject, DEFAULT_PROJECT } from "@/server/auth/projects";

@@ -4,6 +4,7 @@
  * answers a generic message with an id (the log has the details) and never SQL, a stack or a server path; the errors
  * a caller can fix keep their messages; GET /api/health fails without naming the database's location.
  */
+import { testRunConfig } from "../support/run-config";
 import { TRPCClientError } from "@trpc/client";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -48,6 +49,8 @@ const experimentCount = async () => (await db.handle.db.select({ n: sql<number>`
 const versionsOf = async (id: string) =>
   (await db.handle.db.select({ version: experimentVersions.version }).from(experimentVersions).where(eq(experimentVersions.experimentId, id))).length;
 
+const testConfig = { name: "errors", environment: "custom", agent: { base: "generalist-base" } };
+
 describe("text the database cannot store", () => {
   it("refuses a NUL in an experiment's name with a 400 naming the field, and stores nothing", async () => {
     const before = await experimentCount();
@@ -60,13 +63,15 @@ describe("text the database cannot store", () => {
   it("refuses a NUL in a source file or the config, naming the file or key, and saves no version", async () => {
     const client = server.client();
     const { id } = await client.experiments.create.mutate({ name: "nul-source", files: { "environment.ts": "export default 1;" } });
-    const inFile = await failure(client.experiments.save.mutate({ id, files: { "environment.ts": "const a = 1;\u0000" }, config: {} }));
+    const inFile = await failure(client.experiments.save.mutate({ id, files: { "environment.ts": "const a = 1;\u0000" }, config: testConfig }));
     expect(inFile.data.httpStatus).toBe(400);
     expect(inFile.message).toMatch(/^files\["environment\.ts"\]: NUL characters/);
-    const inConfig = await failure(client.experiments.save.mutate({ id, files: {}, config: { agent: { name: "a\u0000" } } }));
+    const inConfig = await failure(
+      client.experiments.save.mutate({ id, files: {}, config: { ...testConfig, agent: { base: "generalist-base", name: "a\u0000" } } }),
+    );
     expect(inConfig.message).toMatch(/^config\.agent\.name: NUL characters/);
-    const lone = await failure(client.experiments.save.mutate({ id, files: {}, config: { title: "\ud83d" } }));
-    expect(lone.message).toMatch(/^config\.title: lone UTF-16 surrogates/);
+    const lone = await failure(client.experiments.save.mutate({ id, files: {}, config: { ...testConfig, name: "\ud83d" } }));
+    expect(lone.message).toMatch(/^config\.name: lone UTF-16 surrogates/);
     expect(lone.data.httpStatus).toBe(400);
     expect(await versionsOf(id)).toBe(1);
   });
@@ -98,7 +103,7 @@ async function runningJob() {
     createdBy: LOCAL_USER.id,
     name: runId,
     status: "running",
-    config: {},
+    config: testRunConfig(),
     seed: 1,
     totalSteps: 10,
   });
@@ -123,7 +128,7 @@ describe("error messages", () => {
     expect(missingName.message).toContain("give the experiment a name");
     expect(missingName.data.zodError).toMatchObject({ fieldErrors: { name: ["give the experiment a name"] } });
     expect(missingName.data.stack).toBeUndefined();
-    const notFound = await failure(client.experiments.save.mutate({ id: "exp_nope", files: {}, config: {} }));
+    const notFound = await failure(client.experiments.save.mutate({ id: "exp_nope", files: {}, config: testConfig }));
     expect(notFound.data).toMatchObject({ code: "NOT_FOUND", httpStatus: 404 });
     expect(notFound.message).toBe("No experiment with id 'exp_nope'");
     expect(notFound.data.stack).toBeUndefined();

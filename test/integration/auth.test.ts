@@ -5,7 +5,8 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCaller } from "@/server/api/root";
-import { authenticate, createContextInner } from "@/server/api/trpc";
+import { createContextInner } from "@/server/api/trpc";
+import { authenticate } from "@/server/auth";
 import { createApiKey } from "@/server/auth/api-keys";
 import { createProject, DEFAULT_PROJECT, setMember } from "@/server/auth/projects";
 import { apiKeys, experiments, users } from "@/server/db/schema";

@@ -6,6 +6,7 @@
  * a revoked or expired link or key says nothing of whether it ever existed; tokens are stored only hashed and never
  * appear in a log or an error.
  */
+import { testRunConfig } from "../support/run-config";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -114,7 +115,7 @@ beforeAll(async () => {
     createdBy: alice.id,
     name: "adder-run",
     status: "completed",
-    config: { agent: { base: "arithmetic-base", training: { mode: "lora" } }, evaluation: { episodes: 4 } },
+    config: testRunConfig({ agent: { base: "arithmetic-base", training: { mode: "lora" } }, evaluation: { episodes: 4 } }),
     totalSteps: 2,
     step: 2,
   });
@@ -137,7 +138,7 @@ beforeAll(async () => {
     createdBy: alice.id,
     name: "a-session",
     status: "completed",
-    config: { agent: { base: "arithmetic-base" } },
+    config: testRunConfig(),
     totalSteps: 0,
   });
   await d.insert(jobs).values({
@@ -482,7 +483,7 @@ describe("links, invitations and keys", () => {
       experimentVersionId: fx.version,
       createdBy: alice.id,
       name: "private",
-      config: {},
+      config: testRunConfig(),
     });
     const error = await callerFor(handle, principals.link)
       .runs.byId({ id: other })

@@ -3,6 +3,7 @@
  * a run launched from a checkpoint is accepted and shows its lineage, and a checkpoint that does not exist (or lies
  * in a project the caller is no member of) is refused with a message naming it.
  */
+import { testRunConfig } from "../support/run-config";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -40,7 +41,7 @@ async function finishedRun() {
     createdBy: LOCAL_USER.id,
     name: "source-run",
     status: "completed",
-    config: { agent: { base: "arithmetic-base", training: { mode: "lora" } } },
+    config: testRunConfig({ agent: { base: "arithmetic-base", training: { mode: "lora" } } }),
     totalSteps: 40,
   });
   const dir = path.join(folder, runId, "step-000040");

@@ -3,6 +3,7 @@
  * previewed; conversations are told from rows; an SFT run names an uploaded dataset of conversations and queues
  * an "sft" job. Datasets belong to a project: names are unique in it, and runs read their own project's.
  */
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProject, DEFAULT_PROJECT } from "@/server/auth/projects";
@@ -64,7 +65,7 @@ describe("datasets", () => {
   it("launches an SFT run on an uploaded dataset of conversations as an sft job, and names a wrong one", async () => {
     const caller = callerFor(handle);
     await caller.datasets.upload({ name: "chats", text: conversations });
-    const config = {
+    const config: ExperimentConfigInput = {
       name: "sft",
       environment: "arithmetic",
       agent: { base: "arithmetic-base", sampling: { maxTokens: 5 } },

@@ -3,6 +3,7 @@
  * allowed transition happens, each forbidden one writes nothing), the run's state follows its job's in the same
  * transaction, and the lifecycle operations refuse what their state does not allow, naming it.
  */
+import { testRunConfig } from "../support/run-config";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { canTransition, jobStates, runStateOf, type JobState } from "@/lib/lifecycle";
@@ -66,7 +67,7 @@ async function jobIn(state: JobState) {
     experimentVersionId: versionId,
     createdBy: LOCAL_USER.id,
     name: runId,
-    config: {},
+    config: testRunConfig(),
     seed: 0,
     totalSteps: 10,
     status: runStateOf(state),

@@ -3,6 +3,7 @@
  * editor's check (server/validation/browser.ts) on the version's config, files and validation. A config that
  * imitates a demonstrator its environment does not define used to launch and fail on the worker minutes later.
  */
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runs } from "@/server/db";
@@ -40,7 +41,7 @@ const agent = { base: "generalist-base", sampling: { maxTokens: 4 } };
 const editorsWords =
   "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0, or imitate an uploaded dataset";
 
-async function experiment(name: string, files: Record<string, string>, config: Record<string, unknown>) {
+async function experiment(name: string, files: Record<string, string>, config: Omit<ExperimentConfigInput, "name">) {
   const caller = callerFor(db.handle);
   const { id } = await caller.experiments.create({ name, files, config: { name, ...config } });
   return id;
@@ -65,7 +66,12 @@ async function refused(experimentId: string) {
 describe("runs.launch refuses what the editor refuses", () => {
   it("refuses SFT steps on a demonstrator the environment does not define, with the editor's words, and launches no run", async () => {
     const files = { "environment.ts": game() };
-    const config = { environment: "custom", agent, algorithm: { name: "grpo", steps: 2 }, sft: { data: "demonstrator", steps: 5 } };
+    const config: Omit<ExperimentConfigInput, "name"> = {
+      environment: "custom",
+      agent,
+      algorithm: { name: "grpo", steps: 2 },
+      sft: { data: "demonstrator", steps: 5 },
+    };
     const id = await experiment("sft-steps", files, config);
     const message = await refused(id);
     expect(message.split("\n")).toEqual(["Fix first: the config has 1 error; nothing was launched", editorsWords]);
@@ -78,13 +84,18 @@ describe("runs.launch refuses what the editor refuses", () => {
   });
 
   it("refuses an sft run that imitates the missing demonstrator", async () => {
-    const id = await experiment("sft-run", { "environment.ts": game() }, { environment: "custom", agent, algorithm: { name: "sft", steps: 3 } });
+    const id = await experiment("sft-run", { "environment.ts": game() }, { environment: "custom", agent, algorithm: { name: "sft" as const, steps: 3 } });
     expect((await refused(id)).split("\n")).toEqual(["Fix first: the config has 1 error; nothing was launched", editorsWords]);
   });
 
   it("launches the same config once the environment defines demonstrate(state), or when SFT takes no steps", async () => {
     const caller = callerFor(db.handle);
-    const config = { environment: "custom", agent, algorithm: { name: "grpo", steps: 2 }, sft: { data: "demonstrator", steps: 5 } };
+    const config: Omit<ExperimentConfigInput, "name"> = {
+      environment: "custom",
+      agent,
+      algorithm: { name: "grpo", steps: 2 },
+      sft: { data: "demonstrator", steps: 5 },
+    };
     const demonstrated = await experiment("demonstrated", { "environment.ts": withDemonstrator }, config);
     const { runId, diagnostics } = await caller.runs.launch({ experimentId: demonstrated });
     expect(await runsOf(demonstrated)).toEqual([{ id: runId }]);
@@ -107,11 +118,9 @@ describe("runs.launch refuses what the editor refuses", () => {
   });
 
   it("refuses the config's own errors, a custom environment without environment.ts, and an unknown built-in one", async () => {
-    const badSteps = await experiment("bad-steps", {}, { environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { steps: 0 } });
-    expect((await refused(badSteps)).split("\n")).toEqual([
-      "Fix first: the config has 1 error; nothing was launched",
-      "algorithm.steps: must be a whole number from 1 to 1000000",
-    ]);
+    // A config with its own errors is not even saved (experiments.create and save parse it), in the same words.
+    const badSteps = experiment("bad-steps", {}, { environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { steps: 0 } });
+    await expect(badSteps).rejects.toThrow(/^config\.algorithm\.steps: must be a whole number from 1 to 1000000 \(got 0\)$/);
     const noSource = await experiment("no-source", {}, { environment: "custom", agent });
     expect(await refused(noSource)).toMatch(
       /^Fix first: the config has 1 error; .*\nenvironment: 'custom' runs the experiment's own environment\.ts, and the experiment has no source files/,

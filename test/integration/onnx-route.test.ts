@@ -4,6 +4,7 @@
  * hears 404 as for nothing. The file is exported once into the artifact store and reused, and computes what the
  * run's policy computes. Exports and set-aside checkpoints are refused with the reason.
  */
+import { testRunConfig } from "../support/run-config";
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -63,7 +64,7 @@ beforeAll(async () => {
     createdBy: alice.id,
     name: "adder-run",
     status: "completed",
-    config: { agent: { base: BASE, training: { mode: "lora" } } },
+    config: testRunConfig({ agent: { base: BASE, training: { mode: "lora" } } }),
     totalSteps: 2,
     step: 2,
   });

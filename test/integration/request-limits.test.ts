@@ -42,12 +42,14 @@ function sourceOf(bytes: number): Record<string, string> {
 /** A tRPC batch body of one call, as httpBatchLink sends it with superjson. */
 const batchBody = (input: unknown) => JSON.stringify({ 0: { json: input } });
 
+const testConfig = { name: "big", environment: "custom", agent: { base: "generalist-base" } };
+
 describe("request limits", () => {
   it("answers a 3 MB experiments.save with 413 naming the 2 MiB limit, and stores nothing", async () => {
     const client = server.client();
     const { id } = await client.experiments.create.mutate({ name: "too-big", files: { "environment.ts": "export default 1;" } });
     const routed = server.stats.routed;
-    const error = await client.experiments.save.mutate({ id, files: sourceOf(3_000_000), config: {} }).catch((e: unknown) => e);
+    const error = await client.experiments.save.mutate({ id, files: sourceOf(3_000_000), config: testConfig }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TRPCClientError);
     const clientError = error as { message: string; data: unknown };
     expect(clientError.data).toMatchObject({ code: "PAYLOAD_TOO_LARGE", httpStatus: 413, path: "experiments.save", limitBytes: SAVE_LIMIT, limit: "2 MiB" });
@@ -72,10 +74,12 @@ describe("request limits", () => {
   it("lets a 1.5 MB save through, sent with a length or streamed in chunks", async () => {
     const client = server.client();
     const { id } = await client.experiments.create.mutate({ name: "large-but-fine" });
-    expect(await client.experiments.save.mutate({ id, files: sourceOf(1_500_000), config: { steps: 3 } })).toMatchObject({ version: 2 });
+    expect(await client.experiments.save.mutate({ id, files: sourceOf(1_500_000), config: { ...testConfig, algorithm: { steps: 3 } } })).toMatchObject({
+      version: 2,
+    });
 
     // Chunked (no Content-Length): the gate counts it as it arrives and hands it on whole.
-    const payload = batchBody({ id, files: sourceOf(1_500_000), config: { steps: 4 } });
+    const payload = batchBody({ id, files: sourceOf(1_500_000), config: { ...testConfig, algorithm: { steps: 4 } } });
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const request = http.request(`${server.url}/api/trpc/experiments.save?batch=1`, { method: "POST", headers: { "content-type": "application/json" } });
       request.on("error", reject);

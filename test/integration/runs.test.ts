@@ -1,3 +1,4 @@
+import { testRunConfig } from "../support/run-config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { newId } from "@/server/db/ids";
@@ -29,7 +30,7 @@ beforeAll(async () => {
       createdBy: LOCAL_USER.id,
       name: `ttt-seed${i}`,
       status,
-      config: { seed: i },
+      config: testRunConfig({ seed: i }),
       seed: i,
       totalSteps: 100,
       step: i * 10,

@@ -3,6 +3,7 @@
  * policy places behind a preempted one waits for that job's checkpoint, a pass skips a job another transaction
  * holds instead of waiting for it, and (on PostgreSQL) listeners hear NOTIFYs for new and placed work.
  */
+import { testRunConfig } from "../support/run-config";
 import { eq, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -44,7 +45,7 @@ async function submit(priority = 0, totalSteps = 10) {
     experimentVersionId: versionId,
     createdBy: LOCAL_USER.id,
     name: runId,
-    config: {},
+    config: testRunConfig(),
     seed: 0,
     totalSteps,
   });

@@ -3,6 +3,7 @@
  * statement that checks the job is the worker's and writes points, rollouts, log lines and the run's step. On PGlite
  * and on PostgreSQL.
  */
+import { testRunConfig } from "../support/run-config";
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_PROJECT } from "@/server/auth/projects";
@@ -44,7 +45,7 @@ async function runningJob(owner = workerId) {
     createdBy: LOCAL_USER.id,
     name: runId,
     status: "running",
-    config: {},
+    config: testRunConfig(),
     seed: 1,
     totalSteps: 100,
   });

@@ -1,3 +1,4 @@
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import path from "node:path";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 
@@ -8,7 +9,7 @@ export async function saveTinyBase(basesDir: string) {
 }
 
 /** An arithmetic GRPO experiment on `tiny-base`, checkpointing every 5 steps, with no evaluation in between. */
-export function tinyExperiment(name: string, steps: number) {
+export function tinyExperiment(name: string, steps: number): { name: string; config: ExperimentConfigInput & { agent: { base: string } } } {
   return {
     name,
     config: {

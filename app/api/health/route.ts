@@ -1,5 +1,6 @@
 import { checkHealth } from "@/server/api/routers/health";
-import { authenticate, newErrorId } from "@/server/api/trpc";
+import { authenticate } from "@/server/auth";
+import { newErrorId } from "@/server/error-ids";
 import { getDatabase } from "@/server/db";
 import { serverEnv } from "@/server/env";
 

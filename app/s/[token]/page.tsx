@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { notFound, redirect } from "next/navigation";
 import { SharedView } from "@/components/share/shared-view";
-import { openShareLink } from "@/server/auth/share-links";
+import { openShareLink } from "@/server/auth";
 import { getDatabase } from "@/server/db";
 
 export const dynamic = "force-dynamic";

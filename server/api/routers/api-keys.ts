@@ -6,8 +6,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { apiKeys, projectRoles, projects } from "../../db";
-import { createApiKey } from "../../auth/api-keys";
-import { daysFromNow } from "../../auth/tokens";
+import { createApiKey, daysFromNow } from "../../auth";
 import { createTRPCRouter, personProcedure } from "../trpc";
 
 export const apiKeysRouter = createTRPCRouter({

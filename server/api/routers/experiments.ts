@@ -1,14 +1,21 @@
 import { TRPCError } from "@trpc/server";
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
-import { validateReusing } from "../../validation";
-import type { ValidationReport } from "../../sandbox";
-import { datasetFiles } from "../../datasets";
-import { isCheckpointBase, resolveBase } from "../../jobs";
-import { baseModelShape, checkpointShape } from "../../worker/base-catalog";
-import { type Context, createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
-import { type Database, newId, experiments, experimentVersions, projects, runs } from "../../db";
+import { completeExperiment, experimentSchema } from "@/lib/sdk/experiment";
+import {
+  createExperiment,
+  editorValidation,
+  listExperiments,
+  listVersions,
+  projectOfExperiment,
+  renameExperiment,
+  requireExperiment,
+  requireVersion,
+  savedVersion,
+  saveVersion,
+  validateSource,
+} from "../../experiments";
+import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 const MAX_FILE_BYTES = 256 * 1024;
 
@@ -27,83 +34,11 @@ export const sourceFilesSchema = z
   .refine((files) => Object.keys(files).length <= 50, "an experiment holds at most 50 files")
   .describe("source files by path");
 
-export const experimentConfigSchema = z.record(z.string(), z.unknown()).describe("the experiment's config");
-
-const experimentColumns = {
-  id: experiments.id,
-  projectId: experiments.projectId,
-  name: experiments.name,
-  description: experiments.description,
-  template: experiments.template,
-  latestVersion: experiments.latestVersion,
-  createdAt: experiments.createdAt,
-  updatedAt: experiments.updatedAt,
-};
-
-/** One version of an experiment with its source and config, or null. */
-async function savedVersion(db: Database, experimentId: string, version: number) {
-  const [row] = await db
-    .select({
-      id: experimentVersions.id,
-      version: experimentVersions.version,
-      files: experimentVersions.files,
-      config: experimentVersions.config,
-      message: experimentVersions.message,
-      createdAt: experimentVersions.createdAt,
-    })
-    .from(experimentVersions)
-    .where(and(eq(experimentVersions.experimentId, experimentId), eq(experimentVersions.version, version)))
-    .limit(1);
-  return row ?? null;
-}
-
-/** How the editor validates (experiments.validate's defaults); `runs.launch` validates a version so too. */
-export const editorValidation = { episodes: 3, typeCheck: true, maxTokens: 32 } as const;
-
 /**
- * Validates source files in a validation process, with the datasets of the project they belong to and, when the
- * base is known, its context length (the first prompt must leave `maxTokens` of it). The editor's validations and
- * `runs.launch`'s go through here, so that the same source, base and reply length give the same report, reused
- * (`validateReusing`) when a launch follows its validation.
+ * An experiment's config as a request carries it: parsed by the schema the editor's form is built from, so a save
+ * with a wrong field is refused naming it ("config.algorithm.steps: …"), and only a parsed config is stored.
  */
-export async function validateSource(
-  ctx: Pick<Context, "db" | "access">,
-  projectId: string,
-  files: Record<string, string>,
-  options: { entry?: string; episodes?: number; typeCheck?: boolean; base?: string; maxTokens?: number },
-): Promise<ValidationReport> {
-  const maxTokens = options.maxTokens ?? editorValidation.maxTokens;
-  let context;
-  if (options.base) {
-    try {
-      // Another project's checkpoint is as unknown here as anywhere (the catch below leaves the context out).
-      if (isCheckpointBase(options.base)) await ctx.access.require("viewer", { kind: "checkpoint", id: options.base });
-      const base = await resolveBase(ctx.db, options.base);
-      const shape = base.kind === "builtin" ? baseModelShape(base.name) : checkpointShape(base.path);
-      context = { base: options.base, contextLength: shape.contextLength, maxTokens };
-    } catch {
-      // an unknown base is the config form's error to show; the source is still validated
-    }
-  }
-  try {
-    return await validateReusing(files, {
-      entry: options.entry,
-      episodes: options.episodes ?? editorValidation.episodes,
-      typeCheck: options.typeCheck ?? editorValidation.typeCheck,
-      context,
-      datasetFiles: await datasetFiles(ctx.db, projectId),
-    });
-  } catch (error) {
-    // The validation's own failures (it overran its time, its process stopped) are the user's to act on.
-    throw new TRPCError({ code: "UNPROCESSABLE_CONTENT", message: (error as Error).message, cause: error });
-  }
-}
-
-async function requireExperiment(db: Database, id: string) {
-  const [row] = await db.select(experimentColumns).from(experiments).where(eq(experiments.id, id)).limit(1);
-  if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${id}'` });
-  return row;
-}
+export const experimentConfigSchema = experimentSchema.transform(completeExperiment).describe("the experiment's config");
 
 export const experimentsRouter = createTRPCRouter({
   /** The built-in use cases a new experiment can start from. */
@@ -116,18 +51,9 @@ export const experimentsRouter = createTRPCRouter({
     })),
   ),
 
-  list: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 })).query(async ({ ctx, input }) => {
-    const projectIds = await ctx.access.visibleProjects();
-    if (projectIds.length === 0) return [];
-    const runCount = sql<number>`(select count(*)::int from ${runs} where ${runs.experimentId} = ${experiments.id})`;
-    return ctx.db
-      .select({ ...experimentColumns, projectName: projects.name, runCount })
-      .from(experiments)
-      .innerJoin(projects, eq(projects.id, experiments.projectId))
-      .where(and(eq(experiments.archived, false), inArray(experiments.projectId, projectIds)))
-      .orderBy(desc(experiments.updatedAt))
-      .limit(input.limit);
-  }),
+  list: protectedProcedure
+    .input(z.object({ limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
+    .query(async ({ ctx, input }) => listExperiments(ctx.db, await ctx.access.visibleProjects(), input.limit)),
 
   /** An experiment with its latest version, and the caller's role in its project (what the editor lets it do). */
   byId: projectProcedure("viewer", "experiment", "id")
@@ -139,33 +65,12 @@ export const experimentsRouter = createTRPCRouter({
 
   versions: projectProcedure("viewer", "experiment", "id")
     .input(z.object({ id: z.string().min(1) }))
-    .query(async ({ ctx, input }) => {
-      await requireExperiment(ctx.db, input.id);
-      return ctx.db
-        .select({
-          id: experimentVersions.id,
-          version: experimentVersions.version,
-          message: experimentVersions.message,
-          createdAt: experimentVersions.createdAt,
-        })
-        .from(experimentVersions)
-        .where(eq(experimentVersions.experimentId, input.id))
-        .orderBy(desc(experimentVersions.version));
-    }),
+    .query(({ ctx, input }) => listVersions(ctx.db, input.id)),
 
   /** One saved version's source and config, as it was saved (versions never change). */
   version: projectProcedure("viewer", "experiment", "id")
     .input(z.object({ id: z.string().min(1), version: z.number().int().min(1) }))
-    .query(async ({ ctx, input }) => {
-      const experiment = await requireExperiment(ctx.db, input.id);
-      const row = await savedVersion(ctx.db, input.id, input.version);
-      if (!row)
-        throw new TRPCError({
-          code: "NOT_FOUND",
-          message: `Experiment '${experiment.name}' has no version ${input.version}; its versions are 1 to ${experiment.latestVersion}.`,
-        });
-      return row;
-    }),
+    .query(({ ctx, input }) => requireVersion(ctx.db, input.id, input.version)),
 
   create: protectedProcedure
     .input(
@@ -175,44 +80,14 @@ export const experimentsRouter = createTRPCRouter({
         description: z.string().max(2000, "a description holds at most 2000 characters").default(""),
         template: z.string().max(100).optional(),
         files: sourceFilesSchema.default({}),
-        config: experimentConfigSchema.default({}),
+        config: experimentConfigSchema
+          .optional()
+          .describe("the experiment's config (default: the template's, or a custom environment's with the schema's defaults)"),
       }),
     )
     .mutation(async ({ ctx, input }) => {
       const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-      const id = newId("exp");
-      const versionId = newId("ver");
-      if (input.template !== undefined) {
-        const useCase = useCases[input.template];
-        if (!useCase) {
-          throw new TRPCError({
-            code: "BAD_REQUEST",
-            message: `template: no built-in template '${input.template}'; templates: ${Object.keys(useCases).join(", ")}`,
-          });
-        }
-        // A template's config is the starting point; what the caller gave wins.
-        if (Object.keys(input.config).length === 0) input.config = { ...useCase.template, name: input.name } as Record<string, unknown>;
-      }
-      await ctx.db.transaction(async (tx) => {
-        await tx.insert(experiments).values({
-          id,
-          projectId,
-          ownerId: ctx.user.id,
-          name: input.name,
-          description: input.description,
-          template: input.template ?? null,
-          latestVersion: 1,
-        });
-        await tx.insert(experimentVersions).values({
-          id: versionId,
-          experimentId: id,
-          version: 1,
-          files: input.files,
-          config: input.config,
-          message: "created",
-        });
-      });
-      return { id, projectId, versionId, version: 1 };
+      return createExperiment(ctx.db, { ...input, projectId, ownerId: ctx.user.id });
     }),
 
   /** Saves the source and config as a new immutable version; earlier versions stay as they were. */
@@ -225,26 +100,7 @@ export const experimentsRouter = createTRPCRouter({
         message: z.string().max(500).default(""),
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      return ctx.db.transaction(async (tx) => {
-        const [row] = await tx
-          .update(experiments)
-          .set({ latestVersion: sql`${experiments.latestVersion} + 1`, updatedAt: new Date() })
-          .where(eq(experiments.id, input.id))
-          .returning({ latestVersion: experiments.latestVersion });
-        if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.id}'` });
-        const versionId = newId("ver");
-        await tx.insert(experimentVersions).values({
-          id: versionId,
-          experimentId: input.id,
-          version: row.latestVersion,
-          files: input.files,
-          config: input.config,
-          message: input.message,
-        });
-        return { versionId, version: row.latestVersion };
-      });
-    }),
+    .mutation(({ ctx, input }) => saveVersion(ctx.db, input.id, input)),
 
   /**
    * Compiles the source, runs it in the sandbox for a few episodes with probing actions, and returns
@@ -266,8 +122,7 @@ export const experimentsRouter = createTRPCRouter({
       if (Object.keys(input.files).length === 0) {
         throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
       }
-      const [experiment] = await ctx.db.select({ projectId: experiments.projectId }).from(experiments).where(eq(experiments.id, input.experimentId));
-      return validateSource(ctx, experiment!.projectId, input.files, input);
+      return validateSource(ctx, await projectOfExperiment(ctx.db, input.experimentId), input.files, input);
     }),
 
   rename: projectProcedure("editor", "experiment", "id")
@@ -278,13 +133,5 @@ export const experimentsRouter = createTRPCRouter({
         description: z.string().max(2000).optional(),
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const updated = await ctx.db
-        .update(experiments)
-        .set({ name: input.name, ...(input.description !== undefined ? { description: input.description } : {}), updatedAt: new Date() })
-        .where(eq(experiments.id, input.id))
-        .returning({ id: experiments.id });
-      if (updated.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${input.id}'` });
-      return { id: input.id };
-    }),
+    .mutation(({ ctx, input }) => renameExperiment(ctx.db, input.id, input.name, input.description)),
 });

@@ -6,8 +6,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq } from "drizzle-orm";
 import { z } from "zod";
 import { projectInvitations, projectRoles, projects, users } from "../../db";
-import { daysFromNow } from "../../auth/tokens";
-import { acceptInvitation, createInvitation, createProject, findInvitation, listMembers, projectsOf, removeMember, setMember } from "../../auth/projects";
+import { daysFromNow, acceptInvitation, createInvitation, createProject, findInvitation, listMembers, projectsOf, removeMember, setMember } from "../../auth";
 import { createTRPCRouter, personProcedure, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
 const projectName = z.string().trim().min(1, "give the project a name").max(120, "a project name holds at most 120 characters");

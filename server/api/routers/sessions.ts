@@ -5,8 +5,6 @@
  */
 import { tokenizerSpecOfBase } from "../../base-tokenizers";
 import { TRPCError } from "@trpc/server";
-import { eq } from "drizzle-orm";
-import { runs } from "../../db";
 import { z } from "zod";
 import {
   type BaseSource,
@@ -20,9 +18,11 @@ import {
   openSession,
   resolveBase,
   RunStateError,
+  sessionBase,
   sessionMethods,
 } from "../../jobs";
-import { baseShapeFor } from "../base-shape";
+import { type SessionCallArgs, sessionCallSchemas } from "@/lib/rl/session-calls";
+import { baseShapeFor } from "../../experiments";
 import { type Context, createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 const callId = z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128);
@@ -151,8 +151,9 @@ export const sessionsRouter = createTRPCRouter({
  * it loads.
  */
 async function checkpointFolderOf(ctx: Context, sessionId: string, argsJson: string): Promise<string> {
-  const { checkpointId } = JSON.parse(argsJson) as { checkpointId?: unknown };
-  if (typeof checkpointId !== "string" || !isCheckpointBase(checkpointId)) {
+  const parsed = sessionCallSchemas.loadState.safeParse(JSON.parse(argsJson));
+  const checkpointId = parsed.success ? parsed.data.checkpointId : null;
+  if (checkpointId === null || !isCheckpointBase(checkpointId)) {
     throw new TRPCError({
       code: "BAD_REQUEST",
       message: "loadState: give { checkpointId: 'ckpt_…' }, a checkpoint of a run you can see (its page lists them)",
@@ -168,8 +169,7 @@ async function checkpointFolderOf(ctx: Context, sessionId: string, argsJson: str
   if (source.kind !== "checkpoint") throw new TRPCError({ code: "BAD_REQUEST", message: `loadState: '${checkpointId}' is no checkpoint` });
   if (source.mode === "lora") {
     const trainedOn = source.parent.kind === "builtin" ? source.parent.name : source.parent.id;
-    const [session] = await ctx.db.select({ config: runs.config }).from(runs).where(eq(runs.id, sessionId));
-    const base = (session?.config as { agent?: { base?: string } } | undefined)?.agent?.base;
+    const base = await sessionBase(ctx.db, sessionId);
     if (trainedOn !== base) {
       throw new TRPCError({
         code: "BAD_REQUEST",
@@ -177,7 +177,7 @@ async function checkpointFolderOf(ctx: Context, sessionId: string, argsJson: str
       });
     }
   }
-  return JSON.stringify({ checkpointId, path: source.path });
+  return JSON.stringify({ checkpointId, path: source.path } satisfies SessionCallArgs["loadState"]);
 }
 
 /** A refusal of a session's call (it has ended, an id reused) as the caller should hear it. */

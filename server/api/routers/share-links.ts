@@ -6,8 +6,7 @@ import { TRPCError } from "@trpc/server";
 import { eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { runs, shareKinds, shareLinks } from "../../db";
-import { createShareLink, LINK_GONE, listShareLinks, openShareLink } from "../../auth/share-links";
-import { daysFromNow } from "../../auth/tokens";
+import { createShareLink, LINK_GONE, listShareLinks, openShareLink, daysFromNow } from "../../auth";
 import { createTRPCRouter, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
 /** The view state a link may carry: the page's URL parameters (panels, smoothing, x-axis, step, sample...). */

@@ -1,3 +1,4 @@
+import { testRunConfig } from "../../support/run-config";
 import { eq } from "drizzle-orm";
 import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,7 +35,7 @@ async function newRun(status: "running" | "completed" = "running") {
     createdBy: LOCAL_USER.id,
     name: id,
     status,
-    config: {},
+    config: testRunConfig(),
     seed: 1,
     totalSteps: 1000,
   });

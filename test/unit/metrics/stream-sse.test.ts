@@ -4,6 +4,7 @@
  * once, a viewer that reconnects with Last-Event-ID resumes without gap or duplicate, and the Next.js route's
  * web Response gives the same bytes.
  */
+import { testRunConfig } from "../../support/run-config";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
@@ -56,7 +57,7 @@ async function newRun() {
     createdBy: LOCAL_USER.id,
     name: id,
     status: "running",
-    config: {},
+    config: testRunConfig(),
     seed: 1,
     totalSteps: 1000,
   });

@@ -1,5 +1,5 @@
 /** Sign-up, sign-in, sign-out and the session of a team server (better-auth's handler); absent in other modes. */
-import { accountsFor } from "@/server/auth/accounts";
+import { accountsFor } from "@/server/auth";
 import { getDatabase } from "@/server/db";
 import { serverEnv } from "@/server/env";
 

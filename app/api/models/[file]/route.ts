@@ -6,8 +6,7 @@
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import { TRPCError } from "@trpc/server";
-import { authenticate, signInMessage } from "@/server/api/trpc";
-import { Access } from "@/server/auth/access";
+import { authenticate, signInMessage, Access } from "@/server/auth";
 import { getDatabase } from "@/server/db";
 import { serverEnv } from "@/server/env";
 import { importProjectModule } from "@/server/project-module";

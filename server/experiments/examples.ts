@@ -1,9 +1,10 @@
 /** The built-in use cases, present as example experiments in every new workbench. */
 import { and, eq } from "drizzle-orm";
 import { useCases } from "@/lib/envs";
-import { type Database, newId, experiments, experimentVersions } from "./db";
-import { LOCAL_USER } from "./db";
-import { DEFAULT_PROJECT } from "./auth/projects";
+import { parseExperiment } from "@/lib/sdk/experiment";
+import { type Database, newId, experiments, experimentVersions } from "../db";
+import { LOCAL_USER } from "../db";
+import { DEFAULT_PROJECT } from "../auth";
 
 export async function ensureExampleExperiments(db: Database) {
   for (const [name, useCase] of Object.entries(useCases)) {
@@ -28,7 +29,7 @@ export async function ensureExampleExperiments(db: Database) {
         experimentId: id,
         version: 1,
         files: {},
-        config: useCase.template as Record<string, unknown>,
+        config: parseExperiment(useCase.template),
         message: "built-in example",
       });
     });

@@ -6,9 +6,9 @@
 import { TRPCError } from "@trpc/server";
 import { isCheckpointBase, resolveBase } from "../jobs";
 import { baseModelShape, checkpointShape } from "../worker/base-catalog";
-import type { Context } from "./trpc";
+import type { Caller } from "./caller";
 
-export async function baseShapeFor(ctx: Pick<Context, "db" | "access">, base: string, field: string) {
+export async function baseShapeFor(ctx: Pick<Caller, "db" | "access">, base: string, field: string) {
   if (isCheckpointBase(base)) {
     await ctx.access.require("viewer", { kind: "checkpoint", id: base }).catch((error: unknown) => {
       if (error instanceof TRPCError && error.code === "NOT_FOUND") {

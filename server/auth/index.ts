@@ -1,0 +1,23 @@
+/**
+ * Who a request is and what it may touch (docs/AUTH.md): the principal and the one per-object check, projects and
+ * members, share links, API keys, hashed tokens, and a team server's accounts. `./constants` is the entry for code
+ * that runs in the browser or Next's proxy (header and cookie names, public pages).
+ */
+export { Access, atLeast, type ObjectKind, type Principal, projectOf, type User, weaker } from "./access";
+export { accountsFor, type Accounts, authSecret, MIN_PASSWORD_LENGTH } from "./accounts";
+export { createApiKey, principalForApiKey } from "./api-keys";
+export { CLIENT_IP_HEADER, SHARE_HEADER } from "./constants";
+export {
+  acceptInvitation,
+  createInvitation,
+  createProject,
+  DEFAULT_PROJECT,
+  findInvitation,
+  listMembers,
+  projectsOf,
+  removeMember,
+  setMember,
+} from "./projects";
+export { type AuthMode, authenticate, signInMessage } from "./request";
+export { createShareLink, LINK_GONE, listShareLinks, openShareLink, principalForShareToken } from "./share-links";
+export { daysFromNow, hashToken, looksLikeToken, newToken } from "./tokens";

@@ -1,0 +1,205 @@
+/**
+ * Launching: a run of an experiment's latest version, or an evaluation or export of a run's checkpoint. What the
+ * editor refuses to launch is refused here in its words (server/validation/browser.ts); what passes is queued
+ * through server/jobs with its job kind's footprint and cost.
+ */
+import { TRPCError } from "@trpc/server";
+import { and, eq, inArray } from "drizzle-orm";
+import { useCases } from "@/lib/envs";
+import { type ExperimentConfig, imitates, parseExperiment, totalSteps } from "@/lib/sdk/experiment";
+import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, runs } from "../db";
+import { datasetFiles } from "../datasets";
+import { JobRejectedError, jobCost, launchRun } from "../jobs";
+import type { ValidationReport } from "../sandbox";
+import { defaultSandboxLimits } from "../sandbox/browser";
+import { type LaunchRefusal, launchRefusal, refusalMessage } from "../validation";
+import { baseShapeFor } from "./base-shape";
+import type { Caller } from "./caller";
+import { touchExperiment } from "./store";
+import { validateSource } from "./validate";
+
+/**
+ * Launches a run of an experiment's latest version: snapshots its source and config into the run and queues a
+ * training job. Answers with the diagnostics (warnings) of the validation a custom environment passed.
+ */
+export async function launchExperiment(caller: Caller, experimentId: string, priority: number) {
+  const [version] = await caller.db
+    .select({
+      id: experimentVersions.id,
+      config: experimentVersions.config,
+      files: experimentVersions.files,
+      experimentName: experiments.name,
+      projectId: experiments.projectId,
+    })
+    .from(experiments)
+    .innerJoin(experimentVersions, and(eq(experimentVersions.experimentId, experiments.id), eq(experimentVersions.version, experiments.latestVersion)))
+    .where(eq(experiments.id, experimentId));
+  if (!version) throw new TRPCError({ code: "NOT_FOUND", message: `No experiment with id '${experimentId}'` });
+  const { config, report } = await launchableOrRefuse(caller, version);
+  if (imitates(config) === "dataset") {
+    const file = (await datasetFiles(caller.db, version.projectId))[config.sft.dataset];
+    if (!file)
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: `sft.dataset: this project has no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`,
+      });
+    if (file.kind !== "conversations") {
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: `sft.dataset: '${config.sft.dataset}' holds rows, not conversations; SFT needs JSONL lines {"messages": [{"role", "content"}, …]}`,
+      });
+    }
+  }
+  const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
+  const runId = await queueRun(caller, {
+    experimentId,
+    projectId: version.projectId,
+    experimentVersionId: version.id,
+    name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
+    config,
+    kind: config.algorithm.name === "sft" ? "sft" : "rl",
+    priority,
+    maxTurns: maxTurnsOf(config, report),
+  });
+  await touchExperiment(caller.db, experimentId);
+  return { runId, diagnostics: report?.diagnostics ?? [] };
+}
+
+/**
+ * Refuses (BAD_REQUEST, in the editor's words) a version the editor would not launch: the same check as its Launch
+ * button (`launchRefusal`), on the version's config, its files and, for a custom environment, its validation as the
+ * editor asks for it. Returns the parsed config and that validation's report (null for a built-in environment).
+ */
+async function launchableOrRefuse(
+  caller: Pick<Caller, "db" | "access">,
+  version: { config: unknown; files: Record<string, string>; projectId: string },
+): Promise<{ config: ExperimentConfig; report: ValidationReport | null }> {
+  const context = { files: version.files, builtInEnvironments: Object.keys(useCases) };
+  const refuse = (refusal: LaunchRefusal) => new TRPCError({ code: "BAD_REQUEST", message: refusalMessage(refusal) });
+  // The config's own errors need no validation (a version saved before configs were checked may have some); nor
+  // does a built-in environment, which runs no source.
+  const before = launchRefusal(version.config, { ...context, report: null });
+  if (before) throw refuse(before);
+  const config = parseExperiment(version.config);
+  if (config.environment !== "custom") return { config, report: null };
+  const report = await validateSource(caller, version.projectId, version.files, { base: config.agent.base, maxTokens: config.agent.sampling.maxTokens });
+  const refusal = launchRefusal(config, { ...context, report });
+  if (refusal) throw refuse(refusal);
+  return { config, report };
+}
+
+/**
+ * Checks a run's base and queues it with the footprint of its job kind: training (RL, SFT) or an evaluation,
+ * which holds the weights and a KV cache but no gradients or optimizer.
+ */
+async function queueRun(
+  caller: Caller,
+  run: {
+    experimentId: string;
+    projectId: string;
+    experimentVersionId: string;
+    name: string;
+    config: ExperimentConfig;
+    kind: "rl" | "sft" | "eval" | "export";
+    priority: number;
+    /** The most turns an episode may take: its cost bound counts them (server/jobs/admission.ts). */
+    maxTurns: number;
+  },
+): Promise<string> {
+  const { config } = run;
+  const shape = await baseShapeFor(caller, config.agent.base, "agent.base");
+  const training = run.kind === "rl" || run.kind === "sft";
+  try {
+    const { runId } = await launchRun(
+      caller.db,
+      {
+        experimentId: run.experimentId,
+        projectId: run.projectId,
+        experimentVersionId: run.experimentVersionId,
+        createdBy: caller.user.id,
+        name: run.name,
+        config,
+        seed: config.seed,
+        totalSteps: training ? totalSteps(config) : 0,
+      },
+      {
+        priority: run.priority,
+        cost: jobCost({ kind: run.kind, config, model: shape, maxTurns: run.maxTurns }),
+        resources: {
+          kind: run.kind,
+          mode: training ? config.agent.training.mode : "full",
+          baseModel: config.agent.base,
+          model: { name: config.agent.base, parameters: shape.parameters, dModel: shape.dModel, nLayers: shape.nLayers },
+          batchSize:
+            run.kind === "sft" ? config.sft.batchSize : training ? config.algorithm.groupSize * config.algorithm.groupsPerStep : config.evaluation.episodes,
+          contextLength: shape.contextLength,
+          loraRank: training && config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
+          computeSlots: 1,
+        },
+      },
+    );
+    return runId;
+  } catch (error) {
+    if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+    throw error;
+  }
+}
+
+/**
+ * Queues an evaluation or export of a run's checkpoint: a run of its own, named after the source, whose base is the
+ * checkpoint. `evaluation` changes the source run's evaluation settings (an evaluation's episodes, temperature).
+ */
+export async function queueFromCheckpoint(
+  caller: Caller,
+  checkpointId: string,
+  kind: "eval" | "export",
+  evaluation: (current: ExperimentConfig["evaluation"]) => ExperimentConfig["evaluation"] = (current) => current,
+): Promise<string> {
+  const [source] = await caller.db
+    .select({
+      runName: runs.name,
+      config: runs.config,
+      experimentId: runs.experimentId,
+      projectId: runs.projectId,
+      versionId: runs.experimentVersionId,
+      step: checkpoints.step,
+    })
+    .from(checkpoints)
+    .innerJoin(runs, eq(runs.id, checkpoints.runId))
+    .where(and(eq(checkpoints.id, checkpointId), inArray(checkpoints.kind, baseCheckpointKinds)));
+  if (!source) throw new TRPCError({ code: "NOT_FOUND", message: `No checkpoint '${checkpointId}'; a run's checkpoints are listed on its page` });
+  const original = parseExperiment(source.config);
+  const config = parseExperiment({
+    ...original,
+    agent: { ...original.agent, base: checkpointId, training: { mode: "full" } },
+    evaluation: evaluation(original.evaluation),
+  });
+  return queueRun(caller, {
+    experimentId: source.experimentId,
+    projectId: source.projectId,
+    experimentVersionId: source.versionId,
+    name: `${source.runName}-${kind}-step${source.step}`,
+    config,
+    kind,
+    priority: 0,
+    maxTurns:
+      kind === "export"
+        ? 0
+        : maxTurnsOf(config, config.environment === "custom" ? await validateVersion(caller, source.projectId, source.versionId, original) : null),
+  });
+}
+
+/**
+ * The most turns one of a run's episodes may take: a built-in environment's maxTurns, a custom one's from its
+ * validation, else the sandbox's cap on an episode's steps (an episode that runs longer fails).
+ */
+function maxTurnsOf(config: ExperimentConfig, report: ValidationReport | null): number {
+  if (config.environment !== "custom") return useCases[config.environment]?.environment.maxTurns ?? defaultSandboxLimits.maxStepsPerEpisode;
+  return report?.environment?.maxTurns ?? defaultSandboxLimits.maxStepsPerEpisode;
+}
+
+/** A run version's own environment, validated as its launch did (reused when that validation is recent). */
+async function validateVersion(caller: Pick<Caller, "db" | "access">, projectId: string, versionId: string, config: ExperimentConfig) {
+  const [version] = await caller.db.select({ files: experimentVersions.files }).from(experimentVersions).where(eq(experimentVersions.id, versionId));
+  return validateSource(caller, projectId, version?.files ?? {}, { base: config.agent.base, maxTokens: config.agent.sampling.maxTokens }).catch(() => null);
+}
