@@ -31,7 +31,8 @@ import { createTRPCClient, httpLink } from "@trpc/client";
 import superjson from "superjson";
 import { buildIfStale } from "../bin/build-if-stale.mjs";
 import { starters } from "../components/editor/starter";
-import type { AppRouter } from "../server/api/root";
+import type { ExperimentConfigInput } from "../lib/sdk/experiment";
+import type { AppRouter } from "../server/api";
 import { EVALUATION_LIMITS } from "../server/jobs";
 import { freePort } from "../test/e2e/support/server";
 import { formatTable } from "./lib/measure";
@@ -129,27 +130,29 @@ async function waitUntil(ok: () => boolean | Promise<boolean>, timeoutMs: number
 // The experiments: two in the default project, and in a second project a checkpoint to evaluate.
 
 const newcomer = (file: string) => fs.readFileSync(path.join(root, "bench", "newcomer", file), "utf8");
-function starterConfig(kind: "multi-turn" | "single-turn", name: string) {
-  const config = starters[kind].config(name) as Record<string, any>;
-  if (args.steps) config.algorithm.steps = Number(args.steps);
-  if (args["sft-steps"]) config.sft.steps = Number(args["sft-steps"]);
-  return config;
+function starterConfig(kind: "multi-turn" | "single-turn", name: string): ExperimentConfigInput {
+  const config = starters[kind].config(name);
+  return {
+    ...config,
+    algorithm: { ...config.algorithm, ...(args.steps ? { steps: Number(args.steps) } : {}) },
+    sft: { ...config.sft, ...(args["sft-steps"] ? { steps: Number(args["sft-steps"]) } : {}) },
+  };
 }
 const multiTurn = await api.experiments.create.mutate({
   name: "load: take-away (multi-turn)",
   files: { "environment.ts": newcomer("take-away.ts") },
-  config: starterConfig("multi-turn", "load-take-away") as never,
+  config: starterConfig("multi-turn", "load-take-away"),
 });
 const singleTurn = await api.experiments.create.mutate({
   name: "load: string transform (single-turn)",
   files: { "environment.ts": newcomer("string-transform.ts") },
-  config: starterConfig("single-turn", "load-string-transform") as never,
+  config: starterConfig("single-turn", "load-string-transform"),
 });
 const neighbour = await api.projects.create.mutate({ name: "load: a neighbour" });
 const source = await api.experiments.create.mutate({
   name: "load: arithmetic to evaluate",
   projectId: neighbour.id,
-  config: { name: "load-arithmetic", environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { steps: 1 }, checkpointEvery: 1 } as never,
+  config: { name: "load-arithmetic", environment: "arithmetic", agent: { base: "arithmetic-base" }, algorithm: { steps: 1 }, checkpointEvery: 1 },
 });
 const sourceRun = (await api.runs.launch.mutate({ experimentId: source.id })).runId;
 await waitUntil(async () => (await api.runs.byId.query({ id: sourceRun })).status === "completed", 600_000, "the run whose checkpoint is evaluated");

@@ -25,7 +25,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { type StarterKind, starters } from "../components/editor/starter";
 import { initBackend } from "../server/runtime";
-import { inProcessChannel } from "../server/worker/channel";
+import { inProcessChannel } from "../server/worker";
 import { type JobSpec, runJob } from "../server/worker/run-job";
 import { formatTable } from "./lib/measure";
 

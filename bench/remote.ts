@@ -32,8 +32,8 @@ const rounds = option("--rounds", 3);
 const calls = option("--calls", 200);
 
 const useCase = useCases.arithmetic!;
-const template = useCase.template as { algorithm: object; evaluation?: object };
-const config = defineExperiment({ ...template, algorithm: { ...template.algorithm, steps }, evaluation: { every: 0, episodes: 8 } } as never);
+const template = useCase.template;
+const config = defineExperiment({ ...template, algorithm: { ...template.algorithm, steps }, evaluation: { every: 0, episodes: 8 } });
 const base = config.agent.base;
 const batch = {
   tokens: [

@@ -100,7 +100,7 @@ import { multiTurn, type Protocol } from "@/lib/sdk/protocol";
 import type { ChatMessage } from "@/lib/model/chat";
 import { BaseModel, TrainingClient, initBackend, type SampledSequence } from "@/server/runtime";
 import { SandboxedEnvironmentPool, laneShape, laneStarts, runSandboxedEpisodes, type SourceFiles } from "@/server/sandbox";
-import { startedMarkingOnMainThread } from "@/server/worker/gc";
+import { startedMarkingOnMainThread } from "@/server/worker";
 import { bootstrapInterval, formatTable, median, medianInterval, medianReachPoints, quietRatio } from "./lib/measure";
 import { runAsRolloutProcess } from "./lib/rollout-process";
 

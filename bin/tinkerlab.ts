@@ -16,6 +16,7 @@
  * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
  * TINKERLAB_API_KEY or `tinkerlab login`.
  */
+import { runStates } from "../lib/lifecycle";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
@@ -67,7 +68,7 @@ async function startServer(options: { dev?: boolean }) {
 async function startWorker() {
   process.chdir(ROOT);
   const { ConfigError, serverEnv } = await import("../server/env");
-  const { databaseChannel, httpChannel } = await import("../server/worker/channel");
+  const { databaseChannel, httpChannel } = await import("../server/worker");
   const { runWorker } = await import("../server/worker/worker-process");
   let env;
   try {
@@ -229,7 +230,7 @@ const runs = program.command("runs").description("runs: list, logs, export");
 clientCommand(runs.command("ls"))
   .description("list runs, newest first")
   .option("--experiment <id>", "only this experiment's runs")
-  .addOption(new Option("--status <status...>", "only runs in these states").choices(["queued", "running", "paused", "completed", "failed", "cancelled"]))
+  .addOption(new Option("--status <status...>", "only runs in these states").choices(runStates))
   .option("--limit <n>", "at most this many", "20")
   .action(action((options: GlobalOptions & { experiment?: string; status?: string[]; limit?: string }) => commands.runsList(options)));
 clientCommand(runs.command("logs"))

@@ -9,7 +9,7 @@ import type { Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import type { Database } from "./db";
 import { resolveBase } from "./jobs";
-import { baseModelDir } from "./worker/base-catalog";
+import { baseModelDir } from "./bases";
 
 /** The tokenizer file of a base: a checkpoint's own (every checkpoint stores its model's), or a named base's. */
 async function tokenizerFileOf(db: Database, baseName: string): Promise<string> {

@@ -12,7 +12,7 @@ import { authenticate, signInMessage, type Principal } from "./auth";
 import { type Database, users } from "./db";
 import { MODEL_FILES_ACCEPTED, modelFileRule } from "@/lib/model/hf/folder";
 import { serverEnv } from "./env";
-import { baseNameProblem } from "./worker/base-catalog";
+import { baseNameProblem } from "./bases";
 
 /** One file's largest size: a 7B model's shards are under 5 GB each. */
 export const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;

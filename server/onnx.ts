@@ -11,7 +11,7 @@ import path from "node:path";
 import { exportGptToOnnx } from "@/lib/onnx/export";
 import type { Database } from "./db";
 import { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError } from "./jobs";
-import { baseModelDir, baseNameRule, baseNames } from "./worker/base-catalog";
+import { baseModelDir, baseNameRule, baseNames } from "./bases";
 import { loadBaseModel } from "./worker/base-models";
 
 export { UnknownBaseError };

@@ -3,18 +3,15 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import next from "next";
-import { directProcedures, serveDirect } from "./api/direct";
-import { admitRequestBody } from "./api/limits";
+import { directProcedures, serveDirect, admitRequestBody, setWorkerToken } from "./api";
 import { CLIENT_IP_HEADER } from "./auth/constants";
-import { setWorkerToken } from "./api/routers/worker";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./experiments";
 import { startSchedulerLoop, workerProcessEnded } from "./jobs";
 import { createPackingPolicy } from "./scheduler";
 import { announceRunData, followLiveRuns, isMetricStreamRequest, serveMetricStream } from "./metrics";
-import { listenAsServer } from "./worker/channel";
-import { startLocalWorkers } from "./worker/local-workers";
+import { listenAsServer, startLocalWorkers } from "./worker";
 
 export type RunningServer = { url: string; database: DatabaseHandle; localWorkerPids(): number[]; close(): Promise<void> };
 

@@ -1,9 +1,8 @@
 import type { Metadata } from "next";
-import { pageViewer } from "@/components/auth/page-viewer";
 import { ApiKeysView } from "@/components/settings/api-keys-view";
 import { Card, PageHeader } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
-import { serverCaller } from "@/server/api/rsc";
+import { pageViewer, serverCaller } from "@/server/api/rsc";
 import { serverEnv } from "@/server/env";
 
 export const dynamic = "force-dynamic";

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { missingRolloutFlags } from "@/server/worker/gc";
+import { missingRolloutFlags } from "@/server/worker";
 
 /**
  * Makes this bench the process a worker is (server/worker/gc.ts): when it was started without the flags a worker

@@ -8,6 +8,7 @@ import readline from "node:readline/promises";
 import { Readable } from "node:stream";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
+import { type RunState, runStates } from "../../lib/lifecycle";
 import { baseNameFromFolder, modelFileRule } from "../../lib/model/hf/folder";
 import { parseExperiment } from "../../lib/sdk/experiment";
 import {
@@ -116,7 +117,8 @@ export async function runsList(options: GlobalOptions & { experiment?: string; s
   const client = clientFor(options);
   const { items } = await client.runs.list({
     experimentId: options.experiment,
-    status: options.status as never,
+    // commander let only these through (.choices(runStates))
+    status: options.status?.filter((status): status is RunState => (runStates as readonly string[]).includes(status)),
     limit: Number(options.limit ?? 20),
   });
   printTable(

@@ -8,7 +8,7 @@ import { Card } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 import type { BuiltInDataset } from "./built-in";
 import { DatasetPreview } from "./dataset-preview";
 import { count, formatBytes } from "./format";

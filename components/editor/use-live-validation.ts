@@ -2,7 +2,7 @@
 
 import { useEffect, useRef, useState } from "react";
 import { useTRPCClient } from "@/components/trpc/provider";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 import type { inferRouterOutputs } from "@trpc/server";
 
 type ValidationReport = inferRouterOutputs<AppRouter>["experiments"]["validate"];

@@ -6,7 +6,7 @@ import Link from "next/link";
 import { Card } from "@/components/ui/card";
 import { DataTable } from "@/components/ui/data-table";
 import { useTRPC } from "@/components/trpc/provider";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 import { ImportForm } from "./import-form";
 
 export type BaseCatalog = inferRouterOutputs<AppRouter>["checkpoints"]["bases"];

@@ -1,7 +1,7 @@
 "use client";
 
 import type { inferRouterOutputs } from "@trpc/server";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 
 export type BaseCatalog = inferRouterOutputs<AppRouter>["checkpoints"]["bases"];
 

@@ -11,7 +11,7 @@ import { Card } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
 import { RelativeTime } from "@/components/ui/time";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 import { RoleBadge } from "./role-badge";
 
 type ProjectList = inferRouterOutputs<AppRouter>["projects"]["list"];

@@ -1,9 +1,9 @@
-import type { ProjectRole } from "@/server/db";
+import { type ProjectRole, projectRoles } from "@/lib/lifecycle/roles";
 
 export type { ProjectRole };
 
 /** The roles, weakest first: each may do what the one before it may, and more. */
-export const ROLES: readonly ProjectRole[] = ["viewer", "editor", "owner"];
+export const ROLES: readonly ProjectRole[] = projectRoles;
 
 /** What a role may do, in words, beside the controls that give it. */
 export const ROLE_WORDS: Record<ProjectRole, string> = {

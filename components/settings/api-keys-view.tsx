@@ -15,7 +15,7 @@ import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
 import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 
 type Outputs = inferRouterOutputs<AppRouter>;
 type ApiKey = Outputs["apiKeys"]["list"][number];

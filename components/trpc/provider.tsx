@@ -5,9 +5,9 @@ import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState } from "react";
 import superjson from "superjson";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 import { SHARE_HEADER } from "@/server/auth/constants";
-import { makeQueryClient } from "./query-client";
+import { makeQueryClient } from "@/lib/trpc/query-client";
 
 const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 export { useTRPC, useTRPCClient };

@@ -19,7 +19,7 @@ import type { Tokenizer } from "../model/tokenizer";
 import { tokenizerFromSpec } from "../model/tokenizer-spec";
 import type { LossName, SampledSequence, SampleOptions, TrainingBatch, TrainingPrimitives } from "@/lib/rl/primitives";
 import type { SessionCallArgs, SessionMethod } from "@/lib/rl/session-calls";
-import type { AppRouter } from "@/server/api/root";
+import type { AppRouter } from "@/server/api";
 
 export type RouterInputs = inferRouterInputs<AppRouter>;
 export type RouterOutputs = inferRouterOutputs<AppRouter>;

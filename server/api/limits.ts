@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { MAX_DATASET_BYTES } from "../datasets";
-import { WORKER_TOKEN_HEADER } from "./routers/worker";
+import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

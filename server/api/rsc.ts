@@ -2,7 +2,7 @@ import "server-only";
 import { createTRPCOptionsProxy } from "@trpc/tanstack-react-query";
 import { headers } from "next/headers";
 import { cache } from "react";
-import { makeQueryClient } from "@/components/trpc/query-client";
+import { makeQueryClient } from "@/lib/trpc/query-client";
 import { appRouter, createCaller } from "./root";
 import { createTRPCContext } from "./trpc";
 
@@ -16,3 +16,12 @@ export const trpc = createTRPCOptionsProxy({ router: appRouter, ctx: requestCont
 
 /** Direct calls for server components that render the data themselves. */
 export const serverCaller = cache(async () => createCaller(await requestContext()));
+
+/**
+ * Who opens a page, for pages that change with it (which member row is "you", whether an invitation can be
+ * accepted now): the local user, a signed-in person, or nobody (a signed-out visitor of a team server).
+ */
+export const pageViewer = cache(async () => {
+  const context = await requestContext();
+  return { kind: context.access.principal.kind, user: context.user };
+});

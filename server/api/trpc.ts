@@ -10,6 +10,7 @@ import { describeConfigError } from "@/lib/sdk/config-errors";
 import { Access, authenticate, type ObjectKind, type Principal, signInMessage } from "../auth";
 import { getDatabase, type Database, type DatabaseHandle, type ProjectRole } from "../db";
 import { newErrorId } from "../error-ids";
+import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 import { serverEnv } from "../env";
 
 type ContextInner = {
@@ -35,7 +36,7 @@ export type Context = ReturnType<typeof createContextInner>;
  */
 export async function createTRPCContext(opts: { headers: Headers; connectionParams?: Record<string, string> | null }): Promise<Context> {
   const database = await getDatabase();
-  const workerToken = opts.headers.get("x-tinkerlab-worker-token") ?? undefined;
+  const workerToken = opts.headers.get(WORKER_TOKEN_HEADER) ?? undefined;
   const principal = await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH, opts.connectionParams?.share);
   return createContextInner({ database, workerToken, principal });
 }

@@ -73,9 +73,10 @@ async function openPglite(dir: string, migrationsFolder: string): Promise<Databa
         `If the folder holds something else, set PGLITE_DATA_DIR to another folder.`,
     );
   }
-  const db = drizzlePglite({ client, schema }) as unknown as Database;
+  const pglite = drizzlePglite({ client, schema });
+  const db = pglite as unknown as Database;
   try {
-    await migratePglite(db as never, { migrationsFolder });
+    await migratePglite(pglite, { migrationsFolder });
   } catch (error) {
     await client.close().catch(() => {});
     releaseLock();

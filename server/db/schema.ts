@@ -1,5 +1,6 @@
 import { relations } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
+import type { ProjectRole } from "@/lib/lifecycle/roles";
 import type { RunConfig } from "@/lib/lifecycle/run-config";
 import type { ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Footprint } from "../scheduler";
@@ -101,8 +102,7 @@ export const serverSettings = pgTable("server_settings", {
 
 // ── projects ─────────────────────────────────────────────────────────────────────────────────────────────────
 /** Roles in a project, weakest first: a viewer reads, an editor also creates and launches, an owner also manages people. */
-export const projectRoles = ["viewer", "editor", "owner"] as const;
-export type ProjectRole = (typeof projectRoles)[number];
+export { type ProjectRole, projectRoles } from "@/lib/lifecycle/roles";
 
 /**
  * What experiments, runs, checkpoints and datasets belong to, and what people are members of. `prj_default` holds

@@ -5,7 +5,7 @@
  */
 import { TRPCError } from "@trpc/server";
 import { isCheckpointBase, resolveBase } from "../jobs";
-import { baseModelShape, checkpointShape } from "../worker/base-catalog";
+import { baseModelShape, checkpointShape } from "../bases";
 import type { Caller } from "./caller";
 
 export async function baseShapeFor(ctx: Pick<Caller, "db" | "access">, base: string, field: string) {

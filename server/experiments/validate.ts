@@ -3,7 +3,7 @@ import { datasetFiles } from "../datasets";
 import { isCheckpointBase, resolveBase } from "../jobs";
 import type { ValidationReport } from "../sandbox";
 import { validateReusing } from "../validation";
-import { baseModelShape, checkpointShape } from "../worker/base-catalog";
+import { baseModelShape, checkpointShape } from "../bases";
 import type { Caller } from "./caller";
 
 /** How the editor validates (experiments.validate's defaults); `runs.launch` validates a version so too. */

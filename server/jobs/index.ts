@@ -45,3 +45,4 @@ export {
   type TakenSessionCall,
 } from "./sessions";
 export { EVALUATION_LIMITS, jobCost, type JobCost, overCostLimit } from "./admission";
+export { mergeReports, REPORT_LIMITS, ReportQueue } from "./report-queue";

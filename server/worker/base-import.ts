@@ -15,7 +15,7 @@ import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
 import { writeCheckpoint } from "../runtime";
-import { baseNameProblem, builtinBaseNames, importedBasesDir } from "./base-catalog";
+import { baseNameProblem, builtinBaseNames, importedBasesDir } from "../bases";
 import { workerCommand } from "./local-workers";
 
 export interface ImportOptions {

@@ -4,7 +4,7 @@
  */
 import type { BaseSource } from "../jobs";
 import { BaseModel, currentBackend } from "../runtime";
-import { baseModelDir } from "./base-catalog";
+import { baseModelDir } from "../bases";
 
 const loaded = new Map<string, BaseModel>();
 

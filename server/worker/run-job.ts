@@ -28,7 +28,7 @@ import { loadBaseModel } from "./base-models";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { parseDataset } from "@/lib/sdk/dataset";
 import { describeLineage, type ReportInput } from "../jobs";
-import { mergeReports, ReportQueue } from "./report-queue";
+import { mergeReports, ReportQueue } from "../jobs";
 import { runSessionJob } from "./session-job";
 
 import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";

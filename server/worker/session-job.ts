@@ -14,7 +14,7 @@ import path from "node:path";
 import { parseSessionCall, type SessionMethod } from "@/lib/rl/session-calls";
 import { DEFAULT_LEASE_SECONDS, MAX_CALLS_PER_REQUEST, type ReportInput, type SessionAnswer, type TakenSessionCall } from "../jobs";
 import { loadBaseModel } from "./base-models";
-import { mergeReports, ReportQueue } from "./report-queue";
+import { mergeReports, ReportQueue } from "../jobs";
 import { type JobOptions, type JobOutcome, newTrainingClient } from "./job";
 
 /** The longest one wait for a call: stop requests and the lease are looked at in between. */

@@ -1,7 +1,7 @@
 import { createTRPCClient, httpBatchLink, httpLink } from "@trpc/client";
 import superjson from "superjson";
-import type { AppRouter } from "../api/root";
-import { WORKER_TOKEN_HEADER } from "../api/routers/worker";
+import type { AppRouter } from "../api";
+import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 
 /**
  * The tRPC client a worker uses to reach its server. It asks for answers uncompressed: most are a few bytes (a

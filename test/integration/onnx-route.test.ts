@@ -18,7 +18,7 @@ import { createProject, setMember } from "@/server/auth/projects";
 import { createShareLink } from "@/server/auth/share-links";
 import { checkpoints, type DatabaseHandle, newId, runs, setDatabase, users } from "@/server/db";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { baseModelDir } from "@/server/worker/base-catalog";
+import { baseModelDir } from "@/server/bases";
 import { callerFor, openTestDatabase } from "./support/database";
 
 const ort = createRequire(import.meta.url)("onnxruntime-node") as typeof import("onnxruntime-web");

@@ -1,4 +1,4 @@
-import { checkHealth } from "@/server/api/routers/health";
+import { checkHealth } from "@/server/api";
 import { authenticate } from "@/server/auth";
 import { newErrorId } from "@/server/error-ids";
 import { getDatabase } from "@/server/db";

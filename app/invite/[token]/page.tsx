@@ -1,10 +1,9 @@
 import { TRPCError } from "@trpc/server";
 import type { Metadata } from "next";
-import { pageViewer } from "@/components/auth/page-viewer";
 import { JoinInvitation } from "@/components/projects/join-invitation";
 import { Card } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
-import { serverCaller } from "@/server/api/rsc";
+import { pageViewer, serverCaller } from "@/server/api/rsc";
 
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Invitation" };

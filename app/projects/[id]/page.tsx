@@ -2,9 +2,8 @@ import { TRPCError } from "@trpc/server";
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { cache } from "react";
-import { pageViewer } from "@/components/auth/page-viewer";
 import { ProjectView } from "@/components/projects/project-view";
-import { serverCaller } from "@/server/api/rsc";
+import { pageViewer, serverCaller } from "@/server/api/rsc";
 
 export const dynamic = "force-dynamic";
 

@@ -10,7 +10,7 @@ import { builtInBases } from "@/lib/envs/bases";
 import { baseCheckpointKinds, checkpoints, experiments, runs } from "../../db";
 import { mayManageBases } from "../../base-uploads";
 import { describeLineage, resolveBase, UnknownBaseError } from "../../jobs";
-import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../worker/base-catalog";
+import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../bases";
 import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 /** What made each built-in base, in a few words. */

@@ -9,7 +9,7 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { checkpointKinds } from "../../db";
 import { announceRunData } from "../../metrics";
-import { REPORT_LIMITS } from "../../worker/report-queue";
+import { REPORT_LIMITS } from "../../jobs";
 import {
   claimJob,
   finishJob,
@@ -24,6 +24,7 @@ import {
   storeReport,
   WorkerConflictError,
 } from "../../jobs";
+import { WORKER_TOKEN_HEADER } from "../../worker-protocol";
 import { createTRPCRouter, workerBaseProcedure } from "../trpc";
 
 const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: string };
@@ -32,8 +33,6 @@ const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: stri
 export function setWorkerToken(token: string) {
   holder.__tinkerlabWorkerToken = token;
 }
-
-export const WORKER_TOKEN_HEADER = "x-tinkerlab-worker-token";
 
 const workerProcedure = workerBaseProcedure.use(async ({ ctx, next }) => {
   const expected = holder.__tinkerlabWorkerToken;

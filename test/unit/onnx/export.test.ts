@@ -21,7 +21,7 @@ import type { GPTWeights } from "@/lib/model/weights";
 import { exportGptToOnnx, ONNX_OPSET, onnxInputNames, onnxOutputNames } from "@/lib/onnx/export";
 import { DataType, decodeModel } from "@/lib/onnx/proto";
 import { BaseModel } from "@/server/runtime/base-model";
-import { baseModelDir, builtinBaseNames } from "@/server/worker/base-catalog";
+import { baseModelDir, builtinBaseNames } from "@/server/bases";
 import { TrainingClient } from "@/server/runtime/training-client";
 import { type InferenceSessionOptions, ort, type Session, type Tensor, threadPoolUse } from "./ort-support";
 

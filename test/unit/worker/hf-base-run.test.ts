@@ -10,7 +10,7 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { HFTokenizer } from "@/lib/model/hf/tokenizer";
 import { BaseModel, TrainingClient } from "@/server/runtime";
-import { importedBaseNames, baseModelDir } from "@/server/worker/base-catalog";
+import { importedBaseNames, baseModelDir } from "@/server/bases";
 import { importHFBase, importHFBaseApart } from "@/server/worker/base-import";
 import type { JobSpec } from "@/server/worker/run-job";
 import { playColourJob } from "../../support/colour-job";

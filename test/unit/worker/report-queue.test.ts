@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ReportInput } from "@/server/jobs";
-import { mergeReports, REPORT_LIMITS, ReportQueue } from "@/server/worker/report-queue";
+import { mergeReports, REPORT_LIMITS, ReportQueue } from "@/server/jobs/report-queue";
 
 const point = (step: number, name = "loss") => ({ step, name, value: step });
 const rollout = (step: number) => ({

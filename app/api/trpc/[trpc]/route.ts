@@ -1,7 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
-import { holdToRequestLimit } from "@/server/api/limits";
-import { appRouter } from "@/server/api/root";
-import { createTRPCContext, internalErrorId } from "@/server/api/trpc";
+import { holdToRequestLimit, appRouter, createTRPCContext, internalErrorId } from "@/server/api";
 
 export const dynamic = "force-dynamic";
 

@@ -1,7 +1,6 @@
 import { TRPCError } from "@trpc/server";
 import { getHTTPStatusCodeFromError } from "@trpc/server/http";
-import { createCaller } from "@/server/api/root";
-import { createTRPCContext } from "@/server/api/trpc";
+import { createCaller, createTRPCContext } from "@/server/api";
 
 export const dynamic = "force-dynamic";
 

@@ -7,7 +7,7 @@
  * other) make one request, and whatever piles up while a request is in flight goes in the next one. Each request
  * costs the server a round of HTTP, tRPC and a database statement, so this halves its work per training step.
  */
-import type { ReportInput } from "../jobs";
+import type { ReportInput } from "./reports";
 
 export class ReportQueue<T> {
   private queue: T[] = [];

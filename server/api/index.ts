@@ -1,0 +1,11 @@
+/**
+ * The tRPC API (docs/ARCHITECTURE.md): the router of every procedure, the request context, request limits, and the
+ * direct route the web server takes past Next.js for workers and remote sessions. Server components use the
+ * second entry, `./rsc`; the browser imports only the `AppRouter` type.
+ */
+export { appRouter, type AppRouter, createCaller } from "./root";
+export { type Context, createContextInner, createTRPCContext, internalErrorId } from "./trpc";
+export { admitRequestBody, holdToRequestLimit, REQUEST_LIMITS } from "./limits";
+export { directProcedures, serveDirect } from "./direct";
+export { setWorkerToken } from "./routers/worker";
+export { checkHealth } from "./routers/health";
