@@ -3,8 +3,9 @@
  * most the role chosen when it was made (and never more than that person's role there now). The key is shown
  * once; only its SHA-256 is stored.
  */
-import { and, eq, gt, isNull, or } from "drizzle-orm";
-import { apiKeys, type Database, type ProjectRole, newId, users } from "../db";
+import { TRPCError } from "@trpc/server";
+import { and, desc, eq, gt, isNull, or } from "drizzle-orm";
+import { apiKeys, type Database, type ProjectRole, newId, projects, users } from "../db";
 import type { Principal } from "./access";
 import { hashToken, newToken } from "./tokens";
 
@@ -27,6 +28,37 @@ export async function createApiKey(
     expiresAt: options.expiresAt ?? null,
   });
   return { id, key, prefix };
+}
+
+/** A user's keys (revoked and expired ones too), newest first, by prefix: never the key itself. */
+export async function listApiKeys(db: Database, userId: string) {
+  return db
+    .select({
+      id: apiKeys.id,
+      name: apiKeys.name,
+      prefix: apiKeys.prefix,
+      projectId: apiKeys.projectId,
+      projectName: projects.name,
+      role: apiKeys.role,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      expiresAt: apiKeys.expiresAt,
+      revokedAt: apiKeys.revokedAt,
+    })
+    .from(apiKeys)
+    .innerJoin(projects, eq(projects.id, apiKeys.projectId))
+    .where(eq(apiKeys.userId, userId))
+    .orderBy(desc(apiKeys.createdAt));
+}
+
+/** Revokes one of the user's active keys; another's key, or one revoked already, answers NOT_FOUND. */
+export async function revokeApiKey(db: Database, userId: string, id: string): Promise<void> {
+  const revoked = await db
+    .update(apiKeys)
+    .set({ revokedAt: new Date() })
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id });
+  if (revoked.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No active API key of yours with id '${id}'` });
 }
 
 /** How stale a key's "last used" time may be: it is written at most this often. */

@@ -5,7 +5,7 @@
  */
 export { Access, atLeast, type ObjectKind, type Principal, projectOf, type User, weaker } from "./access";
 export { accountsFor, type Accounts, authSecret, MIN_PASSWORD_LENGTH } from "./accounts";
-export { createApiKey, principalForApiKey } from "./api-keys";
+export { createApiKey, listApiKeys, principalForApiKey, revokeApiKey } from "./api-keys";
 export { CLIENT_IP_HEADER, SHARE_HEADER } from "./constants";
 export {
   acceptInvitation,
@@ -13,11 +13,15 @@ export {
   createProject,
   DEFAULT_PROJECT,
   findInvitation,
+  listInvitations,
   listMembers,
   projectsOf,
   removeMember,
+  renameProject,
+  requireProject,
+  revokeInvitation,
   setMember,
 } from "./projects";
 export { type AuthMode, authenticate, signInMessage } from "./request";
-export { createShareLink, LINK_GONE, listShareLinks, openShareLink, principalForShareToken } from "./share-links";
+export { createShareLink, LINK_GONE, listShareLinks, openShareLink, principalForShareToken, revokeShareLink, shareRuns } from "./share-links";
 export { daysFromNow, hashToken, looksLikeToken, newToken } from "./tokens";

@@ -4,7 +4,7 @@
  * members' roles. A project always keeps at least one owner.
  */
 import { TRPCError } from "@trpc/server";
-import { and, asc, count, eq, gt, isNull, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { type Database, newId, projectInvitations, projectMembers, type ProjectRole, projects, users } from "../db";
 import { atLeast } from "./access";
 import { hashToken, looksLikeToken, newToken } from "./tokens";
@@ -17,6 +17,17 @@ export async function createProject(db: Database, options: { name: string; owner
   await db.insert(projects).values({ id, name: options.name, createdBy: options.ownerId });
   await db.insert(projectMembers).values({ projectId: id, userId: options.ownerId, role: "owner" });
   return { id };
+}
+
+/** A project's name and when it was made, or NOT_FOUND. */
+export async function requireProject(db: Database, id: string) {
+  const [row] = await db.select({ id: projects.id, name: projects.name, createdAt: projects.createdAt }).from(projects).where(eq(projects.id, id));
+  if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No project with id '${id}'` });
+  return row;
+}
+
+export async function renameProject(db: Database, id: string, name: string): Promise<void> {
+  await db.update(projects).set({ name }).where(eq(projects.id, id));
 }
 
 /** Makes `userId` a member with `role`, or changes its role (never lowering the last owner's). */
@@ -78,6 +89,28 @@ export async function createInvitation(
   const id = newId("inv");
   await db.insert(projectInvitations).values({ id, tokenHash: hashToken(token), ...options });
   return { id, token };
+}
+
+/** A project's invitation links (never their tokens), newest first, with who made them. */
+export async function listInvitations(db: Database, projectId: string) {
+  return db
+    .select({
+      id: projectInvitations.id,
+      role: projectInvitations.role,
+      createdAt: projectInvitations.createdAt,
+      expiresAt: projectInvitations.expiresAt,
+      revokedAt: projectInvitations.revokedAt,
+      accepted: projectInvitations.accepted,
+      createdBy: users.name,
+    })
+    .from(projectInvitations)
+    .innerJoin(users, eq(users.id, projectInvitations.createdBy))
+    .where(eq(projectInvitations.projectId, projectId))
+    .orderBy(desc(projectInvitations.createdAt));
+}
+
+export async function revokeInvitation(db: Database, id: string): Promise<void> {
+  await db.update(projectInvitations).set({ revokedAt: new Date() }).where(eq(projectInvitations.id, id));
 }
 
 /** The invitation a token names while it works (not revoked, not expired), with its project's name; else null. */

@@ -3,9 +3,10 @@
  * token (256 bits) is shown when the link is made; only its SHA-256 is stored. An expired or revoked link, or one
  * that never existed, opens nothing, and says so in the same words.
  */
-import { and, desc, eq, gt, isNull, or, sql } from "drizzle-orm";
-import { type Database, newId, type ShareKind, shareLinks, users } from "../db";
-import type { Principal } from "./access";
+import { TRPCError } from "@trpc/server";
+import { and, desc, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import { type Database, newId, runs, type ShareKind, shareLinks, users } from "../db";
+import type { Access, Principal } from "./access";
 import { hashToken, looksLikeToken, newToken } from "./tokens";
 
 /** The one answer for a link that does not open: unknown, revoked and expired alike. */
@@ -19,6 +20,34 @@ export async function createShareLink(
   const id = newId("shr");
   await db.insert(shareLinks).values({ id, tokenHash: hashToken(token), ...options });
   return { id, token };
+}
+
+/**
+ * Makes a link to one run ("run", "trajectory") or several ("compare", all of one project), opening with `view`.
+ * The caller must be an editor of the runs' project. Without a title, the link is named after its run, or counts
+ * the runs it compares. The token is returned once.
+ */
+export async function shareRuns(
+  db: Database,
+  access: Access,
+  options: { kind: ShareKind; runIds: string[]; view: Record<string, string>; title?: string; createdBy: string; expiresAt: Date | null },
+): Promise<{ id: string; token: string }> {
+  const { kind } = options;
+  if (kind !== "compare" && options.runIds.length !== 1) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `runIds: a ${kind} link shows one run; a comparison shows several` });
+  }
+  const runIds = [...new Set(options.runIds)];
+  const projectIds = new Set<string>();
+  for (const id of runIds) projectIds.add((await access.require("editor", { kind: "run", id })).projectId);
+  if (projectIds.size > 1) throw new TRPCError({ code: "BAD_REQUEST", message: "runIds: a link shows runs of one project" });
+  const names = await db.select({ id: runs.id, name: runs.name }).from(runs).where(inArray(runs.id, runIds));
+  const title = options.title || (kind === "compare" ? `Comparison of ${runIds.length} runs` : (names[0]?.name ?? runIds[0]!));
+  const { view, createdBy, expiresAt } = options;
+  return createShareLink(db, { projectId: [...projectIds][0]!, kind, runIds, view, title, createdBy, expiresAt });
+}
+
+export async function revokeShareLink(db: Database, id: string): Promise<void> {
+  await db.update(shareLinks).set({ revokedAt: new Date() }).where(eq(shareLinks.id, id));
 }
 
 /** The link a token opens now, or null (unknown, revoked or expired). Records when it was opened. */

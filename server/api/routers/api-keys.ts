@@ -2,33 +2,13 @@
  * API keys (server/auth/api-keys.ts), each person's own: made for one project with a role no stronger than theirs
  * there, shown once, listed by prefix, revocable. Only people signed in manage keys (a key cannot make keys).
  */
-import { TRPCError } from "@trpc/server";
-import { and, desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
-import { apiKeys, projectRoles, projects } from "../../db";
-import { createApiKey, daysFromNow } from "../../auth";
+import { projectRoles } from "../../db";
+import { createApiKey, daysFromNow, listApiKeys, revokeApiKey } from "../../auth";
 import { createTRPCRouter, personProcedure } from "../trpc";
 
 export const apiKeysRouter = createTRPCRouter({
-  list: personProcedure.query(({ ctx }) =>
-    ctx.db
-      .select({
-        id: apiKeys.id,
-        name: apiKeys.name,
-        prefix: apiKeys.prefix,
-        projectId: apiKeys.projectId,
-        projectName: projects.name,
-        role: apiKeys.role,
-        createdAt: apiKeys.createdAt,
-        lastUsedAt: apiKeys.lastUsedAt,
-        expiresAt: apiKeys.expiresAt,
-        revokedAt: apiKeys.revokedAt,
-      })
-      .from(apiKeys)
-      .innerJoin(projects, eq(projects.id, apiKeys.projectId))
-      .where(eq(apiKeys.userId, ctx.user.id))
-      .orderBy(desc(apiKeys.createdAt)),
-  ),
+  list: personProcedure.query(({ ctx }) => listApiKeys(ctx.db, ctx.user.id)),
 
   /** Makes a key; the answer holds the key itself, which is never shown again. */
   create: personProcedure
@@ -49,12 +29,7 @@ export const apiKeysRouter = createTRPCRouter({
     }),
 
   revoke: personProcedure.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
-    const revoked = await ctx.db
-      .update(apiKeys)
-      .set({ revokedAt: new Date() })
-      .where(and(eq(apiKeys.id, input.id), eq(apiKeys.userId, ctx.user.id), isNull(apiKeys.revokedAt)))
-      .returning({ id: apiKeys.id });
-    if (revoked.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No active API key of yours with id '${input.id}'` });
+    await revokeApiKey(ctx.db, ctx.user.id, input.id);
     return { id: input.id };
   }),
 });

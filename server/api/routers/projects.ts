@@ -3,10 +3,23 @@
  * invite people by link, change roles and remove members; anyone signed in may leave a project, except its last owner.
  */
 import { TRPCError } from "@trpc/server";
-import { and, desc, eq } from "drizzle-orm";
 import { z } from "zod";
-import { projectInvitations, projectRoles, projects, users } from "../../db";
-import { daysFromNow, acceptInvitation, createInvitation, createProject, findInvitation, listMembers, projectsOf, removeMember, setMember } from "../../auth";
+import { projectRoles } from "../../db";
+import {
+  acceptInvitation,
+  createInvitation,
+  createProject,
+  daysFromNow,
+  findInvitation,
+  listInvitations,
+  listMembers,
+  projectsOf,
+  removeMember,
+  renameProject,
+  requireProject,
+  revokeInvitation,
+  setMember,
+} from "../../auth";
 import { createTRPCRouter, personProcedure, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
 const projectName = z.string().trim().min(1, "give the project a name").max(120, "a project name holds at most 120 characters");
@@ -31,18 +44,12 @@ export const projectsRouter = createTRPCRouter({
 
   byId: projectProcedure("viewer", "project", "id")
     .input(z.object({ id: z.string().min(1) }))
-    .query(async ({ ctx, input }) => {
-      const [row] = await ctx.db
-        .select({ id: projects.id, name: projects.name, createdAt: projects.createdAt })
-        .from(projects)
-        .where(eq(projects.id, input.id));
-      return { ...row!, role: (await ctx.access.roleIn(input.id))! };
-    }),
+    .query(async ({ ctx, input }) => ({ ...(await requireProject(ctx.db, input.id)), role: (await ctx.access.roleIn(input.id))! })),
 
   rename: projectProcedure("owner", "project", "id")
     .input(z.object({ id: z.string().min(1), name: projectName }))
     .mutation(async ({ ctx, input }) => {
-      await ctx.db.update(projects).set({ name: input.name }).where(eq(projects.id, input.id));
+      await renameProject(ctx.db, input.id, input.name);
       return { id: input.id };
     }),
 
@@ -79,22 +86,7 @@ export const projectsRouter = createTRPCRouter({
   /** A project's invitation links (never their tokens), newest first. */
   invitations: projectProcedure("owner", "project", "projectId")
     .input(z.object({ projectId: z.string().min(1) }))
-    .query(({ ctx, input }) =>
-      ctx.db
-        .select({
-          id: projectInvitations.id,
-          role: projectInvitations.role,
-          createdAt: projectInvitations.createdAt,
-          expiresAt: projectInvitations.expiresAt,
-          revokedAt: projectInvitations.revokedAt,
-          accepted: projectInvitations.accepted,
-          createdBy: users.name,
-        })
-        .from(projectInvitations)
-        .innerJoin(users, eq(users.id, projectInvitations.createdBy))
-        .where(eq(projectInvitations.projectId, input.projectId))
-        .orderBy(desc(projectInvitations.createdAt)),
-    ),
+    .query(({ ctx, input }) => listInvitations(ctx.db, input.projectId)),
 
   /** Makes an invitation link: whoever opens it joins with `role` until it expires or is revoked. The token is shown once. */
   invite: projectProcedure("owner", "project", "projectId")
@@ -108,10 +100,7 @@ export const projectsRouter = createTRPCRouter({
   revokeInvitation: projectProcedure("owner", "invitation", "id")
     .input(z.object({ id: z.string().min(1) }))
     .mutation(async ({ ctx, input }) => {
-      await ctx.db
-        .update(projectInvitations)
-        .set({ revokedAt: new Date() })
-        .where(and(eq(projectInvitations.id, input.id)));
+      await revokeInvitation(ctx.db, input.id);
       return { id: input.id };
     }),
 

@@ -3,10 +3,10 @@
  * project's editors, listed on the runs they show, revocable. Opening one needs nothing but its token.
  */
 import { TRPCError } from "@trpc/server";
-import { eq, inArray } from "drizzle-orm";
 import { z } from "zod";
-import { runs, shareKinds, shareLinks } from "../../db";
-import { createShareLink, LINK_GONE, listShareLinks, openShareLink, daysFromNow } from "../../auth";
+import { shareKinds } from "../../db";
+import { daysFromNow, LINK_GONE, listShareLinks, openShareLink, revokeShareLink, shareRuns } from "../../auth";
+import { projectOfRun } from "../../runs";
 import { createTRPCRouter, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
 /** The view state a link may carry: the page's URL parameters (panels, smoothing, x-axis, step, sample...). */
@@ -31,35 +31,15 @@ export const shareLinksRouter = createTRPCRouter({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      if (input.kind !== "compare" && input.runIds.length !== 1) {
-        throw new TRPCError({ code: "BAD_REQUEST", message: `runIds: a ${input.kind} link shows one run; a comparison shows several` });
-      }
-      const runIds = [...new Set(input.runIds)];
-      const projectIds = new Set<string>();
-      for (const id of runIds) projectIds.add((await ctx.access.require("editor", { kind: "run", id })).projectId);
-      if (projectIds.size > 1) throw new TRPCError({ code: "BAD_REQUEST", message: "runIds: a link shows runs of one project" });
-      const names = await ctx.db.select({ id: runs.id, name: runs.name }).from(runs).where(inArray(runs.id, runIds));
-      const title = input.title || (input.kind === "compare" ? `Comparison of ${runIds.length} runs` : (names[0]?.name ?? runIds[0]!));
       const expiresAt = daysFromNow(input.expiresInDays);
-      const { id, token } = await createShareLink(ctx.db, {
-        projectId: [...projectIds][0]!,
-        kind: input.kind,
-        runIds,
-        view: input.view,
-        title,
-        createdBy: ctx.user.id,
-        expiresAt,
-      });
+      const { id, token } = await shareRuns(ctx.db, ctx.access, { ...input, createdBy: ctx.user.id, expiresAt });
       return { id, token, path: `/s/${token}`, expiresAt };
     }),
 
   /** The links that show a run (revoked and expired ones too, marked so), newest first. */
   ofRun: projectProcedure("viewer", "run", "runId")
     .input(z.object({ runId: z.string().min(1) }))
-    .query(async ({ ctx, input }) => {
-      const [run] = await ctx.db.select({ projectId: runs.projectId }).from(runs).where(eq(runs.id, input.runId));
-      return listShareLinks(ctx.db, run!.projectId, input.runId);
-    }),
+    .query(async ({ ctx, input }) => listShareLinks(ctx.db, await projectOfRun(ctx.db, input.runId), input.runId)),
 
   /** Every link of a project, newest first. */
   ofProject: projectProcedure("viewer", "project", "projectId")
@@ -69,7 +49,7 @@ export const shareLinksRouter = createTRPCRouter({
   revoke: projectProcedure("editor", "shareLink", "id")
     .input(z.object({ id: z.string().min(1) }))
     .mutation(async ({ ctx, input }) => {
-      await ctx.db.update(shareLinks).set({ revokedAt: new Date() }).where(eq(shareLinks.id, input.id));
+      await revokeShareLink(ctx.db, input.id);
       return { id: input.id };
     }),
 
