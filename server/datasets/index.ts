@@ -16,8 +16,15 @@ import { type Database, datasets, newId } from "../db";
 export const MAX_DATASET_BYTES = 16 * 1024 * 1024;
 const NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 
+/** A refusal the caller hears as it is: a bad upload (`BAD_REQUEST`), or no such dataset (`NOT_FOUND`). */
 export class DatasetError extends Error {
   override name = "DatasetError";
+  constructor(
+    message: string,
+    readonly code: "BAD_REQUEST" | "NOT_FOUND" = "BAD_REQUEST",
+  ) {
+    super(message);
+  }
 }
 
 export type DatasetSummary = typeof datasets.$inferSelect;
@@ -123,8 +130,10 @@ export async function datasetFiles(db: Database, projectId: string): Promise<Rec
 }
 
 /** The first `limit` lines of a dataset, parsed: what the datasets page previews. */
-export function previewDataset(file: string, limit = 20): unknown[] {
-  const text = fs.readFileSync(file, "utf8");
+export async function previewDataset(db: Database, id: string, limit = 20): Promise<unknown[]> {
+  const [row] = await db.select({ path: datasets.path }).from(datasets).where(eq(datasets.id, id));
+  if (!row) throw new DatasetError(`No dataset with id '${id}'`, "NOT_FOUND");
+  const text = fs.readFileSync(row.path, "utf8");
   return text
     .split("\n")
     .filter((line) => line.trim())

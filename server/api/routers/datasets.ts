@@ -2,12 +2,9 @@
  * Datasets: upload (validated, size-limited, split into train and test), list and preview. Environments read
  * rows by name; SFT runs imitate conversations by name.
  */
-import { TRPCError } from "@trpc/server";
-import { eq } from "drizzle-orm";
 import { z } from "zod";
 import { builtInDatasets } from "@/lib/envs/datasets";
-import { datasets } from "../../db";
-import { createDataset, DatasetError, listDatasets, MAX_DATASET_BYTES, previewDataset } from "../../datasets";
+import { createDataset, listDatasets, MAX_DATASET_BYTES, previewDataset } from "../../datasets";
 import { serverEnv } from "../../env";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
@@ -21,6 +18,7 @@ export const datasetsRouter = createTRPCRouter({
     };
   }),
 
+  /** Validates, splits and stores an upload; a refused one answers BAD_REQUEST in its DatasetError's words. */
   upload: protectedProcedure
     .input(
       z.object({
@@ -33,25 +31,16 @@ export const datasetsRouter = createTRPCRouter({
       }),
     )
     .mutation(async ({ ctx, input }) => {
-      try {
-        const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-        const {
-          path: _path,
-          ownerId: _owner,
-          ...dataset
-        } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ...input, ownerId: ctx.user.id, projectId });
-        return dataset;
-      } catch (error) {
-        if (error instanceof DatasetError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
-        throw error;
-      }
+      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+      const {
+        path: _path,
+        ownerId: _owner,
+        ...dataset
+      } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ...input, ownerId: ctx.user.id, projectId });
+      return dataset;
     }),
 
   preview: projectProcedure("viewer", "dataset", "id")
     .input(z.object({ id: z.string().min(1).max(200), limit: z.number().int().min(1).max(100).default(20) }))
-    .query(async ({ ctx, input }) => {
-      const [row] = await ctx.db.select({ path: datasets.path }).from(datasets).where(eq(datasets.id, input.id));
-      if (!row) throw new TRPCError({ code: "NOT_FOUND", message: `No dataset with id '${input.id}'` });
-      return { rows: previewDataset(row.path, input.limit) };
-    }),
+    .query(async ({ ctx, input }) => ({ rows: await previewDataset(ctx.db, input.id, input.limit) })),
 });
