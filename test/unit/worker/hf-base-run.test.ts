@@ -90,7 +90,7 @@ describe("a Hugging Face model imported as a base", () => {
     expect(JSON.parse(fs.readFileSync(path.join(checkpoint.path, "tokenizer.json"), "utf8")).type).toBe("hf");
 
     const rl = await play({ ...config, algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2 } }, {
-      job: { id: "job_rl", runId: "run_rl", kind: "train", mode: "lora", lastCheckpointId: null, attempts: 0 },
+      job: { id: "job_rl", runId: "run_rl", kind: "rl", mode: "lora", lastCheckpointId: null, attempts: 0 },
       base: {
         kind: "checkpoint",
         id: "ckpt_sft",

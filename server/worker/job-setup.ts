@@ -1,0 +1,263 @@
+/**
+ * What RL, SFT and evaluation jobs share before their loop starts: the environment (built in, or the experiment's
+ * own in the sandbox), the base and a client of it, resumed from the run's last good checkpoint, and the hooks that
+ * send metrics, rollouts, warnings and checkpoints as they happen (to the server, or straight to the database:
+ * see ./channel.ts).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { useCases } from "@/lib/envs";
+import type { UseCase } from "@/lib/envs";
+import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
+import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
+import { Rng } from "@/lib/model/rng";
+import type { TurnAdvantages } from "@/lib/rl/advantages";
+import type { HealthWarning } from "@/lib/rl/health";
+import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
+import { demonstrationConversations, fitConversations, parseConversations, toConversations, type Conversation } from "@/lib/rl/sft";
+import { splitDataset } from "@/lib/rl/train";
+import { parseDataset } from "@/lib/sdk/dataset";
+import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
+import { type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
+import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
+import { mergeReports, type ReportInput, ReportQueue } from "../jobs";
+import { CheckpointCorruptError } from "../runtime";
+import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
+import { loadBaseModel } from "./base-models";
+import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";
+
+const MEMORY_FILE = "algorithm-memory.json";
+export const checkpointDirName = (step: number) => `step-${String(step).padStart(6, "0")}`;
+
+/** A training job made ready: what each kind's loop (./rl-job.ts, ./sft-job.ts, ./eval-job.ts) runs with. */
+export type PreparedJob = Awaited<ReturnType<typeof prepareJob>>;
+
+/** Loads what a job of the run needs and resumes it; the caller disposes of `pool` when the job ends. */
+export async function prepareJob(options: JobOptions) {
+  const { channel, workerId, spec } = options;
+  const jobId = spec.job.id;
+  const runId = spec.run.id;
+  const config = spec.run.config;
+  const custom = config.environment === "custom";
+  const useCase = useCases[config.environment];
+  if (!useCase && !custom) {
+    throw new Error(
+      `Unknown environment '${config.environment}'. Built-in environments: ${Object.keys(useCases).join(", ")}, or "custom" for the experiment's own environment.ts.`,
+    );
+  }
+  const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
+  const base = loadBaseModel(spec.base ?? config.agent.base);
+  const newClient = () => newTrainingClient(base, config);
+  let client = newClient();
+  let startStep = 0;
+  let memory: Record<string, number> = {};
+  /** Restores the client, the step and the algorithm's memory from a checkpoint of this run. */
+  const restore = async (resume: { path: string; step: number }) => {
+    const sftSteps = sftStepsBeforeRl(config);
+    const inRlStage = sftSteps > 0 && resume.step >= sftSteps;
+    if (inRlStage) {
+      // Resumed in the RL stage: the KL penalty's reference is the policy where RL began, saved at step sftSteps.
+      const stageStart = path.join(path.dirname(resume.path), checkpointDirName(sftSteps));
+      if (fs.existsSync(stageStart)) {
+        await client.loadState(stageStart);
+        client.beginStage();
+      } else if (config.algorithm.klCoef > 0) {
+        throw new Error(
+          `cannot resume: the checkpoint where RL began (step ${sftSteps}, ${stageStart}) is gone, and the KL penalty's reference is that policy`,
+        );
+      }
+    }
+    // At the stage's first step the checkpoint is that policy itself, with the optimizer of the SFT steps.
+    if (!(inRlStage && resume.step === sftSteps)) await client.loadState(resume.path);
+    startStep = resume.step;
+    const memoryFile = path.join(resume.path, MEMORY_FILE);
+    if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
+  };
+  // A damaged checkpoint (its checksum fails) is set aside, and the job resumes from the run's newest good one
+  // before it, or from the base when there is none.
+  let resume: { id?: string; path: string; step: number } | null = spec.resume;
+  while (resume) {
+    try {
+      await restore(resume);
+      break;
+    } catch (error) {
+      if (!(error instanceof CheckpointCorruptError) || !resume.id || path.resolve(error.dir) !== path.resolve(resume.path)) throw error;
+      const reason = error.message;
+      ({ next: resume } = await channel.setAside({ workerId, jobId, checkpointId: resume.id, reason }));
+      client = newClient(); // a load that failed part-way may have changed it
+      startStep = 0;
+      memory = {};
+    }
+  }
+  // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
+  let environment: EnvironmentInfo;
+  let playEpisodes: EpisodePlayer | undefined;
+  let pool: SandboxedEnvironmentPool | undefined;
+  if (custom) {
+    pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
+    const { name, data, scoreName } = pool.environment;
+    environment = { name, data, scoreName: scoreName ?? undefined };
+    // One crossing into the sandbox per round of a lane, not per step; the sandbox's thread steps one part of the
+    // batch while the policy samples another (laneShape), and resets the next step's episodes (trainRl passes
+    // them as `next`) while this step's first lane samples.
+    playEpisodes = (protocol, starts, act, options) => runSandboxedEpisodes(protocol, pool!, starts, act, options);
+  } else {
+    environment = useCase!.environment;
+  }
+  const dataset = environment.data.kind === "dataset" ? readDataset(environment.data.dataset, spec) : undefined;
+
+  let stepReached = startStep;
+  const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
+  /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
+  const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
+    await reports.flush();
+    const dir = path.resolve(options.artifactsDir, "runs", runId, checkpointDirName(step));
+    await client.saveState(dir);
+    fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
+    const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+    await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes });
+  };
+  const hooks = {
+    onMetrics: async (step: number, metrics: Record<string, number>) => {
+      stepReached = Math.max(stepReached, step);
+      const wallTime = new Date();
+      const points = Object.entries(metrics)
+        .filter(([, value]) => Number.isFinite(value))
+        .map(([name, value]) => ({ step, name, value, wallTime }));
+      reports.push({ workerId, jobId, step: stepReached, metrics: points });
+      options.onStep?.(stepReached);
+    },
+    onRollouts: async (step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) => {
+      reports.push({ workerId, jobId, rollouts: toRolloutRows(step, split, groups, advantages) });
+      // A step's rollouts are its last report. The loop itself never gives the event loop a turn (the matrix
+      // kernel waits on its threads synchronously), so without one here the reports, heartbeats and stop
+      // requests would all wait until the run's next checkpoint.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    },
+    onWarning: (warning: HealthWarning) => {
+      reports.push({ workerId, jobId, logs: [{ level: "warn", message: warning.message }], warnings: [warning] });
+    },
+    onCheckpoint: saveCheckpoint,
+    shouldStop: () => options.stopRequested() !== null,
+  };
+  const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
+  const save = (memory: Record<string, number>) => (steps: number) => saveCheckpoint(steps, memory);
+  /** The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. */
+  const imitation = async () => {
+    const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
+    const { kept, dropped } = fitConversations(policy, conversations);
+    const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
+    reports.push({
+      workerId,
+      jobId,
+      logs: [
+        {
+          level: dropped > 0 ? "warn" : "info",
+          message: dropped > 0 ? `${note}; ${dropped} longer than the context of ${policy.contextLength} tokens were left out` : `${note}.`,
+        },
+      ],
+    });
+    return kept;
+  };
+
+  return { config, protocol, base, client, startStep, memory, environment, playEpisodes, pool, dataset, reports, hooks, policy, save, imitation };
+}
+
+/** How a training loop's end becomes the job's outcome; paused or preempted work is saved first, to resume. */
+export async function endOf(
+  result: { steps: number; stopped: boolean },
+  save: (steps: number) => Promise<void>,
+  stopRequested: () => StopReason | null,
+): Promise<JobOutcome> {
+  if (!result.stopped) return { outcome: "completed", reason: null };
+  const why = stopRequested()!;
+  if (why === "cancel") return { outcome: "cancelled", reason: "cancelled by user" };
+  await save(result.steps);
+  return why === "pause"
+    ? { outcome: "paused", reason: `paused by user at step ${result.steps}` }
+    : { outcome: "preempted", reason: `preempted at step ${result.steps} for higher-priority work; will resume from there` };
+}
+
+/** An environment's rows: a built-in dataset, or an uploaded one (its file on this machine). */
+function readDataset(name: string, spec: JobSpec): DatasetRow[] {
+  if ((builtInDatasets as readonly string[]).includes(name)) return readBuiltInDataset(name);
+  const file = spec.datasets?.[name];
+  if (!file) throw new Error(`the environment reads dataset '${name}', which is neither built in (${builtInDatasets.join(", ")}) nor uploaded`);
+  if (file.kind !== "rows") throw new Error(`dataset '${name}' holds SFT conversations, not rows an environment can read`);
+  return parseDataset(fs.readFileSync(file.path, "utf8"), "jsonl", name);
+}
+
+/** Episodes a demonstrator plays at once (sandbox slots), when SFT makes its conversations. */
+const DEMONSTRATION_BATCH = 64;
+
+/**
+ * What an SFT run imitates: the environment's demonstrator playing `sft.demonstrations` episodes through the
+ * experiment's protocol (a built-in use case's scripted demonstrator, or a custom environment's demonstrate(state)
+ * in the sandbox), or an uploaded dataset of conversations.
+ */
+async function sftConversations(
+  config: ExperimentConfig,
+  protocol: Protocol,
+  useCase: UseCase | undefined,
+  pool: SandboxedEnvironmentPool | undefined,
+  spec: JobSpec,
+  /** A dataset environment's training rows: each demonstration episode reads one. */
+  rows: DatasetRow[] | undefined,
+): Promise<Conversation[]> {
+  if (config.sft.data === "dataset") {
+    const file = spec.datasets?.[config.sft.dataset];
+    if (!file) throw new Error(`sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`);
+    if (file.kind !== "conversations") throw new Error(`sft.dataset: '${config.sft.dataset}' holds rows, not conversations ({"messages": [...]} per line)`);
+    return parseConversations(fs.readFileSync(file.path, "utf8"), config.sft.dataset);
+  }
+  const count = config.sft.demonstrations;
+  if (useCase) {
+    const demonstrator = demonstrators[config.environment];
+    if (!demonstrator) throw new Error(`environment '${config.environment}' has no demonstrator`);
+    return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows), protocol.history);
+  }
+  if (!pool!.environment.hasDemonstrator) {
+    throw new Error(
+      "sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, or use an uploaded dataset",
+    );
+  }
+  const rng = new Rng(config.seed);
+  const conversations: Conversation[] = [];
+  for (let start = 0; start < count; start += DEMONSTRATION_BATCH) {
+    const size = Math.min(DEMONSTRATION_BATCH, count - start);
+    // runEpisodes drives sandboxed sessions as it does native ones (the same public surface)
+    const starts = Array.from({ length: size }, (_, slot) => ({
+      session: pool!.session(slot) as unknown as EnvironmentSession,
+      seed: rng.nextU32() % 1_000_000,
+      sample: rows ? rows[rng.nextU32() % rows.length] : undefined,
+    }));
+    conversations.push(...(await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode))));
+  }
+  return conversations;
+}
+
+function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) {
+  return groups.flatMap((group, g) =>
+    group.map((trajectory, i) => ({
+      step,
+      split,
+      groupIndex: g,
+      sampleIndex: i,
+      prompt: trajectory.systemPrompt,
+      turns: trajectory.turns.map((turn, t) => ({
+        observation: turn.observation,
+        action: turn.action,
+        reward: turn.reward,
+        ...(advantages ? { advantage: advantages[g]?.[i]?.[t] ?? null } : {}),
+        ...(turn.render !== undefined ? { render: turn.render } : {}),
+        ...(turn.legalActions ? { legalActions: turn.legalActions } : {}),
+        info: turn.info,
+      })),
+      rewards: trajectory.rewards,
+      totalReward: trajectory.totalReward,
+      advantage: advantages?.[g]?.[i]?.[0] ?? null,
+      tokens: trajectory.turns.flatMap((turn) => turn.actionTokens),
+      tokenLogprobs: trajectory.turns.flatMap((turn) => turn.actionLogprobs),
+    })),
+  );
+}

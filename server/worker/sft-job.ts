@@ -1,0 +1,15 @@
+/** An SFT run: the policy imitates the environment's demonstrator or an uploaded dataset of conversations. */
+import { trainSft } from "@/lib/rl/sft";
+import type { JobOptions, JobOutcome } from "./job";
+import { endOf, prepareJob } from "./job-setup";
+
+export async function sftJob(options: JobOptions): Promise<JobOutcome> {
+  const { config, policy, environment, protocol, dataset, startStep, hooks, playEpisodes, reports, save, imitation, pool } = await prepareJob(options);
+  try {
+    const outcome = await trainSft({ config, policy, conversations: await imitation(), environment, protocol, dataset, startStep, hooks, playEpisodes });
+    await reports.flush();
+    return await endOf(outcome, save({}), options.stopRequested);
+  } finally {
+    pool?.dispose();
+  }
+}
