@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { validateExperimentSource } from "@/server/sandbox/validate";
 
-/** step() busy for `ms` milliseconds: a time, not a loop count, so the projection does not depend on the machine's speed. */
+/** step() busy for `ms` milliseconds of wall time: a time, not a loop count, so the projection does not depend on the machine's speed. */
 const environment = (ms: number, maxTurns: number) => `import { defineEnvironment } from "tinkerlab";
 export default defineEnvironment<{ t: number }, string>({
   name: "slow-steps",
@@ -26,11 +26,16 @@ export default defineEnvironment<{ t: number }, string>({
 
 describe("validation's projection of an episode's CPU time", () => {
   it("warns when step() times maxTurns would pass cpuMsPerEpisode, naming the turn a run would stop at", async () => {
-    const report = await validateExperimentSource({ "environment.ts": environment(20, 1000) }, { typeCheck: false, episodes: 1, maxSteps: 5 });
+    // 20 ms of wall time a step is 20 ms of CPU on an idle machine and less on a busy one: a low episode limit
+    // (above the 100 ms of the dry run's 5 steps) keeps the projection over it while the thread gets any of a core
+    const report = await validateExperimentSource(
+      { "environment.ts": environment(20, 1000) },
+      { typeCheck: false, episodes: 1, maxSteps: 5, limits: { cpuMsPerEpisode: 300 } },
+    );
     const warning = report.diagnostics.find((d) => /ms of CPU per call in the dry run/.test(d.message));
     expect(warning?.severity).toBe("warning");
     expect(warning!.message).toMatch(
-      /an episode of maxTurns=1000 turns would need about [\d,]+ ms, over the limit of 5,000 ms per episode \(cpuMsPerEpisode\), so a run would stop such an episode at about turn \d+/,
+      /an episode of maxTurns=1000 turns would need about [\d,]+ ms, over the limit of 300 ms per episode \(cpuMsPerEpisode\), so a run would stop such an episode at about turn \d+/,
     );
     expect(report.ok).toBe(true); // a warning: the user decides
   }, 60_000);
