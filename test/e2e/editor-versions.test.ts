@@ -29,7 +29,7 @@ const V2 = `// second try\n${starterEnvironment}`;
 
 describe("old versions in the editor", () => {
   it("shows an old version read-only and restores it as a new version", async () => {
-    const config = { name: "versions", environment: "custom" };
+    const config = { name: "versions", environment: "custom", agent: { base: "generalist-base" } };
     const { id } = await callProcedure<{ id: string }>(server, "experiments.create", { name: "versions", files: { "environment.ts": V1 }, config });
     await callProcedure(server, "experiments.save", { id, files: { "environment.ts": V2 }, config: { ...config, seed: 9 }, message: "second try" });
 
@@ -48,7 +48,8 @@ describe("old versions in the editor", () => {
     expect(await old.textContent()).not.toContain("xyz");
     await page.getByRole("tab", { name: "config.json" }).click();
     await expect.poll(() => page.getByLabel("Version 1 config.json").textContent()).toContain('"environment": "custom"');
-    expect(await page.getByLabel("Version 1 config.json").textContent()).not.toContain('"seed"');
+    // Stored parsed, every default written down: version 1's seed is the default, version 2's the one it was given.
+    expect(await page.getByLabel("Version 1 config.json").textContent()).toContain('"seed": 0');
     await page.screenshot({ path: path.join(SCREENSHOTS, "editor-old-version.png"), fullPage: true });
 
     await page.getByRole("button", { name: "Restore this version" }).click();
@@ -66,7 +67,7 @@ describe("old versions in the editor", () => {
     );
     expect(saved.latestVersion).toBe(3);
     expect(saved.latest.files["environment.ts"]).toBe(V1);
-    expect(saved.latest.config).toEqual(config);
+    expect(saved.latest.config).toMatchObject({ ...config, seed: 0 });
     expect(saved.latest.message).toBe("restored from v1");
     // Version 2 is untouched.
     const second = await callProcedure<{ files: Record<string, string> }>(server, "experiments.version", { id, version: 2 }, "GET");

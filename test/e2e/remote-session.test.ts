@@ -183,7 +183,7 @@ describe("a remote training session through the client", () => {
       algorithm: { ...template.algorithm, steps: 4, groupsPerStep: 8 },
       evaluation: { every: 2, episodes: 32 },
     };
-    const { id } = await tl.experiments.create({ name: "arithmetic-small", config: input as never });
+    const { id } = await tl.experiments.create({ name: "arithmetic-small", config: input });
     const { runId } = await tl.runs.launch(id);
     // Its rollouts followed as they land: each step once, in order, to the last.
     const followed: { step: number; episodes: number }[] = [];
