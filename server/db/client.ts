@@ -27,6 +27,13 @@ export type DatabaseHandle = {
   close(): Promise<void>;
 };
 
+/** How long the database took to answer `select 1`, in milliseconds to two decimals: the health check's probe. */
+export async function pingDatabase(db: Database): Promise<number> {
+  const started = performance.now();
+  await db.execute(sql`select 1`);
+  return Math.round((performance.now() - started) * 100) / 100;
+}
+
 /** A start-up failure whose message says what to change. */
 export class StartupError extends Error {
   override name = "StartupError";

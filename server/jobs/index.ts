@@ -24,7 +24,7 @@ export { expireLeases, LEASE_SECONDS, leaveWorker, workerProcessEnded } from "./
 export { heartbeat, registerWorker, type DeviceSpec, type StopWhy, type WorkerStatus } from "./workers";
 export { startSchedulerLoop } from "./loop";
 export { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError, type BaseSource } from "./bases";
-export { estimateQueuedStarts, type StartEstimate } from "./forecast";
+export { liveWorkers, schedulerOverview } from "./overview";
 export {
   answerSessionCalls,
   callSession,

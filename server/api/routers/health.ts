@@ -1,6 +1,6 @@
-import { eq, sql } from "drizzle-orm";
-import { workers } from "../../db";
+import { pingDatabase } from "../../db";
 import { serverEnv } from "../../env";
+import { liveWorkers } from "../../jobs";
 import { createTRPCRouter, publicProcedure } from "../trpc";
 import type { Context } from "../trpc";
 
@@ -9,9 +9,7 @@ import type { Context } from "../trpc";
  * details: the database's kind, location and migrations, and the workers' hostnames; anyone else, that it answers.
  */
 export async function checkHealth(ctx: Pick<Context, "db" | "database" | "principal">) {
-  const started = performance.now();
-  await ctx.db.execute(sql`select 1`);
-  const latencyMs = Math.round((performance.now() - started) * 100) / 100;
+  const latencyMs = await pingDatabase(ctx.db);
   if (ctx.principal.kind === "anonymous" || ctx.principal.kind === "share") return { status: "ok" as const, database: { latencyMs } };
   return {
     status: "ok" as const,
@@ -24,7 +22,7 @@ export async function checkHealth(ctx: Pick<Context, "db" | "database" | "princi
     training: {
       requested: serverEnv().TINKERLAB_BACKEND,
       /** The backends the live workers train with. */
-      workers: await ctx.db.select({ id: workers.id, hostname: workers.hostname, backend: workers.backend }).from(workers).where(eq(workers.status, "alive")),
+      workers: await liveWorkers(ctx.db),
     },
   };
 }
