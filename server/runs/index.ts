@@ -1,4 +1,7 @@
-/** What the workbench reads of runs (lists, one run, metrics, rollouts, logs); server/jobs writes them. */
+/** What the workbench reads of runs (lists, one run, metrics and their live feed, rollouts, logs, checkpoints, what the playground plays); server/jobs writes them. */
+export { baseCheckpoints, baseLineageOfRun, checkpointsOfRun } from "./checkpoints";
+export { metricFrames, metricSummary } from "./feed";
+export { playableRows, playableRun } from "./playable";
 export {
   listRuns,
   logsAfter,

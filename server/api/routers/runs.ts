@@ -1,11 +1,22 @@
-import { tracked, TRPCError } from "@trpc/server";
+import { tracked } from "@trpc/server";
 import { z } from "zod";
 import { runStatus } from "../../db";
 import { launchExperiment, queueFromCheckpoint } from "../../experiments";
 import { EVALUATION_LIMITS, resumeRun, stopRun } from "../../jobs";
-import { feedFrames, metricStreamInput, runFeed, RunNotFoundError } from "../../metrics";
-import { importProjectModule } from "../../project-module";
-import { listRuns, logsAfter, metricPointsAfter, metricRange, projectOfRun, promptAcrossSteps, requireRun, rolloutsOfStep } from "../../runs";
+import { metricStreamInput } from "../../metrics";
+import {
+  listRuns,
+  logsAfter,
+  metricFrames,
+  metricPointsAfter,
+  metricRange,
+  metricSummary,
+  playableRows,
+  playableRun,
+  promptAcrossSteps,
+  requireRun,
+  rolloutsOfStep,
+} from "../../runs";
 import { createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 export const runsRouter = createTRPCRouter({
@@ -117,19 +128,7 @@ export const runsRouter = createTRPCRouter({
   metricStream: sharedRunProcedure()
     .input(metricStreamInput)
     .subscription(async function* ({ ctx, input, signal }) {
-      const after = Number(input.lastEventId ?? 0);
-      if (!Number.isSafeInteger(after) || after < 0) {
-        throw new TRPCError({
-          code: "BAD_REQUEST",
-          message: `lastEventId: '${input.lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`,
-        });
-      }
-      try {
-        for await (const frame of feedFrames(ctx.db, input.runId, after, signal)) yield tracked(frame.id, frame.data);
-      } catch (error) {
-        if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-        throw error;
-      }
+      for await (const frame of metricFrames(ctx.db, input.runId, input.lastEventId, signal)) yield tracked(frame.id, frame.data);
     }),
 
   /**
@@ -138,15 +137,7 @@ export const runsRouter = createTRPCRouter({
    */
   metricSummary: sharedRunProcedure()
     .input(z.object({ runId: z.string().min(1) }))
-    .query(async ({ ctx, input }) => {
-      try {
-        const frame = await runFeed(ctx.db, input.runId).summary();
-        return frame ? { id: frame.id, event: frame.data } : null;
-      } catch (error) {
-        if (error instanceof RunNotFoundError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-        throw error;
-      }
-    }),
+    .query(({ ctx, input }) => metricSummary(ctx.db, input.runId)),
 
   /**
    * The rollouts of one step (the latest when none is named), by group and sample, with the steps before and after
@@ -182,29 +173,12 @@ export const runsRouter = createTRPCRouter({
    */
   playable: projectProcedure("viewer", "run", "runId")
     .input(z.object({ runId: z.string().min(1) }))
-    .query(async ({ ctx, input }) => {
-      const { playableRun, PlayableError } = await playableModule();
-      try {
-        return await playableRun(ctx.db, input.runId);
-      } catch (error) {
-        if (error instanceof PlayableError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
-        throw error;
-      }
-    }),
+    .query(({ ctx, input }) => playableRun(ctx.db, input.runId)),
 
   /** Held-out rows of a dataset the run's environment reads (as a run splits it), for the episode player. */
   playableRows: projectProcedure("viewer", "run", "runId")
     .input(z.object({ runId: z.string().min(1), dataset: z.string().min(1).max(200) }))
-    .query(async ({ ctx, input }) => {
-      const projectId = await projectOfRun(ctx.db, input.runId);
-      const { heldOutRows, PlayableError } = await playableModule();
-      try {
-        return await heldOutRows(ctx.db, projectId, input.dataset);
-      } catch (error) {
-        if (error instanceof PlayableError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
-        throw error;
-      }
-    }),
+    .query(({ ctx, input }) => playableRows(ctx.db, input.runId, input.dataset)),
 
   /** A run with its config, and the caller's role in its project (null for a share link's holder): what the page lets it do. */
   byId: sharedRunProcedure("id")
@@ -214,6 +188,3 @@ export const runsRouter = createTRPCRouter({
       return { ...run, role: await ctx.access.roleIn(run.projectId) };
     }),
 });
-
-/** server/playable.ts compiles with esbuild and reads files beside lib/envs, which Next cannot bundle. */
-const playableModule = () => importProjectModule<typeof import("@/server/playable")>("server/playable.ts");
