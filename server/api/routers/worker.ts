@@ -4,27 +4,25 @@
  * machine and on others use the same calls; on the embedded database this is how they reach its tables. Each call
  * is one function of server/jobs, which a worker started with DATABASE_URL calls directly.
  */
-import { timingSafeEqual } from "node:crypto";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { checkpointKinds } from "../../db";
 import { announceRunData } from "../../metrics";
-import { REPORT_LIMITS } from "../../jobs";
 import {
   claimJob,
+  exchangeSessionCalls,
   finishJob,
   heartbeat,
   leaveWorker,
+  MAX_CALLS_PER_REQUEST,
   recordCheckpoint,
   registerWorker,
+  REPORT_LIMITS,
   setAsideCheckpoint,
-  exchangeSessionCalls,
-  MAX_CALLS_PER_REQUEST,
-  RunStateError,
   storeReport,
-  WorkerConflictError,
 } from "../../jobs";
 import { WORKER_TOKEN_HEADER } from "../../worker-protocol";
+import { isWorkerToken } from "../limits";
 import { createTRPCRouter, workerBaseProcedure } from "../trpc";
 
 const holder = globalThis as typeof globalThis & { __tinkerlabWorkerToken?: string };
@@ -34,17 +32,15 @@ export function setWorkerToken(token: string) {
   holder.__tinkerlabWorkerToken = token;
 }
 
-const workerProcedure = workerBaseProcedure.use(async ({ ctx, next }) => {
-  const expected = holder.__tinkerlabWorkerToken;
-  const given = ctx.workerToken;
-  const ok = expected !== undefined && given !== undefined && given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
-  if (!ok) throw new TRPCError({ code: "UNAUTHORIZED", message: `Workers must send the server's worker token in the ${WORKER_TOKEN_HEADER} header.` });
-  try {
-    return await next();
-  } catch (error) {
-    if (error instanceof WorkerConflictError) throw new TRPCError({ code: error.code, message: error.message });
-    throw error;
+/**
+ * Calls that carry the worker token. What server/jobs refuses (a job taken from this worker, a lease lost, a session
+ * job it does not hold) is a WorkerConflictError or RunStateError, answered with its own code (server/api/trpc.ts).
+ */
+const workerProcedure = workerBaseProcedure.use(({ ctx, next }) => {
+  if (!isWorkerToken(ctx.workerToken)) {
+    throw new TRPCError({ code: "UNAUTHORIZED", message: `Workers must send the server's worker token in the ${WORKER_TOKEN_HEADER} header.` });
   }
+  return next();
 });
 
 const metricPointSchema = z.object({ step: z.number().int().min(0), name: z.string().min(1).max(200), value: z.number(), wallTime: z.date().optional() });
@@ -188,20 +184,10 @@ export const workerRouter = createTRPCRouter({
           .describe("then take the session's next calls"),
       }),
     )
-    .mutation(async ({ ctx, input }) => sessionConflict(() => exchangeSessionCalls(ctx.db, input))),
+    .mutation(({ ctx, input }) => exchangeSessionCalls(ctx.db, input)),
 
   /** A worker leaving cleanly: its devices go, and jobs it still held go back to the queue. */
   leave: workerProcedure
     .input(z.object({ workerId: z.string(), why: z.string().max(2_000).optional().describe("why it leaves, for its jobs' logs") }))
     .mutation(({ ctx, input }) => leaveWorker(ctx.db, input.workerId, input.why)),
 });
-
-/** A session call on a job the worker does not hold: the worker's conflict, not a server error. */
-async function sessionConflict<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof RunStateError) throw new TRPCError({ code: "CONFLICT", message: error.message });
-    throw error;
-  }
-}
