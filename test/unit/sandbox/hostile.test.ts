@@ -71,17 +71,16 @@ describe("hostile environments", () => {
     await expectBystanderUnaffected();
   });
 
-  it("stops a slow loop at the per-episode CPU limit", async () => {
-    // up to ~40 ms a step (less CPU when the machine is busy): under the 100 ms per-call limit, over the 400 ms
-    // episode limit within ~10 steps on a quiet machine
-    const pool = await createPool({
-      maxTurns: 1000,
-      step: busyStep(40),
-    });
-    const error = await stepUntilError(pool, 300);
+  it("stops an episode at the per-episode CPU limit, though no call passes its own", async () => {
+    // Three steps of up to 40 ms, then one that never returns: under the per-call limit (1,000 ms) until what is
+    // left of the episode's 400 ms runs out, whatever share of a core the thread gets.
+    const pool = await createPool({ maxTurns: 1000, step: `if (state.n >= 3) while (true) {} ${busyStep(40)}` }, { ...fastLimits, cpuMsPerCall: 1_000 });
+    const error = await stepUntilError(pool);
     expect(error).toBeInstanceOf(SandboxLimitError);
     expect(error.limit).toBe("cpuMsPerEpisode");
-    expect(error.message).toMatch(/exceeded cpuMsPerEpisode=400 ms \(the episode ran \d+ ms(; stopped by the watchdog)?\)/);
+    expect(error.message).toMatch(/^step 4 of episode 0 \(seed 1\) exceeded cpuMsPerEpisode=400 ms \(the episode ran \d+ ms(; stopped by the watchdog)?\)/);
+    expect(error.reached).toBeGreaterThanOrEqual(400);
+    expect(error.reached).toBeLessThanOrEqual(2 * 400);
     pool.dispose();
     await expectBystanderUnaffected();
   });

@@ -76,15 +76,14 @@ describe("locations of errors without a stack of their own", () => {
   });
 
   it("names the line of a loop stopped at the per-episode CPU limit", async () => {
-    const pool = await createPool({
-      maxTurns: 1000,
-      step: busyStep(40),
-    });
+    // the fourth step loops until what is left of the episode's 400 ms runs out (the per-call limit is higher)
+    const pool = await createPool({ maxTurns: 1000, step: `if (state.n >= 3) while (true) {} ${busyStep(40)}` }, { ...fastLimits, cpuMsPerCall: 1_000 });
     await pool.resetMany([{ slot: 0, seed: 1 }]);
     const error = await firstError(async () => {
-      for (let i = 0; i < 300; i++) await pool.stepMany([{ slot: 0, action: "go" }]);
+      for (let i = 0; i < 4; i++) await pool.stepMany([{ slot: 0, action: "go" }]);
     });
     expect(error.limit).toBe("cpuMsPerEpisode");
+    expect(error.message).toMatch(/^step 4 of episode 0 \(seed 1\) exceeded cpuMsPerEpisode=400 ms/);
     expect(error.location).toMatchObject({ file: "environment.ts" });
     expect([stepLine, stepBodyLine]).toContain((error.location as { line: number }).line);
     pool.dispose();
