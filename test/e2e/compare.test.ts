@@ -110,7 +110,7 @@ describe("comparing runs", () => {
     await page.reload();
     expect(await page.getByLabel("Metric").inputValue()).toBe(other);
     expect(await page.getByLabel("Smoothing").inputValue()).toBe("0.9");
-    expect(await page.getByRole("radio", { name: "Wall time" }).getAttribute("aria-checked")).toBe("true");
+    expect(await page.getByRole("radio", { name: "Wall time" }).isChecked()).toBe(true);
     expect(await page.getByLabel("Differences only").isChecked()).toBe(true);
     await page
       .getByRole("figure", { name: `chart ${other}` })

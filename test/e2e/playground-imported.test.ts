@@ -150,7 +150,7 @@ describe("the playground on an imported Hugging Face model", () => {
     expect(await promptChips.allInnerTexts()).toEqual(prompt.map(labels.label));
     expect((await promptChips.allInnerTexts()).join("")).toMatch(/^<\|im_start\|>system↵Answer␣briefly\.<\|im_end\|>↵<\|im_start\|>user↵/);
 
-    await chips.first().locator("[tabindex]").hover();
+    await chips.first().getByRole("button").hover();
     const tooltip = page.getByRole("tooltip").first();
     await tooltip.waitFor({ state: "visible" });
     expect(await tooltip.innerText()).toContain("Most likely here");

@@ -196,7 +196,7 @@ describe("the playground on WebAssembly", () => {
     const chips = page.getByRole("list", { name: "Generated tokens" }).getByRole("listitem");
     await expect.poll(() => chips.count()).toBe(expected.length);
     expect(await chips.allInnerTexts()).toEqual(expected.map(tokenLabel));
-    const first = chips.first().locator("[tabindex]");
+    const first = chips.first().getByRole("button");
     await first.hover();
     const tooltip = page.getByRole("tooltip").first();
     await tooltip.waitFor({ state: "visible" });

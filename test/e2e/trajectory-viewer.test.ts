@@ -114,7 +114,7 @@ describe("the trajectory viewer", () => {
     await expect.poll(selectedRow).toBe("0/1");
     await expect.poll(() => page.getByLabel("Sample", { exact: true }).textContent()).toContain("group 0 · sample 1");
     // Arrow keys inside the list.
-    await page.locator('[aria-label="Samples"]').focus();
+    await page.locator('[aria-label="Samples"] tr[aria-selected="true"] button').focus();
     await page.keyboard.press("ArrowDown");
     await expect.poll(selectedRow).toBe("0/2");
     // [ goes to the previous step, keeping the selection.
