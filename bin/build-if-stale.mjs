@@ -23,7 +23,7 @@ function walk(root, entry, hash) {
   }
 }
 
-export function sourceHash(root) {
+function sourceHash(root) {
   const hash = createHash("sha256");
   for (const entry of SOURCES) walk(root, entry, hash);
   return hash.digest("hex");

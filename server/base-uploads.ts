@@ -15,7 +15,7 @@ import { serverEnv } from "./env";
 import { baseNameProblem } from "./bases";
 
 /** One file's largest size: a 7B model's shards are under 5 GB each. */
-export const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;
+const MAX_UPLOAD_FILE_BYTES = 16 * 1024 ** 3;
 
 export class UploadError extends Error {
   constructor(
@@ -51,7 +51,7 @@ export async function requireBaseManager(
   return { principal };
 }
 
-export const NOT_ADMIN = "Importing a model adds a base for everyone on this server: only its admin may (local mode's user, or a team server's first account).";
+const NOT_ADMIN = "Importing a model adds a base for everyone on this server: only its admin may (local mode's user, or a team server's first account).";
 
 export function stagingDir(name: string): string {
   const problem = baseNameProblem(name);

@@ -16,7 +16,7 @@ import { loadBaseModel } from "./worker/base-models";
 
 export { UnknownBaseError };
 
-export interface OnnxFile {
+interface OnnxFile {
   path: string;
   size: number;
   /** true when the file was already there, false when this call exported it */
@@ -24,7 +24,7 @@ export interface OnnxFile {
 }
 
 /** What a model file may be called: `<built-in base>.onnx` or `<ckpt_…>.onnx`, in words for an error message. */
-export const ONNX_NAMES_ACCEPTED = "a base, built-in or imported ('<name>.onnx', e.g. 'arithmetic-base.onnx'), or a run's checkpoint ('ckpt_….onnx')";
+const ONNX_NAMES_ACCEPTED = "a base, built-in or imported ('<name>.onnx', e.g. 'arithmetic-base.onnx'), or a run's checkpoint ('ckpt_….onnx')";
 
 const checkpointId = /^ckpt_[A-Za-z0-9]+$/;
 

@@ -21,14 +21,14 @@ import { type Database, experimentVersions, runs } from "./db";
 import { compileEnvironment, resolveSandboxLimits, type SandboxLimits } from "./sandbox";
 
 /** Held-out rows sent with a dataset environment: enough to pick from, small enough to send. */
-export const PLAYABLE_ROWS = 50;
+const PLAYABLE_ROWS = 50;
 
-export type PlayableEnvironment =
+type PlayableEnvironment =
   | { kind: "builtin"; name: string }
   /** `code`: the sandbox's bundle (SDK, bridge and the user's modules), run with `limits` as a run's sandbox is. */
   | { kind: "sandboxed"; code: string; limits: SandboxLimits };
 
-export interface PlayableRun {
+interface PlayableRun {
   runId: string;
   environment: PlayableEnvironment;
   protocol: Protocol;

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { createClient, TinkerlabError, type TinkerlabClient } from "../../lib/client";
 
-export const DEFAULT_URL = "http://localhost:3000";
+const DEFAULT_URL = "http://localhost:3000";
 
 /** Exit codes: a run's outcome for `run`, and the CLI's own failures. */
 export const EXIT = { ok: 0, runFailed: 1, usage: 2, refused: 3, runCancelled: 4, unreachable: 5 } as const;
@@ -20,14 +20,14 @@ export interface GlobalOptions {
 }
 
 /** Where `tinkerlab login` keeps the server and key: $XDG_CONFIG_HOME/tinkerlab/credentials.json (else ~/.config). */
-export function credentialsFile(): string {
+function credentialsFile(): string {
   const base = process.env.XDG_CONFIG_HOME || path.join(os.homedir(), ".config");
   return path.join(base, "tinkerlab", "credentials.json");
 }
 
 export type Credentials = { url: string; apiKey?: string };
 
-export function readCredentials(): Credentials | null {
+function readCredentials(): Credentials | null {
   const file = credentialsFile();
   if (!fs.existsSync(file)) return null;
   try {

@@ -9,8 +9,8 @@ import path from "node:path";
 import { type ExperimentConfig, parseExperiment } from "@/lib/sdk/experiment";
 import { CliError, EXIT } from "./context";
 
-export const CONFIG_FILE = "experiment.json";
-export const LINK_FILE = ".tinkerlab.json";
+const CONFIG_FILE = "experiment.json";
+const LINK_FILE = ".tinkerlab.json";
 const SOURCE = /\.(ts|tsx|js|mjs|json|md|txt)$/;
 const SKIPPED = new Set(["node_modules", ".git"]);
 

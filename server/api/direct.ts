@@ -34,7 +34,7 @@ const DIRECT_PROCEDURES = new Set([
 /** Only the routers of those procedures: paths resolve as in the app's router (server/api/root.ts). */
 const directRouter = createTRPCRouter({ sessions: sessionsRouter, worker: workerRouter });
 
-export const DIRECT_ROUTE_HEADER = "x-tinkerlab-route";
+const DIRECT_ROUTE_HEADER = "x-tinkerlab-route";
 
 /** The procedures of a request the web server answers itself (a POST naming only those), or null. */
 export function directProcedures(method: string | undefined, url: string | undefined): string | null {

@@ -140,7 +140,7 @@ export function isWorkerToken(given: string | string[] | null | undefined): bool
  * The 413's body: tRPC's error envelope (as superjson sends it), one per call of a batch, so a tRPC client throws a
  * TRPCClientError whose message says what happened and whose `data` holds the procedure and the limit.
  */
-export function payloadTooLarge(call: TrpcCall | null, allowance: Allowance, size: { declared?: number }): string {
+function payloadTooLarge(call: TrpcCall | null, allowance: Allowance, size: { declared?: number }): string {
   const limit = `${formatBytes(allowance.bytes)} (${allowance.bytes} bytes)`;
   const what = allowance.procedure ?? (call && call.procedures.length > 1 ? `a batch of ${call.procedures.join(", ")}` : "this endpoint");
   const message =

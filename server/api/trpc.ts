@@ -240,13 +240,13 @@ const refusalsKeepTheirCode = t.middleware(async ({ next, getRawInput }) => {
  * - a role on one object: the input field `input` holds the id of an object of kind `on`, and the caller needs at
  *   least `role` in its project. `shared` lets a share link's holder read the runs its link names.
  */
-export type AccessRule =
+type AccessRule =
   | { anyone: true }
   | { worker: true }
   | { signedIn: true; person?: boolean }
   | { role: ProjectRole; on: ObjectKind; input: string; shared?: boolean };
 
-export type Meta = { access?: AccessRule };
+type Meta = { access?: AccessRule };
 
 /** The one check of who may call what, before the procedure runs (its input is read raw: only the id field). */
 const authorize = t.middleware(async ({ meta, ctx, path, getRawInput, next }) => {

@@ -24,7 +24,7 @@ export type Accounts = ReturnType<typeof createAccounts>;
  * The auth instance for a database. `hosts` are the "host:port" forms people reach the server by (the origins
  * sign-in accepts); `secret` signs cookies.
  */
-export function createAccounts(db: Database, options: { secret: string; hosts: string[] }) {
+function createAccounts(db: Database, options: { secret: string; hosts: string[] }) {
   return betterAuth({
     appName: "Tinkerlab",
     basePath: "/api/auth",
@@ -114,7 +114,7 @@ export async function authSecret(db: Database, configured: string | undefined): 
 }
 
 /** The "host:port" forms the server is reached by: its HOST, or every address of this machine when it listens on 0.0.0.0. */
-export function serverHosts(host: string, port: number): string[] {
+function serverHosts(host: string, port: number): string[] {
   const names =
     host === "0.0.0.0" || host === "::" ? ["localhost", "127.0.0.1", ...machineAddresses()] : host === "127.0.0.1" ? ["127.0.0.1", "localhost"] : [host];
   return [...new Set(names)].map((name) => `${name}:${port}`);

@@ -14,9 +14,9 @@ import * as schema from "./schema";
 export type Schema = typeof schema;
 /** Either driver: the embedded PGlite or node-postgres. Code above this file does not care which. */
 export type Database = PgDatabase<PgQueryResultHKT, Schema>;
-export type DatabaseKind = "pglite" | "postgres";
+type DatabaseKind = "pglite" | "postgres";
 
-export type MigrationState = { applied: number; latest: string | null };
+type MigrationState = { applied: number; latest: string | null };
 
 export type DatabaseHandle = {
   db: Database;
@@ -105,7 +105,7 @@ async function openPglite(dir: string, migrationsFolder: string): Promise<Databa
  * PGlite is a single-process database: two processes writing one folder corrupt it. A lock file holding the
  * owner's pid keeps a second server out; a lock left by a process that no longer exists is taken over.
  */
-export function lockDataFolder(dataDir: string): () => void {
+function lockDataFolder(dataDir: string): () => void {
   try {
     fs.mkdirSync(dataDir, { recursive: true });
     fs.accessSync(dataDir, fs.constants.W_OK);

@@ -14,7 +14,7 @@ export const LEASE_SECONDS = 20;
 export type LossPolicy = { maxWorkerLosses?: number };
 
 /** A worker whose heartbeats came this far apart within the minute before its lease ran out was starved, not gone. */
-export const STARVED_HEARTBEAT_MS = 5_000;
+const STARVED_HEARTBEAT_MS = 5_000;
 /** How long the longest wait between a worker's heartbeats is remembered (workers.lateMs, ./workers.ts). */
 export const LATE_WINDOW_MS = 60_000;
 

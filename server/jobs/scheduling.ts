@@ -27,7 +27,7 @@ import { notifyJobs } from "./notify";
 import { inTransaction, moveJobs } from "./transitions";
 
 /** A worker whose last heartbeat is older than this gets no new job (it beats every second). */
-export const PLACEABLE_WITHIN_SECONDS = 5;
+const PLACEABLE_WITHIN_SECONDS = 5;
 // An arbitrary constant: every scheduling pass, in any process, holds this transaction-level advisory lock.
 const SCHEDULING_LOCK_KEY = 7_264_502;
 

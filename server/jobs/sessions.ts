@@ -32,7 +32,7 @@ export const MAX_LEASE_SECONDS = 24 * 3600;
 const POLL_MS = 200;
 
 /** The template name of each project's experiment that holds its remote sessions' runs. */
-export const SESSIONS_TEMPLATE = "remote-sessions";
+const SESSIONS_TEMPLATE = "remote-sessions";
 
 export type SessionCallRow = { id: string; state: "queued" | "running" | "done" | "failed"; result: unknown; error: string | null; method: string };
 /** A call's answer with its result as the JSON text stored (null: none yet, or it failed). */

@@ -119,7 +119,7 @@ type Read = { series: (SeriesBatch[number] & { seqs: number[] })[]; lastSeq: num
  * Points after `after` (and up to `upTo` when given), one column set per metric name: a read of 100,000 points is
  * ten arrays of numbers rather than 100,000 objects.
  */
-export async function readSeries(db: Database, runId: string, after: number, upTo?: number): Promise<Read> {
+async function readSeries(db: Database, runId: string, after: number, upTo?: number): Promise<Read> {
   const result = await db.execute(sql`
     select name,
            array_agg(step order by seq) as steps,

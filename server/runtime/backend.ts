@@ -37,7 +37,7 @@ export type BackendPreference = BackendName | "auto";
 export const kernelPreferences = ["auto", "native", "wasm"] as const;
 export type KernelPreference = (typeof kernelPreferences)[number];
 /** The js engine's matrix kernel: native (by instruction set), WebAssembly SIMD, or plain loops without SIMD. */
-export type KernelName = "native-avx512" | "native-avx2" | "wasm-simd" | "loops";
+type KernelName = "native-avx512" | "native-avx2" | "wasm-simd" | "loops";
 
 export interface RuntimeCapabilities {
   /** the backend in use */

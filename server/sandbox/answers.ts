@@ -114,12 +114,12 @@ export function finite(value: unknown, what: string): number {
 export type Where = { readonly label: string };
 
 /** `finite` of `field` of the answer to `where`. */
-export function finiteIn(value: unknown, where: Where, field: string): number {
+function finiteIn(value: unknown, where: Where, field: string): number {
   // x - x is 0 for every finite number, NaN for NaN and the infinities
   return typeof value === "number" && value - value === 0 ? value : finite(value, `${where.label}: ${field}`);
 }
 
-export function wholeIn(value: unknown, where: Where, field: string): number {
+function wholeIn(value: unknown, where: Where, field: string): number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : whole(value, `${where.label}: ${field}`);
 }
 
@@ -127,7 +127,7 @@ export function wholeIn(value: unknown, where: Where, field: string): number {
  * A fresh copy of a step's info: a key a run could not report (`isReservedKey`) is refused, naming its path, as
  * the guest refuses it.
  */
-export function jsonRecord(value: unknown, what: string): Record<string, Json> {
+function jsonRecord(value: unknown, what: string): Record<string, Json> {
   object(value, what);
   return copyJson(value, what, 0, true) as Record<string, Json>;
 }
@@ -257,7 +257,7 @@ export function checkDescription(value: unknown): EnvironmentDescription {
 }
 
 /** A legal-actions constraint as the guest sent it, checked again here (user code shares the guest's realm). */
-export function checkConstraint(value: unknown, label: string): ActionConstraint {
+function checkConstraint(value: unknown, label: string): ActionConstraint {
   const record = object(value, label);
   try {
     if (typeof record.pattern === "string" && record.actions === undefined) return automatonFor({ pattern: record.pattern }) && { pattern: record.pattern };

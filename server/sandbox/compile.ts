@@ -54,7 +54,7 @@ const EXTENSIONS = ["", ".ts", ".tsx", ".js", ".mjs", "/index.ts", "/index.js"];
 export const bundleFileName = "sandbox.js";
 
 /** The default entry: environment.ts if present, else the only file. */
-export function pickEntry(files: SourceFiles, entry?: string): string {
+function pickEntry(files: SourceFiles, entry?: string): string {
   if (entry !== undefined) {
     const normalized = normalizeUserPath(entry);
     if (!(normalized in files)) throw new Error(`entry '${entry}' is not among the files: ${Object.keys(files).join(", ")}`);

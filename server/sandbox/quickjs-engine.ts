@@ -20,7 +20,7 @@ import {
 import { processCpuMs, registerGlobal } from "./wire";
 
 /** The linear memory the QuickJS build starts with (16 MiB: its code's data and the C stack), in 64 KiB pages. */
-export const baselinePages = 256;
+const baselinePages = 256;
 
 /**
  * Reading the process's CPU clock costs ~1 µs (a system call), a step ~20-50 µs; so an op is timed by the wall
@@ -28,7 +28,7 @@ export const baselinePages = 256;
  * An op's CPU is then counted from a reading at most this long before it started (it may be charged this much
  * more than it used, never less).
  */
-export const cpuClockStaleMs = 1;
+const cpuClockStaleMs = 1;
 
 export type EngineLimits = { memoryMb: number; maxStackKb: number; cpuMsPerEpisode: number };
 
@@ -310,7 +310,7 @@ export function usedMs(startedAt: number, cpuStartedAt: number): number {
   return Math.min(performance.now() - startedAt, processCpuMs() - cpuStartedAt);
 }
 
-export function errorFields(error: unknown): ThrownFields {
+function errorFields(error: unknown): ThrownFields {
   if (error && typeof error === "object") {
     const fields = error as Record<string, unknown>;
     return {

@@ -62,7 +62,7 @@ export type OpBudget = {
  * How long past its budget an op may run before the host terminates its thread. The thread's own interrupt
  * handler normally stops it first (within a millisecond or so); this catches what that handler cannot reach.
  */
-export const watchdogGraceMs = 25;
+const watchdogGraceMs = 25;
 
 /** Starting the thread and QuickJS is not the user's CPU time; this bounds it separately. */
 const threadStartMs = 30_000;
@@ -620,7 +620,7 @@ function frameFunction(userStack: string | null): string | null {
 }
 
 /** The error for an op that ran past its CPU budget: the limit it hit, how long it ran, and where it was. */
-export function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number, how?: string, where?: StoppedAt | null): SandboxLimitError {
+function cpuLimitError(budget: OpBudget, limits: SandboxLimits, elapsedMs: number, how?: string, where?: StoppedAt | null): SandboxLimitError {
   const note = how ? `; ${how}` : "";
   const at = stoppedAtText(where);
   if (budget.limit === "cpuMsPerCall") {

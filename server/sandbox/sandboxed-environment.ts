@@ -63,7 +63,7 @@ function crossingLabel(batch: Batch<unknown>): string {
 const syncWaitMs = 20;
 
 /** Slots per pool: a batch of rollouts is at most this many episodes side by side. */
-export const maxSlots = 65_536;
+const maxSlots = 65_536;
 
 /**
  * Slots per bank. `runSandboxedEpisodes` plays a batch in one bank and resets the next batch's episodes (when it

@@ -57,7 +57,7 @@ export type ValidationReport = {
 };
 
 /** The dry run's CPU budget unless a caller gives one (`ValidateOptions.dryRunCpuMs`). */
-export const defaultDryRunCpuMs = 10_000;
+const defaultDryRunCpuMs = 10_000;
 
 /** Actions that exercise parseAction's two branches in most environments. */
 const probeActions = ["1", "2", "3", "0", "a", "b", "yes", "no", "up", "down", "left", "right", "look", "42", "A", "hello", ""];

@@ -10,7 +10,7 @@ import { simulate } from "./simulator";
 import type { Trace, TraceJob } from "./trace";
 
 /** Beyond this, a forecast start is reported as unknown (it waits for a job nobody can time). */
-export const FORECAST_HORIZON_SECONDS = 30 * 24 * 3600;
+const FORECAST_HORIZON_SECONDS = 30 * 24 * 3600;
 const NEVER_ENDS = FORECAST_HORIZON_SECONDS * 10;
 
 /**

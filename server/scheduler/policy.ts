@@ -79,7 +79,7 @@ export function slotsInUseByUser(devices: readonly DeviceState[]): Map<string, n
   return usage;
 }
 
-export type Decision =
+type Decision =
   /** Start a queued job on a device; `sharesBase` names the resident base it joins, if any. */
   | { type: "place"; jobId: string; deviceId: string; sharesBase: string | null; backfilled: boolean }
   /** Stop a running job; it goes back to the queue and resumes from its last checkpoint. Listed before the placement it makes room for. */
@@ -133,7 +133,7 @@ export interface PackingPolicyOptions {
   maxPreemptionsPerPass: number;
 }
 
-export const defaultPackingOptions: PackingPolicyOptions = {
+const defaultPackingOptions: PackingPolicyOptions = {
   maxLoraOversubscription: 1,
   backfillDepth: 128,
   maxPreemptionsPerPass: 4,

@@ -13,7 +13,7 @@ export const jobModes = ["lora", "full"] as const;
 export type JobMode = (typeof jobModes)[number];
 
 export const weightDtypes = ["fp32", "bf16"] as const;
-export type WeightDtype = (typeof weightDtypes)[number];
+type WeightDtype = (typeof weightDtypes)[number];
 
 const bytesPerWeight: Record<WeightDtype, number> = { fp32: 4, bf16: 2 };
 /** Adam's two moments stay in fp32 whatever the weights are. */
@@ -140,7 +140,7 @@ export function cpuDevice(id: string, totalMemoryBytes: number, cores: number, r
   };
 }
 
-export function formatMb(mb: number): string {
+function formatMb(mb: number): string {
   return `${Math.round(mb).toLocaleString("en-US")} MiB`;
 }
 

@@ -23,7 +23,7 @@ export interface SimulationOptions {
   interferencePerExtraJob: number;
 }
 
-export const defaultSimulationOptions: SimulationOptions = {
+const defaultSimulationOptions: SimulationOptions = {
   loadMbPerSecond: 2000,
   startSeconds: 5,
   interferencePerExtraJob: 0.03,

@@ -43,7 +43,7 @@ const actionSchema = z.object({
   action: z.enum(["pause", "resume", "cancel"]),
 });
 
-export const traceSchema = z
+const traceSchema = z
   .object({
     name: z.string().min(1),
     checkpointIntervalSeconds: z.number().positive().default(600).describe("training jobs checkpoint after every this many seconds of progress"),

@@ -15,11 +15,11 @@ export { CUSTOM_ENTRY, configIssues, formatDiagnostic, type LaunchRefusal, launc
 
 /** Validation processes a server runs at most, unless told otherwise (`TINKERLAB_VALIDATION_PROCESSES`). */
 export const defaultValidationProcesses = 2;
-export const maxValidationProcesses = 16;
+const maxValidationProcesses = 16;
 /** The environment variable that sets the pool's size. */
-export const validationProcessesVariable = "TINKERLAB_VALIDATION_PROCESSES";
+const validationProcessesVariable = "TINKERLAB_VALIDATION_PROCESSES";
 /** How long a validation may run once a process has taken it (its queue wait is not counted). */
-export const defaultValidationTimeoutMs = 60_000;
+const defaultValidationTimeoutMs = 60_000;
 /** How long a new process may take to start (load the compiler and the sandbox) before it is given up. */
 const startTimeoutMs = 30_000;
 
@@ -267,7 +267,7 @@ export function validateInChildProcess(
 }
 
 /** How long a validation's report is reused for the same source and options, and how many reports are kept. */
-export const reuseReportsMs = 10 * 60_000;
+const reuseReportsMs = 10 * 60_000;
 const reusedReports = 64;
 
 /**

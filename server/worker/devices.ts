@@ -8,7 +8,7 @@ import type { DeviceSpec } from "../jobs";
 import { cpuDevice } from "../scheduler";
 
 /** Jobs a GPU worker runs at once unless TINKERLAB_WORKER_SLOTS says otherwise: small models leave a GPU idle alone. */
-export const DEFAULT_GPU_SLOTS = 4;
+const DEFAULT_GPU_SLOTS = 4;
 
 export function workerDevice(options: { gpu: boolean; share: number; slots?: number; id: string }): DeviceSpec & { id: string } {
   if (options.gpu) {

@@ -25,7 +25,7 @@ export class JobHostExit extends Error {
   }
 }
 
-export function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   if (signal === "SIGKILL") return "its job process was killed (SIGKILL: out of memory, or killed by hand)";
   if (signal)
     return `its job process died of ${signal}${signal === "SIGSEGV" || signal === "SIGBUS" || signal === "SIGILL" ? " (a fault in native code)" : ""}`;

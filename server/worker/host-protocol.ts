@@ -9,7 +9,7 @@ import type { JobOutcome, JobSpec, StopReason } from "./run-job";
 
 /** The channel operations a running job makes (the rest belong to the worker's loop). */
 export const hostCalls = ["report", "checkpoint", "setAside", "sessionExchange"] as const;
-export type HostCall = (typeof hostCalls)[number];
+type HostCall = (typeof hostCalls)[number];
 
 /** A failure as it crosses the process boundary: its message, and its cause's (a database error's own words). */
 export type CrossedError = { message: string; cause?: string };

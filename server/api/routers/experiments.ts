@@ -19,7 +19,7 @@ import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc"
 
 const MAX_FILE_BYTES = 256 * 1024;
 
-export const sourceFilesSchema = z
+const sourceFilesSchema = z
   .record(
     z
       .string()
@@ -38,7 +38,7 @@ export const sourceFilesSchema = z
  * An experiment's config as a request carries it: parsed by the schema the editor's form is built from, so a save
  * with a wrong field is refused naming it ("config.algorithm.steps: …"), and only a parsed config is stored.
  */
-export const experimentConfigSchema = experimentSchema.transform(completeExperiment).describe("the experiment's config");
+const experimentConfigSchema = experimentSchema.transform(completeExperiment).describe("the experiment's config");
 
 export const experimentsRouter = createTRPCRouter({
   /** The built-in use cases a new experiment can start from. */
