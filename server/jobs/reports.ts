@@ -85,7 +85,12 @@ export async function storeReport(db: Database, input: ReportInput): Promise<str
       insert into ${runLogs} (run_id, level, message)
       select job.run_id, r.level, r.message from job, jsonb_to_recordset(${JSON.stringify(logs)}::jsonb) as r(level text, message text)
     ), progress as (
-      update ${runs} set step = coalesce(${input.step ?? null}::integer, ${runs.step}), warnings = ${runs.warnings} || ${JSON.stringify(warnings)}::jsonb
+      update ${runs} set step = coalesce(${input.step ?? null}::integer, ${runs.step}),
+        -- each kind of warning once per run, though a resumed job's health checks start afresh and raise it again
+        warnings = ${runs.warnings} || coalesce((
+          select jsonb_agg(w) from jsonb_array_elements(${JSON.stringify(warnings)}::jsonb) as w
+          where not exists (select 1 from jsonb_array_elements(${runs.warnings}) as had where had->>'code' = w->>'code')
+        ), '[]'::jsonb)
       from job where ${runs.id} = job.run_id and (${input.step ?? null}::integer is not null or ${warnings.length} > 0)
     )
     select run_id from job`);

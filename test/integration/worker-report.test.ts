@@ -91,9 +91,11 @@ describe("storeReport", () => {
     await storeReport(handle.db, { workerId, jobId, step: 4 });
     await storeReport(handle.db, { workerId, jobId, warnings: [{ code: "no-turns", step: 1, message: "every episode ended before its first turn" }] });
     await storeReport(handle.db, { workerId, jobId, step: 6, warnings: [{ code: "no-signal", step: 5, message: "rewards were the same" }] });
+    // A job resumed from a checkpoint checks afresh and raises a kind again: the run keeps the first.
+    await storeReport(handle.db, { workerId, jobId, step: 9, warnings: [{ code: "no-signal", step: 8, message: "rewards were the same" }] });
     const run = await callerFor(handle).runs.byId({ id: runId });
-    expect(run.step).toBe(6);
-    expect(run.warnings.map((w) => w.code)).toEqual(["no-turns", "no-signal"]);
+    expect(run.step).toBe(9);
+    expect(run.warnings.map((w) => `${w.code}@${w.step}`)).toEqual(["no-turns@1", "no-signal@5"]);
     const listed = await callerFor(handle).runs.list({ experimentId });
     expect(listed.items.find((r) => r.id === runId)!.warnings).toHaveLength(2);
   });
