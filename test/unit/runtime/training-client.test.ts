@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { renderChat } from "@/lib/model/chat";
 import { listGPTParameters } from "@/lib/model/weights";
 import { parseGPTConfig } from "@/lib/model/config";
@@ -210,11 +210,15 @@ describe("a batch too large for one pass", () => {
 });
 
 describe("long work", () => {
-  it("gives the event loop a turn every second or so, and calls made together still run in the order made", async () => {
-    const config = { vocabSize: 262, contextLength: 96, dModel: 128, nLayers: 4, nHeads: 4 };
-    const tokens = Array.from({ length: 200 }, (_, b) => Array.from({ length: 96 }, (_, i) => 40 + ((b * 5 + i * 3) % 60)));
+  it("gives the event loop a turn once a second has passed, and calls made together still run in the order made", async () => {
+    const events: ("pass" | "turn")[] = [];
+    const logging = { ...jsEngine, run: (request: Parameters<typeof jsEngine.run>[0]) => (events.push("pass"), jsEngine.run(request)) };
+    const config = { vocabSize: 128, contextLength: 16, dModel: 16, nLayers: 2, nHeads: 2 };
+    const tokens = Array.from({ length: 24 }, (_, b) => Array.from({ length: 16 }, (_, i) => 40 + ((b * 5 + i * 3) % 60)));
     const run = async (together: boolean) => {
-      const client = new TrainingClient(BaseModel.create(config, { seed: 3 }), { seed: 1, passBytes: 16 * 96 * passBytesPerToken(parseGPTConfig(config), 96) });
+      // Two sequences a pass: the batch takes twelve.
+      const passBytes = 2 * 16 * passBytesPerToken(parseGPTConfig(config), 16);
+      const client = new TrainingClient(BaseModel.create(config, { seed: 3, engine: logging }), { seed: 1, passBytes });
       if (!together) {
         await client.forwardBackward({ tokens }, "cross_entropy");
         const step = await client.optimStep({ lr: 1e-2 });
@@ -228,17 +232,32 @@ describe("long work", () => {
       ]);
       return { step, after };
     };
-    let ticks = 0;
-    const timer = setInterval(() => ticks++, 100);
-    const started = performance.now();
-    const together = await run(true);
-    const seconds = (performance.now() - started) / 1000;
-    clearInterval(timer);
-    expect(seconds).toBeGreaterThan(1.5); // long enough to need turns (about 3.5 s on a 2-core VM)
-    // A timer fires only when the event loop has a turn: work that never gave one would leave it at 0.
-    expect(ticks, `${seconds.toFixed(1)} s of work`).toBeGreaterThanOrEqual(1);
+    // A simulated clock on which each reading is 0.4 s after the one before: every pass looks long, on any machine.
+    let simulatedMs = 0;
+    const clock = vi.spyOn(performance, "now").mockImplementation(() => (simulatedMs += 400));
+    // An immediate re-queued at every turn of the event loop: work that never gave one would log no turn.
+    let looping = true;
+    const turn = () => {
+      if (!looping) return;
+      events.push("turn");
+      setImmediate(turn);
+    };
+    setImmediate(turn);
+    let together: Awaited<ReturnType<typeof run>>;
+    try {
+      together = await run(true);
+    } finally {
+      looping = false;
+      clock.mockRestore();
+    }
+    const passes = events.filter((event) => event === "pass").length;
+    const turns = events.slice(events.indexOf("pass"), events.lastIndexOf("pass")).filter((event) => event === "turn").length;
+    expect(passes).toBeGreaterThanOrEqual(12);
+    // About one turn every 2.5 passes (1 s of this clock), not one after every pass.
+    expect(turns, events.join(" ")).toBeGreaterThanOrEqual(3);
+    expect(turns, events.join(" ")).toBeLessThan(passes / 2);
     expect(together).toEqual(await run(false));
-  }, 60_000);
+  });
 });
 
 describe("LoRA clients on one shared base", () => {
