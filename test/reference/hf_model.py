@@ -1,11 +1,12 @@
 """An independent reference for imported Hugging Face checkpoints: GPT-2 and Llama-family (Llama, Qwen2, Mistral)
 forward passes in plain PyTorch, written from the published architectures rather than taken from transformers.
 
-    /usr/bin/python3 test/reference/hf_model.py MODEL_DIR < tokens.json > logits.json
+    /usr/bin/python3 test/reference/hf_model.py MODEL_DIR... < tokens.json > logits.json
 
-stdin: a JSON list of token-id lists (one sequence each, all of one length); stdout: a JSON list, per sequence, of
-per-position logit lists, computed in float32. The folder holds config.json and model.safetensors, or shards listed
-by model.safetensors.index.json (F32, F16 or BF16).
+stdin: a JSON list, per folder, of token-id lists (one sequence each, all of one length); stdout: a JSON list, per
+folder, per sequence, of per-position logit lists, computed in float32. Each folder holds config.json and
+model.safetensors, or shards listed by model.safetensors.index.json (F32, F16 or BF16). Several folders in one call
+share one start of PyTorch, which takes seconds.
 """
 
 import json
@@ -162,12 +163,11 @@ def llama_logits(cfg, w, ids):
     return rms(x, "model.norm.weight") @ head.T
 
 
-def main():
-    folder = sys.argv[1]
+def logits_of(folder, sequences):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     weights = read_folder(folder)
-    ids = torch.tensor(json.load(sys.stdin), dtype=torch.int64)
+    ids = torch.tensor(sequences, dtype=torch.int64)
     with torch.no_grad():
         if cfg["model_type"] == "gpt2":
             logits = gpt2_logits(cfg, weights, ids)
@@ -175,7 +175,15 @@ def main():
             logits = llama_logits(cfg, weights, ids)
         else:
             raise SystemExit(f"reference: model_type {cfg['model_type']} not implemented")
-    json.dump(logits.float().tolist(), sys.stdout)
+    return logits.float().tolist()
+
+
+def main():
+    folders = sys.argv[1:]
+    sequences = json.load(sys.stdin)
+    if len(sequences) != len(folders):
+        raise SystemExit(f"reference: {len(folders)} folders but {len(sequences)} lists of sequences")
+    json.dump([logits_of(folder, s) for folder, s in zip(folders, sequences)], sys.stdout)
 
 
 if __name__ == "__main__":

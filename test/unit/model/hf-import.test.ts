@@ -26,21 +26,25 @@ const folder = (variant: HFModelVariant, options: HFModelFixtureOptions = {}) =>
 
 const python = process.env.TINKERLAB_PYTHON ?? (existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
 const referenceScript = join(import.meta.dirname, "../../reference/hf_model.py");
-let torchCheck: string | null | undefined;
 
-/** Logits [sequence][position][token] from the reference; fails (never skips) when PyTorch is not installed. */
-function referenceLogits(dir: string, sequences: number[][]): number[][][] {
-  if (torchCheck === undefined) {
-    const probe = spawnSync(python, ["-c", "import torch"], { encoding: "utf8" });
-    torchCheck = probe.status === 0 ? null : (probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split("\n").pop()!;
-  }
-  if (torchCheck !== null) {
+/**
+ * Logits [folder][sequence][position][token] from the reference, for each folder's sequences: one process for all
+ * of them, as PyTorch takes seconds to start. Fails (never skips) when PyTorch is not installed.
+ */
+function referenceLogits(requests: { dir: string; sequences: number[][] }[]): number[][][][] {
+  const dirs = requests.map((r) => r.dir);
+  const run = spawnSync(python, [referenceScript, ...dirs], {
+    input: JSON.stringify(requests.map((r) => r.sequences)),
+    encoding: "utf8",
+    maxBuffer: 256 << 20,
+  });
+  if (run.error || /No module named 'torch'/.test(run.stderr)) {
+    const why = (run.stderr || run.error?.message || "").trim().split("\n").pop();
     throw new Error(
-      `the parity tests compare against a PyTorch reference, and ${python} cannot import torch (${torchCheck}); install it with \`apt-get install -y python3-torch\` (CI installs it), or point TINKERLAB_PYTHON at a python3 that has torch`,
+      `the parity tests compare against a PyTorch reference, and ${python} cannot import torch (${why}); install it with \`apt-get install -y python3-torch\` (CI installs it), or point TINKERLAB_PYTHON at a python3 that has torch`,
     );
   }
-  const run = spawnSync(python, [referenceScript, dir], { input: JSON.stringify(sequences), encoding: "utf8", maxBuffer: 256 << 20 });
-  if (run.status !== 0) throw new Error(`${referenceScript} ${dir} failed (${run.status}): ${run.stderr}`);
+  if (run.status !== 0) throw new Error(`${referenceScript} ${dirs.join(" ")} failed (${run.status}): ${run.stderr}`);
   return JSON.parse(run.stdout);
 }
 
@@ -71,16 +75,23 @@ describe("imported Hugging Face checkpoints compute what the PyTorch reference c
     ],
   ];
 
-  it.each(cases)("%s: logits of the full pass and of the cached decoder", (label, variant, options) => {
+  // Every case's folder and sequences first, so that one reference process serves them all.
+  const prepared = cases.map(([, variant, options]) => {
     const fixture = makeHFModel(variant, options);
     if (options.config?.attention_bias || options.config?.mlp_bias) addLlamaBiases(fixture.tensors, options.seed ?? 1);
     const dir = join(root, `parity-${folders++}`);
     writeHFFolder(dir, fixture, options);
     const { config, weights } = loadHFModel(dir);
+    return { dir, config, weights, sequences: tokenIds(config.vocabSize, 2, 12, 11) };
+  });
+  let references: number[][][][] | undefined;
+
+  it.each(cases.map(([label], i) => [label, i] as const))("%s: logits of the full pass and of the cached decoder", (label, i) => {
+    const { config, weights, sequences } = prepared[i]!;
     const model: ModelView = { config, weights, lora: null, valueHead: null };
     const [B, T, V] = [2, 12, config.vocabSize];
-    const sequences = tokenIds(V, B, T, 11);
-    const expected = referenceLogits(dir, sequences);
+    references ??= referenceLogits(prepared);
+    const expected = references[i]!;
 
     const { logits } = jsEngine.run({ model, tokens: Int32Array.from(sequences.flat()), batch: B, seqLen: T });
     let worst = 0;
