@@ -72,9 +72,9 @@ export type SessionCallArgs = { [M in SessionMethod]: z.input<(typeof sessionCal
 /** What the worker runs each method with. */
 export type ParsedSessionCall = { [M in SessionMethod]: { method: M; args: z.output<(typeof sessionCallSchemas)[M]> } }[SessionMethod];
 
-/** A call's arguments parsed by its method's schema, or an error with one line per wrong field ("batch.tokens.0.2: …"). */
+/** A call's arguments parsed by its method's schema, or an error naming each wrong field ("forward: batch.tokens.0.2: …"). */
 export function parseSessionCall(method: SessionMethod, args: unknown): ParsedSessionCall {
   const parsed = sessionCallSchemas[method].safeParse(args);
-  if (!parsed.success) throw new Error(`${method}: wrong arguments:\n${describeConfigError(parsed.error, args)}`);
+  if (!parsed.success) throw new Error(`${method}: ${describeConfigError(parsed.error, args).split("\n").join("; ")}`);
   return { method, args: parsed.data } as ParsedSessionCall;
 }

@@ -68,7 +68,7 @@ describe("a remote training session through the client", () => {
 
     // A failing call names the method and the reason; the session goes on.
     await expect(session.forwardBackward({ tokens: [[1, 2, 3]] }, "not-a-loss" as never)).rejects.toThrow(
-      new RegExp(`forwardBackward failed on session ${session.sessionId}: .*not-a-loss`),
+      new RegExp(`forwardBackward failed on session ${session.sessionId}: forwardBackward: loss: must be cross_entropy, .*\\(got "not-a-loss"\\)`),
     );
 
     const closed = await session.close();
