@@ -47,7 +47,8 @@ function cli(
       onStdout?.(stdout, child);
     });
     child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    // "close", not "exit": the process can end before its last output has been read.
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
 
@@ -207,7 +208,7 @@ describe("the tinkerlab CLI", () => {
         };
         child.stdout.on("data", onOutput);
         child.stderr.on("data", onOutput);
-        child.on("exit", (exitCode) => resolve({ code: exitCode, output }));
+        child.on("close", (exitCode) => resolve({ code: exitCode, output }));
       });
       const runId = /Launched (run_\w+)/.exec(output)?.[1];
       expect(runId, output).toBeDefined();

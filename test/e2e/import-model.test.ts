@@ -38,7 +38,8 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
     let stderr = "";
     child.stdout.on("data", (chunk) => (stdout += chunk));
     child.stderr.on("data", (chunk) => (stderr += chunk));
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    // "close", not "exit": the process can end before its last output has been read.
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
 
