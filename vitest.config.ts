@@ -1,18 +1,42 @@
+import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { configDefaults, defineConfig } from "vitest/config";
 
-const alias = { "@": fileURLToPath(new URL("./", import.meta.url)) };
+const root = fileURLToPath(new URL("./", import.meta.url));
+const alias = { "@": root };
 
-// bin/test.mjs (`npm test`) runs these projects and provides what they need (a PostgreSQL server, Chromium).
+/**
+ * The files that took longest last time first, and files never run before ahead of all: the two forks then finish
+ * together instead of one waiting on a long file started last. (Vitest's own order falls back to file size whenever
+ * one of two files lacks a cached result, which puts short files of long tests at the end.)
+ */
+class LongestFirst extends BaseSequencer {
+  async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const cache = this.ctx.cache;
+    const lastDuration = (file: TestSpecification) =>
+      cache.getFileTestResults(`${file.project.name}:${relative(this.ctx.config.root, file.moduleId)}`)?.duration ?? Number.POSITIVE_INFINITY;
+    const durations = new Map(files.map((file) => [file, lastDuration(file)]));
+    return [...files].sort((a, b) => {
+      const [da, db] = [durations.get(a)!, durations.get(b)!];
+      return da === db ? 0 : da > db ? -1 : 1;
+    });
+  }
+}
+
+// bin/test.mjs (`npm test`) runs these projects and provides what they need (a PostgreSQL server, Chromium, the
+// workbench built).
 export default defineConfig({
   resolve: { alias },
   test: {
     pool: "forks",
-    // Two forks on two cores: the end-to-end files (one fork of their own, in order) run beside unit and integration
-    // files, which wait on the e2e servers' and browsers' work anyway. Vitest's default is cores - 1.
+    // Two forks on two cores, shared by every project. The end-to-end files take a fork like any other: in a fork
+    // of their own (singleFork) vitest would run them one by one after all the others, while their servers and
+    // browsers wait as much as they compute.
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 300_000,
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"], environment: "node" } },
       {
@@ -21,17 +45,15 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "integration-postgres", include: ["test/integration/**/*.test.ts"], env: { TINKERLAB_TEST_DB: "postgres" } },
-      },
-      {
-        extends: true,
         test: {
-          name: "e2e",
-          include: ["test/e2e/**/*.test.ts"],
-          globalSetup: ["test/e2e/global-setup.ts"],
-          poolOptions: { forks: { singleFork: true } },
+          name: "integration-postgres",
+          include: ["test/integration/**/*.test.ts"],
+          // The validation processes use no database: once, on PGlite, is enough.
+          exclude: [...configDefaults.exclude, "test/integration/validation-pool.test.ts"],
+          env: { TINKERLAB_TEST_DB: "postgres" },
         },
       },
+      { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], globalSetup: ["test/e2e/global-setup.ts"] } },
     ],
   },
 });
