@@ -4,7 +4,7 @@ import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions } from "./primitives";
-import { collectGroups, type EpisodeSpec } from "./rollouts";
+import { collectGroups, type EpisodeSpec, rolloutMetrics } from "./rollouts";
 
 export type StepContext = {
   policy: PolicyModel;
@@ -29,6 +29,11 @@ export type StepContext = {
   /** This step's rollouts, when the loop started them ahead, while the step before updated (`updateMade`). */
   rollouts?: Promise<Trajectory[][]>;
   /**
+   * Fresh prompts for the step's extra sampling round `round` (1, 2, …), when dynamic sampling
+   * (`config.resampleRounds`) looks for groups with a learning signal: a function of (seed, step, round) alone.
+   */
+  moreSpecs?: (round: number) => EpisodeSpec[];
+  /**
    * Called once the step's update calls are all made, before they are awaited: the loop may start the next
    * step's rollouts then, which sample after the update (the primitives run calls in the order made).
    */
@@ -39,7 +44,49 @@ export type StepOutput = { groups: Trajectory[][]; advantages: TurnAdvantages; m
 
 export type RlAlgorithm = (context: StepContext) => Promise<StepOutput>;
 
-/** The step's rollouts: those the loop started ahead, else played now, `groupSize` episodes per spec. */
-export function stepRollouts(ctx: StepContext): Promise<Trajectory[][]> {
-  return ctx.rollouts ?? collectGroups({ ...ctx, groupSize: ctx.config.groupSize });
+/** Whether a group's episodes carry a learning signal for a group-relative estimator: their rewards differ. */
+export function hasSignal(group: Trajectory[]): boolean {
+  return group.some((trajectory) => trajectory.totalReward !== group[0]!.totalReward);
+}
+
+/** The step's rollouts to train on, and the metrics of every episode played for them. */
+export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, number> };
+
+/**
+ * The step's rollouts: those the loop started ahead, else played now, `groupSize` episodes per spec.
+ *
+ * For a group-relative estimator (GRPO, RLOO) a group whose episodes all earned the same reward teaches nothing:
+ * its advantages are zero. With `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) such groups are set
+ * aside and fresh prompts (`moreSpecs`) are played, as many as groups are missing, until `groupsPerStep` groups carry
+ * a signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
+ * mastered, and a policy that has learned its task plays no extra rounds); the step trains on the groups with a
+ * signal. When no group has one, it trains on
+ * the first round's (a zero-advantage step, which run health reports). The reward metrics count every episode
+ * played, so the curve shows the policy, not the filter; `train/signal_groups` is the share of groups played that
+ * carried a signal, `train/sampling_rounds` the rounds played.
+ */
+export async function stepRollouts(ctx: StepContext, options: { groupRelative: boolean }): Promise<StepRollouts> {
+  const first = await (ctx.rollouts ?? collectGroups({ ...ctx, groupSize: ctx.config.groupSize }));
+  const rounds = options.groupRelative && ctx.config.groupSize > 1 ? ctx.config.resampleRounds : 0;
+  const played = [...first];
+  let kept = first.filter(hasSignal);
+  // A group every episode of which scored full marks (the environment's score, 1 by convention) is a prompt already
+  // mastered: it fills its place, so that a policy that has learned its task plays no extra rounds.
+  const mastered = (group: Trajectory[]) => !hasSignal(group) && group.every((trajectory) => trajectory.score >= 1);
+  let filled = kept.length + first.filter(mastered).length;
+  let round = 0;
+  while (round < rounds && filled < ctx.config.groupsPerStep && ctx.moreSpecs) {
+    round += 1;
+    const specs = ctx.moreSpecs(round).slice(0, ctx.config.groupsPerStep - filled);
+    if (specs.length === 0) break;
+    const more = await collectGroups({ ...ctx, specs, nextSpecs: undefined, groupSize: ctx.config.groupSize });
+    played.push(...more);
+    kept = [...kept, ...more.filter(hasSignal)];
+    filled += more.filter((group) => hasSignal(group) || mastered(group)).length;
+  }
+  const groups = rounds === 0 ? first : kept.length > 0 ? kept : first;
+  const metrics = rolloutMetrics(played, ctx.environment.scoreName);
+  metrics["train/signal_groups"] = played.filter(hasSignal).length / Math.max(played.length, 1);
+  if (rounds > 0) metrics["train/sampling_rounds"] = round + 1;
+  return { groups, metrics };
 }

@@ -4,28 +4,28 @@
  */
 import { groupNormalized, perTurnGroupNormalized } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { rolloutMetrics, toTrainingBatch } from "./rollouts";
+import { toTrainingBatch } from "./rollouts";
 import { policyUpdate } from "./update";
 
 export const grpo: RlAlgorithm = async (ctx) => {
-  const groups = await stepRollouts(ctx);
+  const { groups, metrics: episodeMetrics } = await stepRollouts(ctx, { groupRelative: true });
 
   // ── the estimator: what a user may change ─────────────────────────────────────────────────────────────────
   const advantages = groupNormalized(groups, ctx.config.normalizeAdvantages);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
   const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
-  return { groups, advantages, metrics: { ...rolloutMetrics(groups, ctx.environment.scoreName), ...update } };
+  return { groups, advantages, metrics: { ...episodeMetrics, ...update } };
 };
 
 /** Per-turn GRPO: as GRPO, but each turn is credited with its own discounted return (multi-turn credit). */
 export const grpoPerTurn: RlAlgorithm = async (ctx) => {
-  const groups = await stepRollouts(ctx);
+  const { groups, metrics: episodeMetrics } = await stepRollouts(ctx, { groupRelative: true });
 
   // ── the estimator: what a user may change ─────────────────────────────────────────────────────────────────
   const advantages = perTurnGroupNormalized(groups, ctx.config.discount, ctx.config.normalizeAdvantages);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
   const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
-  return { groups, advantages, metrics: { ...rolloutMetrics(groups, ctx.environment.scoreName), ...update } };
+  return { groups, advantages, metrics: { ...episodeMetrics, ...update } };
 };

@@ -4,11 +4,11 @@
  */
 import { generalizedAdvantages, whiten } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { rolloutMetrics, toTrainingBatch } from "./rollouts";
+import { toTrainingBatch } from "./rollouts";
 import { policyUpdate } from "./update";
 
 export const ppo: RlAlgorithm = async (ctx) => {
-  const groups = await stepRollouts(ctx);
+  const { groups, metrics: episodeMetrics } = await stepRollouts(ctx, { groupRelative: false });
 
   // The value of the state before each turn: the value head's output at the turn's first action token.
   const turns = groups.flatMap((group) => group.flatMap((t) => t.turns.filter((turn) => turn.actionTokens.length > 0)));
@@ -34,5 +34,5 @@ export const ppo: RlAlgorithm = async (ctx) => {
   const batch = toTrainingBatch(groups, advantages, gae.returns);
   const update = await policyUpdate(ctx.policy.primitives, batch, { ...ctx.config, loss: "ppo" }, ctx.sampling.temperature, ctx.updateMade);
   const meanValue = values.flat(2).reduce((a, b) => a + b, 0) / Math.max(values.flat(2).length, 1);
-  return { groups, advantages, metrics: { ...rolloutMetrics(groups, ctx.environment.scoreName), ...update, "train/value_mean": meanValue } };
+  return { groups, advantages, metrics: { ...episodeMetrics, ...update, "train/value_mean": meanValue } };
 };

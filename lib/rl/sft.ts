@@ -66,15 +66,16 @@ export function toConversations(trajectories: Trajectory[], history: "full" | "l
 
 /**
  * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen: each
- * turn's action is `demonstrate(episode)`, the environment's demonstrate(state) in that episode's state.
+ * turn's action is `demonstrate(episode)`, the environment's demonstrate(state) in that episode's state. With each
+ * episode's score: how good the demonstrator itself is, which a run after SFT is measured against.
  */
 export async function demonstrationConversations(
   protocol: Protocol,
   starts: EpisodeStart[],
   demonstrate: (episode: number) => string | null,
-): Promise<Conversation[]> {
+): Promise<{ conversations: Conversation[]; scores: number[] }> {
   const trajectories = await runEpisodes(protocol, starts, async (requests) => requests.map(({ episode }) => ({ text: demonstrate(episode) ?? "" })));
-  return toConversations(trajectories, protocol.history);
+  return { conversations: toConversations(trajectories, protocol.history), scores: trajectories.map((t) => t.score) };
 }
 
 /** The conversations of one SFT step: a function of (seed, step) alone, so a resumed run sees the same ones. */

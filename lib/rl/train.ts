@@ -48,9 +48,12 @@ export function splitDataset(rows: DatasetRow[]): { train: DatasetRow[]; test: D
   return { train: rows.slice(0, cut), test: rows.slice(cut) };
 }
 
-/** The prompts of one training step: a function of (seed, step) alone, so a resumed run sees the same ones. */
-export function trainingSpecs(config: ExperimentConfig, step: number, rows: DatasetRow[] | null): EpisodeSpec[] {
-  const rng = new Rng((config.seed * 1_000_003 + step * 7_919) >>> 0);
+/**
+ * The prompts of one training step: a function of (seed, step) alone, so a resumed run sees the same ones. Round
+ * r > 0 gives the fresh prompts of the step's r-th extra sampling round (dynamic sampling), drawn apart.
+ */
+export function trainingSpecs(config: ExperimentConfig, step: number, rows: DatasetRow[] | null, round = 0): EpisodeSpec[] {
+  const rng = new Rng((config.seed * 1_000_003 + step * 7_919 + round * 104_729) >>> 0);
   return Array.from({ length: config.algorithm.groupsPerStep }, () => {
     const seed = rng.nextU32() % config.evaluation.seedOffset; // training seeds stay below the held-out range
     return rows ? { seed, sample: rows[rng.nextU32() % rows.length]! } : { seed };
@@ -168,6 +171,7 @@ export async function trainRl(options: {
       sampling,
       memory,
       playEpisodes: options.playEpisodes,
+      moreSpecs: (round) => trainingSpecs(config, current - offset, rows, round),
       rollouts: ahead?.rollouts,
       updateMade: startsNext
         ? () => {

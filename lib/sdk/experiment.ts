@@ -44,6 +44,11 @@ export const algorithmSchema = z.object({
   gaeLambda: ranged(0, 1).default(0.95).describe("GAE λ (PPO)"),
   valueCoef: ranged(0, 100).default(0.5).describe("weight of the value loss (PPO)"),
   epochs: rangedInt(1, 64).default(1).describe("optimizer passes over each batch of rollouts"),
+  resampleRounds: rangedInt(0, 16)
+    .default(0)
+    .describe(
+      "dynamic sampling (GRPO, RLOO): groups whose episodes all earned the same reward teach nothing, so up to this many extra rounds of fresh prompts are played per step until groupsPerStep groups differ; the step trains on those (0 = off)",
+    ),
   normalizeAdvantages: z.boolean().default(true).describe("divide group advantages by the group's standard deviation (GRPO)"),
 });
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;

@@ -144,9 +144,23 @@ export async function prepareJob(options: JobOptions) {
   const save = (memory: Record<string, number>) => (steps: number) => saveCheckpoint(steps, memory);
   /** The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. */
   const imitation = async () => {
-    const conversations = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
+    const { conversations, scores } = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
     const { kept, dropped } = fitConversations(policy, conversations);
-    const note = `SFT on ${kept.length} conversations (${config.sft.data === "demonstrator" ? `${config.sft.demonstrations} demonstration episodes` : `dataset '${config.sft.dataset}'`})`;
+    // The demonstrator's own mean score on its episodes: what SFT can reach by imitation, and RL should pass.
+    const demonstratorScore = scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
+    if (demonstratorScore !== null) {
+      reports.push({
+        workerId,
+        jobId,
+        step: stepReached,
+        metrics: [{ step: 0, name: "sft/demonstrator_score", value: demonstratorScore, wallTime: new Date() }],
+      });
+    }
+    const source =
+      config.sft.data === "demonstrator"
+        ? `${config.sft.demonstrations} demonstration episodes${demonstratorScore !== null ? `, in which the demonstrator scored ${demonstratorScore.toFixed(3)}` : ""}`
+        : `dataset '${config.sft.dataset}'`;
+    const note = `SFT on ${kept.length} conversations (${source})`;
     reports.push({
       workerId,
       jobId,
@@ -203,18 +217,19 @@ async function sftConversations(
   spec: JobSpec,
   /** A dataset environment's training rows: each demonstration episode reads one. */
   rows: DatasetRow[] | undefined,
-): Promise<Conversation[]> {
+): Promise<{ conversations: Conversation[]; scores: number[] }> {
   if (config.sft.data === "dataset") {
     const file = spec.datasets?.[config.sft.dataset];
     if (!file) throw new Error(`sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`);
     if (file.kind !== "conversations") throw new Error(`sft.dataset: '${config.sft.dataset}' holds rows, not conversations ({"messages": [...]} per line)`);
-    return parseConversations(fs.readFileSync(file.path, "utf8"), config.sft.dataset);
+    return { conversations: parseConversations(fs.readFileSync(file.path, "utf8"), config.sft.dataset), scores: [] };
   }
   const count = config.sft.demonstrations;
   if (useCase) {
     const demonstrator = demonstrators[config.environment];
     if (!demonstrator) throw new Error(`environment '${config.environment}' has no demonstrator`);
-    return toConversations(await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows), protocol.history);
+    const trajectories = await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows);
+    return { conversations: toConversations(trajectories, protocol.history), scores: trajectories.map((t) => t.score) };
   }
   if (!pool!.environment.hasDemonstrator) {
     throw new Error(
@@ -223,6 +238,7 @@ async function sftConversations(
   }
   const rng = new Rng(config.seed);
   const conversations: Conversation[] = [];
+  const scores: number[] = [];
   for (let start = 0; start < count; start += DEMONSTRATION_BATCH) {
     const size = Math.min(DEMONSTRATION_BATCH, count - start);
     // runEpisodes drives sandboxed sessions as it does native ones (the same public surface)
@@ -231,9 +247,11 @@ async function sftConversations(
       seed: rng.nextU32() % 1_000_000,
       sample: rows ? rows[rng.nextU32() % rows.length] : undefined,
     }));
-    conversations.push(...(await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode))));
+    const played = await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode));
+    conversations.push(...played.conversations);
+    scores.push(...played.scores);
   }
-  return conversations;
+  return { conversations, scores };
 }
 
 function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) {

@@ -7,7 +7,7 @@ import { evaluate } from "@/lib/rl/evaluate";
 import type { PolicyModel, TrainingPrimitives } from "@/lib/rl/primitives";
 import { sftStep } from "@/lib/rl/sft";
 import type { EpisodePlayer } from "@/lib/rl/rollouts";
-import { trainRl, trainingSpecs } from "@/lib/rl/train";
+import { type TrainingHooks, trainRl, trainingSpecs } from "@/lib/rl/train";
 import { EnvironmentSession, defineEnvironment } from "@/lib/sdk/environment";
 import { defineExperiment, type AlgorithmName } from "@/lib/sdk/experiment";
 import { multiTurn, runEpisodes, singleTurn, type Protocol } from "@/lib/sdk/protocol";
@@ -54,6 +54,7 @@ async function runAlgorithm(
   overrides = {},
   /** What the loop trains through, made of the tiny policy (default: the policy itself). */
   through: (policy: PolicyModel) => PolicyModel = (policy) => policy,
+  hooks: Pick<TrainingHooks, "onRollouts"> = {},
 ) {
   const config = defineExperiment({
     name: `smoke-${name}`,
@@ -72,6 +73,7 @@ async function runAlgorithm(
     environment,
     protocol,
     hooks: {
+      ...hooks,
       onMetrics: (_step, m) => {
         if ("reward/mean" in m) rewards.push(m["reward/mean"]!);
         metrics.push(m);
@@ -106,6 +108,52 @@ describe("RL algorithms on a tiny model", () => {
     console.log("entropy without / with the bonus", entropyAt(plain.metrics).at(-1)!.toFixed(3), entropyAt(bonus.metrics).at(-1)!.toFixed(3));
     expect(entropyAt(bonus.metrics).at(-1)!).toBeGreaterThan(entropyAt(plain.metrics).at(-1)! + 0.1);
     expect(bonus.last).toBeGreaterThan(bonus.first);
+  });
+
+  it("dynamic sampling trains on groups whose rewards differ, plays fresh prompts to fill the step, and learns where plain GRPO rarely sees a signal", async () => {
+    // A reply starting with "7": about 1 in 256 replies of the random model, so most groups of 8 all score 0.
+    const sevenOnce = defineEnvironment<null, string>({
+      ...digitOnce,
+      name: "say-seven",
+      step: (state, text) => ({ state, reward: text.startsWith("7") ? 1 : 0, done: true }),
+    });
+    const run = async (resampleRounds: number) => {
+      const trained: number[][][] = [];
+      const { metrics, rewards, result } = await runAlgorithm(
+        "grpo",
+        singleTurn(),
+        sevenOnce,
+        { groupsPerStep: 8, steps: 16, resampleRounds },
+        (policy) => policy,
+        {
+          onRollouts: (_step, split, groups) => void (split === "train" && trained.push(groups.map((group) => group.map((t) => t.totalReward)))),
+        },
+      );
+      return { metrics, rewards, result, trained };
+    };
+    const plain = await run(0);
+    const dynamic = await run(4);
+    const rounds = dynamic.metrics.filter((m) => "train/sampling_rounds" in m).map((m) => m["train/sampling_rounds"]!);
+    const signal = (groups: number[][]) => groups.filter((g) => g.some((r) => r !== g[0])).length;
+    console.log(
+      "say-seven rewards without / with dynamic sampling",
+      plain.rewards.map((r) => r.toFixed(2)).join(" "),
+      "|",
+      dynamic.rewards.map((r) => r.toFixed(2)).join(" "),
+    );
+    console.log("rounds", rounds.join(" "), "signal groups trained", plain.trained.map(signal).join(" "), "|", dynamic.trained.map(signal).join(" "));
+    // While groups without a signal are common, steps play extra rounds and train on the groups that differ only.
+    expect(rounds[0]!).toBeGreaterThan(1);
+    for (const groups of dynamic.trained) if (signal(groups) > 0) expect(signal(groups)).toBe(groups.length);
+    expect(dynamic.trained.reduce((n, g) => n + signal(g), 0)).toBeGreaterThan(plain.trained.reduce((n, g) => n + signal(g), 0));
+    expect(plain.metrics.every((m) => !("train/sampling_rounds" in m))).toBe(true);
+    // The reward counts every episode played; it reaches one half sooner with the signal found.
+    const half = (rewards: number[]) => rewards.findIndex((r) => r >= 0.5);
+    expect(half(dynamic.rewards)).toBeGreaterThan(-1);
+    expect(half(dynamic.rewards)).toBeLessThan(half(plain.rewards) === -1 ? Infinity : half(plain.rewards));
+    // A policy that has mastered its prompts plays one round a step.
+    expect(dynamic.rewards.at(-1)!).toBe(1);
+    expect(rounds.at(-1)!).toBe(1);
   });
 
   it("ppo (GAE, value head) raises the reward, and its value head learns to expect it", async () => {

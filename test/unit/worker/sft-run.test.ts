@@ -28,7 +28,9 @@ describe("SFT on a worker", () => {
   it("imitates a custom environment's demonstrator: the loss falls, the score rises, and its checkpoint starts an RL run", async () => {
     const sft = await playColourJob(sftConfig({ data: "demonstrator", demonstrations: 60 }));
     expect(sft.outcome).toEqual({ outcome: "completed", reason: null });
-    expect(sft.logs[0]).toMatch(/SFT on 60 conversations \(60 demonstration episodes\)/);
+    // The log and the run's charts say how well the demonstrator itself plays: what imitation can reach.
+    expect(sft.logs[0]).toMatch(/SFT on 60 conversations \(60 demonstration episodes, in which the demonstrator scored 1\.000\)/);
+    expect(sft.series("sft/demonstrator_score")).toEqual([1]);
     const loss = sft.series("loss/sft");
     expect(loss).toHaveLength(40);
     expect(loss.slice(-5).reduce((a, b) => a + b, 0) / 5).toBeLessThan(loss.slice(0, 5).reduce((a, b) => a + b, 0) / 5 / 2);
