@@ -204,8 +204,10 @@ const config =
     agent: { base: STARTER_BASE, training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
     protocol,
     // RL starts from the policy that imitated demonstrate(state) for 40 steps, and the KL penalty keeps it near that
-    // policy unless the reward says otherwise (docs/LEARNING.md: newcomer).
-    algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, ...algorithm },
+    // policy unless the reward says otherwise. Groups whose episodes all earned the same reward are replaced by
+    // fresh prompts for up to 3 more rounds a step (dynamic sampling): RL alone then finds the rare right answer
+    // (docs/LEARNING.md: newcomer).
+    algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, resampleRounds: 3, ...algorithm },
     sft: { steps: 40, data: "demonstrator", demonstrations: 400 },
     evaluation: { every: 20, episodes: 100 },
   });
