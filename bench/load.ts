@@ -178,9 +178,23 @@ async function phase(phase: "load" | "idle"): Promise<PhaseResult> {
   for (let i = 0; phase === "load" && i < HOGS; i++) hogs.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
   note(`${phase}: ${phase === "load" ? `${HOGS} CPU hogs on ${cores} cores` : "no hogs"}; launching`);
   const phaseStart = Date.now();
-  const runs: Followed[] = [
+  const training = [
     { name: "multi-turn game", runId: (await api.runs.launch.mutate({ experimentId: multiTurn.id })).runId, kind: "rl" },
     { name: "single-turn task", runId: (await api.runs.launch.mutate({ experimentId: singleTurn.id })).runId, kind: "rl" },
+  ];
+  // The evaluation starts once both runs train (step 1 reported), so that in both phases it shares the worker with
+  // them: launched together, it was placed first in one phase and after them in the other, and its rate compared
+  // running beside two runs with running alone.
+  await waitUntil(
+    async () => {
+      for (const run of training) if (((await api.runs.byId.query({ id: run.runId })) as { step: number }).step < 1) return false;
+      return true;
+    },
+    600_000,
+    "both runs' first step",
+  );
+  const runs: Followed[] = [
+    ...training,
     {
       name: `evaluation, ${EPISODES} episodes at temperature ${EVALUATION_LIMITS.temperature}`,
       runId: (await api.runs.evaluate.mutate({ checkpointId: checkpoint!.id, episodes: EPISODES, temperature: EVALUATION_LIMITS.temperature })).runId,
