@@ -51,10 +51,16 @@ export const environmentFieldDocs = {
     doc: "Added to every step's reward, tool calls and invalid actions included: a number ≤ 0, e.g. -0.01 for a text world.",
     snippet: "stepCost: ${-0.01},",
   },
+  difficulty: {
+    kind: "property",
+    detail: "{ min: number; max: number; start?: number; evaluation?: number }?",
+    doc: "Levels of difficulty (whole numbers): `reset` receives the episode's `difficulty`. RL training starts at `start` (default min) and moves up once a level is mastered, down when it fails; evaluation plays `evaluation` (default max). The run page charts train/difficulty.",
+    snippet: "difficulty: { min: ${1}, max: ${10} },",
+  },
   reset: {
     kind: "method",
-    detail: "reset({ seed, rng, sample }) → { state, observation }",
-    doc: "Starts an episode: the same seed (and sample) must always give the same first state and observation. Draw randomness from `rng`, never Math.random.",
+    detail: "reset({ seed, rng, sample, difficulty }) → { state, observation }",
+    doc: "Starts an episode: the same seed (sample and difficulty) must always give the same first state and observation. Draw randomness from `rng`, never Math.random. `difficulty` is the episode's level when the environment declares `difficulty`.",
     snippet: 'reset({ rng }) {\n\treturn { state: ${}, observation: "" };\n},',
   },
   parseAction: {

@@ -26,10 +26,13 @@ export default defineEnvironment<State, number>({
   systemPrompt: "Which is larger?",
   maxTurns: 1,
   invalidAction: { penalty: 0, endEpisode: true },
+  // A curriculum: training starts at level 1 and moves up as the agent masters a level (train/difficulty).
+  difficulty: { min: 1, max: 3 },
 
-  reset({ rng }) {
-    const a = Math.floor(rng.uniform() * 100);
-    let b = Math.floor(rng.uniform() * 99);
+  reset({ rng, difficulty = 3 }) {
+    const top = [10, 30, 100][difficulty - 1]!; // numbers below 10, 30, then 100; held-out episodes play level 3
+    const a = Math.floor(rng.uniform() * top);
+    let b = Math.floor(rng.uniform() * (top - 1));
     if (b >= a) b += 1;
     return { state: { a, b, answer: null }, observation: \`\${a} or \${b}\` };
   },

@@ -9,10 +9,14 @@ import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Tra
 import type { TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
 
-export type EpisodeSpec = { seed: number; sample?: DatasetRow };
+/**
+ * One episode's prompt: its seed, dataset row and, for an environment that declares levels, its level of
+ * difficulty (the curriculum's, lib/rl/curriculum.ts; left out, the environment's evaluation level).
+ */
+export type EpisodeSpec = { seed: number; sample?: DatasetRow; difficulty?: number };
 
 /** What the RL loop needs to know of an environment besides its sessions. */
-export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" | "data" | "scoreName">;
+export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" | "data" | "scoreName" | "difficulty">;
 
 /**
  * Plays episodes to their end: the index-th start is the index-th episode of the batch. The default runs an
@@ -21,16 +25,16 @@ export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" 
  */
 export type EpisodePlayer = (
   protocol: Protocol,
-  starts: { seed: number; sample?: DatasetRow }[],
+  starts: EpisodeSpec[],
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
   options: {
     fitsContext?: (messages: ChatMessage[]) => boolean;
     /** The starts of the batch this player will be asked for next, when known: it may prepare them meanwhile. */
-    next?: { seed: number; sample?: DatasetRow }[];
+    next?: EpisodeSpec[];
   },
 ) => Promise<Trajectory[]>;
 
-function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
+export function defaultPlayer(environment: EnvironmentInfo): EpisodePlayer {
   if (!("reset" in environment)) throw new Error(`environment '${environment.name}' has no definition here: pass playEpisodes`);
   const definition = environment as EnvironmentDefinition<any, any, any>;
   return (protocol, starts, act, options) =>
@@ -104,7 +108,8 @@ export async function collectGroups(options: {
 }): Promise<Trajectory[][]> {
   const { policy, specs, groupSize, sampling } = options;
   const play = options.playEpisodes ?? defaultPlayer(options.environment);
-  const startsOf = (of: EpisodeSpec[], size: number) => of.flatMap((spec) => Array.from({ length: size }, () => ({ seed: spec.seed, sample: spec.sample })));
+  const startsOf = (of: EpisodeSpec[], size: number) =>
+    of.flatMap((spec) => Array.from({ length: size }, () => ({ seed: spec.seed, sample: spec.sample, difficulty: spec.difficulty })));
   const starts = startsOf(specs, groupSize);
   const fitsContext = (messages: ChatMessage[]) =>
     policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + sampling.maxTokens <= policy.contextLength;

@@ -11,6 +11,7 @@ import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { TurnAdvantages } from "./advantages";
 import type { RlAlgorithm } from "./algorithm";
 import { checkpointSchedule } from "./checkpoint-schedule";
+import { Curriculum, curriculumLevels } from "./curriculum";
 import { evaluateAndReport } from "./evaluate";
 import { grpo, grpoPerTurn } from "./grpo";
 import { RunHealth, type HealthWarning } from "./health";
@@ -18,7 +19,7 @@ import { ppo } from "./ppo";
 import type { PolicyModel } from "./primitives";
 import { reinforce } from "./reinforce";
 import { rloo } from "./rloo";
-import { collectGroups, type EpisodeSpec } from "./rollouts";
+import { collectGroups, defaultPlayer, type EpisodeSpec } from "./rollouts";
 
 export const rlAlgorithms: Record<Exclude<AlgorithmName, "sft">, RlAlgorithm> = {
   grpo,
@@ -49,14 +50,26 @@ export function splitDataset(rows: DatasetRow[]): { train: DatasetRow[]; test: D
 }
 
 /**
- * The prompts of one training step: a function of (seed, step) alone, so a resumed run sees the same ones. Round
- * r > 0 gives the fresh prompts of the step's r-th extra sampling round (dynamic sampling), drawn apart.
+ * The prompts of one training step: a function of (seed, step, round, level) alone, so a resumed run sees the same
+ * ones. Round r > 0 gives the fresh prompts of the step's r-th extra sampling round (dynamic sampling), drawn
+ * apart. With `difficulty` (an environment's levels: the curriculum's current one and the highest), each prompt
+ * carries its level (`curriculumLevels`); the seeds and rows are the same as without.
  */
-export function trainingSpecs(config: ExperimentConfig, step: number, rows: DatasetRow[] | null, round = 0): EpisodeSpec[] {
+export function trainingSpecs(
+  config: ExperimentConfig,
+  step: number,
+  rows: DatasetRow[] | null,
+  round = 0,
+  difficulty?: { level: number; max: number },
+): EpisodeSpec[] {
   const rng = new Rng((config.seed * 1_000_003 + step * 7_919 + round * 104_729) >>> 0);
-  return Array.from({ length: config.algorithm.groupsPerStep }, () => {
+  const count = config.algorithm.groupsPerStep;
+  const levels = difficulty ? curriculumLevels(count, step, round, difficulty.level, difficulty) : null;
+  return Array.from({ length: count }, (_, i) => {
     const seed = rng.nextU32() % config.evaluation.seedOffset; // training seeds stay below the held-out range
-    return rows ? { seed, sample: rows[rng.nextU32() % rows.length]! } : { seed };
+    const spec: EpisodeSpec = rows ? { seed, sample: rows[rng.nextU32() % rows.length]! } : { seed };
+    if (levels) spec.difficulty = levels[i]!;
+    return spec;
   });
 }
 
@@ -108,6 +121,30 @@ export async function trainRl(options: {
   const health = new RunHealth({ contextLength: policy.contextLength, maxTokens: sampling.maxTokens });
 
   /**
+   * An environment that declares levels trains on a curriculum (./curriculum.ts), kept in `memory` so that a
+   * checkpoint carries it. Every training episode is played through `trainingPlayer`, which hands each group's
+   * success at its level to the curriculum; the curriculum settles once per step, after the step's episodes have
+   * all played (at `updateMade`, before the next step's are drawn, or else when the step returns). So step s's
+   * prompts are always drawn at the level settled after step s - 1, the level a checkpoint after step s - 1 holds.
+   */
+  const curriculum = environment.difficulty ? new Curriculum(environment.difficulty, memory) : null;
+  curriculum?.save(memory);
+  const levelNow = () => (curriculum ? { level: curriculum.level, max: curriculum.range.max } : undefined);
+  const basePlayer = options.playEpisodes ?? (curriculum ? defaultPlayer(environment) : undefined);
+  const trainingPlayer: typeof options.playEpisodes =
+    curriculum && basePlayer
+      ? async (playedProtocol, starts, act, playOptions) => {
+          const trajectories = await basePlayer(playedProtocol, starts, act, playOptions);
+          for (let g = 0; g < starts.length; g += groupSize) {
+            const group = trajectories.slice(g, g + groupSize);
+            const level = starts[g]!.difficulty;
+            if (level !== undefined && group.length > 0) curriculum.observe(level, group.reduce((a, t) => a + t.score, 0) / group.length);
+          }
+          return trajectories;
+        }
+      : options.playEpisodes;
+
+  /**
    * Every rollout is told what is played after it (`nextSpecs`, or an evaluation's `next`), so that a sandboxed
    * player resets those episodes while it samples: the next training step's, or the evaluation's that follows
    * this step. Only a run's first rollout (a resumed run's too) resets its own.
@@ -133,10 +170,13 @@ export async function trainRl(options: {
   const checkpoints = checkpointSchedule(config, steps);
   // Each step's specs are made once: as what the rollout before is told comes next (the same rows, so a
   // sandboxed player recognizes the episodes it reset ahead), then as its own.
-  const specsByStep = new Map<number, EpisodeSpec[]>();
+  // Made again when the curriculum's level moved since: what the step before was told then was a guess.
+  const specsByStep = new Map<number, { level: number | undefined; specs: EpisodeSpec[] }>();
   const specsOf = (at: number): EpisodeSpec[] => {
-    if (!specsByStep.has(at)) specsByStep.set(at, trainingSpecs(config, at - offset, rows));
-    return specsByStep.get(at)!;
+    const level = curriculum?.level;
+    let made = specsByStep.get(at);
+    if (!made || made.level !== level) specsByStep.set(at, (made = { level, specs: trainingSpecs(config, at - offset, rows, 0, levelNow()) }));
+    return made.specs;
   };
   /** What the rollouts of step `at` (0-based) are told is played after them: the next step's, or an evaluation's. */
   const playedAfter = (at: number): { nextSpecs?: EpisodeSpec[]; nextGroupSize?: number } => {
@@ -161,6 +201,15 @@ export async function trainRl(options: {
     const current = step;
     let next: Promise<Trajectory[][]> | undefined;
     const startsNext = overlap && current + 1 < steps && !evaluatesAfter(current + 1) && !checkpoints.dueByStep(current + 1);
+    /** The step's level: its prompts', and its extra rounds' (drawn before it settles). */
+    const level = levelNow();
+    let settled = false;
+    const settle = () => {
+      if (settled || !curriculum) return;
+      settled = true;
+      curriculum.settle();
+      curriculum.save(memory);
+    };
     const output = await algorithm({
       policy,
       environment,
@@ -170,26 +219,30 @@ export async function trainRl(options: {
       config: { ...config.algorithm, learningRate },
       sampling,
       memory,
-      playEpisodes: options.playEpisodes,
-      moreSpecs: (round) => trainingSpecs(config, current - offset, rows, round),
+      playEpisodes: trainingPlayer,
+      moreSpecs: (round) => trainingSpecs(config, current - offset, rows, round, level),
       rollouts: ahead?.rollouts,
-      updateMade: startsNext
-        ? () => {
-            next ??= collectGroups({
-              policy,
-              environment,
-              protocol,
-              specs: specsOf(current + 1),
-              ...playedAfter(current + 1),
-              groupSize,
-              sampling,
-              playEpisodes: options.playEpisodes,
-            });
-            // Awaited by the next step; a loop that stops first leaves them, and their failure, unheard.
-            next.catch(() => {});
-          }
-        : undefined,
+      updateMade:
+        startsNext || curriculum
+          ? () => {
+              settle();
+              if (!startsNext) return;
+              next ??= collectGroups({
+                policy,
+                environment,
+                protocol,
+                specs: specsOf(current + 1),
+                ...playedAfter(current + 1),
+                groupSize,
+                sampling,
+                playEpisodes: trainingPlayer,
+              });
+              // Awaited by the next step; a loop that stops first leaves them, and their failure, unheard.
+              next.catch(() => {});
+            }
+          : undefined,
     });
+    settle();
     specsByStep.delete(current);
     step += 1;
     const finished = performance.now();
@@ -199,6 +252,7 @@ export async function trainRl(options: {
     await hooks.onMetrics?.(step, {
       ...output.metrics,
       "train/lr": learningRate,
+      ...(level ? { "train/difficulty": level.level } : {}),
       "perf/step_seconds": seconds,
       "perf/sampled_tokens_per_s": sampled / seconds,
       "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,

@@ -47,7 +47,16 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
   invalidAction?: { penalty: number; endEpisode: boolean };
   /** Added to every step's reward, tool calls and invalid actions included: a number ≤ 0, e.g. -0.01 for a text world. */
   stepCost?: number;
-  reset(context: { seed: number; rng: Rng; sample?: Sample }): { state: State; observation: string };
+  /**
+   * Levels of difficulty, whole numbers from `min` to `max` (see Difficulty): the RL trainer keeps drawing
+   * episodes at the level where the policy succeeds sometimes but not always, and `reset` receives the level.
+   */
+  difficulty?: Difficulty;
+  /**
+   * Starts an episode. `difficulty` is the episode's level when the environment declares `difficulty` (training
+   * picks it; evaluation and every other episode play `difficulty.evaluation ?? difficulty.max`), else undefined.
+   */
+  reset(context: { seed: number; rng: Rng; sample?: Sample; difficulty?: number }): { state: State; observation: string };
   parseAction(text: string, state: State): ParseResult<Action>;
   step(state: State, action: Action, context: { rng: Rng }): StepOutcome<State>;
   /** The environment's own picture of the state (a board), shown in the trajectory viewer. */
@@ -76,6 +85,53 @@ export type EnvironmentDefinition<State, Action, Sample extends DatasetRow = Dat
   /** Name of the score, e.g. "accuracy", "solved", "win_rate". */
   scoreName?: string;
 };
+
+/**
+ * An environment's levels: whole numbers from `min` to `max`. Training starts at `start` (default `min`);
+ * evaluation plays `evaluation` (default `max`), so the held-out score measures the whole task.
+ */
+export type Difficulty = { min: number; max: number; start?: number; evaluation?: number };
+
+const difficultyFields = ["min", "max", "start", "evaluation"] as const;
+
+/**
+ * What is wrong with a `difficulty` declaration, one message per field (empty when it is right): the SDK's check,
+ * and the sandbox host's of what the guest reports.
+ */
+export function difficultyProblems(value: unknown): string[] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return [`difficulty must be an object { min, max, start?, evaluation? } of whole numbers; got ${describe(value)}`];
+  }
+  const record = value as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const key of Object.keys(record)) {
+    if (!(difficultyFields as readonly string[]).includes(key))
+      problems.push(`difficulty.${key} is not a field of difficulty; its fields are min, max, start, evaluation`);
+  }
+  const whole = (key: (typeof difficultyFields)[number], optional: boolean): number | null => {
+    const field = record[key];
+    if (field === undefined && optional) return null;
+    if (typeof field !== "number" || !Number.isSafeInteger(field) || field < 0 || field > 1_000_000) {
+      problems.push(`difficulty.${key} must be a whole number from 0 to 1000000${optional ? " or left out" : ""}; got ${describe(field)}`);
+      return null;
+    }
+    return field;
+  };
+  const min = whole("min", false);
+  const max = whole("max", false);
+  if (min !== null && max !== null && min > max) problems.push(`difficulty.max must be at least difficulty.min (${min}); got ${max}`);
+  for (const key of ["start", "evaluation"] as const) {
+    const level = whole(key, true);
+    if (level !== null && min !== null && max !== null && min <= max && (level < min || level > max)) {
+      problems.push(`difficulty.${key} must be a level from difficulty.min to difficulty.max (${min} to ${max}); got ${level}`);
+    }
+  }
+  return problems;
+}
+
+function describe(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
 
 export type EpisodeSummary<State> = {
   state: State;
@@ -109,6 +165,7 @@ export function defineEnvironment<State, Action, Sample extends DatasetRow = Dat
   if (definition.stepCost !== undefined && (!Number.isFinite(definition.stepCost) || definition.stepCost > 0)) {
     problems.push(`stepCost must be a finite number ≤ 0; got ${String(definition.stepCost)}`);
   }
+  if (definition.difficulty !== undefined) problems.push(...difficultyProblems(definition.difficulty));
   const actions = definition.actions;
   if (actions !== undefined && typeof actions !== "function") {
     try {
@@ -189,12 +246,15 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     return typeof prompt === "function" ? prompt(this.sample) : prompt;
   }
 
-  /** Starts an episode; the same seed (and sample) always gives the same episode. */
-  reset(seed: number, sample?: Sample): string {
+  /**
+   * Starts an episode; the same seed (sample and level) always gives the same episode. `difficulty`, the level,
+   * counts only for an environment that declares `difficulty`; left out, the episode plays its evaluation level.
+   */
+  reset(seed: number, sample?: Sample, difficulty?: number): string {
     // The same draws as a new Rng(seed); reseeding the session's own costs less in the sandbox's interpreter.
     Rng.reseed(this.rng, seed);
     this.sample = sample;
-    const { state, observation } = this.definition.reset({ seed, rng: this.rng, sample });
+    const { state, observation } = this.definition.reset({ seed, rng: this.rng, sample, difficulty: this.levelOf(difficulty) });
     this.state = state;
     this.turn = 0;
     this.total = 0;
@@ -206,6 +266,17 @@ export class EnvironmentSession<State = unknown, Action = unknown, Sample extend
     else this.breakdown.env = 0;
     this.lastObservation = observation;
     return observation;
+  }
+
+  /** The level an episode plays: the one asked for, else the evaluation level; undefined without `difficulty`. */
+  private levelOf(difficulty: number | undefined): number | undefined {
+    const declared = this.definition.difficulty;
+    if (!declared) return undefined;
+    if (difficulty === undefined || difficulty === null) return declared.evaluation ?? declared.max;
+    if (!Number.isInteger(difficulty) || difficulty < declared.min || difficulty > declared.max) {
+      throw new Error(`difficulty ${String(difficulty)} is not a level of environment '${this.definition.name}' (${declared.min} to ${declared.max})`);
+    }
+    return difficulty;
   }
 
   /** Applies the agent's action text: a tool call, an invalid action, or an action the environment steps on. */

@@ -74,7 +74,8 @@ export type Trajectory = {
 };
 
 // sessions of any environment mix in one batch
-export type EpisodeStart = { session: EnvironmentSession<any, any, any>; seed: number; sample?: DatasetRow };
+/** One episode to play: its session, seed, dataset row, and level of difficulty (when the environment declares levels). */
+export type EpisodeStart = { session: EnvironmentSession<any, any, any>; seed: number; sample?: DatasetRow; difficulty?: number };
 
 /**
  * Runs every episode to its end. `act` receives all pending requests of a round at once. An episode whose
@@ -94,8 +95,8 @@ export async function runEpisodes(
     done: boolean;
     round: number;
   };
-  const live: Live[] = starts.map(({ session, seed, sample }) => {
-    const observation = session.reset(seed, sample);
+  const live: Live[] = starts.map(({ session, seed, sample, difficulty }) => {
+    const observation = session.reset(seed, sample, difficulty);
     const systemPrompt = session.systemPrompt;
     const histories = new Map(protocol.agents.map((agent) => [agent, [{ role: "system", content: systemPrompt } as ChatMessage]]));
     return {

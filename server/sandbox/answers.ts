@@ -5,7 +5,7 @@
  * Plain functions, no Node.js: this file runs in a browser worker too.
  */
 import { automatonFor, checkActionList, type ActionConstraint } from "@/lib/sdk/action-space";
-import type { EpisodeSummary, Json } from "@/lib/sdk/environment";
+import { type Difficulty, type EpisodeSummary, type Json, difficultyProblems } from "@/lib/sdk/environment";
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import {
   type EnvironmentDescription,
@@ -246,6 +246,7 @@ export function checkDescription(value: unknown): EnvironmentDescription {
     scoreName: typeof record.scoreName === "string" ? record.scoreName : null,
     hasRender: record.hasRender === true,
     hasDemonstrator: record.hasDemonstrator === true,
+    difficulty: checkDifficulty(record.difficulty),
     actions:
       record.actions === "state"
         ? "state"
@@ -254,6 +255,15 @@ export function checkDescription(value: unknown): EnvironmentDescription {
           : checkConstraint(record.actions, "the environment's actions"),
     exportName: record.exportName,
   };
+}
+
+/** The declared levels as the guest sent them, checked again (user code shares the guest's realm). */
+function checkDifficulty(value: unknown): Difficulty | null {
+  if (value === null || value === undefined) return null;
+  const problems = difficultyProblems(value);
+  if (problems.length > 0) throw new SandboxError("contract", `the environment's description is malformed: ${problems.join("; ")}`);
+  const { min, max, start, evaluation } = value as Difficulty;
+  return { min, max, ...(start === undefined ? {} : { start }), ...(evaluation === undefined ? {} : { evaluation }) };
 }
 
 /** A legal-actions constraint as the guest sent it, checked again here (user code shares the guest's realm). */

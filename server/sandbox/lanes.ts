@@ -40,10 +40,10 @@ export function laneShape(protocol: Pick<Protocol, "name">, prepared: boolean): 
 
 /**
  * Where each lane begins in `starts`: `lanes` parts of about equal size, or of the relative sizes given, cut only
- * where one group of identical starts (a GRPO group: same seed and sample) ends, so a group's first prompts are
+ * where one group of identical starts (a GRPO group: same seed, sample and level) ends, so a group's first prompts are
  * still forked in one call. Fewer parts when there are fewer groups.
  */
-export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow }[], lanes: number | readonly number[]): number[] {
+export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow; difficulty?: number }[], lanes: number | readonly number[]): number[] {
   if (typeof lanes === "number" && (!Number.isInteger(lanes) || lanes < 1)) throw new Error(`lanes must be a whole number of at least 1; got ${String(lanes)}`);
   const weights = typeof lanes === "number" ? new Array<number>(lanes).fill(1) : lanes;
   if (weights.length === 0 || !weights.every((weight) => Number.isFinite(weight) && weight > 0)) {
@@ -52,7 +52,8 @@ export function laneStarts(starts: readonly { seed: number; sample?: DatasetRow 
   const total = weights.reduce((sum, weight) => sum + weight, 0);
   const boundaries: number[] = [];
   for (let i = 1; i < starts.length; i++) {
-    if (starts[i]!.seed !== starts[i - 1]!.seed || starts[i]!.sample !== starts[i - 1]!.sample) boundaries.push(i);
+    const [start, previous] = [starts[i]!, starts[i - 1]!];
+    if (start.seed !== previous.seed || start.sample !== previous.sample || start.difficulty !== previous.difficulty) boundaries.push(i);
   }
   const cuts = [0];
   let before = 0;

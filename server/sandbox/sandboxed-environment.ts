@@ -71,14 +71,25 @@ const maxSlots = 65_536;
  */
 export const bankSlots = maxSlots / 2;
 
-/** One episode's start: its slot, seed and dataset row, and its number in its batch for messages (default: the slot). */
-export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; index?: number };
+/**
+ * One episode's start: its slot, seed, dataset row and level of difficulty (for an environment that declares
+ * levels; left out, its evaluation level), and its number in its batch for messages (default: the slot).
+ */
+export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; difficulty?: number; index?: number };
+
+/** What a batch of episodes starts from, one each (`runSandboxedEpisodes`). */
+type EpisodeStartSpec = { seed: number; sample?: DatasetRow; difficulty?: number };
+
+/** Whether two starts are the same episode: the same seed, the same dataset row (the object), the same level. */
+function sameStart(a: EpisodeStartSpec, b: EpisodeStartSpec): boolean {
+  return a.seed === b.seed && a.sample === b.sample && a.difficulty === b.difficulty;
+}
 
 /** One episode's next action. */
 export type SlotStep = { slot: number; action: string };
 
 /** Episodes reset ahead of the batch they belong to (see `runSandboxedEpisodes`' `next`): where, and for which starts. */
-type Prepared = { base: number; starts: readonly { seed: number; sample?: DatasetRow }[] };
+type Prepared = { base: number; starts: readonly EpisodeStartSpec[] };
 
 type Slot = {
   /** Counts the slot's resets, so that a summary's final state is fetched only from its own episode. */
@@ -87,6 +98,7 @@ type Slot = {
   index: number;
   seed: number;
   sample: DatasetRow | undefined;
+  difficulty: number | undefined;
   turns: number;
   done: boolean;
   cpuMs: number;
@@ -274,10 +286,10 @@ export class SandboxedEnvironmentPool {
     const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
-    for (const { slot, seed, sample, index = slot } of starts) {
+    for (const { slot, seed, sample, difficulty, index = slot } of starts) {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
-      ops.push(["reset", slot, seed, sample ?? null]);
+      ops.push(["reset", slot, seed, sample ?? null, difficulty ?? null]);
       budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed, this.dryRunSpent()));
     }
     this.sandbox.logHostWork("build", ops.length, startedAt);
@@ -287,12 +299,13 @@ export class SandboxedEnvironmentPool {
   private afterResets(starts: SlotStart[], values: GuestResetValue[]): SandboxedReset[] {
     for (let i = 0; i < values.length; i++) {
       const value = values[i]!;
-      const { slot, seed, sample, index = slot } = starts[i]!;
+      const { slot, seed, sample, difficulty, index = slot } = starts[i]!;
       const state = this.slotState(slot);
       state.episode += 1;
       state.index = index;
       state.seed = seed;
       state.sample = sample;
+      state.difficulty = difficulty;
       state.turns = 0;
       state.done = false;
       state.systemPrompt = value.systemPrompt;
@@ -450,16 +463,12 @@ export class SandboxedEnvironmentPool {
 
   /**
    * @internal Where a batch of these starts plays: the bank whose episodes were reset ahead for exactly these
-   * starts (the same seeds and the same dataset rows, in order), claimed once (`prepared: true`); else a bank that
+   * starts (the same seeds, dataset rows and levels, in order), claimed once (`prepared: true`); else a bank that
    * leaves another batch's prepared episodes alone, or slot 0 for a batch too big for a bank.
    */
-  claimBank(starts: readonly { seed: number; sample?: DatasetRow }[]): { base: number; prepared: boolean } {
+  claimBank(starts: readonly EpisodeStartSpec[]): { base: number; prepared: boolean } {
     const prepared = this.prepared;
-    if (
-      prepared &&
-      prepared.starts.length === starts.length &&
-      starts.every((start, i) => start.seed === prepared.starts[i]!.seed && start.sample === prepared.starts[i]!.sample)
-    ) {
+    if (prepared && prepared.starts.length === starts.length && starts.every((start, i) => sameStart(start, prepared.starts[i]!))) {
       this.prepared = null;
       return { base: prepared.base, prepared: true };
     }
@@ -482,11 +491,11 @@ export class SandboxedEnvironmentPool {
    * (`runSandboxedEpisodes` arranges this), else a crossing of its own, which blocks this thread (an
    * `EnvironmentSession`'s calls are synchronous).
    */
-  sessionReset(slot: number, seed: number, sample: DatasetRow | undefined): SandboxedReset {
+  sessionReset(slot: number, seed: number, sample: DatasetRow | undefined, difficulty?: number): SandboxedReset {
     const state = this.slots[slot];
-    let value = state && state.seed === seed && state.sample === sample ? state.pendingReset : null;
+    let value = state && sameStart(state, { seed, sample, difficulty }) ? state.pendingReset : null;
     if (!value) {
-      const starts = [{ slot, seed, sample }];
+      const starts = [{ slot, seed, sample, difficulty }];
       value = this.afterResets(starts, this.run(this.resetBatch(starts)))[0]!;
     }
     this.slots[slot]!.pendingReset = null;
@@ -528,6 +537,7 @@ export class SandboxedEnvironmentPool {
         index: slot,
         seed: 0,
         sample: undefined,
+        difficulty: undefined,
         turns: 0,
         done: true,
         cpuMs: 0,
@@ -689,8 +699,8 @@ export class SandboxedSession {
     return this.pool.slotView(this.slot)?.systemPrompt ?? "";
   }
 
-  reset(seed: number, sample?: DatasetRow): string {
-    const value = this.pool.sessionReset(this.slot, seed, sample);
+  reset(seed: number, sample?: DatasetRow, difficulty?: number): string {
+    const value = this.pool.sessionReset(this.slot, seed, sample, difficulty);
     this.sample = sample;
     return value.observation;
   }
@@ -767,7 +777,7 @@ export type SandboxedPlayOptions = {
    * during this batch, in the crossing that runs while its first lane samples, and that batch then starts
    * sampling at once. Played with other starts, it resets its own as usual.
    */
-  next?: { seed: number; sample?: DatasetRow }[];
+  next?: EpisodeStartSpec[];
 };
 
 /**
@@ -789,7 +799,7 @@ export type SandboxedPlayOptions = {
 export async function runSandboxedEpisodes(
   protocol: Protocol,
   pool: SandboxedEnvironmentPool,
-  starts: { seed: number; sample?: DatasetRow }[],
+  starts: EpisodeStartSpec[],
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
   options: SandboxedPlayOptions = {},
 ): Promise<Trajectory[]> {
@@ -836,10 +846,12 @@ export async function runSandboxedEpisodes(
   const resetLanes = async (first: number, last: number): Promise<void> => {
     const from = cuts[first]!;
     const ahead = first > 0 && next ? next : null;
-    const aheadResets: SlotStart[] = ahead ? ahead.map(({ seed, sample }, i) => ({ slot: nextBase + i, seed, sample, index: i })) : [];
+    const aheadResets: SlotStart[] = ahead ? ahead.map(({ seed, sample, difficulty }, i) => ({ slot: nextBase + i, seed, sample, difficulty, index: i })) : [];
     const resets: SlotStart[] = prepared
       ? []
-      : starts.slice(from, cuts[last] ?? starts.length).map(({ seed, sample }, i) => ({ slot: base + from + i, seed, sample, index: from + i }));
+      : starts
+          .slice(from, cuts[last] ?? starts.length)
+          .map(({ seed, sample, difficulty }, i) => ({ slot: base + from + i, seed, sample, difficulty, index: from + i }));
     try {
       if (ahead) pool.setPrepared(null); // the other bank is overwritten from here on
       if (resets.length === 0 && ahead) {
@@ -867,10 +879,11 @@ export async function runSandboxedEpisodes(
     const laneEpisodes = starts.slice(from, cuts[lane + 1] ?? starts.length);
     // runEpisodes is typed against the SDK's class; SandboxedSession has the same public surface (not its
     // internal `advance`, which only the sandbox's bridge calls).
-    const episodes: EpisodeStart[] = laneEpisodes.map(({ seed, sample }, i) => ({
+    const episodes: EpisodeStart[] = laneEpisodes.map(({ seed, sample, difficulty }, i) => ({
       session: pool.session(base + from + i) as unknown as EnvironmentSession,
       seed,
       sample,
+      difficulty,
     }));
     const laneAct = async (laneRequests: ActRequest[]): Promise<ActResponse[]> => {
       const requests = laneRequests.map((request) => ({ ...request, episode: request.episode + from }));

@@ -50,8 +50,19 @@ export type ValidationReport = {
   ok: boolean;
   diagnostics: SandboxDiagnostic[];
   environment: EnvironmentDescription | null;
-  /** The dry run's episodes; `promptTokens` is the first prompt's length in the chat template (byte tokens). */
-  episodes: { seed: number; turns: number; totalReward: number; done: boolean; promptTokens: number; actions: "demonstrator" | "legal" | "probes" }[];
+  /**
+   * The dry run's episodes; `promptTokens` is the first prompt's length in the chat template (byte tokens);
+   * `difficulty`, the level played, for an environment that declares levels.
+   */
+  episodes: {
+    seed: number;
+    turns: number;
+    totalReward: number;
+    done: boolean;
+    promptTokens: number;
+    actions: "demonstrator" | "legal" | "probes";
+    difficulty?: number;
+  }[];
   /** What the code wrote with console.* during the dry run. */
   logs: string[];
 };
@@ -138,14 +149,19 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     const rng = new Rng(12345);
     const maxSteps = Math.min(options.maxSteps ?? 20, pool.limits.maxStepsPerEpisode);
     let validSteps = 0;
-    let longestPrompt: { tokens: number; seed: number } | null = null;
+    let longestPrompt: { tokens: number; seed: number; difficulty?: number } | null = null;
+    // An environment with levels plays its hardest in the first episode (the demonstrator's, and usually the
+    // longest prompt), its easiest in the second, and its evaluation level in the rest.
+    const levels = environment.difficulty;
+    const levelOf = (index: number) => (levels ? ([levels.max, levels.min][index] ?? levels.evaluation ?? levels.max) : undefined);
     let longestAction: { text: string; bytes: number } | null = null;
     for (const [index, seed] of seeds.entries()) {
       const sample = samples?.length ? samples[index % samples.length] : undefined;
       const session = pool.session(index);
-      const observation = session.reset(seed, sample);
+      const difficulty = levelOf(index);
+      const observation = session.reset(seed, sample, difficulty);
       const promptTokens = chatTokens(session.systemPrompt, observation);
-      if (!longestPrompt || promptTokens > longestPrompt.tokens) longestPrompt = { tokens: promptTokens, seed };
+      if (!longestPrompt || promptTokens > longestPrompt.tokens) longestPrompt = { tokens: promptTokens, seed, difficulty };
       // Actions that parse, so that step() runs on real actions: the demonstrator's in the first episode, legal
       // ones in the next; the last episode (of three or more) probes parseAction with generic guesses.
       const probing = options.actions?.length ? false : count > 2 && index === count - 1;
@@ -178,7 +194,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
         done = step.done;
       }
       if (done) session.score();
-      episodes.push({ seed, turns, totalReward, done, promptTokens, actions: kind });
+      episodes.push({ seed, turns, totalReward, done, promptTokens, actions: kind, ...(difficulty === undefined ? {} : { difficulty }) });
     }
     if (played > 0 && validSteps === 0) {
       diagnostics.push({
@@ -226,7 +242,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       diagnostics.push({
         severity: "error",
         message:
-          `the first prompt of episode seed ${longestPrompt.seed} is ${longestPrompt.tokens} tokens, and the agent writes up to ${context.maxTokens} ` +
+          `the first prompt of episode seed ${longestPrompt.seed}${longestPrompt.difficulty === undefined ? "" : ` (difficulty ${longestPrompt.difficulty})`} is ${longestPrompt.tokens} tokens, and the agent writes up to ${context.maxTokens} ` +
           `(agent.sampling.maxTokens): ${longestPrompt.tokens + context.maxTokens} in all, but base '${context.base}' holds ${context.contextLength} tokens. ` +
           "Shorten the system prompt or the observation, lower maxTokens, or pick a base with a longer context",
         file: compiled.compiled.entry,

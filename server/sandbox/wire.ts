@@ -5,7 +5,7 @@
  * answer, because user code shares the guest's realm and could tamper with it.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { DatasetRow, Json } from "@/lib/sdk/environment";
+import type { DatasetRow, Difficulty, Json } from "@/lib/sdk/environment";
 
 /**
  * One op, as a tuple: the guest parses a crossing's ops in one JSON.parse, and QuickJS parses a short array in
@@ -14,7 +14,7 @@ import type { DatasetRow, Json } from "@/lib/sdk/environment";
 export type GuestOp =
   | [op: "configure", maxObservationChars: number]
   | [op: "describe"]
-  | [op: "reset", slot: number, seed: number, sample: DatasetRow | null]
+  | [op: "reset", slot: number, seed: number, sample: DatasetRow | null, difficulty?: number | null]
   | [op: "step", slot: number, action: string]
   | [op: "render" | "summary" | "score" | "demonstrate", slot: number]
   | [op: "logs"];
@@ -30,7 +30,7 @@ export function slotOf(op: GuestOp): number | null {
  */
 export type GuestRequest =
   | [kind: "step", slots: number[], actions: string[]]
-  | [kind: "reset", slots: number[], seeds: number[], samples: (DatasetRow | null)[] | 0]
+  | [kind: "reset", slots: number[], seeds: number[], samples: (DatasetRow | null)[] | 0, difficulties?: (number | null)[]]
   | [kind: "ops", ops: GuestOp[]];
 
 /** The JSON text of a crossing's request (see GuestRequest). */
@@ -40,7 +40,10 @@ export function encodeRequest(ops: GuestOp[]): string {
     if (kind === "step") return JSON.stringify(["step", ops.map((op) => op[1]), ops.map((op) => op[2])]);
     const resets = ops as Extract<GuestOp, [op: "reset", ...unknown[]]>[];
     const samples = resets.some((op) => op[3] !== null) ? resets.map((op) => op[3]) : 0;
-    return JSON.stringify(["reset", resets.map((op) => op[1]), resets.map((op) => op[2]), samples]);
+    const columns: unknown[] = ["reset", resets.map((op) => op[1]), resets.map((op) => op[2]), samples];
+    // The levels of an environment that declares difficulty; none at all crosses for one that does not.
+    if (resets.some((op) => op[4] !== undefined && op[4] !== null)) columns.push(resets.map((op) => op[4] ?? null));
+    return JSON.stringify(columns);
   }
   return JSON.stringify(["ops", ops]);
 }
@@ -166,6 +169,8 @@ export type EnvironmentDescription = {
   hasRender: boolean;
   /** Whether the definition has a demonstrator (`demonstrate(state)`). */
   hasDemonstrator: boolean;
+  /** The declared levels of difficulty (what the RL trainer's curriculum moves through), or null: none. */
+  difficulty: Difficulty | null;
   /**
    * The legal actions: one constraint for every turn, "state" when each reset's and unfinished step's record
    * carries its own (after the render), or null when the environment declares none.

@@ -95,8 +95,9 @@ export async function prepareJob(options: JobOptions) {
   let pool: SandboxedEnvironmentPool | undefined;
   if (custom) {
     pool = await SandboxedEnvironmentPool.create({ files: spec.run.files, entry: "environment.ts" });
-    const { name, data, scoreName } = pool.environment;
-    environment = { name, data, scoreName: scoreName ?? undefined };
+    const { name, data, scoreName, difficulty } = pool.environment;
+    // The declared levels, so that trainRl keeps a curriculum (lib/rl/curriculum.ts) for the sandboxed environment too.
+    environment = { name, data, scoreName: scoreName ?? undefined, difficulty: difficulty ?? undefined };
     // One crossing into the sandbox per round of a lane, not per step; the sandbox's thread steps one part of the
     // batch while the policy samples another (laneShape), and resets the next step's episodes (trainRl passes
     // them as `next`) while this step's first lane samples.

@@ -90,6 +90,7 @@ let slots: number[] = [];
 let actions: string[] = [];
 let seeds: number[] = [];
 let samples: (DatasetRow | null)[] | 0 = 0;
+let difficulties: (number | null)[] | 0 = 0;
 let cursor = 0;
 /**
  * The batch's records so far (see GuestResponse), serialized in one JSON.stringify call when the thread takes
@@ -117,11 +118,19 @@ export function install(userModule: Record<string, unknown>): void {
     scoreName: typeof definition.scoreName === "string" ? definition.scoreName : null,
     hasRender: typeof definition.render === "function",
     hasDemonstrator: typeof definition.demonstrate === "function",
+    difficulty: copyDifficulty(definition.difficulty),
     actions: typeof definition.actions === "function" ? "state" : definition.actions === undefined ? null : legalActionsOf(definition, undefined),
     exportName,
   };
   actionsByState = description.actions === "state";
   register(begin, next, take);
+}
+
+/** The declared levels as plain numbers (defineEnvironment has checked them), or null. */
+function copyDifficulty(declared: AnyDefinition["difficulty"]): EnvironmentDescription["difficulty"] {
+  if (!declared) return null;
+  const { min, max, start, evaluation } = declared;
+  return { min, max, ...(start === undefined ? {} : { start }), ...(evaluation === undefined ? {} : { evaluation }) };
 }
 
 /** Takes a crossing's ops (the host's JSON text, parsed once for the whole batch). */
@@ -135,6 +144,7 @@ function begin(text: string): void {
     slots = request[1];
     seeds = request[2];
     samples = request[3];
+    difficulties = request[4] ?? 0;
   } else ops = request[1];
   cursor = 0;
   records = [];
@@ -151,7 +161,7 @@ function next(): number {
   try {
     pendingViolation = null;
     if (kind === "step") step(slots[i]!, actions[i]!);
-    else if (kind === "reset") reset(slots[i]!, seeds[i]!, samples === 0 ? null : samples[i]!);
+    else if (kind === "reset") reset(slots[i]!, seeds[i]!, samples === 0 ? null : samples[i]!, difficulties === 0 ? null : difficulties[i]!);
     else answer(ops[i]!);
     if (pendingViolation) throw pendingViolation;
   } catch (error) {
@@ -170,9 +180,9 @@ function take(): string {
 }
 
 /** A reset's record (GuestResetWire). */
-function reset(slot: number, seed: number, sample: DatasetRow | null): void {
+function reset(slot: number, seed: number, sample: DatasetRow | null, difficulty: number | null): void {
   const session = (sessions[slot] ??= new EnvironmentSession(definition!));
-  const observation = checkSize("observation", session.reset(seed, sample ?? undefined));
+  const observation = checkSize("observation", session.reset(seed, sample ?? undefined, difficulty ?? undefined));
   const render = checkSize("render", session.render() ?? null);
   const systemPrompt = checkSize("systemPrompt", session.systemPrompt);
   const samePrompt = systemPrompt === lastSystemPrompt;
@@ -246,7 +256,7 @@ function answer(op: GuestOp): void {
       return;
     }
     case "reset":
-      return reset(op[1], op[2], op[3]);
+      return reset(op[1], op[2], op[3], op[4] ?? null);
     case "step":
       return step(op[1], op[2]);
     case "render": {
