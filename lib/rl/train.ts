@@ -13,6 +13,7 @@ import type { RlAlgorithm } from "./algorithm";
 import { checkpointSchedule } from "./checkpoint-schedule";
 import { Curriculum, curriculumLevels } from "./curriculum";
 import { evaluateAndReport } from "./evaluate";
+import { Exploration } from "./exploration";
 import { grpo, grpoPerTurn } from "./grpo";
 import { RunHealth, type HealthWarning } from "./health";
 import { ppo } from "./ppo";
@@ -119,6 +120,9 @@ export async function trainRl(options: {
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
   const rows = split?.train ?? null;
   const health = new RunHealth({ contextLength: policy.contextLength, maxTokens: sampling.maxTokens });
+  /** The sampling temperature rises while steps find no signal (`algorithm.exploreTemperature`; ./exploration.ts). */
+  const exploration = new Exploration(sampling.temperature, config.algorithm.exploreTemperature, memory);
+  const samplingNow = () => (exploration.enabled ? { ...sampling, temperature: exploration.temperature } : sampling);
 
   /**
    * An environment that declares levels trains on a curriculum (./curriculum.ts), kept in `memory` so that a
@@ -191,7 +195,7 @@ export async function trainRl(options: {
    */
   const overlap = policy.primitives.overlapsCalls === true;
   /** The next step's rollouts when started ahead, and when the step before them ended (its time starts there). */
-  let ahead: { rollouts: Promise<Trajectory[][]>; since: number } | null = null;
+  let ahead: { rollouts: Promise<Trajectory[][]>; since: number; sampling: typeof sampling } | null = null;
 
   if (step === 0) await runEvaluation(step < steps ? specsOf(step) : undefined);
   while (step < steps) {
@@ -200,6 +204,9 @@ export async function trainRl(options: {
     const learningRate = learningRateAt(config.algorithm, step - offset);
     const current = step;
     let next: Promise<Trajectory[][]> | undefined;
+    // Rollouts started ahead sampled at the temperature of their time; the update is taken at the one they used.
+    const stepSampling = ahead?.sampling ?? samplingNow();
+    const nextSampling = samplingNow();
     const startsNext = overlap && current + 1 < steps && !evaluatesAfter(current + 1) && !checkpoints.dueByStep(current + 1);
     /** The step's level: its prompts', and its extra rounds' (drawn before it settles). */
     const level = levelNow();
@@ -217,7 +224,7 @@ export async function trainRl(options: {
       specs: specsOf(current),
       ...playedAfter(current),
       config: { ...config.algorithm, learningRate },
-      sampling,
+      sampling: stepSampling,
       memory,
       playEpisodes: trainingPlayer,
       moreSpecs: (round) => trainingSpecs(config, current - offset, rows, round, level),
@@ -234,7 +241,7 @@ export async function trainRl(options: {
                 specs: specsOf(current + 1),
                 ...playedAfter(current + 1),
                 groupSize,
-                sampling,
+                sampling: nextSampling,
                 playEpisodes: trainingPlayer,
               });
               // Awaited by the next step; a loop that stops first leaves them, and their failure, unheard.
@@ -246,13 +253,15 @@ export async function trainRl(options: {
     specsByStep.delete(current);
     step += 1;
     const finished = performance.now();
-    ahead = next ? { rollouts: next, since: finished } : null;
+    ahead = next ? { rollouts: next, since: finished, sampling: nextSampling } : null;
+    exploration.observe(output.metrics["train/signal_groups"] ?? 1);
     const seconds = (finished - started) / 1000;
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
     await hooks.onMetrics?.(step, {
       ...output.metrics,
       "train/lr": learningRate,
       ...(level ? { "train/difficulty": level.level } : {}),
+      ...(exploration.enabled ? { "train/temperature": stepSampling.temperature } : {}),
       "perf/step_seconds": seconds,
       "perf/sampled_tokens_per_s": sampled / seconds,
       "perf/tokens_per_s": (sampled + (output.metrics["train/tokens"] ?? 0)) / seconds,

@@ -49,6 +49,11 @@ export const algorithmSchema = z.object({
     .describe(
       "dynamic sampling (GRPO, RLOO): groups whose episodes all earned the same reward teach nothing, so up to this many extra rounds of fresh prompts are played per step until groupsPerStep groups differ; the step trains on those (0 = off)",
     ),
+  exploreTemperature: ranged(0, 5)
+    .default(0)
+    .describe(
+      "exploration: while steps find no group whose rewards differ, the sampling temperature rises step by step up to this, and settles back once most groups differ (0, or not above agent.sampling.temperature = off)",
+    ),
   normalizeAdvantages: z.boolean().default(true).describe("divide group advantages by the group's standard deviation (GRPO)"),
 });
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;

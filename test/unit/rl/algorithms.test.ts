@@ -156,6 +156,57 @@ describe("RL algorithms on a tiny model", () => {
     expect(rounds.at(-1)!).toBe(1);
   });
 
+  it("exploration samples hotter while no group carries a signal, and each update uses the temperature its step sampled at", async () => {
+    const neverRewarded = defineEnvironment<null, string>({ ...digitOnce, name: "never", step: (state) => ({ state, reward: 0, done: true }) });
+    /** Records each call's temperature, in the order made; with `overlapsCalls`, the loop starts rollouts ahead. */
+    class Recording implements TrainingPrimitives {
+      readonly calls: { name: string; temperature: number | undefined }[] = [];
+      constructor(
+        private readonly inner: TrainingPrimitives,
+        readonly overlapsCalls: boolean,
+      ) {}
+      forward: TrainingPrimitives["forward"] = (...args) => this.inner.forward(...args);
+      forwardBackward: TrainingPrimitives["forwardBackward"] = (batch, loss, config) => {
+        this.calls.push({ name: "forwardBackward", temperature: config?.temperature });
+        return this.inner.forwardBackward(batch, loss, config);
+      };
+      optimStep: TrainingPrimitives["optimStep"] = (...args) => {
+        this.calls.push({ name: "optimStep", temperature: undefined });
+        return this.inner.optimStep(...args);
+      };
+      sample: TrainingPrimitives["sample"] = (prompts, n, params) => {
+        this.calls.push({ name: "sample", temperature: params?.temperature });
+        return this.inner.sample(prompts, n, params);
+      };
+    }
+    for (const overlapsCalls of [false, true]) {
+      let recording: Recording | undefined;
+      const { metrics } = await runAlgorithm(
+        "grpo",
+        singleTurn(),
+        neverRewarded,
+        { steps: 7, groupSize: 4, groupsPerStep: 2, exploreTemperature: 2 },
+        (policy) => {
+          recording = new Recording(policy.primitives, overlapsCalls);
+          return { ...policy, primitives: recording };
+        },
+      );
+      const temperatures = metrics.filter((m) => "train/temperature" in m).map((m) => m["train/temperature"]!);
+      // Two steps without a signal, then +0.25 a step up to 2; rollouts started ahead (while the update before is
+      // out) sample at the temperature of their time, a step behind.
+      expect(temperatures).toEqual(overlapsCalls ? [1, 1, 1, 1.25, 1.5, 1.75, 2] : [1, 1, 1.25, 1.5, 1.75, 2, 2]);
+      // The calls of step i, up to its optimizer step: its samples and its update at the step's temperature.
+      const steps: { name: string; temperature: number | undefined }[][] = [[]];
+      for (const call of recording!.calls) {
+        steps.at(-1)!.push(call);
+        if (call.name === "optimStep") steps.push([]);
+      }
+      const used = steps.slice(0, 7).map((calls) => [...new Set(calls.filter((c) => c.name !== "optimStep").map((c) => c.temperature))]);
+      // Evaluation samples greedily (0) before the first step; the rest are each step's own temperature.
+      expect(used.map((ts) => ts.filter((t) => t !== 0))).toEqual(temperatures.map((t) => [t]));
+    }
+  });
+
   it("ppo (GAE, value head) raises the reward, and its value head learns to expect it", async () => {
     const { metrics, first, last } = await runAlgorithm("ppo", multiTurn(), digitThrice);
     expect(last).toBeGreaterThan(first + 0.2);
