@@ -49,6 +49,11 @@ export function hasSignal(group: Trajectory[]): boolean {
   return group.some((trajectory) => trajectory.totalReward !== group[0]!.totalReward);
 }
 
+/** Whether a group is a prompt already mastered: no signal, and every episode scored full marks (1 by convention). */
+function mastered(group: Trajectory[]): boolean {
+  return !hasSignal(group) && group.every((trajectory) => trajectory.score >= 1);
+}
+
 /** The step's rollouts to train on, and the metrics of every episode played for them. */
 export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, number> };
 
@@ -63,7 +68,7 @@ export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, num
  * signal. When no group has one, it trains on
  * the first round's (a zero-advantage step, which run health reports). The reward metrics count every episode
  * played, so the curve shows the policy, not the filter; `train/signal_groups` is the share of groups played that
- * carried a signal, `train/sampling_rounds` the rounds played.
+ * carried a signal, `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
  */
 export async function stepRollouts(ctx: StepContext, options: { groupRelative: boolean }): Promise<StepRollouts> {
   const first = await (ctx.rollouts ?? collectGroups({ ...ctx, groupSize: ctx.config.groupSize }));
@@ -72,7 +77,6 @@ export async function stepRollouts(ctx: StepContext, options: { groupRelative: b
   let kept = first.filter(hasSignal);
   // A group every episode of which scored full marks (the environment's score, 1 by convention) is a prompt already
   // mastered: it fills its place, so that a policy that has learned its task plays no extra rounds.
-  const mastered = (group: Trajectory[]) => !hasSignal(group) && group.every((trajectory) => trajectory.score >= 1);
   let filled = kept.length + first.filter(mastered).length;
   let round = 0;
   while (round < rounds && filled < ctx.config.groupsPerStep && ctx.moreSpecs) {
@@ -87,6 +91,7 @@ export async function stepRollouts(ctx: StepContext, options: { groupRelative: b
   const groups = rounds === 0 ? first : kept.length > 0 ? kept : first;
   const metrics = rolloutMetrics(played, ctx.environment.scoreName);
   metrics["train/signal_groups"] = played.filter(hasSignal).length / Math.max(played.length, 1);
+  metrics["train/mastered_groups"] = played.filter(mastered).length / Math.max(played.length, 1);
   if (rounds > 0) metrics["train/sampling_rounds"] = round + 1;
   return { groups, metrics };
 }

@@ -4,9 +4,9 @@
  * signal. A policy that never samples a rewarded answer at its temperature may at a higher one; the update is
  * taken at the temperature the step sampled at, so the loss compares like with like.
  *
- * The rule: after `PATIENCE` steps in a row without a signal, +`RAISE` a step (up to `algorithm.exploreTemperature`);
- * while at least half the groups carry one, −`SETTLE` a step (down to the configured temperature); in between, it
- * holds. Raising fast and settling slowly keeps a signal once found: dropping at once went back to where none was.
+ * The rule: after `PATIENCE` steps in a row without a signal (and not every group mastered), +`RAISE` a step (up to
+ * `algorithm.exploreTemperature`); while at least half the groups carry one, or all are mastered, −`SETTLE` a step
+ * (down to the configured temperature); in between, it holds. Raising fast and settling slowly keeps a signal once found: dropping at once went back to where none was.
  */
 
 /** Steps without a signal before the temperature rises (one step of bad luck is no reason to explore). */
@@ -38,13 +38,18 @@ export class Exploration {
     return this.enabled ? (this.memory[KEYS.temperature] ?? this.base) : this.base;
   }
 
-  /** After a step: `signalShare` is the share of its groups whose rewards differed (`train/signal_groups`). */
-  observe(signalShare: number): void {
+  /**
+   * After a step: `signalShare` is the share of its groups whose rewards differed (`train/signal_groups`),
+   * `masteredShare` the share whose episodes all scored full marks (`train/mastered_groups`). A step whose groups
+   * are all mastered is a solved task, not a search that found nothing: it settles rather than explores.
+   */
+  observe(signalShare: number, masteredShare = 0): void {
     if (!this.enabled) return;
-    const streak = signalShare > 0 ? 0 : (this.memory[KEYS.streak] ?? 0) + 1;
+    const stuck = signalShare === 0 && masteredShare < 1;
+    const streak = stuck ? (this.memory[KEYS.streak] ?? 0) + 1 : 0;
     let temperature = this.temperature;
     if (streak >= PATIENCE) temperature = Math.min(this.max, temperature + RAISE);
-    else if (signalShare >= 0.5) temperature = Math.max(this.base, temperature - SETTLE);
+    else if (signalShare >= 0.5 || masteredShare === 1) temperature = Math.max(this.base, temperature - SETTLE);
     this.memory[KEYS.streak] = streak;
     // Rounded so that a long run's sums of steps land on the same values on every machine.
     this.memory[KEYS.temperature] = Math.round(temperature * 1e6) / 1e6;

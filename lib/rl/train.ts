@@ -254,7 +254,7 @@ export async function trainRl(options: {
     step += 1;
     const finished = performance.now();
     ahead = next ? { rollouts: next, since: finished, sampling: nextSampling } : null;
-    exploration.observe(output.metrics["train/signal_groups"] ?? 1);
+    exploration.observe(output.metrics["train/signal_groups"] ?? 1, output.metrics["train/mastered_groups"] ?? 0);
     const seconds = (finished - started) / 1000;
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
     await hooks.onMetrics?.(step, {

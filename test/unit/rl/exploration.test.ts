@@ -35,6 +35,22 @@ describe("Exploration", () => {
     expect(first.temperature).toBe(2);
   });
 
+  it("settles rather than explores when every group is mastered (a solved task), and holds while some are not", () => {
+    const exploration = new Exploration(1, 2, { "exploration/temperature": 1.5, "exploration/streak": 0 });
+    const temperatures: number[] = [];
+    for (const [signal, mastered] of [
+      [0, 1],
+      [0, 1],
+      [0, 1],
+      [0, 0.5],
+      [0, 0.5],
+    ] as const) {
+      exploration.observe(signal, mastered);
+      temperatures.push(exploration.temperature);
+    }
+    expect(temperatures).toEqual([1.45, 1.4, 1.35, 1.35, 1.6]);
+  });
+
   it("is off when its most is not above the configured temperature", () => {
     const exploration = new Exploration(1, 0, {});
     for (let step = 0; step < 5; step++) exploration.observe(0);
