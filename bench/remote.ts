@@ -30,6 +30,8 @@ const option = (name: string, fallback: number) => (process.argv.includes(name) 
 const steps = option("--steps", 4);
 const rounds = option("--rounds", 3);
 const calls = option("--calls", 200);
+/** --cpu-prof DIR: the server's processes (web server, worker, job host) write V8 CPU profiles there when they exit. */
+const cpuProfDir = process.argv.includes("--cpu-prof") ? path.resolve(process.argv[process.argv.indexOf("--cpu-prof") + 1]!) : null;
 
 const useCase = useCases.arithmetic!;
 const template = useCase.template;
@@ -79,7 +81,11 @@ async function stepTimes(primitives: TrainingPrimitives, tokenizer: Tokenizer, c
 
 buildIfStale(ROOT);
 const backend = await initBackend();
-const server = await startServer({ ARTIFACTS_DIR: tempDir("bench-remote"), TINKERLAB_EXAMPLES: "off" });
+const server = await startServer({
+  ARTIFACTS_DIR: tempDir("bench-remote"),
+  TINKERLAB_EXAMPLES: "off",
+  ...(cpuProfDir ? { NODE_OPTIONS: `--require ${path.join(ROOT, "bench/lib/cpu-prof-preload.cjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {}),
+});
 try {
   const local = createClient({ url: server.url });
   const [project] = await local.api.projects.list.query();

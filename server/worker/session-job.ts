@@ -19,6 +19,8 @@ import { type JobOptions, type JobOutcome, newTrainingClient } from "./job";
 
 /** The longest one wait for a call: stop requests and the lease are looked at in between. */
 const TAKE_WAIT_MS = 1_000;
+/** How often a busy session sends its optimizer steps' metrics (an idle one sends them at once). */
+const METRICS_EVERY_MS = 1_000;
 /** The most calls taken at once (those a client sent together): run back to back, answered together. */
 const TAKE_MAX = MAX_CALLS_PER_REQUEST;
 
@@ -39,12 +41,18 @@ export async function runSessionJob(options: JobOptions): Promise<JobOutcome> {
   // wait for its metrics to be stored; a checkpoint and the session's end wait for them.
   const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
   const log = (level: "info" | "warn" | "error", message: string) => reports.push({ workerId, jobId, logs: [{ level, message }] });
-  // An optimizer step's metrics wait until the worker has its next calls in hand and go as it starts them, so that
+  // Optimizer steps' metrics wait until the worker has its next calls in hand and go as it starts them, so that
   // the server stores them while the worker computes. Sent with the step's answer, they reached the server as its
-  // client's next calls did and held them up (the database is one connection).
+  // client's next calls did and held them up (the database is one connection). A busy session sends them at most
+  // every METRICS_EVERY_MS, several steps' in one report: storing a report costs the server about as much CPU as
+  // a call's round trip, taken from the worker's computing on a small machine. An idle session, a checkpoint and
+  // the session's end send them at once.
   const stepMetrics: ReportInput[] = [];
+  let metricsSentAt = 0;
   const releaseMetrics = async (computing: boolean) => {
     if (stepMetrics.length === 0) return;
+    if (computing && Date.now() - metricsSentAt < METRICS_EVERY_MS) return;
+    metricsSentAt = Date.now();
     for (const report of stepMetrics.splice(0)) reports.push(report);
     // Two turns of the event loop (the queue's start, then the request's write) before the calls hold it.
     if (computing) for (let turn = 0; turn < 2; turn++) await new Promise<void>((resolve) => setImmediate(resolve));

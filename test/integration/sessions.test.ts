@@ -5,9 +5,9 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { checkpoints, jobs, sessionCalls } from "@/server/db";
+import { checkpoints, jobs, metricPoints, sessionCalls } from "@/server/db";
 import { resolveBase, schedulerTick, type SessionMethod } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
@@ -191,6 +191,45 @@ describe("a remote training session", () => {
     expect(next.result).toEqual(await reference.optimStep({ lr: 0.05 }));
     expect(next.result).toMatchObject({ step: 2 });
     expect(await working).toMatchObject({ outcome: "completed", reason: expect.stringMatching(/without a call \(its lease\)/) });
+  }, 60_000);
+
+  it("stores every optimizer step's metrics once when a busy session sends several steps' in one report", async () => {
+    const { handle, artifactsDir } = bed;
+    const { caller, sessionId, spec, channel, workerId, reference } = await placedSession(13, 2);
+    const working = runJob({ channel, workerId, spec, artifactsDir, stopRequested: () => null });
+    // Four steps back to back, well within a second: the first step's metrics go at once, the rest together later.
+    const calls = [1, 2, 3, 4].flatMap((n) => [
+      { callId: `fb${n}-${sessionId}`, method: "forwardBackward" as const, argsJson: JSON.stringify({ batch, loss: "cross_entropy" }) },
+      { callId: `step${n}-${sessionId}`, method: "optimStep" as const, argsJson: JSON.stringify({ params: { lr: 0.05 } }) },
+    ]);
+    for (const call of calls) {
+      const { answers } = await caller.sessions.invokeMany({ sessionId, calls: [call], waitMs: 20_000 });
+      expect(answers[0]!.state).toBe("done");
+    }
+    const expected: { step: number; name: string; value: number }[] = [];
+    for (let n = 1; n <= 4; n++) {
+      const { loss } = await reference.forwardBackward(batch, "cross_entropy");
+      const { gradNorm, step } = await reference.optimStep({ lr: 0.05 });
+      expected.push({ step, name: "grad_norm", value: gradNorm }, { step, name: "loss", value: loss });
+    }
+    expect(await working).toMatchObject({ outcome: "completed" });
+    const points = await handle.db
+      .select({ step: metricPoints.step, name: metricPoints.name, value: metricPoints.value })
+      .from(metricPoints)
+      .where(eq(metricPoints.runId, sessionId));
+    const sorted = (list: typeof expected) => [...list].sort((a, b) => a.step - b.step || a.name.localeCompare(b.name));
+    expect(sorted(points).map((p) => ({ ...p, value: Number(p.value.toPrecision(5)) }))).toEqual(
+      sorted(expected).map((p) => ({ ...p, value: Number(p.value.toPrecision(5)) })),
+    );
+    // Arguments and results are stored out of line without compression (drizzle/0009): compressing them cost the
+    // embedded database several ms on each training step's critical path.
+    const storage = await handle.db.execute(
+      sql`select attname, attstorage from pg_attribute where attrelid = 'session_calls'::regclass and attname in ('args', 'result') order by attname`,
+    );
+    expect((storage as unknown as { rows: unknown[] }).rows).toEqual([
+      { attname: "args", attstorage: "e" },
+      { attname: "result", attstorage: "e" },
+    ]);
   }, 60_000);
 
   it("submits a request that names the call it follows behind that call, whichever reaches the server first", async () => {
