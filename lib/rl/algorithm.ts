@@ -61,14 +61,13 @@ export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, num
  * The step's rollouts: those the loop started ahead, else played now, `groupSize` episodes per spec.
  *
  * For a group-relative estimator (GRPO, RLOO) a group whose episodes all earned the same reward teaches nothing:
- * its advantages are zero. With `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) such groups are set
- * aside and fresh prompts (`moreSpecs`) are played, as many as groups are missing, until `groupsPerStep` groups carry
- * a signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
- * mastered, and a policy that has learned its task plays no extra rounds); the step trains on the groups with a
- * signal. When no group has one, it trains on
- * the first round's (a zero-advantage step, which run health reports). The reward metrics count every episode
- * played, so the curve shows the policy, not the filter; `train/signal_groups` is the share of groups played that
- * carried a signal, `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
+ * its advantages are zero. With `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) fresh prompts
+ * (`moreSpecs`) are played for such groups, as many as groups are missing, until `groupsPerStep` groups carry a
+ * signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
+ * mastered, and a policy that has learned its task plays no extra rounds). The step trains on the first round's
+ * groups and the extra rounds' groups with a signal. The reward metrics count every episode played, so the curve
+ * shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
+ * `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
  */
 export async function stepRollouts(ctx: StepContext, options: { groupRelative: boolean }): Promise<StepRollouts> {
   const first = await (ctx.rollouts ?? collectGroups({ ...ctx, groupSize: ctx.config.groupSize }));
@@ -88,7 +87,10 @@ export async function stepRollouts(ctx: StepContext, options: { groupRelative: b
     kept = [...kept, ...more.filter(hasSignal)];
     filled += more.filter((group) => hasSignal(group) || mastered(group)).length;
   }
-  const groups = rounds === 0 ? first : kept.length > 0 ? kept : first;
+  // The first round's groups, then the extra rounds' groups with a signal. Training on the groups with a signal
+  // alone (DAPO's filter) made each update larger as fewer groups differed: a solved task's few slips then moved
+  // the policy (string-transform after SFT: 1.00 -> 0.95), where the first round's groups keep the step's scale.
+  const groups = [...first, ...kept.filter((group) => !first.includes(group))];
   const metrics = rolloutMetrics(played, ctx.environment.scoreName);
   metrics["train/signal_groups"] = played.filter(hasSignal).length / Math.max(played.length, 1);
   metrics["train/mastered_groups"] = played.filter(mastered).length / Math.max(played.length, 1);
