@@ -64,8 +64,8 @@ export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, num
  * its advantages are zero. With `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) fresh prompts
  * (`moreSpecs`) are played for such groups, as many as groups are missing, until `groupsPerStep` groups carry a
  * signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
- * mastered, and a policy that has learned its task plays no extra rounds). The step trains on the first round's
- * groups and the extra rounds' groups with a signal. The reward metrics count every episode played, so the curve
+ * mastered, and a policy that has learned its task plays no extra rounds). The step trains on the groups with a
+ * signal (on the first round's when none has one: a zero-advantage step, which run health reports). The reward metrics count every episode played, so the curve
  * shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
  * `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
  */
@@ -87,10 +87,11 @@ export async function stepRollouts(ctx: StepContext, options: { groupRelative: b
     kept = [...kept, ...more.filter(hasSignal)];
     filled += more.filter((group) => hasSignal(group) || mastered(group)).length;
   }
-  // The first round's groups, then the extra rounds' groups with a signal. Training on the groups with a signal
-  // alone (DAPO's filter) made each update larger as fewer groups differed: a solved task's few slips then moved
-  // the policy (string-transform after SFT: 1.00 -> 0.95), where the first round's groups keep the step's scale.
-  const groups = [...first, ...kept.filter((group) => !first.includes(group))];
+  // The groups with a signal alone (DAPO's filter): trained beside the first round's alike groups, the few that
+  // differ weighed less against the KL penalty, and a policy that had imitated a blind spot kept it (string-transform
+  // after an imperfect demonstrator: 0.74 -> 0.77 instead of 0.94). The cost: a solved task's few slips weigh more
+  // (string-transform after a perfect one ended at 0.95 instead of 1.00).
+  const groups = rounds === 0 || kept.length === 0 ? first : kept;
   const metrics = rolloutMetrics(played, ctx.environment.scoreName);
   metrics["train/signal_groups"] = played.filter(hasSignal).length / Math.max(played.length, 1);
   metrics["train/mastered_groups"] = played.filter(mastered).length / Math.max(played.length, 1);

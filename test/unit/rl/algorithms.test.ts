@@ -110,7 +110,7 @@ describe("RL algorithms on a tiny model", () => {
     expect(bonus.last).toBeGreaterThan(bonus.first);
   });
 
-  it("dynamic sampling plays fresh prompts while groups' rewards are all alike, trains on those that differ too, and learns sooner", async () => {
+  it("dynamic sampling plays fresh prompts while groups' rewards are all alike, trains on those that differ, and learns sooner", async () => {
     // A reply starting with "7": about 1 in 256 replies of the random model, so most groups of 8 all score 0.
     const sevenOnce = defineEnvironment<null, string>({
       ...digitOnce,
@@ -144,9 +144,8 @@ describe("RL algorithms on a tiny model", () => {
     console.log("rounds", rounds.join(" "), "signal groups trained", plain.trained.map(signal).join(" "), "|", dynamic.trained.map(signal).join(" "));
     // While groups without a signal are common, steps play extra rounds and train on the groups that differ only.
     expect(rounds[0]!).toBeGreaterThan(1);
-    // A step trains on its first round's groups and the extra rounds' groups that differ.
-    for (const groups of dynamic.trained) expect(groups.length - 8).toBe(signal(groups) - signal(groups.slice(0, 8)));
-    expect(dynamic.trained.some((groups) => groups.length > 8)).toBe(true);
+    // A step trains on the groups that differ, when any does.
+    for (const groups of dynamic.trained) if (signal(groups) > 0) expect(signal(groups)).toBe(groups.length);
     expect(dynamic.trained.reduce((n, g) => n + signal(g), 0)).toBeGreaterThan(plain.trained.reduce((n, g) => n + signal(g), 0));
     expect(plain.metrics.every((m) => !("train/sampling_rounds" in m))).toBe(true);
     // The reward counts every episode played; it reaches one half sooner with the signal found.
