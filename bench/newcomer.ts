@@ -5,8 +5,9 @@
  * kind, from the generalist base, and its held-out score is read before and after training. Three modes, each a
  * run per environment:
  *   - starter: the starter's config as it is: its SFT steps on the environment's demonstrator, then RL;
- *   - rl-only: the same with no SFT and no KL penalty (sft.steps 0, algorithm.klCoef 0, as the starter and the
- *     editor say to run without a demonstrator): what RL learns from the reward alone;
+ *   - rl-only: the same with no SFT, no KL penalty and an entropy bonus (sft.steps 0, algorithm.klCoef 0,
+ *     algorithm.entropyCoef 0.01, as the starter and the editor say to run without a demonstrator): what RL
+ *     learns from the reward alone;
  *   - beyond: SFT on an imperfect demonstrator (good play with a systematic blind spot, written here as a
  *     replacement of the file's demonstrate line), then RL, against the demonstrator's own score (its mean score
  *     on the demonstration episodes, `sft/demonstrator_score`).
@@ -160,11 +161,13 @@ async function train(environment: (typeof environments)[number], mode: Mode, sou
   const config = starters[environment.kind].config(`newcomer-${environment.name}`) as Record<string, any>;
   if (args.steps) config.algorithm.steps = Number(args.steps);
   if (args["sft-steps"] !== undefined) (config.sft ??= {}).steps = Number(args["sft-steps"]);
-  // RL alone, as the starter says to run without a demonstrator: no SFT steps and no KL penalty, which would hold
-  // RL near the base (search: +0.19 with klCoef 0.1, +0.49 without).
+  // RL alone, as the starter, the editor and the worker say to run without a demonstrator: no SFT steps, no KL
+  // penalty (which held search near the base: 0.43 at 0.1) and an entropy bonus (without which take-away's policy
+  // settled on one move: 0.12) (docs/LEARNING.md, newcomer).
   if (mode === "rl-only") {
     (config.sft ??= {}).steps = 0;
     config.algorithm.klCoef = 0;
+    config.algorithm.entropyCoef = 0.01;
   }
   for (const assignment of args.set!) applySet(config, assignment);
   const sftSteps = Number(config.sft?.steps ?? 0);

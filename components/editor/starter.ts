@@ -210,8 +210,8 @@ const config =
     // policy unless the reward says otherwise. Groups whose episodes all earned the same reward are replaced by
     // fresh prompts for up to 3 more rounds a step (dynamic sampling): RL alone then finds the rare right answer.
     // While no group differs (an imitated blind spot), the sampling temperature rises towards 2. Without a
-    // demonstrator, set sft.steps and klCoef to 0: the penalty would hold RL near the base (docs/LEARNING.md:
-    // newcomer).
+    // demonstrator, set sft.steps and klCoef to 0 and entropyCoef to 0.01: explore rather than stay near the base
+    // (docs/LEARNING.md: newcomer).
     algorithm: { groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, klCoef: 0.1, resampleRounds: 3, exploreTemperature: 2, ...algorithm },
     sft: { steps: 40, data: "demonstrator", demonstrations: 400 },
     evaluation: { every: 20, episodes: 100 },

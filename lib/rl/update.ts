@@ -28,6 +28,14 @@ export async function policyUpdate(
     made?.();
     return { "train/sequences": 0 };
   }
+  // No advantage anywhere (every group's rewards alike) and no value target: the policy gradient is zero, and an
+  // update would be the regularizers' alone. An entropy bonus alone pushes the policy away from what it can do
+  // (string transformation from the base with entropy 0.01: the copy skill drifted away before a right answer was
+  // sampled, 0.00 after 60 steps), so such a step makes no update; run health still sees its zero gradient.
+  if (!batch.returns && batch.advantages?.every((row) => row.every((a) => a === 0))) {
+    made?.();
+    return { "train/grad_norm": 0, "train/sequences": batch.tokens.length, "train/tokens": 0, "train/skipped": 1 };
+  }
   const chunks = chunkBatch(batch, CHUNK_SEQUENCES);
   const epochs = Array.from({ length: config.epochs }, () => {
     const passes = chunks.map((chunk) =>

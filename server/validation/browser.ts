@@ -50,7 +50,7 @@ export function configIssues(config: unknown, { files, report, builtInEnvironmen
     if (report?.environment && !report.environment.hasDemonstrator && imitates(parsed.data) === "demonstrator") {
       add(
         "sft.data",
-        "the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and algorithm.klCoef to 0, so that RL learns from the reward alone, not held near the base), or imitate an uploaded dataset",
+        "the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and, to learn from the reward alone, algorithm.klCoef to 0 and algorithm.entropyCoef to 0.01: explore, not stay near the base), or imitate an uploaded dataset",
       );
     }
   } else if (builtInEnvironments && !builtInEnvironments.includes(environment)) {

@@ -234,7 +234,7 @@ async function sftConversations(
   }
   if (!pool!.environment.hasDemonstrator) {
     throw new Error(
-      "sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, set sft.steps to 0 (and algorithm.klCoef to 0, so that RL learns from the reward alone), or use an uploaded dataset",
+      "sft.data is 'demonstrator', but the environment defines no demonstrate(state): add one that returns a good action's text, set sft.steps to 0 (and, to learn from the reward alone, algorithm.klCoef to 0 and algorithm.entropyCoef to 0.01), or use an uploaded dataset",
     );
   }
   const rng = new Rng(config.seed);

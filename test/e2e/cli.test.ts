@@ -241,7 +241,7 @@ describe("the tinkerlab CLI", () => {
       (JSON.parse((await cli(["runs", "ls", "--json", "--limit", "200", "--url", server.url])).stdout) as { id: string }[]).map((r) => r.id);
     const before = await runIds();
     const editorsWords =
-      "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and algorithm.klCoef to 0, so that RL learns from the reward alone, not held near the base), or imitate an uploaded dataset";
+      "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and, to learn from the reward alone, algorithm.klCoef to 0 and algorithm.entropyCoef to 0.01: explore, not stay near the base), or imitate an uploaded dataset";
 
     const refused = await cli(["run", dir, "--url", server.url]);
     expect(refused.code, refused.stderr).toBe(3);

@@ -39,7 +39,7 @@ const withDemonstrator = game(`\n  demonstrate: (state) => String(state.left % 4
 
 const agent = { base: "generalist-base", sampling: { maxTokens: 4 } };
 const editorsWords =
-  "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and algorithm.klCoef to 0, so that RL learns from the reward alone, not held near the base), or imitate an uploaded dataset";
+  "sft.data: the run takes SFT steps on the environment's demonstrator, but environment.ts defines no demonstrate(state): add one, set sft.steps to 0 (and, to learn from the reward alone, algorithm.klCoef to 0 and algorithm.entropyCoef to 0.01: explore, not stay near the base), or imitate an uploaded dataset";
 
 async function experiment(name: string, files: Record<string, string>, config: Omit<ExperimentConfigInput, "name">) {
   const caller = callerFor(db.handle);

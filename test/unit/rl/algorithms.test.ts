@@ -158,8 +158,14 @@ describe("RL algorithms on a tiny model", () => {
   });
 
   it("exploration samples hotter while no group carries a signal, and each update uses the temperature its step sampled at", async () => {
-    const neverRewarded = defineEnvironment<null, string>({ ...digitOnce, name: "never", step: (state) => ({ state, reward: 0, done: true }) });
-    /** Records each call's temperature, in the order made; with `overlapsCalls`, the loop starts rollouts ahead. */
+    // A reply starting with "7": about 1 in 256 replies, so most steps find no group that differs.
+    const sevenOnce = defineEnvironment<null, string>({
+      ...digitOnce,
+      name: "say-seven",
+      step: (state, text) => ({ state, reward: text.startsWith("7") ? 1 : 0, done: true }),
+    });
+    const never = defineEnvironment<null, string>({ ...digitOnce, name: "never", step: (state) => ({ state, reward: 0, done: true }) });
+    /** Records each call's temperature in the order made, and each step's end; with `overlapsCalls`, rollouts start ahead. */
     class Recording implements TrainingPrimitives {
       readonly calls: { name: string; temperature: number | undefined }[] = [];
       constructor(
@@ -180,31 +186,38 @@ describe("RL algorithms on a tiny model", () => {
         return this.inner.sample(prompts, n, params);
       };
     }
-    for (const overlapsCalls of [false, true]) {
+    const run = async (environment: typeof digitOnce, overlapsCalls: boolean) => {
       let recording: Recording | undefined;
       const { metrics } = await runAlgorithm(
         "grpo",
         singleTurn(),
-        neverRewarded,
+        environment,
         { steps: 7, groupSize: 4, groupsPerStep: 2, exploreTemperature: 2 },
         (policy) => {
           recording = new Recording(policy.primitives, overlapsCalls);
           return { ...policy, primitives: recording };
         },
       );
-      const temperatures = metrics.filter((m) => "train/temperature" in m).map((m) => m["train/temperature"]!);
-      // Two steps without a signal, then +0.25 a step up to 2; rollouts started ahead (while the update before is
-      // out) sample at the temperature of their time, a step behind.
-      expect(temperatures).toEqual(overlapsCalls ? [1, 1, 1, 1.25, 1.5, 1.75, 2] : [1, 1, 1.25, 1.5, 1.75, 2, 2]);
-      // The calls of step i, up to its optimizer step: its samples and its update at the step's temperature.
-      const steps: { name: string; temperature: number | undefined }[][] = [[]];
-      for (const call of recording!.calls) {
-        steps.at(-1)!.push(call);
-        if (call.name === "optimStep") steps.push([]);
+      return { temperatures: metrics.filter((m) => "train/temperature" in m).map((m) => m["train/temperature"]!), calls: recording!.calls };
+    };
+    // Never rewarded: two steps without a signal, then +0.25 a step up to 2; no step updates. Rollouts started ahead
+    // (while the update before is out) sample at the temperature of their time, a step behind.
+    expect((await run(never, false)).temperatures).toEqual([1, 1, 1.25, 1.5, 1.75, 2, 2]);
+    const never0 = await run(never, false);
+    expect(never0.calls.filter((c) => c.name !== "sample")).toEqual([]);
+    for (const overlapsCalls of [false, true]) {
+      const { temperatures, calls } = await run(sevenOnce, overlapsCalls);
+      expect(Math.max(...temperatures)).toBeGreaterThan(1);
+      // Every update is taken at a temperature the loop reported for a step, and the samples just before it match.
+      const updates = calls.flatMap((call, i) => (call.name === "forwardBackward" ? [i] : []));
+      for (const i of updates) {
+        const before = calls
+          .slice(0, i)
+          .filter((c) => c.name === "sample" && c.temperature !== 0)
+          .at(-1)!;
+        expect(temperatures).toContain(calls[i]!.temperature);
+        if (!overlapsCalls) expect(calls[i]!.temperature).toBe(before.temperature);
       }
-      const used = steps.slice(0, 7).map((calls) => [...new Set(calls.filter((c) => c.name !== "optimStep").map((c) => c.temperature))]);
-      // Evaluation samples greedily (0) before the first step; the rest are each step's own temperature.
-      expect(used.map((ts) => ts.filter((t) => t !== 0))).toEqual(temperatures.map((t) => [t]));
     }
   });
 
@@ -287,8 +300,15 @@ describe("RL algorithms on a tiny model", () => {
       optimStep: TrainingPrimitives["optimStep"] = (...args) => this.travel("optimStep", () => this.inner.optimStep(...args));
       sample: TrainingPrimitives["sample"] = (...args) => this.travel("sample", () => this.inner.sample(...args));
     }
+    // Rewards that differ within nearly every group (a reply whose first byte is even), so that every step updates:
+    // a step whose groups are all alike makes no update, and no rollouts of the next would be made while one is out.
+    const evenByte = defineEnvironment<null, string>({
+      ...digitOnce,
+      name: "even-byte",
+      step: (state, text) => ({ state, reward: (text.charCodeAt(0) || 1) % 2 === 0 ? 1 : 0, done: true }),
+    });
     for (const [name, protocol, environment] of [
-      ["grpo", singleTurn(), digitOnce],
+      ["grpo", singleTurn(), evenByte],
       ["ppo", multiTurn(), digitThrice],
     ] as const) {
       const run = async (through?: (policy: PolicyModel) => PolicyModel) => {
