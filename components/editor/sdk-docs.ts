@@ -54,7 +54,7 @@ export const environmentFieldDocs = {
   difficulty: {
     kind: "property",
     detail: "{ min: number; max: number; start?: number; evaluation?: number }?",
-    doc: "Levels of difficulty (whole numbers): `reset` receives the episode's `difficulty`. RL training starts at `start` (default min) and moves up once a level is mastered, down when it fails; evaluation plays `evaluation` (default max). The run page charts train/difficulty.",
+    doc: "Levels of difficulty, whole numbers from `min` to `max` (see Difficulty): the RL trainer keeps drawing episodes at the level where the policy succeeds sometimes but not always, and `reset` receives the level. Training starts at `start` (default min); evaluation plays `evaluation` (default max). The run page charts train/difficulty.",
     snippet: "difficulty: { min: ${1}, max: ${10} },",
   },
   reset: {
