@@ -37,7 +37,8 @@ async function play(name: string, steps: number, base?: JobSpec["base"]) {
       config: {
         ...config,
         agent: { ...config.agent, training: { mode: "lora", rank: 4 } },
-        algorithm: { ...config.algorithm, learningRate: 3e-2, entropyCoef: 0.5 },
+        // Its rewards are all 0: the entropy bonus moves the policy, on updates a KL penalty keeps (lib/rl/update.ts).
+        algorithm: { ...config.algorithm, learningRate: 3e-2, entropyCoef: 0.5, klCoef: 0.01 },
       },
       seed: 1,
       files: {},
