@@ -60,7 +60,7 @@ export const environmentFieldDocs = {
   reset: {
     kind: "method",
     detail: "reset({ seed, rng, sample, difficulty }) → { state, observation }",
-    doc: "Starts an episode: the same seed (sample and difficulty) must always give the same first state and observation. Draw randomness from `rng`, never Math.random. `difficulty` is the episode's level when the environment declares `difficulty`.",
+    doc: "Starts an episode. `difficulty` is the episode's level when the environment declares `difficulty` (training picks it; evaluation and every other episode play `difficulty.evaluation ?? difficulty.max`), else undefined. The same seed (sample and difficulty) must always give the same first state and observation: draw randomness from `rng`, never Math.random.",
     snippet: 'reset({ rng }) {\n\treturn { state: ${}, observation: "" };\n},',
   },
   parseAction: {
