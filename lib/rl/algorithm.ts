@@ -65,8 +65,8 @@ export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, num
  * (`moreSpecs`) are played for such groups, as many as groups are missing, until `groupsPerStep` groups carry a
  * signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
  * mastered, and a policy that has learned its task plays no extra rounds). The step trains on the groups with a
- * signal (on the first round's when none has one: a zero-advantage step, which run health reports). The reward metrics count every episode played, so the curve
- * shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
+ * signal (on the first round's when none has one: a zero-advantage step, which run health reports). The reward
+ * metrics count every episode played, so the curve shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
  * `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
  */
 export async function stepRollouts(ctx: StepContext, options: { groupRelative: boolean }): Promise<StepRollouts> {
@@ -74,8 +74,7 @@ export async function stepRollouts(ctx: StepContext, options: { groupRelative: b
   const rounds = options.groupRelative && ctx.config.groupSize > 1 ? ctx.config.resampleRounds : 0;
   const played = [...first];
   let kept = first.filter(hasSignal);
-  // A group every episode of which scored full marks (the environment's score, 1 by convention) is a prompt already
-  // mastered: it fills its place, so that a policy that has learned its task plays no extra rounds.
+  // A mastered group fills its place: a policy that has learned its task plays no extra rounds.
   let filled = kept.length + first.filter(mastered).length;
   let round = 0;
   while (round < rounds && filled < ctx.config.groupsPerStep && ctx.moreSpecs) {

@@ -5,6 +5,7 @@
  * "completed" with nothing learned.
  */
 import type { Trajectory } from "@/lib/sdk/protocol";
+import { hasSignal } from "./algorithm";
 
 export const healthCodes = ["no-turns", "truncated", "invalid-actions", "no-signal", "zero-gradient"] as const;
 export type HealthCode = (typeof healthCodes)[number];
@@ -33,7 +34,7 @@ export class RunHealth {
     const truncated = episodes.filter((t) => t.truncated).length / episodes.length;
     const invalid = turns === 0 ? 0 : episodes.reduce((n, t) => n + t.invalidActions, 0) / turns;
     const sized = groups.filter((group) => group.length > 1);
-    const flat = sized.length > 0 && sized.every((group) => group.every((t) => t.totalReward === group[0]!.totalReward));
+    const flat = sized.length > 0 && !sized.some(hasSignal);
     const gradNorm = metrics["train/grad_norm"];
     const signal = !flat && gradNorm !== undefined && gradNorm > 0;
     // Every episode scored full marks (the environment's own score, 1 by convention): equal rewards and no gradient

@@ -329,7 +329,7 @@ describe("a remote training session", () => {
 
   it("loads a saved state into a new session, which trains on exactly from there; a checkpoint it cannot take is refused", async () => {
     const { artifactsDir } = bed;
-    // The first session trains two steps, saves its state and ends.
+    // One session (A) trains two steps, saves its state and ends.
     const first = await placedSession(11, 30);
     const firstWorking = runJob({ channel: first.channel, workerId: first.workerId, spec: first.spec, artifactsDir, stopRequested: () => null });
     const a = invokerOn(first.caller, first.sessionId);
@@ -346,7 +346,7 @@ describe("a remote training session", () => {
     expect(await firstWorking).toMatchObject({ outcome: "completed" });
     await first.channel.finish({ workerId: first.workerId, jobId: first.job.id, outcome: "completed", reason: "closed" });
 
-    // A new session of another seed loads it: the same weights, and its next step is the first session's third.
+    // A new session of another seed loads it: the same weights, and its next step is session A's third.
     const second = await placedSession(99, 2);
     const secondWorking = runJob({ channel: second.channel, workerId: second.workerId, spec: second.spec, artifactsDir, stopRequested: () => null });
     const b = invokerOn(second.caller, second.sessionId);

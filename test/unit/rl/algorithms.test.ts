@@ -202,9 +202,9 @@ describe("RL algorithms on a tiny model", () => {
     };
     // Never rewarded: two steps without a signal, then +0.25 a step up to 2; no step updates. Rollouts started ahead
     // (while the update before is out) sample at the temperature of their time, a step behind.
-    expect((await run(never, false)).temperatures).toEqual([1, 1, 1.25, 1.5, 1.75, 2, 2]);
-    const never0 = await run(never, false);
-    expect(never0.calls.filter((c) => c.name !== "sample")).toEqual([]);
+    const unrewarded = await run(never, false);
+    expect(unrewarded.temperatures).toEqual([1, 1, 1.25, 1.5, 1.75, 2, 2]);
+    expect(unrewarded.calls.filter((c) => c.name !== "sample")).toEqual([]);
     for (const overlapsCalls of [false, true]) {
       const { temperatures, calls } = await run(sevenOnce, overlapsCalls);
       expect(Math.max(...temperatures)).toBeGreaterThan(1);
