@@ -542,6 +542,33 @@ export const shareLinks = pgTable(
   (t) => [index("share_links_project_idx").on(t.projectId)],
 );
 
+// ── idempotent writes ────────────────────────────────────────────────────────────────────────────────────────
+/**
+ * The first answer of a write sent with an idempotency key (server/api/idempotency.ts): a retry with the same key
+ * gets it back instead of writing again. Keys are scoped by caller and procedure and kept 24 hours.
+ */
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    /** Who sent it: `user:<id>` for a person or the local user, `key:<id>` for an API key. */
+    caller: text("caller").notNull(),
+    /** The procedure or route: `experiments.create`, `bases.import`. */
+    procedure: text("procedure").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of the input (without the key): the same key with another input is refused. */
+    inputHash: text("input_hash").notNull(),
+    /** The answer as superjson's JSON text; null while the first request works on it. */
+    answer: text("answer"),
+    /**
+     * For work done outside the claim's transaction (a base's import): until when its request holds the key. It
+     * extends this while it works; a key still without an answer after it was left by a request that died.
+     */
+    heldUntil: timestamp("held_until", { withTimezone: true }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("idempotency_keys_caller_procedure_key_idx").on(t.caller, t.procedure, t.key), index("idempotency_keys_created_idx").on(t.createdAt)],
+);
+
 // ── relations ────────────────────────────────────────────────────────────────────────────────────────────────
 export const usersRelations = relations(users, ({ many }) => ({
   experiments: many(experiments),
