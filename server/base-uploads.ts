@@ -7,9 +7,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { eq } from "drizzle-orm";
-import { authenticate, signInMessage, type Principal } from "./auth";
-import { type Database, users } from "./db";
+import { authenticate, isServerAdmin, type Principal, serverAdminRefusal, signInMessage } from "./auth";
+import type { Database } from "./db";
 import { MODEL_FILES_ACCEPTED, modelFileRule } from "@/lib/model/hf/folder";
 import { serverEnv } from "./env";
 import { baseNameProblem } from "./bases";
@@ -26,20 +25,9 @@ export class UploadError extends Error {
   }
 }
 
-/** The local user, a team server's admin, or an API key of the admin. */
-export async function mayManageBases(db: Database, principal: Principal): Promise<boolean> {
-  if (principal.kind === "local") return true;
-  if (principal.kind === "person") return principal.admin;
-  if (principal.kind === "apikey") {
-    const [row] = await db.select({ role: users.role }).from(users).where(eq(users.id, principal.user.id));
-    return row?.role === "admin";
-  }
-  return false;
-}
-
 /**
  * The upload routes' gate: the request's principal when it may add bases, else the response that refuses it
- * (401 without a credential, 403 for anyone but the admin).
+ * (401 without a credential, 403 for anyone but the admin, and for the admin's keys not made with the admin role).
  */
 export async function requireBaseManager(
   db: Database,
@@ -47,11 +35,11 @@ export async function requireBaseManager(
 ): Promise<{ principal: Extract<Principal, { user: unknown }> } | { refused: Response }> {
   const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
   if (principal.kind === "anonymous" || principal.kind === "share") return { refused: Response.json({ error: signInMessage(principal) }, { status: 401 }) };
-  if (!(await mayManageBases(db, principal))) return { refused: Response.json({ error: NOT_ADMIN }, { status: 403 }) };
+  if (!isServerAdmin(principal)) {
+    return { refused: Response.json({ error: serverAdminRefusal(principal, "Importing a model adds a base for everyone on this server") }, { status: 403 }) };
+  }
   return { principal };
 }
-
-const NOT_ADMIN = "Importing a model adds a base for everyone on this server: only its admin may (local mode's user, or a team server's first account).";
 
 export function stagingDir(name: string): string {
   const problem = baseNameProblem(name);

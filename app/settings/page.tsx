@@ -2,7 +2,8 @@ import type { Metadata } from "next";
 import { ApiKeysView } from "@/components/settings/api-keys-view";
 import { Card, PageHeader } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
-import { pageViewer, serverCaller } from "@/server/api/rsc";
+import { pageViewer, requestContext, serverCaller } from "@/server/api/rsc";
+import { isServerAdmin } from "@/server/auth";
 import { serverEnv } from "@/server/env";
 
 export const dynamic = "force-dynamic";
@@ -23,11 +24,16 @@ export default async function SettingsPage() {
     );
   }
   const caller = await serverCaller();
-  const [keys, projects] = await Promise.all([caller.apiKeys.list(), caller.projects.list()]);
+  const [keys, projects, context] = await Promise.all([caller.apiKeys.list(), caller.projects.list(), requestContext()]);
   return (
     <>
       {header}
-      <ApiKeysView initialKeys={keys} projects={projects} localServer={serverEnv().TINKERLAB_AUTH === "local"} />
+      <ApiKeysView
+        initialKeys={keys}
+        projects={projects}
+        localServer={serverEnv().TINKERLAB_AUTH === "local"}
+        serverAdmin={isServerAdmin(context.access.principal)}
+      />
     </>
   );
 }

@@ -5,7 +5,7 @@ import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { useState } from "react";
 import { RoleBadge } from "@/components/projects/role-badge";
-import { type ProjectRole, rolesUpTo } from "@/components/projects/roles";
+import { rolesUpTo } from "@/components/projects/roles";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
@@ -15,6 +15,7 @@ import { EmptyState } from "@/components/ui/empty-state";
 import { ErrorMessage } from "@/components/ui/error-message";
 import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
+import type { ApiKeyRole } from "@/lib/lifecycle/roles";
 import type { AppRouter } from "@/server/api";
 
 type Outputs = inferRouterOutputs<AppRouter>;
@@ -29,8 +30,24 @@ const EXPIRIES = [
   { value: "never", label: "never" },
 ];
 
-/** The caller's API keys, and a form to make one (shown once, with how to send it). */
-export function ApiKeysView({ initialKeys, projects, localServer }: { initialKeys: ApiKey[]; projects: Project[]; localServer: boolean }) {
+/** What the admin role gives a key, beside the role list and in the key table. */
+const ADMIN_WORDS = "its project's owner, and acts for the whole server (importing bases) while you are the admin";
+
+/**
+ * The caller's API keys, and a form to make one (shown once, with how to send it). The server's admin may also make
+ * keys with the admin role.
+ */
+export function ApiKeysView({
+  initialKeys,
+  projects,
+  localServer,
+  serverAdmin,
+}: {
+  initialKeys: ApiKey[];
+  projects: Project[];
+  localServer: boolean;
+  serverAdmin: boolean;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const keys = useQuery({ ...trpc.apiKeys.list.queryOptions(), initialData: initialKeys });
@@ -41,12 +58,18 @@ export function ApiKeysView({ initialKeys, projects, localServer }: { initialKey
     <div className="space-y-6">
       <div className="grid items-start gap-6 lg:grid-cols-2">
         <Card title="Make an API key">
-          <NewKeyForm projects={projects} />
+          <NewKeyForm projects={projects} serverAdmin={serverAdmin} />
         </Card>
         <Card title="Using a key">
           <div className="space-y-2 px-4 py-3 text-sm text-slate-600">
             <p>Send the key in a header with each request; it acts for you, in its project only, with its role (never more than yours there now).</p>
             <pre className="overflow-x-auto rounded-md bg-slate-50 px-3 py-2 font-mono text-xs text-slate-700">Authorization: Bearer tl_…</pre>
+            {serverAdmin && (
+              <p>
+                What acts for the whole server, such as importing a base (<code className="font-mono text-xs">tinkerlab bases push</code>), takes a key made
+                with the admin role; keys with other roles are refused it, even yours.
+              </p>
+            )}
             {localServer && (
               <p>
                 This server runs without accounts (<code className="font-mono text-xs">TINKERLAB_AUTH=local</code>): it answers every request as the local user,
@@ -73,7 +96,16 @@ export function ApiKeysView({ initialKeys, projects, localServer }: { initialKey
                     </Link>
                   </td>
                   <td className="px-4 py-2">
-                    <RoleBadge role={key.role} />
+                    {key.role === "admin" ? (
+                      <span
+                        title={ADMIN_WORDS}
+                        className="inline-flex rounded-full bg-amber-50 px-2 py-0.5 text-xs font-medium text-amber-800 ring-1 ring-inset ring-amber-500/30"
+                      >
+                        admin
+                      </span>
+                    ) : (
+                      <RoleBadge role={key.role} />
+                    )}
                   </td>
                   <TimeCell date={key.createdAt} />
                   <TimeCell date={key.lastUsedAt} />
@@ -96,12 +128,12 @@ export function ApiKeysView({ initialKeys, projects, localServer }: { initialKey
   );
 }
 
-function NewKeyForm({ projects }: { projects: Project[] }) {
+function NewKeyForm({ projects, serverAdmin }: { projects: Project[]; serverAdmin: boolean }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [name, setName] = useState("");
   const [projectId, setProjectId] = useState(projects[0]?.id ?? "");
-  const [role, setRole] = useState<ProjectRole>("editor");
+  const [role, setRole] = useState<ApiKeyRole>("editor");
   const [expiry, setExpiry] = useState("90");
   const create = useMutation(
     trpc.apiKeys.create.mutationOptions({
@@ -112,8 +144,9 @@ function NewKeyForm({ projects }: { projects: Project[] }) {
     }),
   );
   const project = projects.find((p) => p.id === projectId);
-  const roles = project ? rolesUpTo(project.role) : [];
-  // A key's role is at most the maker's role in its project: a weaker project clamps the choice.
+  // A key's role is at most the maker's role in its project: a weaker project clamps the choice. The admin role is
+  // an owner's, for the server's admin only.
+  const roles: ApiKeyRole[] = project ? [...rolesUpTo(project.role), ...(serverAdmin && project.role === "owner" ? (["admin"] as const) : [])] : [];
   const chosenRole = roles.includes(role) ? role : (roles.at(-1) ?? role);
   const made = create.data;
 
@@ -161,10 +194,10 @@ function NewKeyForm({ projects }: { projects: Project[] }) {
       <div className="grid grid-cols-2 gap-3">
         <label className="block text-sm font-medium text-slate-700">
           Role
-          <select name="role" value={chosenRole} onChange={(event) => setRole(event.target.value as ProjectRole)} className={field}>
+          <select name="role" value={chosenRole} onChange={(event) => setRole(event.target.value as ApiKeyRole)} className={field}>
             {roles.map((r) => (
-              <option key={r} value={r}>
-                {r}
+              <option key={r} value={r} title={r === "admin" ? ADMIN_WORDS : undefined}>
+                {r === "admin" ? "admin (server-wide)" : r}
               </option>
             ))}
           </select>

@@ -5,6 +5,8 @@
  * team server's session), an API key (one project, at most its role and never more than its maker's current
  * role), a share link's holder (reads exactly the runs the link names), or nobody. `Access.require` checks a role on
  * one object; an object the caller may not see answers NOT_FOUND, worded as for an object that does not exist.
+ * What acts for the whole server (importing a base) needs the server's admin: the local user, the admin signed in,
+ * or a key the admin made with the admin role (`isServerAdmin`).
  */
 import { TRPCError } from "@trpc/server";
 import { and, asc, eq } from "drizzle-orm";
@@ -15,7 +17,8 @@ export type User = { id: string; name: string; email: string };
 export type Principal =
   | { kind: "local"; user: User }
   | { kind: "person"; user: User; admin: boolean }
-  | { kind: "apikey"; user: User; keyId: string; projectId: string; role: ProjectRole }
+  /** `role`: the most the key does in its project; `admin`: made with the admin role by a maker who is the admin now. */
+  | { kind: "apikey"; user: User; keyId: string; projectId: string; role: ProjectRole; admin: boolean }
   | { kind: "share"; linkId: string; projectId: string; runIds: string[] }
   | { kind: "anonymous"; rejected?: "apikey" };
 
@@ -23,6 +26,20 @@ const RANK: Record<ProjectRole, number> = { viewer: 1, editor: 2, owner: 3 };
 
 export const atLeast = (role: ProjectRole | null, needed: ProjectRole) => role !== null && RANK[role] >= RANK[needed];
 export const weaker = (a: ProjectRole, b: ProjectRole): ProjectRole => (RANK[a] <= RANK[b] ? a : b);
+
+/** Whether the caller may act for the whole server (import a base): the local user, the admin, or an admin key of the admin's. */
+export function isServerAdmin(principal: Principal): boolean {
+  return principal.kind === "local" || ((principal.kind === "person" || principal.kind === "apikey") && principal.admin);
+}
+
+/** Why a caller may not act for the whole server, in words that say what it takes. */
+export function serverAdminRefusal(principal: Principal, action: string): string {
+  const who = "only the server's admin may (local mode's user, or a team server's first account)";
+  if (principal.kind === "apikey") {
+    return `${action}: ${who}, signed in or with an API key that the admin made with the admin role; this key has no admin role.`;
+  }
+  return `${action}: ${who}.`;
+}
 
 /** What a per-object check can name, and the input field that holds its id. */
 export type ObjectKind = "project" | "experiment" | "run" | "checkpoint" | "dataset" | "shareLink" | "invitation";
@@ -131,6 +148,17 @@ export class Access {
       });
     }
     return { projectId };
+  }
+
+  /** Whether `require` would pass: for what a caller is shown only when it may read it (a run named in a lineage). */
+  async may(role: ProjectRole, ref: { kind: ObjectKind; id: string }, options: { shared?: boolean } = {}): Promise<boolean> {
+    try {
+      await this.require(role, ref, options);
+      return true;
+    } catch (error) {
+      if (error instanceof TRPCError) return false;
+      throw error;
+    }
   }
 }
 

@@ -1,18 +1,19 @@
 /**
  * API keys for the CLI, scripts and remote workers: each acts for the person who made it, in one project, with at
- * most the role chosen when it was made (and never more than that person's role there now). The key is shown
- * once; only its SHA-256 is stored.
+ * most the role chosen when it was made (and never more than that person's role there now). The role "admin" is its
+ * project's owner and also acts for the whole server, while its maker is the server's admin. The key is shown once;
+ * only its SHA-256 is stored.
  */
 import { TRPCError } from "@trpc/server";
 import { and, desc, eq, gt, isNull, or } from "drizzle-orm";
-import { apiKeys, type Database, type ProjectRole, newId, projects, users } from "../db";
+import { type ApiKeyRole, apiKeys, type Database, LOCAL_USER, newId, projects, users } from "../db";
 import type { Principal } from "./access";
 import { hashToken, newToken } from "./tokens";
 
 /** Makes a key for a user in a project. The key is returned once. */
 export async function createApiKey(
   db: Database,
-  options: { userId: string; name: string; projectId: string; role: ProjectRole; expiresAt?: Date | null },
+  options: { userId: string; name: string; projectId: string; role: ApiKeyRole; expiresAt?: Date | null },
 ): Promise<{ id: string; key: string; prefix: string }> {
   const key = newToken("tl");
   const id = newId("key");
@@ -64,14 +65,18 @@ export async function revokeApiKey(db: Database, userId: string, id: string): Pr
 /** How stale a key's "last used" time may be: it is written at most this often. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** The principal a key stands for, or null when it is unknown, revoked or expired. */
-export async function principalForApiKey(db: Database, key: string): Promise<Extract<Principal, { kind: "apikey" }> | null> {
+/**
+ * The principal a key stands for, or null when it is unknown, revoked or expired. `localMode`: the server runs
+ * without accounts, where the local user is the admin.
+ */
+export async function principalForApiKey(db: Database, key: string, localMode = false): Promise<Extract<Principal, { kind: "apikey" }> | null> {
   const now = new Date();
   const [row] = await db
     .select({
       id: users.id,
       name: users.name,
       email: users.email,
+      makerRole: users.role,
       keyId: apiKeys.id,
       projectId: apiKeys.projectId,
       role: apiKeys.role,
@@ -86,5 +91,15 @@ export async function principalForApiKey(db: Database, key: string): Promise<Ext
   if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
     await db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, row.keyId));
   }
-  return { kind: "apikey", user: { id: row.id, name: row.name, email: row.email }, keyId: row.keyId, projectId: row.projectId, role: row.role };
+  // An admin key is its project's owner, and acts for the server only while its maker is still the admin.
+  const { role } = row;
+  const admin = role === "admin";
+  return {
+    kind: "apikey",
+    user: { id: row.id, name: row.name, email: row.email },
+    keyId: row.keyId,
+    projectId: row.projectId,
+    role: role === "admin" ? "owner" : role,
+    admin: admin && (row.makerRole === "admin" || (localMode && row.id === LOCAL_USER.id)),
+  };
 }

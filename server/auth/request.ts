@@ -22,7 +22,7 @@ export async function authenticate(db: Database, headers: Headers, mode: AuthMod
   if (share) return (await principalForShareToken(db, share)) ?? { kind: "anonymous" };
   const header = headers.get("authorization");
   const key = header?.match(/^Bearer\s+(\S+)$/i)?.[1];
-  if (key) return (await principalForApiKey(db, key)) ?? { kind: "anonymous", rejected: "apikey" };
+  if (key) return (await principalForApiKey(db, key, mode === "local")) ?? { kind: "anonymous", rejected: "apikey" };
   if (mode === "local") return { kind: "local", user: { ...LOCAL_USER } };
   if (mode === "team") return (await sessionPrincipal(db, headers)) ?? { kind: "anonymous" };
   return { kind: "anonymous" };

@@ -1,6 +1,6 @@
 import { relations } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
-import type { ProjectRole } from "@/lib/lifecycle/roles";
+import type { ApiKeyRole, ProjectRole } from "@/lib/lifecycle/roles";
 import type { RunConfig } from "@/lib/lifecycle/run-config";
 import type { ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Footprint } from "../scheduler";
@@ -102,7 +102,7 @@ export const serverSettings = pgTable("server_settings", {
 
 // ── projects ─────────────────────────────────────────────────────────────────────────────────────────────────
 /** Roles in a project, weakest first: a viewer reads, an editor also creates and launches, an owner also manages people. */
-export { type ProjectRole, projectRoles } from "@/lib/lifecycle/roles";
+export { type ApiKeyRole, apiKeyRoles, type ProjectRole, projectRoles } from "@/lib/lifecycle/roles";
 
 /**
  * What experiments, runs, checkpoints and datasets belong to, and what people are members of. `prj_default` holds
@@ -170,11 +170,14 @@ export const apiKeys = pgTable(
     prefix: text("prefix").notNull(),
     /** SHA-256 of the whole key; the key itself is shown once and never stored. */
     hash: text("hash").notNull().unique(),
-    /** The one project the key acts in, and the most it may do there (never more than its maker's own role). */
+    /**
+     * The one project the key acts in, and the most it may do there (never more than its maker's own role); "admin":
+     * its project's owner, and the server's admin actions while its maker is the admin.
+     */
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
-    role: text("role").notNull().$type<ProjectRole>(),
+    role: text("role").notNull().$type<ApiKeyRole>(),
     expiresAt: timestamp("expires_at", { withTimezone: true }),
     createdAt: createdAt(),
     lastUsedAt: timestamp("last_used_at", { withTimezone: true }),

@@ -188,7 +188,7 @@ beforeAll(async () => {
     editor: { kind: "person", user: bob, admin: false },
     owner: { kind: "person", user: alice, admin: false },
     other: { kind: "person", user: mallory, admin: false },
-    key: { kind: "apikey", user: bob, keyId: key.id, projectId: fx.p1, role: "editor" },
+    key: { kind: "apikey", user: bob, keyId: key.id, projectId: fx.p1, role: "editor", admin: false },
   } satisfies Record<Who, Principal>);
 });
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
-import { mayManageBases } from "../../base-uploads";
+import { isServerAdmin } from "../../auth";
 import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../bases";
 import { baseCheckpoints, baseLineageOfRun, checkpointsOfRun } from "../../runs";
 import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
@@ -45,7 +45,7 @@ export const checkpointsRouter = createTRPCRouter({
     ];
     const fromRuns = await baseCheckpoints(ctx.db, await ctx.access.visibleProjects(), input.limit);
     const checkpoints = fromRuns.map(({ path, ...checkpoint }) => ({ ...checkpoint, shape: shapeOf(() => checkpointShape(path)) }));
-    return { builtin, checkpoints, mayImport: await mayManageBases(ctx.db, ctx.principal) };
+    return { builtin, checkpoints, mayImport: isServerAdmin(ctx.principal) };
   }),
 
   /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
