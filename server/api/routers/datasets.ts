@@ -6,6 +6,7 @@ import { z } from "zod";
 import { builtInDatasets } from "@/lib/envs/datasets";
 import { createDataset, listDatasets, MAX_DATASET_BYTES, previewDataset } from "../../datasets";
 import { serverEnv } from "../../env";
+import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 export const datasetsRouter = createTRPCRouter({
@@ -28,17 +29,20 @@ export const datasetsRouter = createTRPCRouter({
         format: z.enum(["jsonl", "csv"]).default("jsonl"),
         text: z.string().max(MAX_DATASET_BYTES, `a dataset holds at most ${MAX_DATASET_BYTES / 2 ** 20} MiB`),
         testShare: z.number().min(0).max(0.9).default(0.2).describe("share of the rows without a split of their own held out for evaluation"),
+        idempotencyKey: idempotencyKeyField,
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-      const {
-        path: _path,
-        ownerId: _owner,
-        ...dataset
-      } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ...input, ownerId: ctx.user.id, projectId });
-      return dataset;
-    }),
+    .mutation(({ ctx, input }) =>
+      idempotently(ctx, "datasets.upload", input, async (ctx) => {
+        const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+        const {
+          path: _path,
+          ownerId: _owner,
+          ...dataset
+        } = await createDataset(ctx.db, serverEnv().ARTIFACTS_DIR, { ...input, ownerId: ctx.user.id, projectId });
+        return dataset;
+      }),
+    ),
 
   preview: projectProcedure("viewer", "dataset", "id")
     .input(z.object({ id: z.string().min(1).max(200), limit: z.number().int().min(1).max(100).default(20) }))

@@ -15,6 +15,7 @@ import {
   saveVersion,
   validateSource,
 } from "../../experiments";
+import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 const MAX_FILE_BYTES = 256 * 1024;
@@ -83,12 +84,15 @@ export const experimentsRouter = createTRPCRouter({
         config: experimentConfigSchema
           .optional()
           .describe("the experiment's config (default: the template's, or a custom environment's with the schema's defaults)"),
+        idempotencyKey: idempotencyKeyField,
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-      return createExperiment(ctx.db, { ...input, projectId, ownerId: ctx.user.id });
-    }),
+    .mutation(({ ctx, input }) =>
+      idempotently(ctx, "experiments.create", input, async (ctx) => {
+        const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+        return createExperiment(ctx.db, { ...input, projectId, ownerId: ctx.user.id });
+      }),
+    ),
 
   /** Saves the source and config as a new immutable version; earlier versions stay as they were. */
   save: projectProcedure("editor", "experiment", "id")

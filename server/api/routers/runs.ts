@@ -17,6 +17,7 @@ import {
   requireRun,
   rolloutsOfStep,
 } from "../../runs";
+import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 export const runsRouter = createTRPCRouter({
@@ -43,8 +44,8 @@ export const runsRouter = createTRPCRouter({
    * the demonstrator its SFT imitates. The answer carries that validation's other diagnostics (warnings).
    */
   launch: projectProcedure("editor", "experiment", "experimentId")
-    .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0) }))
-    .mutation(({ ctx, input }) => launchExperiment(ctx, input.experimentId, input.priority)),
+    .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0), idempotencyKey: idempotencyKeyField }))
+    .mutation(({ ctx, input }) => idempotently(ctx, "runs.launch", input, (ctx) => launchExperiment(ctx, input.experimentId, input.priority))),
 
   /**
    * Evaluates a checkpoint of a run: a new run (an evaluation job) whose base is that checkpoint plays the source
@@ -62,26 +63,29 @@ export const runsRouter = createTRPCRouter({
           .optional()
           .describe("held-out episodes (default: the source run's evaluation.episodes)"),
         temperature: z.number().min(0).max(EVALUATION_LIMITS.temperature).optional().describe("sampling temperature (default: the source run's, 0 = greedy)"),
+        idempotencyKey: idempotencyKeyField,
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const runId = await queueFromCheckpoint(ctx, input.checkpointId, "eval", (evaluation) => ({
-        ...evaluation,
-        ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
-        ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
-      }));
-      return { runId };
-    }),
+    .mutation(({ ctx, input }) =>
+      idempotently(ctx, "runs.evaluate", input, async (ctx) => {
+        const runId = await queueFromCheckpoint(ctx, input.checkpointId, "eval", (evaluation) => ({
+          ...evaluation,
+          ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
+          ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+        }));
+        return { runId };
+      }),
+    ),
 
   /**
    * Exports a checkpoint of a run as one safetensors file (a LoRA adapter merged into its base; the model's config
    * and tokenizer in the header): an export job, whose run lists the file to download (GET /api/exports/<id>).
    */
   export: projectProcedure("editor", "checkpoint", "checkpointId")
-    .input(z.object({ checkpointId: z.string().min(1).max(200) }))
-    .mutation(async ({ ctx, input }) => {
-      return { runId: await queueFromCheckpoint(ctx, input.checkpointId, "export") };
-    }),
+    .input(z.object({ checkpointId: z.string().min(1).max(200), idempotencyKey: idempotencyKeyField }))
+    .mutation(({ ctx, input }) =>
+      idempotently(ctx, "runs.export", input, async (ctx) => ({ runId: await queueFromCheckpoint(ctx, input.checkpointId, "export") })),
+    ),
 
   /** Cancel, pause or resume a run: a running job stops at its next step (pause saves a checkpoint first). */
   control: projectProcedure("editor", "run", "id")

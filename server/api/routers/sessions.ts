@@ -23,6 +23,7 @@ import {
 } from "../../jobs";
 import { type SessionCallArgs, sessionCallSchemas } from "@/lib/rl/session-calls";
 import { baseShapeFor } from "../../experiments";
+import { idempotencyKeyField, idempotently } from "../idempotency";
 import { type Context, createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
 
 const callId = z.string().min(8, "give each call an id of at least 8 characters (e.g. a UUID)").max(128);
@@ -72,24 +73,27 @@ export const sessionsRouter = createTRPCRouter({
           .default(DEFAULT_LEASE_SECONDS)
           .describe("a session without a call for this long is saved and ended, and its place freed"),
         name: z.string().trim().min(1).max(120).optional(),
+        idempotencyKey: idempotencyKeyField,
       }),
     )
-    .mutation(async ({ ctx, input }) => {
-      const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
-      const shape = await baseShapeFor(ctx, input.base, "base");
-      // The client renders conversations itself: it needs the tokenizer the worker's model reads them with. Read
-      // before the session is opened, so that a base whose tokenizer cannot be read leaves no session queued.
-      const tokenizer = await tokenizerSpecOfBase(ctx.db, input.base).catch((error: unknown) => {
-        throw new TRPCError({ code: "BAD_REQUEST", message: `base: cannot read its tokenizer: ${(error as Error).message}` });
-      });
-      try {
-        const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
-        return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize, tokenizer };
-      } catch (error) {
-        if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
-        throw error;
-      }
-    }),
+    .mutation(({ ctx, input }) =>
+      idempotently(ctx, "sessions.create", input, async (ctx) => {
+        const { projectId } = await ctx.access.require("editor", { kind: "project", id: input.projectId ?? (await ctx.access.defaultProject()) });
+        const shape = await baseShapeFor(ctx, input.base, "base");
+        // The client renders conversations itself: it needs the tokenizer the worker's model reads them with. Read
+        // before the session is opened, so that a base whose tokenizer cannot be read leaves no session queued.
+        const tokenizer = await tokenizerSpecOfBase(ctx.db, input.base).catch((error: unknown) => {
+          throw new TRPCError({ code: "BAD_REQUEST", message: `base: cannot read its tokenizer: ${(error as Error).message}` });
+        });
+        try {
+          const { sessionId } = await openSession(ctx.db, { ...input, projectId, userId: ctx.user.id, shape });
+          return { sessionId, contextLength: shape.contextLength, vocabSize: shape.vocabSize, tokenizer };
+        } catch (error) {
+          if (error instanceof JobRejectedError) throw new TRPCError({ code: "BAD_REQUEST", message: error.message });
+          throw error;
+        }
+      }),
+    ),
 
   /**
    * A call of a primitive on the session, by the caller's own id: answered when the worker has run it (within
