@@ -7,5 +7,6 @@ export { appRouter, type AppRouter, createCaller } from "./root";
 export { type Context, createContextInner, createTRPCContext, internalErrorId } from "./trpc";
 export { admitRequestBody, holdToRequestLimit, REQUEST_LIMITS } from "./limits";
 export { directProcedures, serveDirect } from "./direct";
+export { answerOnce, IdempotencyError, IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from "./idempotency";
 export { setWorkerToken } from "./routers/worker";
 export { checkHealth } from "./routers/health";

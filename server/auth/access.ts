@@ -150,6 +150,9 @@ export class Access {
     return { projectId };
   }
 
+  /** Whether the caller may read a run: a member of its project, or the holder of a share link naming it. */
+  readonly mayReadRun = (runId: string): Promise<boolean> => this.may("viewer", { kind: "run", id: runId }, { shared: true });
+
   /** Whether `require` would pass: for what a caller is shown only when it may read it (a run named in a lineage). */
   async may(role: ProjectRole, ref: { kind: ObjectKind; id: string }, options: { shared?: boolean } = {}): Promise<boolean> {
     try {

@@ -5,7 +5,7 @@
 import { TRPCError } from "@trpc/server";
 import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { baseCheckpointKinds, checkpoints, type Database, experiments, runs } from "../db";
-import { describeLineage, resolveBase, UnknownBaseError } from "../jobs";
+import { type BaseSource, describeLineage, isCheckpointBase } from "../jobs";
 
 /**
  * The checkpoints of these projects' runs that may be an agent's base (not exports, not set aside as damaged), newest
@@ -55,14 +55,59 @@ export async function checkpointsOfRun(db: Database, runId: string) {
     .orderBy(desc(checkpoints.step));
 }
 
-/** A run's base and where it comes from: "ckpt_b (run x, step 40) ← arithmetic-base"; an unknown base is NOT_FOUND. */
-export async function baseLineageOfRun(db: Database, runId: string): Promise<{ base: string; lineage: string }> {
+/** What a lineage and a run's config say of a checkpoint whose run the caller may not read: nothing that names it. */
+export const ANOTHER_RUNS_CHECKPOINT = "a checkpoint of another run";
+
+/** Whether the caller may read a run (server/auth's Access.may, `shared`: a share link's holder reads its own runs). */
+export type MayReadRun = (runId: string) => Promise<boolean>;
+
+/** How many checkpoints a lineage follows (launches refuse deeper ones: server/jobs/bases.ts). */
+const MAX_LINEAGE = 16;
+
+/**
+ * A run's base and where it comes from: "ckpt_b (run x, step 40) ← arithmetic-base". It names only runs the caller
+ * may read: the first checkpoint of another (another project's run; for a share link's holder, any run the link
+ * does not name) reads ANOTHER_RUNS_CHECKPOINT and ends it, without its id, run, step or experiment, and so does
+ * `base` itself. A base naming a checkpoint that does not exist is NOT_FOUND.
+ *
+ * It follows the chain as stored rather than through resolveBase, which also refuses what may no longer be launched
+ * from (a damaged checkpoint, an export): a lineage tells where a base came from, whatever has happened since.
+ */
+export async function baseLineageOfRun(db: Database, runId: string, mayRead: MayReadRun): Promise<{ base: string; lineage: string }> {
   const [run] = await db.select({ config: runs.config }).from(runs).where(eq(runs.id, runId));
-  const base = run?.config.agent?.base ?? "";
-  try {
-    return { base, lineage: describeLineage(await resolveBase(db, base)) };
-  } catch (error) {
-    if (error instanceof UnknownBaseError) throw new TRPCError({ code: "NOT_FOUND", message: error.message });
-    throw error;
+  const named = run?.config.agent?.base ?? "";
+  const links: Omit<Extract<BaseSource, { kind: "checkpoint" }>, "parent">[] = [];
+  // What the chain ends in: a built-in base, or the words for another run's checkpoint.
+  let end = named;
+  while (isCheckpointBase(end) && links.length <= MAX_LINEAGE) {
+    const [row] = await db
+      .select({ id: checkpoints.id, path: checkpoints.path, step: checkpoints.step, runId: runs.id, runName: runs.name, config: runs.config })
+      .from(checkpoints)
+      .innerJoin(runs, eq(runs.id, checkpoints.runId))
+      .where(eq(checkpoints.id, end));
+    // The name comes from a run the caller reads (this run, or the last checkpoint's): saying it is missing names nothing new.
+    if (!row)
+      throw new TRPCError({
+        code: "NOT_FOUND",
+        message: `No checkpoint named '${end}'. A base is a built-in base or a checkpoint id (ckpt_…) from a run's Checkpoints list.`,
+      });
+    if (!(await mayRead(row.runId))) {
+      end = ANOTHER_RUNS_CHECKPOINT;
+      break;
+    }
+    const { config, ...link } = row;
+    links.push({ kind: "checkpoint", ...link, mode: config.agent?.training?.mode === "lora" ? "lora" : "full" });
+    end = config.agent?.base ?? "";
   }
+  const source = links.reduceRight<BaseSource>((parent, link) => ({ ...link, parent }), { kind: "builtin", name: end });
+  return { base: links.length > 0 ? named : end, lineage: describeLineage(source) };
+}
+
+/** A run's config as the caller may see it: a base that is another run's checkpoint reads ANOTHER_RUNS_CHECKPOINT. */
+export async function configAsSeen<Config extends { agent?: { base?: string } }>(db: Database, config: Config, mayRead: MayReadRun): Promise<Config> {
+  const base = config.agent?.base;
+  if (base === undefined || !isCheckpointBase(base)) return config;
+  const [row] = await db.select({ runId: checkpoints.runId }).from(checkpoints).where(eq(checkpoints.id, base));
+  if (!row || (await mayRead(row.runId))) return config;
+  return { ...config, agent: { ...config.agent, base: ANOTHER_RUNS_CHECKPOINT } };
 }

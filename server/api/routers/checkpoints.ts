@@ -53,8 +53,11 @@ export const checkpointsRouter = createTRPCRouter({
     .input(z.object({ runId: z.string().min(1) }))
     .query(({ ctx, input }) => checkpointsOfRun(ctx.db, input.runId)),
 
-  /** Where a run's base comes from: "ckpt_b (run x, step 40) ← arithmetic-base". */
+  /**
+   * Where a run's base comes from: "ckpt_b (run x, step 40) ← arithmetic-base", naming only runs the caller reads
+   * (a share link's holder: the link's runs); another run's checkpoint reads "a checkpoint of another run".
+   */
   lineage: sharedRunProcedure()
     .input(z.object({ runId: z.string().min(1).max(200) }))
-    .query(({ ctx, input }) => baseLineageOfRun(ctx.db, input.runId)),
+    .query(({ ctx, input }) => baseLineageOfRun(ctx.db, input.runId, ctx.access.mayReadRun)),
 });

@@ -16,6 +16,7 @@ import {
   promptAcrossSteps,
   requireRun,
   rolloutsOfStep,
+  configAsSeen,
 } from "../../runs";
 import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
@@ -184,11 +185,15 @@ export const runsRouter = createTRPCRouter({
     .input(z.object({ runId: z.string().min(1), dataset: z.string().min(1).max(200) }))
     .query(({ ctx, input }) => playableRows(ctx.db, input.runId, input.dataset)),
 
-  /** A run with its config, and the caller's role in its project (null for a share link's holder): what the page lets it do. */
+  /**
+   * A run with its config, and the caller's role in its project (null for a share link's holder): what the page lets
+   * it do. It names no other run the caller may not read: a base that is such a run's checkpoint reads "a checkpoint
+   * of another run".
+   */
   byId: sharedRunProcedure("id")
     .input(z.object({ id: z.string().min(1) }))
     .query(async ({ ctx, input }) => {
       const run = await requireRun(ctx.db, input.id);
-      return { ...run, role: await ctx.access.roleIn(run.projectId) };
+      return { ...run, config: await configAsSeen(ctx.db, run.config, ctx.access.mayReadRun), role: await ctx.access.roleIn(run.projectId) };
     }),
 });
