@@ -81,6 +81,24 @@ export function createClient(options: ClientOptions) {
     }
   };
 
+  /**
+   * A write that creates something (an experiment, a run, a dataset, a session, a base), sent with one idempotency
+   * key (the caller's, else a new one) and sent again with the same key while the connection fails, the server is
+   * unavailable, or it is still working on the first try (409): the server does it once and answers every try
+   * with the first answer.
+   */
+  const write = async <T>(idempotencyKey: string | undefined, send: (idempotencyKey: string) => Promise<T>): Promise<T> => {
+    const key = idempotencyKey ?? randomId();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call(() => send(key));
+      } catch (error) {
+        if (!(error instanceof TinkerlabError && retriesWrite(error)) || attempt >= WRITE_TRIES) throw error;
+        await sleep(Math.min(5_000, 250 * 2 ** (attempt - 1)));
+      }
+    }
+  };
+
   /** GET of one of the server's files (a run's rollouts as JSONL, a model as ONNX), with the key. */
   const download = (path: string) => send("GET", path);
 
@@ -114,7 +132,9 @@ export function createClient(options: ClientOptions) {
     list: (limit = 50) => call(() => api.experiments.list.query({ limit })),
     get: (id: string) => call(() => api.experiments.byId.query({ id })),
     version: (id: string, version: number) => call(() => api.experiments.version.query({ id, version })),
-    create: (input: RouterInputs["experiments"]["create"]) => call(() => api.experiments.create.mutate(input)),
+    /** Creates an experiment; once, however often the request is sent (`idempotencyKey`: your own key for it, e.g. to retry after a restart). */
+    create: (input: RouterInputs["experiments"]["create"]) =>
+      write(input.idempotencyKey, (idempotencyKey) => api.experiments.create.mutate({ ...input, idempotencyKey })),
     /** Saves files and config as the experiment's next version. */
     save: (id: string, input: { files: ExperimentFiles; config: ExperimentConfigInput; message?: string }) =>
       call(() => api.experiments.save.mutate({ id, files: input.files, config: input.config, message: input.message })),
@@ -133,7 +153,14 @@ export function createClient(options: ClientOptions) {
      * Launches a run of the experiment's latest version, with its validation's warnings. Refused (BAD_REQUEST) when
      * the editor would refuse it: the first line of the message says why, each next line is one problem.
      */
-    launch: (experimentId: string, options: { priority?: number } = {}) => call(() => api.runs.launch.mutate({ experimentId, ...options })),
+    launch: (experimentId: string, options: { priority?: number; idempotencyKey?: string } = {}) =>
+      write(options.idempotencyKey, (idempotencyKey) => api.runs.launch.mutate({ experimentId, ...options, idempotencyKey })),
+    /** Evaluates a checkpoint on its run's held-out episodes: a run of its own (its id), whose score is `eval/*`. */
+    evaluate: (checkpointId: string, options: Omit<RouterInputs["runs"]["evaluate"], "checkpointId"> = {}) =>
+      write(options.idempotencyKey, (idempotencyKey) => api.runs.evaluate.mutate({ checkpointId, ...options, idempotencyKey })),
+    /** Exports a checkpoint as one safetensors file: a run of its own (its id), whose checkpoints list the file. */
+    exportCheckpoint: (checkpointId: string, options: { idempotencyKey?: string } = {}) =>
+      write(options.idempotencyKey, (idempotencyKey) => api.runs.export.mutate({ checkpointId, idempotencyKey })),
     cancel: (id: string) => call(() => api.runs.control.mutate({ id, action: "cancel" })),
     pause: (id: string) => call(() => api.runs.control.mutate({ id, action: "pause" })),
     resume: (id: string) => call(() => api.runs.control.mutate({ id, action: "resume" })),
@@ -213,7 +240,7 @@ export function createClient(options: ClientOptions) {
    * session is open (its calls wait for its place); `close()` saves and ends it.
    */
   const createTrainingClient = async (options: RouterInputs["sessions"]["create"]) => {
-    const opened = await call(() => api.sessions.create.mutate(options));
+    const opened = await write(options.idempotencyKey, (idempotencyKey) => api.sessions.create.mutate({ ...options, idempotencyKey }));
     const tokenizer = tokenizerFromSpec(opened.tokenizer, `session ${opened.sessionId}'s base '${options.base}'`);
     return new RemoteTrainingSession(api, opened.sessionId, opened.contextLength, tokenizer, (what) => call(what));
   };
@@ -229,29 +256,48 @@ export function createClient(options: ClientOptions) {
     importFolder: async (
       name: string,
       files: { name: string; bytes: number; open: () => ReadableStream<Uint8Array> }[],
-      options: { contextLength?: number; replace?: boolean; onFile?: (file: string, bytes: number) => void } = {},
+      options: { contextLength?: number; replace?: boolean; idempotencyKey?: string; onFile?: (file: string, bytes: number) => void } = {},
     ) => {
       for (const file of files) {
         const path = `/api/bases/${encodeURIComponent(name)}/files/${encodeURIComponent(file.name)}`;
         await send("PUT", path, { body: file.open(), headers: { "content-type": "application/octet-stream", "content-length": String(file.bytes) } });
         options.onFile?.(file.name, file.bytes);
       }
-      const response = await send("POST", `/api/bases/${encodeURIComponent(name)}/import`, {
-        body: JSON.stringify({ contextLength: options.contextLength, replace: options.replace }),
-        headers: { "content-type": "application/json" },
-      });
+      const response = await write(options.idempotencyKey, (idempotencyKey) =>
+        send("POST", `/api/bases/${encodeURIComponent(name)}/import`, {
+          body: JSON.stringify({ contextLength: options.contextLength, replace: options.replace }),
+          headers: { "content-type": "application/json", "idempotency-key": idempotencyKey },
+        }),
+      );
       return (await response.json()) as { name: string; source: string; modelType: string; parameters: number; config: Record<string, unknown> };
     },
     /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
     onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
   };
 
-  return { url: base, api, experiments, runs, createTrainingClient, training, models };
+  const datasets = {
+    list: () => call(() => api.datasets.list.query()),
+    /** Uploads a dataset (JSONL or CSV text), split into train and test rows; once, however often the request is sent. */
+    upload: (input: RouterInputs["datasets"]["upload"]) =>
+      write(input.idempotencyKey, (idempotencyKey) => api.datasets.upload.mutate({ ...input, idempotencyKey })),
+  };
+
+  return { url: base, api, experiments, runs, datasets, createTrainingClient, training, models };
 }
 
 export type TinkerlabClient = ReturnType<typeof createClient>;
 
 type CallAnswer = RouterOutputs["sessions"]["invokeMany"]["answers"][number];
+
+/** Tries of a write (`write`) before its failure is the caller's: about 10 s of waiting in all. */
+const WRITE_TRIES = 6;
+
+/**
+ * Whether a write's failure may be sent again with its key: the connection failed, the server (or a proxy) could
+ * not answer, or another try with the key is still being worked on (409). Anything else is the server's answer.
+ */
+const retriesWrite = (error: TinkerlabError) =>
+  error.code === "UNREACHABLE" || error.code === "CONFLICT" || error.status === 409 || error.status === 502 || error.status === 503 || error.status === 504;
 
 /** How long one request waits on the server for its calls' answers before asking again. */
 const ANSWER_WAIT_MS = 20_000;
