@@ -3,8 +3,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import next from "next";
-import { directProcedures, serveDirect, admitRequestBody, setWorkerToken } from "./api";
-import { CLIENT_IP_HEADER } from "./auth/constants";
+import { directProcedures, serveDirect, admitRequest, setWorkerToken } from "./api";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./experiments";
@@ -26,12 +25,10 @@ export async function startWebServer(
   const root = path.resolve(options.root ?? process.cwd());
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
   const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    // Each request's body is held to its procedure's limit as it streams in; over it, the gate answers 413 itself
-    // (server/api/limits.ts). A chunked body comes back here once it has all arrived within the limit.
-    if (!admitRequestBody(req, res, serve)) return;
-    // The client's address as this socket sees it, replacing any value the client sent: sign-in's rate limit
-    // counts by it (server/auth/accounts.ts), and a header a client writes itself would let it dodge the limit.
-    req.headers[CLIENT_IP_HEADER] = req.socket.remoteAddress ?? "unknown";
+    // The gate (server/api/limits.ts) writes the client's address from the socket, answers a tRPC request it refuses
+    // (a batch over the cap, a body not JSON, a signed-out address past its rate), and holds each body to its
+    // procedure's limit as it streams in (413 over it). A chunked body comes back here once it has all arrived.
+    if (!admitRequest(req, res, serve)) return;
     if (!handle) {
       res.writeHead(503, { "content-type": "text/plain", "retry-after": "2" }).end("Tinkerlab is starting…");
       return;

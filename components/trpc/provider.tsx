@@ -7,6 +7,7 @@ import { useState } from "react";
 import superjson from "superjson";
 import type { AppRouter } from "@/server/api";
 import { SHARE_HEADER } from "@/server/auth/constants";
+import { MAX_BATCH_CALLS } from "@/lib/trpc/limits";
 import { makeQueryClient } from "@/lib/trpc/query-client";
 
 const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
@@ -52,7 +53,8 @@ export function TRPCReactProvider({ children }: { children: React.ReactNode }) {
               return share ? { share } : null;
             },
           }),
-          false: httpBatchLink({ url: "/api/trpc", transformer: superjson, headers: shareHeaders }),
+          // At most as many calls in one request as the server takes; more go in the next request.
+          false: httpBatchLink({ url: "/api/trpc", transformer: superjson, headers: shareHeaders, maxItems: MAX_BATCH_CALLS }),
         }),
       ],
     }),

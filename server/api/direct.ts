@@ -6,12 +6,13 @@
  * Here each is the procedure itself, through tRPC's Node adapter: the same context (credentials read by
  * `createTRPCContext`), middleware (access rule, storable text, the worker token check), input schema, errors and
  * wire format as through the Next.js route (app/api/trpc/[trpc]/route.ts), which still answers them when Next.js
- * runs on its own, or sent in a batch with other procedures. Request bodies are held to their limits before this
- * (limits.ts).
+ * runs on its own, or sent in a batch with other procedures. The gate has refused what it refuses (a batch over
+ * the cap among them) and held request bodies to their limits before this (limits.ts).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { nodeHTTPRequestHandler } from "@trpc/server/adapters/node-http";
 import { trpcCallOf } from "./limits";
+import { retryAfterHeaders } from "./rate-limits";
 import { sessionsRouter } from "./routers/sessions";
 import { workerRouter } from "./routers/worker";
 import { createTRPCContext, createTRPCRouter, internalErrorId } from "./trpc";
@@ -54,6 +55,7 @@ export function serveDirect(req: IncomingMessage, res: ServerResponse, path: str
     res,
     path,
     createContext: () => createTRPCContext({ headers: headersOf(req) }),
+    responseMeta: retryAfterHeaders,
     onError({ path, error }) {
       // Logged once, with the id the client was given in place of the details (server/api/trpc.ts's errorFormatter).
       if (error.code === "INTERNAL_SERVER_ERROR") internalErrorId(error, path);

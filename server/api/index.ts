@@ -5,7 +5,8 @@
  */
 export { appRouter, type AppRouter, createCaller } from "./root";
 export { type Context, createContextInner, createTRPCContext, internalErrorId } from "./trpc";
-export { admitRequestBody, holdToRequestLimit, REQUEST_LIMITS } from "./limits";
+export { admitRequest, holdToRequestLimit, REQUEST_LIMITS } from "./limits";
+export { RATE_LIMITS, rateLimitResponse, retryAfterHeaders, SIGNED_OUT_LIMIT } from "./rate-limits";
 export { directProcedures, serveDirect } from "./direct";
 export { answerOnce, IdempotencyError, IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from "./idempotency";
 export { setWorkerToken } from "./routers/worker";

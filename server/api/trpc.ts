@@ -7,11 +7,13 @@ import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/
 import superjson from "superjson";
 import { z, ZodError } from "zod";
 import { describeConfigError } from "@/lib/sdk/config-errors";
-import { Access, authenticate, type ObjectKind, type Principal, signInMessage } from "../auth";
+import { Access, authenticate, CLIENT_IP_HEADER, type ObjectKind, type Principal, signInMessage } from "../auth";
 import { getDatabase, type Database, type DatabaseHandle, type ProjectRole } from "../db";
 import { newErrorId } from "../error-ids";
 import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 import { serverEnv } from "../env";
+import { isWorkerToken } from "./limits";
+import { type Caller, callerOf, chargeCall, retryAfterOf } from "./rate-limits";
 
 type ContextInner = {
   database: Pick<DatabaseHandle, "db" | "kind" | "location" | "migration">;
@@ -19,6 +21,8 @@ type ContextInner = {
   principal: Principal;
   /** The worker token a worker process sent, if any (checked by the worker router). */
   workerToken?: string;
+  /** Whom the calls count against for rate limits (./rate-limits.ts); none: not limited (in-process callers, tests). */
+  caller?: Caller;
 };
 
 /** The context without Next.js: tests call this directly with their own database. */
@@ -31,14 +35,16 @@ export function createContextInner(opts: ContextInner) {
 export type Context = ReturnType<typeof createContextInner>;
 
 /**
- * The context of an HTTP request: the process's database and who its headers name. A share link's token may come
- * as a header or, for a live stream (an EventSource cannot set headers), in tRPC's `connectionParams`.
+ * The context of an HTTP request: the process's database, who its headers name and whom its calls count against. A
+ * share link's token may come as a header or, for a live stream (an EventSource cannot set headers), in tRPC's
+ * `connectionParams`. tRPC makes one context per request, so a batch's calls are authenticated once, together.
  */
 export async function createTRPCContext(opts: { headers: Headers; connectionParams?: Record<string, string> | null }): Promise<Context> {
   const database = await getDatabase();
   const workerToken = opts.headers.get(WORKER_TOKEN_HEADER) ?? undefined;
   const principal = await authenticate(database.db, opts.headers, serverEnv().TINKERLAB_AUTH, opts.connectionParams?.share);
-  return createContextInner({ database, workerToken, principal });
+  const caller = callerOf(principal, opts.headers.get(CLIENT_IP_HEADER), { worker: isWorkerToken(workerToken) });
+  return createContextInner({ database, workerToken, principal, caller });
 }
 
 const internalErrorIds = new WeakMap<TRPCError, string>();
@@ -57,11 +63,64 @@ export function internalErrorId(error: TRPCError, path: string | undefined): str
   return id;
 }
 
+/** How deep a call's input may nest arrays and objects (`[[…]]`: 2 levels); docs/RUNTIME.md, "Request limits". */
+export const MAX_INPUT_DEPTH = 200;
+
+/**
+ * Reads a call's input as a client sent it: superjson's `{"json": …, "meta"?: …}`. Whatever else a request holds is
+ * refused in words that say what is accepted, before superjson's walk of it, which recurses once per level (a
+ * 10,000-deep input overflowed the stack) and reports a wrong shape in its own internals' words.
+ */
+function deserializeInput(payload: unknown): unknown {
+  const shape = `the input must be an object, {"json": <input>} as superjson (tRPC's transformer here) sends it`;
+  if (payload === null || typeof payload !== "object" || Array.isArray(payload)) {
+    const got = payload === null ? "null" : Array.isArray(payload) ? "an array" : `a ${typeof payload}`;
+    throw new TRPCError({ code: "BAD_REQUEST", message: `${shape}; got ${got}` });
+  }
+  const stray = Object.keys(payload).filter((key) => key !== "json" && key !== "meta");
+  if (stray.length > 0) {
+    const named = stray.slice(0, 5).map((key) => JSON.stringify(key));
+    throw new TRPCError({ code: "BAD_REQUEST", message: `${shape}; got one with ${named.join(", ")}${stray.length > 5 ? ", …" : ""}` });
+  }
+  if (nestedDeeperThan(payload, MAX_INPUT_DEPTH + 1)) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `JSON nested deeper than ${MAX_INPUT_DEPTH} levels is not accepted` });
+  }
+  try {
+    return superjson.deserialize(payload as Parameters<typeof superjson.deserialize>[0]);
+  } catch (cause) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `the input's "meta" does not fit its "json": send what superjson.serialize makes of the input (plain JSON, Dates, Maps, Sets, BigInts, undefined)`,
+      cause,
+    });
+  }
+}
+
+/** Whether `value` nests arrays and objects more than `limit` levels deep; found without recursion. */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  for (let n = 1; n > 0; ) {
+    n--;
+    const at = values[n];
+    const depth = depths[n]! + 1;
+    if (at === null || typeof at !== "object") continue;
+    if (depth > limit) return true;
+    const items = Array.isArray(at) ? at : Object.values(at);
+    for (let i = 0; i < items.length; i++) {
+      const item: unknown = items[i];
+      if (item !== null && typeof item === "object") (values[n] = item), (depths[n] = depth), n++;
+    }
+  }
+  return false;
+}
+
 const t = initTRPC
   .context<Context>()
   .meta<Meta>()
   .create({
-    transformer: superjson,
+    // superjson both ways; what a client sends is checked first (`deserializeInput`).
+    transformer: { input: { serialize: superjson.serialize, deserialize: deserializeInput }, output: superjson },
     // Live streams send a ping every 5 s so proxies keep them open; a client hearing nothing for 15 s reconnects.
     sse: { ping: { enabled: true, intervalMs: 5000 }, client: { reconnectAfterInactivityMs: 15_000 } },
     /**
@@ -77,10 +136,19 @@ const t = initTRPC
         return {
           ...shape,
           message: `The server failed to answer this request (error ${errorId}); its log has the details under that id. Try again, and report the id if it keeps failing.`,
-          data: { ...data, zodError: null, errorId },
+          data: { ...data, zodError: null, errorId, retryAfterS: null },
         };
       }
-      return { ...shape, data: { ...data, zodError: error.cause instanceof ZodError ? z.flattenError(error.cause) : null, errorId: null } };
+      // Input that is not JSON at all: tRPC passes on JSON.parse's words, which name neither the input nor the format.
+      const message =
+        error.code === "BAD_REQUEST" && error.cause instanceof SyntaxError
+          ? `the input is not valid JSON (${error.cause.message}): send {"json": <input>} as superjson serializes it, as the body of a POST or in ?input= of a GET`
+          : shape.message;
+      return {
+        ...shape,
+        message,
+        data: { ...data, zodError: error.cause instanceof ZodError ? z.flattenError(error.cause) : null, errorId: null, retryAfterS: retryAfterOf(error) },
+      };
     },
   });
 
@@ -272,8 +340,20 @@ const authorize = t.middleware(async ({ meta, ctx, path, getRawInput, next }) =>
   return next();
 });
 
-/** Every procedure: text PostgreSQL cannot store is refused (or, from workers, replaced), refusals keep their code, and its access rule holds. */
-const base = t.procedure.use(refusalsKeepTheirCode).use(storableInput).use(authorize);
+/**
+ * Rate limits per caller (./rate-limits.ts), before the input is read or any access is checked: each call of a batch
+ * counts, against its procedure's limit and, for a signed-out caller, against its address's limit on all calls.
+ */
+const rateLimited = t.middleware(({ ctx, path, next }) => {
+  if (ctx.caller) chargeCall(ctx.caller, path);
+  return next();
+});
+
+/**
+ * Every procedure: its caller's rate limits hold, text PostgreSQL cannot store is refused (or, from workers,
+ * replaced), refusals keep their code, and its access rule holds.
+ */
+const base = t.procedure.use(refusalsKeepTheirCode).use(rateLimited).use(storableInput).use(authorize);
 
 /** Needs no credentials (the health check; share links and invitations, whose token is the credential). */
 export const publicProcedure = base.meta({ access: { anyone: true } });

@@ -1,6 +1,7 @@
 import { createTRPCClient, httpBatchLink, httpLink } from "@trpc/client";
 import superjson from "superjson";
 import type { AppRouter } from "../api";
+import { MAX_BATCH_CALLS } from "../../lib/trpc/limits";
 import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 
 /**
@@ -15,7 +16,7 @@ export function createWorkerApi(serverUrl: string, token: string, options: { bat
     transformer: superjson,
     headers: { [WORKER_TOKEN_HEADER]: token, "accept-encoding": "identity" },
   };
-  return createTRPCClient<AppRouter>({ links: [options.batch === false ? httpLink(link) : httpBatchLink(link)] });
+  return createTRPCClient<AppRouter>({ links: [options.batch === false ? httpLink(link) : httpBatchLink({ ...link, maxItems: MAX_BATCH_CALLS })] });
 }
 
 export type WorkerApi = ReturnType<typeof createWorkerApi>;

@@ -2,7 +2,9 @@
  * What a client hears when a call fails, over real HTTP (server/api/trpc.ts): text PostgreSQL cannot store (a NUL,
  * a lone surrogate) is refused with a 400 naming the field, or replaced in what workers send; an internal error
  * answers a generic message with an id (the log has the details) and never SQL, a stack or a server path; the errors
- * a caller can fix keep their messages; GET /api/health fails without naming the database's location.
+ * a caller can fix keep their messages; a malformed request (not JSON, not superjson's shape, nested too deep, another
+ * content type) hears what is accepted, in our words, never a library's; GET /api/health fails without naming the
+ * database's location.
  */
 import { testRunConfig } from "../support/run-config";
 import { TRPCClientError } from "@trpc/client";
@@ -10,6 +12,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { GET as health } from "@/app/api/health/route";
 import { setWorkerToken } from "@/server/api/routers/worker";
+import { MAX_INPUT_DEPTH } from "@/server/api/trpc";
 import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { type DatabaseHandle, LOCAL_USER, setDatabase } from "@/server/db";
 import { newId } from "@/server/db/ids";
@@ -199,5 +202,96 @@ describe("error messages", () => {
     expect(JSON.stringify(body)).not.toContain(location);
     expect(JSON.stringify(body)).not.toContain("    at ");
     expect(logged.mock.calls.some((args) => String(args[0]).includes(body.errorId))).toBe(true);
+  });
+});
+
+describe("malformed requests", () => {
+  /** A raw POST to the tRPC endpoint: its status and, from tRPC's envelope (one, or the first of a batch's), the message and data. */
+  async function post(path: string, body: string | FormData, headers: Record<string, string> = { "content-type": "application/json" }) {
+    const response = await fetch(`${server.url}/api/trpc/${path}`, { method: "POST", headers, body });
+    const text = await response.text();
+    const parsed = JSON.parse(text) as Envelope | Envelope[];
+    const envelope = Array.isArray(parsed) ? parsed[0]! : parsed;
+    return { status: response.status, text, message: envelope.error.json.message, data: envelope.error.json.data };
+  }
+  type Envelope = { error: { json: { message: string; data: Record<string, unknown> } } };
+  const SHAPE = 'the input must be an object, {"json": <input>} as superjson (tRPC\'s transformer here) sends it';
+  /** Words of a library's or the runtime's internals that must never reach a client. */
+  const INTERNAL = ["Cannot destructure", "Maximum call stack", "superjson/issues", "github.com", "    at ", "payload", "undefined (reading"];
+  const expectNoInternals = (text: string) => {
+    for (const leak of INTERNAL) expect(text).not.toContain(leak);
+  };
+
+  it("answers a null, string or array body with what the input must be", async () => {
+    const before = await experimentCount();
+    for (const [body, got] of [
+      ["null", "null"],
+      ['"a name"', "a string"],
+      ["[1,2]", "an array"],
+      ["7", "a number"],
+    ] as const) {
+      const answer = await post("experiments.create", body);
+      expect(answer.status).toBe(400);
+      expect(answer.message).toBe(`${SHAPE}; got ${got}`);
+      expectNoInternals(answer.text);
+    }
+    // A batch's call whose input is null, and a raw input sent without superjson's wrapper.
+    const inBatch = await post("experiments.create?batch=1", JSON.stringify({ 0: null }));
+    expect(inBatch.message).toBe(`${SHAPE}; got null`);
+    const unwrapped = await post("experiments.create", JSON.stringify({ name: "raw" }));
+    expect(unwrapped.message).toBe(`${SHAPE}; got one with "name"`);
+    // A GET's ?input= is read the same way.
+    const query = await fetch(`${server.url}/api/trpc/health.check?input=null`);
+    expect(query.status).toBe(400);
+    expect(await query.text()).toContain(`${SHAPE}; got null`.replaceAll('"', '\\"'));
+    expect(await experimentCount()).toBe(before);
+  });
+
+  it(`refuses an input nested deeper than ${MAX_INPUT_DEPTH} levels in those words, and reads one that deep`, async () => {
+    const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}[]${"}".repeat(levels - 1)}`;
+    for (const path of ["experiments.create", "experiments.create?batch=1"]) {
+      const input = `{"json":{"name":"deep","config":${nested(10_000)}}}`;
+      const answer = await post(path, path.endsWith("batch=1") ? `{"0":${input}}` : input);
+      expect(answer.status).toBe(400);
+      expect(answer.message).toBe(`JSON nested deeper than ${MAX_INPUT_DEPTH} levels is not accepted`);
+      expectNoInternals(answer.text);
+    }
+    // {"name", "config": …} is one level; the config's levels come on top.
+    const over = await post("experiments.create", `{"json":{"name":"deep","config":${nested(MAX_INPUT_DEPTH)}}}`);
+    expect(over.message).toBe(`JSON nested deeper than ${MAX_INPUT_DEPTH} levels is not accepted`);
+    const within = await post("experiments.create", `{"json":{"name":"deep","config":${nested(MAX_INPUT_DEPTH - 1)}}}`);
+    expect(within.message).not.toContain("nested deeper");
+    expectNoInternals(within.text);
+  });
+
+  it("answers a body that is not JSON with that, in its words, and other content types with what is accepted", async () => {
+    const invalid = await post("experiments.create", "{not json");
+    expect(invalid.status).toBe(400);
+    expect(invalid.message).toMatch(/^the input is not valid JSON \(.+\): send \{"json": <input>\} as superjson serializes it/);
+    for (const [headers, named] of [
+      [{ "content-type": "text/plain" }, '"text/plain"'],
+      [{}, '"text/plain;charset=UTF-8"'],
+    ] as const) {
+      const answer = await post("experiments.create", '{"json":{"name":"typed"}}', headers);
+      expect(answer.status).toBe(415);
+      expect(answer.message).toBe(`a tRPC call's body must be JSON, sent with content-type: application/json; this request's content-type is ${named}`);
+    }
+    // A form: tRPC would hand it to the procedure as it is.
+    const form = new FormData();
+    form.set("name", "formed");
+    const formed = await post("experiments.create", form, {});
+    expect(formed.status).toBe(415);
+    expect(formed.message).toMatch(/content-type is "multipart\/form-data; boundary=/);
+  });
+
+  it("answers superjson meta that does not fit its json without superjson's own words", async () => {
+    for (const meta of [{ values: { name: [["class", "Foo"]] } }, { values: { name: [["custom", "Foo"]] } }, { values: { "__proto__.x": ["Date"] } }]) {
+      const answer = await post("experiments.create", JSON.stringify({ json: { name: "meta" }, meta }));
+      expect(answer.status).toBe(400);
+      expect(answer.message).toBe(
+        'the input\'s "meta" does not fit its "json": send what superjson.serialize makes of the input (plain JSON, Dates, Maps, Sets, BigInts, undefined)',
+      );
+      expectNoInternals(answer.text);
+    }
   });
 });

@@ -1,16 +1,19 @@
 /**
  * Request limits (server/api/limits.ts, docs/RUNTIME.md "Request limits"), over real HTTP: the web server's gate
  * answers a call over its procedure's limit with 413 before any of it reaches tRPC, cuts off a streamed body as soon
- * as it passes the limit, and the tRPC route holds the same limits when Next.js runs without the gate.
+ * as it passes the limit, refuses a batch of more calls than the cap with 400, and the tRPC route holds the same
+ * limits when Next.js runs without the gate; our clients split their batches at the cap.
  */
 import http from "node:http";
 import { TRPCClientError } from "@trpc/client";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST } from "@/app/api/trpc/[trpc]/route";
+import { MAX_BATCH_CALLS } from "@/lib/trpc/limits";
 import { setWorkerToken } from "@/server/api/routers/worker";
 import { setDatabase } from "@/server/db";
-import { experimentVersions } from "@/server/db/schema";
+import { experiments, experimentVersions } from "@/server/db/schema";
+import { createWorkerApi } from "@/server/worker/worker-api";
 import { type ApiServer, startApiServer } from "./support/api-server";
 import { openTestDatabase } from "./support/database";
 
@@ -172,6 +175,66 @@ describe("request limits", () => {
   });
 });
 
+/** `/api/trpc/p,p,…?batch=1` calling `procedure` `count` times. */
+const batchPath = (procedure: string, count: number) => `/api/trpc/${Array.from({ length: count }, () => procedure).join(",")}?batch=1`;
+
+type Envelope = { error: { json: { message: string; data: Record<string, unknown> } } };
+
+describe("calls per batch", () => {
+  it("answers a batch of 1,000 calls with one 400 naming the cap, before anything of it runs", async () => {
+    const routed = server.stats.routed;
+    const response = await fetch(`${server.url}${batchPath("health.check", 1000)}`);
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as Envelope;
+    expect(body.error.json.message).toBe(
+      `a batch may hold at most ${MAX_BATCH_CALLS} calls; this one holds 1000: split it into requests of ${MAX_BATCH_CALLS} calls or fewer`,
+    );
+    expect(body.error.json.data).toMatchObject({ code: "BAD_REQUEST", httpStatus: 400, maxBatchCalls: MAX_BATCH_CALLS, batchCalls: 1000 });
+    expect(server.stats.routed).toBe(routed);
+  });
+
+  it("runs none of a mutation batch one call over the cap, and all of one at the cap", async () => {
+    const count = async () => (await db.handle.db.select({ id: experiments.id }).from(experiments)).length;
+    const before = await count();
+    const post = (calls: number) =>
+      fetch(`${server.url}${batchPath("experiments.create", calls)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(Object.fromEntries(Array.from({ length: calls }, (_, i) => [i, { json: { name: `batched ${i}` } }]))),
+      });
+    const over = await post(MAX_BATCH_CALLS + 1);
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as Envelope).error.json.message).toContain(`this one holds ${MAX_BATCH_CALLS + 1}`);
+    expect(await count()).toBe(before);
+    const at = await post(MAX_BATCH_CALLS);
+    expect(at.status, await at.clone().text()).toBe(200);
+    expect(((await at.json()) as unknown[]).length).toBe(MAX_BATCH_CALLS);
+    expect(await count()).toBe(before + MAX_BATCH_CALLS);
+  });
+
+  it("holds the cap without the gate too (Next.js on its own)", async () => {
+    const bare = await startApiServer({ gate: false });
+    try {
+      const response = await fetch(`${bare.url}${batchPath("health.check", MAX_BATCH_CALLS + 1)}`);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as Envelope).error.json.data).toMatchObject({ code: "BAD_REQUEST", maxBatchCalls: MAX_BATCH_CALLS });
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it("lets a worker make more calls at once than a batch holds: its client splits them", async () => {
+    setWorkerToken("request-limits-test-token");
+    const api = createWorkerApi(server.url, "request-limits-test-token");
+    const calls = 3 * MAX_BATCH_CALLS + 7;
+    const answers = await Promise.allSettled(Array.from({ length: calls }, () => api.worker.heartbeat.mutate({ workerId: "wkr_none" })));
+    // Each call reaches the worker API, which answers for itself (no such worker), none the gate's batch refusal.
+    const reasons = answers.map((answer) => (answer.status === "rejected" ? (answer.reason as Error).message : "ok"));
+    expect(reasons.filter((reason) => reason.includes("a batch may hold"))).toEqual([]);
+    expect(reasons).toHaveLength(calls);
+  });
+});
+
 describe("request limits without the web server's gate (Next.js on its own)", () => {
   it("answers a declared length over the limit with 413 at once", async () => {
     const bare = await startApiServer({ gate: false });
@@ -199,7 +262,12 @@ describe("request limits without the web server's gate (Next.js on its own)", ()
       },
     });
     const response = await POST(
-      new Request("http://localhost/api/trpc/experiments.save?batch=1", { method: "POST", body, duplex: "half" } as RequestInit & { duplex: "half" }),
+      new Request("http://localhost/api/trpc/experiments.save?batch=1", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit & { duplex: "half" }),
     );
     expect(response.status).toBe(413);
     expect(await response.json()).toMatchObject([{ error: { json: { data: { path: "experiments.save", limitBytes: SAVE_LIMIT } } } }]);

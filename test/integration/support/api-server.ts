@@ -4,7 +4,7 @@ import { Readable } from "node:stream";
 import { createTRPCClient, httpBatchLink } from "@trpc/client";
 import superjson from "superjson";
 import { GET, POST } from "@/app/api/trpc/[trpc]/route";
-import { admitRequestBody } from "@/server/api/limits";
+import { admitRequest } from "@/server/api/limits";
 import type { AppRouter } from "@/server/api/root";
 
 export type ApiServer = {
@@ -18,14 +18,14 @@ export type ApiServer = {
 
 /**
  * The API over real HTTP without a Next.js build: a Node HTTP server with the web server's gate in front of it
- * (server/web-server.ts calls the same `admitRequestBody` before Next.js), handing each request to the tRPC route's
+ * (server/web-server.ts calls the same `admitRequest` before Next.js), handing each request to the tRPC route's
  * handler as Next.js does. `gate: false` sends requests straight to the route, as when Next.js runs on its own.
  * The route reads the process's database: install the test's with `setDatabase` first.
  */
 export async function startApiServer(options: { gate?: boolean } = {}): Promise<ApiServer> {
   const stats = { routed: 0, closed: [] as { port: number; bytesRead: number }[] };
   const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    if (options.gate !== false && !admitRequestBody(req, res, serve)) return;
+    if (options.gate !== false && !admitRequest(req, res, serve)) return;
     stats.routed++;
     toRoute(req, res).catch((error: unknown) => res.destroy(error as Error));
   };
@@ -61,6 +61,8 @@ async function toRoute(req: http.IncomingMessage, res: http.ServerResponse) {
   } as RequestInit);
   const response = await (req.method === "GET" ? GET : POST)(request);
   const body = Buffer.from(await response.arrayBuffer());
-  res.writeHead(response.status, { "content-type": response.headers.get("content-type") ?? "application/json", "content-length": body.length });
+  const answered: Record<string, string> = { "content-type": "application/json" };
+  for (const [name, value] of response.headers) if (name !== "content-length" && name !== "content-encoding") answered[name] = value;
+  res.writeHead(response.status, { ...answered, "content-length": body.length });
   res.end(body);
 }
