@@ -1,15 +1,15 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { Button } from "@/components/ui/button";
+import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 
 /** Launches a run of the experiment's latest version and opens its page. */
 export function LaunchButton({ experimentId }: { experimentId: string }) {
   const trpc = useTRPC();
   const router = useRouter();
-  const launch = useMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
+  const launch = useKeyedMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
   return (
     <div className="flex flex-col items-end gap-1">
       <Button onClick={() => launch.mutate({ experimentId })} disabled={launch.isPending}>

@@ -1,11 +1,12 @@
 "use client";
 
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useRef, useState } from "react";
 import { flushSync } from "react-dom";
 import { Button } from "@/components/ui/button";
 import { STARTER_ENTRY, starters, type StarterKind } from "@/components/editor/starter";
+import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import { ProjectSelect } from "@/components/ui/project-select";
 
@@ -23,7 +24,7 @@ export function NewExperimentForm() {
   const [template, setTemplate] = useState("arithmetic");
   const [projectId, setProjectId] = useState("");
   const templates = useQuery({ ...trpc.experiments.templates.queryOptions(), enabled: open });
-  const create = useMutation(
+  const create = useKeyedMutation(
     trpc.experiments.create.mutationOptions({
       onSuccess: ({ id }) => router.push(`/experiments/${id}`),
     }),

@@ -1,8 +1,8 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
 import { useRef, useState } from "react";
 import { Button } from "@/components/ui/button";
+import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import { ProjectSelect } from "@/components/ui/project-select";
 import { count, datasetNameFromFile, formatBytes, formatFromFile, MAX_UPLOAD_BYTES } from "./format";
@@ -24,7 +24,7 @@ export function UploadForm({ onUploaded }: { onUploaded: (dataset: Uploaded) => 
   const [projectId, setProjectId] = useState("");
   const [localError, setLocalError] = useState<string | null>(null);
   const [done, setDone] = useState<string | null>(null);
-  const upload = useMutation(
+  const upload = useKeyedMutation(
     trpc.datasets.upload.mutationOptions({
       onSuccess: (dataset) => {
         setDone(

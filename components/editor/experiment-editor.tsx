@@ -6,6 +6,7 @@ import { useMemo, useRef, useState } from "react";
 import { flushSync } from "react-dom";
 import { type ExperimentConfigInput, experimentSchema } from "@/lib/sdk/experiment";
 import { configIssues, launchRefusal, sourceErrors } from "@/server/validation/browser";
+import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button, ButtonLink } from "@/components/ui/button";
 import { Card, PageHeader } from "@/components/ui/card";
@@ -87,7 +88,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
       },
     }),
   );
-  const launch = useMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
+  const launch = useKeyedMutation(trpc.runs.launch.mutationOptions({ onSuccess: ({ runId }) => router.push(`/runs/${runId}`) }));
   const busy = save.isPending || launch.isPending;
 
   // The config as edited, a draft of any shape: the server parses it and refuses a wrong field by name.

@@ -1,6 +1,7 @@
 "use client";
 
 import { useRef, useState } from "react";
+import { ActionKeys } from "@/components/trpc/keyed-mutation";
 import { Button } from "@/components/ui/button";
 import { baseNameFromFolder, modelFileRule } from "@/lib/model/hf/folder";
 
@@ -26,6 +27,8 @@ async function answer(response: Response, what: string): Promise<unknown> {
  */
 export function ImportForm({ onImported }: { onImported: () => void }) {
   const picker = useRef<HTMLInputElement>(null);
+  // An import sent again (its answer lost, a second click) with the same name and options is done once.
+  const importKeys = useRef(new ActionKeys());
   const [files, setFiles] = useState<File[]>([]);
   const [folder, setFolder] = useState("");
   const [name, setName] = useState("");
@@ -67,11 +70,12 @@ export function ImportForm({ onImported }: { onImported: () => void }) {
       const record = (await answer(
         await fetch(`/api/bases/${encodeURIComponent(name)}/import`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", "idempotency-key": importKeys.current.keyFor({ name, options }) },
           body: JSON.stringify(options),
         }),
         "the import",
       )) as Imported;
+      importKeys.current.done();
       setDone(
         `Imported ${record.modelType} as '${record.name}': ${compact.format(record.parameters)} parameters, context ${record.config.contextLength} tokens. Name it as an agent's base.`,
       );

@@ -7,6 +7,7 @@ import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
 import { formatDuration } from "@/components/ui/time";
+import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import type { SeriesPoint } from "@/lib/series";
 import type { XRange } from "./metric-chart";
@@ -48,8 +49,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
   const router = useRouter();
   const openRun = ({ runId: other }: { runId: string }) => router.push(`/runs/${other}`);
-  const evaluateCheckpoint = useMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: openRun }));
-  const exportCheckpoint = useMutation(trpc.runs.export.mutationOptions({ onSuccess: openRun }));
+  const evaluateCheckpoint = useKeyedMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: openRun }));
+  const exportCheckpoint = useKeyedMutation(trpc.runs.export.mutationOptions({ onSuccess: openRun }));
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
