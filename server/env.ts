@@ -53,7 +53,12 @@ export const serverEnvSchema = z.object({
     .string()
     .min(32, "must be at least 32 characters")
     .optional()
-    .describe("team mode: the secret that signs session cookies; unset: one is made once and kept in the database"),
+    .describe("team mode: the secret that signs session cookies; unset: the one in TINKERLAB_AUTH_SECRET_FILE (made at first start), never in the database"),
+  TINKERLAB_AUTH_SECRET_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("team mode without TINKERLAB_AUTH_SECRET: the file (mode 0600) holding the cookie-signing secret; unset: auth-secret beside PGLITE_DATA_DIR"),
   TINKERLAB_WORKER_TOKEN: z
     .string()
     .min(16, "must be at least 16 characters")

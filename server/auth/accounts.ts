@@ -1,10 +1,10 @@
 /**
  * Accounts and sessions of TINKERLAB_AUTH=team, through better-auth (docs/AUTH.md): email and password (scrypt
- * hashes, at least 12 characters), sessions in an HttpOnly cookie, sign-in and sign-up rate-limited per client
- * address in the database. The first account made on a server becomes its admin; after that, sign-up needs an
- * invitation link to a project. Our own tables hold everything else (projects, members, share links, API keys).
+ * hashes, at least 12 characters), sessions in an HttpOnly cookie signed with a secret kept outside the database
+ * (./secret.ts), sign-in and sign-up rate-limited per client address in the database. The first account made on a
+ * server becomes its admin; after that, sign-up needs an invitation link to a project. Our own tables hold everything
+ * else (projects, members, share links, API keys).
  */
-import { randomBytes } from "node:crypto";
 import os from "node:os";
 import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
@@ -12,7 +12,9 @@ import { APIError } from "better-auth/api";
 import { and, eq, ne, count } from "drizzle-orm";
 import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
 import { acceptInvitation, DEFAULT_PROJECT, findInvitation, setMember } from "./projects";
+import { authSecret, authSecretFile } from "./secret";
 import { accounts, type Database, LOCAL_USER, projectMembers, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
+import { serverEnv } from "../env";
 
 export const MIN_PASSWORD_LENGTH = 12;
 
@@ -99,20 +101,6 @@ async function peopleCount(db: Database): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-/** The secret that signs cookies: TINKERLAB_AUTH_SECRET, or one made once and kept in the database for every process. */
-export async function authSecret(db: Database, configured: string | undefined): Promise<string> {
-  if (configured) return configured;
-  await db
-    .insert(serverSettings)
-    .values({ key: "auth_secret", value: randomBytes(32).toString("base64url") })
-    .onConflictDoNothing();
-  const [row] = await db
-    .select({ value: serverSettings.value })
-    .from(serverSettings)
-    .where(and(eq(serverSettings.key, "auth_secret")));
-  return row!.value;
-}
-
 /** The "host:port" forms the server is reached by: its HOST, or every address of this machine when it listens on 0.0.0.0. */
 function serverHosts(host: string, port: number): string[] {
   const names =
@@ -128,13 +116,23 @@ function machineAddresses(): string[] {
 
 const holder = globalThis as typeof globalThis & { __tinkerlabAccounts?: { db: Database; accounts: Promise<Accounts> } };
 
-/** The process's auth instance for its database (made on first use; Next's bundles share it through globalThis). */
-export function accountsFor(db: Database, options: { secret: string | undefined; host: string; port: number }): Promise<Accounts> {
+/**
+ * The process's auth instance for its database (made on first use; Next's bundles share it through globalThis).
+ * `secret`: TINKERLAB_AUTH_SECRET; without it, the secret in `secretFile` (by default the server's, ./secret.ts).
+ */
+export function accountsFor(db: Database, options: { secret: string | undefined; secretFile?: string; host: string; port: number }): Promise<Accounts> {
   if (holder.__tinkerlabAccounts?.db !== db) {
-    holder.__tinkerlabAccounts = {
-      db,
-      accounts: authSecret(db, options.secret).then((secret) => createAccounts(db, { secret, hosts: serverHosts(options.host, options.port) })),
-    };
+    const env = serverEnv();
+    const secret = authSecret(db, {
+      configured: options.secret,
+      file: options.secretFile ?? authSecretFile(env),
+      sharedDatabase: env.DATABASE_URL !== undefined,
+    });
+    holder.__tinkerlabAccounts = { db, accounts: secret.then((secret) => createAccounts(db, { secret, hosts: serverHosts(options.host, options.port) })) };
+    // A secret that could not be had (an unreadable file) is tried again at the next request, not kept as a failure.
+    holder.__tinkerlabAccounts.accounts.catch(() => {
+      if (holder.__tinkerlabAccounts?.db === db) holder.__tinkerlabAccounts = undefined;
+    });
   }
   return holder.__tinkerlabAccounts.accounts;
 }

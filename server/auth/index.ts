@@ -4,7 +4,7 @@
  * that runs in the browser or Next's proxy (header and cookie names, public pages).
  */
 export { Access, atLeast, isServerAdmin, type ObjectKind, type Principal, projectOf, serverAdminRefusal, type User, weaker } from "./access";
-export { accountsFor, type Accounts, authSecret, MIN_PASSWORD_LENGTH } from "./accounts";
+export { accountsFor, type Accounts, MIN_PASSWORD_LENGTH } from "./accounts";
 export { createApiKey, listApiKeys, principalForApiKey, revokeApiKey } from "./api-keys";
 export { CLIENT_IP_HEADER, SHARE_HEADER } from "./constants";
 export {
@@ -23,5 +23,6 @@ export {
   setMember,
 } from "./projects";
 export { type AuthMode, authenticate, signInMessage } from "./request";
+export { authSecret, authSecretFile } from "./secret";
 export { createShareLink, LINK_GONE, listShareLinks, openShareLink, principalForShareToken, revokeShareLink, shareRuns } from "./share-links";
 export { daysFromNow, hashToken, looksLikeToken, newToken } from "./tokens";

@@ -4,6 +4,9 @@
  * are stored only hashed, a session cookie signs requests in, sign-in is rate-limited per client address, and a
  * cross-site request with the cookie is refused.
  */
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticate } from "@/server/auth";
@@ -21,7 +24,8 @@ const ORIGIN = "http://127.0.0.1:3000";
 beforeAll(async () => {
   db = await openTestDatabase();
   handle = db.handle;
-  auth = await accountsFor(handle.db, { secret: undefined, host: "127.0.0.1", port: 3000 });
+  const secretFile = path.join(mkdtempSync(path.join(os.tmpdir(), "tinkerlab-secret-")), "auth-secret");
+  auth = await accountsFor(handle.db, { secret: undefined, secretFile, host: "127.0.0.1", port: 3000 });
 });
 afterAll(() => db.close());
 
