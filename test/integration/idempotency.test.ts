@@ -8,13 +8,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { answerOnce } from "@/server/api/idempotency";
 import { createProject } from "@/server/auth/projects";
 import { experiments, idempotencyKeys, LOCAL_USER, runs, users } from "@/server/db";
+import { closeValidationProcesses } from "@/server/validation";
 import { callerFor, openTestDatabase } from "./support/database";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 beforeAll(async () => {
   db = await openTestDatabase();
 });
-afterAll(() => db.close());
+afterAll(async () => {
+  closeValidationProcesses();
+  await db.close();
+});
 
 const experimentsNamed = async (name: string) =>
   (await db.handle.db.select({ id: experiments.id }).from(experiments).where(eq(experiments.name, name))).map((e) => e.id);
@@ -107,6 +111,16 @@ describe("idempotent writes", () => {
     });
   });
 
+  it("launches a custom environment once for launches sent at once with one key, validating it inside the claim", async () => {
+    const caller = callerFor(db.handle);
+    const config = { name: "own-game", environment: "custom", agent: { base: "generalist-base", sampling: { maxTokens: 4 } }, sft: { steps: 0 } };
+    const { id: experimentId } = await caller.experiments.create({ name: "own-game", files: { "environment.ts": GAME }, config });
+    const answers = await Promise.all(Array.from({ length: 5 }, () => caller.runs.launch({ experimentId, idempotencyKey: "launch-custom-0001" })));
+    const launched = await runsOf(experimentId);
+    expect(launched).toHaveLength(1);
+    expect(new Set(answers.map((a) => a.runId))).toEqual(new Set(launched));
+  });
+
   it("answers a retried upload with the first dataset as it was answered, dates as dates", async () => {
     const caller = callerFor(db.handle);
     const input = { name: "retried-rows", text: '{"q": 1}\n{"q": 2}', idempotencyKey: "upload-once-0001" };
@@ -184,3 +198,20 @@ async function hashOf(request: { procedure: string; key: string; input: unknown 
   const [row] = await db.handle.db.select({ inputHash: idempotencyKeys.inputHash }).from(idempotencyKeys).where(eq(idempotencyKeys.key, probe.key));
   return row?.inputHash ?? null;
 }
+
+/** A take-away game: a custom environment, validated in the sandbox before its launch. */
+const GAME = `import { defineEnvironment } from "tinkerlab";
+export default defineEnvironment<{ left: number }, number>({
+  name: "stones",
+  data: { kind: "free" },
+  systemPrompt: "Take 1, 2 or 3 stones; whoever takes the last one wins.",
+  maxTurns: 5,
+  actions: ["1", "2", "3"],
+  reset: () => ({ state: { left: 7 }, observation: "7 stones" }),
+  parseAction: (text) => (/^[123]$/.test(text) ? { ok: true, action: Number(text) } : { ok: false, error: "1, 2 or 3" }),
+  step: (state, take) => {
+    const left = Math.max(state.left - take, 0);
+    return { state: { left }, reward: left === 0 ? 1 : 0, done: left === 0, observation: left + " stones" };
+  },
+});
+`;
