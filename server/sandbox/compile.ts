@@ -6,7 +6,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import type { SandboxDiagnostic, SourceLocation } from "./errors";
+import { type SandboxDiagnostic, type SourceLocation, runtimeName } from "./errors";
 import { SourceMapIndex, type RawSourceMap } from "./source-map";
 
 /** The user's files by path relative to the experiment root, e.g. { "environment.ts": "..." }. */
@@ -86,6 +86,8 @@ export async function compileEnvironment(inputFiles: SourceFiles, options: { ent
       platform: "neutral",
       target: "es2022",
       outfile: bundleFileName,
+      // Messages name files relative to this folder (see `userFacingBundlerText`), wherever the process runs.
+      absWorkingDir: repoRoot,
       sourcemap: "external",
       sourcesContent: false,
       legalComments: "none",
@@ -127,8 +129,10 @@ function sandboxResolver(files: SourceFiles): esbuild.Plugin {
         if (specifier in sandboxModules) return { path: sandboxModules[specifier]!, sideEffects: false };
         if (args.namespace === USER) {
           if (specifier.startsWith("./") || specifier.startsWith("../")) {
+            // A path out of the experiment ('../../x') is not among the files either: the same answer as for a
+            // missing file, whatever is there on the server.
             const base = path.posix.join(path.posix.dirname(args.importer), specifier);
-            const found = EXTENSIONS.map((ext) => normalizeUserPath(base + ext)).find((name) => name in files);
+            const found = EXTENSIONS.map((ext) => path.posix.normalize(base + ext)).find((name) => name in files);
             if (found) return { path: found, namespace: USER };
             return { errors: [{ text: `cannot find '${specifier}' among your files (${Object.keys(files).join(", ")})` }] };
           }
@@ -148,7 +152,7 @@ function sandboxResolver(files: SourceFiles): esbuild.Plugin {
           const file = [".ts", "/index.ts", ""].map((ext) => base + ext).find((candidate) => trustedFiles.has(candidate));
           if (file) return { path: file, sideEffects: false };
         }
-        return { errors: [{ text: `the sandbox SDK may not import '${specifier}' (from ${path.relative(repoRoot, args.importer)})` }] };
+        return { errors: [{ text: `${runtimeName} may not import '${specifier}' in the sandbox` }] };
       });
       build.onLoad({ filter: /.*/, namespace: ENTRY }, (args) => ({
         contents: `import { install } from "bridge";\nimport * as user from ${JSON.stringify(`${USER}:${args.path}`)};\ninstall(user);\n`,
@@ -195,10 +199,27 @@ function normalizeUserPath(name: string): string {
   return normalized;
 }
 
+/** An esbuild message located in the user's file, or, when it arose in the SDK or the bridge, in no file at all. */
 function fromEsbuild(message: esbuild.Message, severity: "error" | "warning"): SandboxDiagnostic {
   const location = message.location;
-  const file = location?.file ? (userSourceName(location.file) ?? location.file) : null;
-  return diagnostic("syntax", message.text, location && file ? { file, line: location.line, column: location.column + 1 } : null, severity);
+  const file = location?.file ? userSourceName(location.file) : null;
+  const text = userFacingBundlerText(message.text);
+  if (location && file) return diagnostic("syntax", text, { file, line: location.line, column: location.column + 1 }, severity);
+  return diagnostic("syntax", location ? `${text} (inside ${runtimeName})` : text, null, severity);
+}
+
+/** The bundler's name for each file the sandbox bundles from the repository (relative to it) → the name the user knows it by. */
+const bundledFileNames = new Map<string, string>([
+  ...[...trustedFiles].map((file): [string, string] => [path.relative(repoRoot, file), runtimeName]),
+  // The SDK's modules by the name the user imports them with; of several names for one file the first ('tinkerlab').
+  ...Object.entries(sandboxModules)
+    .reverse()
+    .map(([name, file]): [string, string] => [path.relative(repoRoot, file), `'${name}'`]),
+]);
+
+/** esbuild's text ("No matching export in \"server/sandbox/guest/sdk.ts\" for import \"x\"") without the server's file names. */
+function userFacingBundlerText(text: string): string {
+  return text.replace(/"([^"\s]+\.ts)"/g, (quoted, file: string) => bundledFileNames.get(file) ?? quoted);
 }
 
 function diagnostic(

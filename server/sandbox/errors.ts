@@ -4,6 +4,9 @@
  */
 import type { SandboxLimitName } from "./limits";
 
+/** What a message says instead of a file of the server's own code, which is none of the user's business. */
+export const runtimeName = "Tinkerlab's runtime";
+
 export type DiagnosticSource = "syntax" | "type" | "runtime" | "contract" | "limit";
 
 export type SourceLocation = { file: string; line: number; column: number };

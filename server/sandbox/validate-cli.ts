@@ -6,7 +6,7 @@
  * one request at a time.
  */
 import readline from "node:readline";
-import { validateExperimentSource } from "./validate";
+import { validateExperimentSource, withoutServerPaths } from "./validate";
 
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 for await (const line of readline.createInterface({ input: process.stdin })) {
@@ -16,6 +16,8 @@ for await (const line of readline.createInterface({ input: process.stdin })) {
     const report = await validateExperimentSource(files, options);
     process.stdout.write(`${JSON.stringify({ id, report })}\n`);
   } catch (error) {
-    process.stdout.write(`${JSON.stringify({ id, error: error instanceof Error ? error.message : String(error) })}\n`);
+    // The message goes to the user; the whole error, with its stack, to the server's log (this process's stderr).
+    console.error(error);
+    process.stdout.write(`${JSON.stringify({ id, error: withoutServerPaths(error instanceof Error ? error.message : String(error)) })}\n`);
   }
 }

@@ -3,13 +3,14 @@
  * sandbox with scripted or random actions, and return diagnostics for the editor without launching anything.
  */
 import fs from "node:fs";
+import { fileURLToPath } from "node:url";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { randomLegalAction } from "@/lib/sdk/action-space";
 import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { Rng } from "@/lib/model/rng";
 import { type SourceFiles, compileEnvironment } from "./compile";
-import { SandboxError, SandboxLimitError, type SandboxDiagnostic, formatCount } from "./errors";
+import { SandboxError, SandboxLimitError, type SandboxDiagnostic, formatCount, runtimeName } from "./errors";
 import type { SandboxLimitsInput } from "./limits";
 import { SandboxedEnvironmentPool } from "./sandboxed-environment";
 import { typeCheckEnvironment } from "./typecheck";
@@ -77,7 +78,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
   const diagnostics: SandboxDiagnostic[] = [];
   const report = (): ValidationReport => ({
     ok: !diagnostics.some((d) => d.severity === "error"),
-    diagnostics,
+    diagnostics: diagnostics.map((d) => ({ ...d, message: withoutServerPaths(d.message) })),
     environment,
     episodes,
     logs,
@@ -276,7 +277,16 @@ function datasetRows(name: string, files: ValidateOptions["datasetFiles"]): Data
   const file = files?.[name];
   if (!file) throw new Error(`no dataset named '${name}': the built-in datasets are ${builtInDatasets.join(", ")}; upload others on the Datasets page`);
   if (file.kind !== "rows") throw new Error(`'${name}' holds SFT conversations, not rows an environment can read`);
-  return parseDataset(fs.readFileSync(file.path, "utf8"), "jsonl", name);
+  let text: string;
+  try {
+    text = fs.readFileSync(file.path, "utf8");
+  } catch (error) {
+    // (the error names the file's place on the server)
+    throw new Error(
+      `the uploaded dataset '${name}' could not be read on the server (${(error as NodeJS.ErrnoException).code ?? "unknown error"}): upload it again`,
+    );
+  }
+  return parseDataset(text, "jsonl", name);
 }
 
 /** Tokens of a first prompt in the chat template with the byte tokenizer: bos, system and user turns, the reply's role. */
@@ -287,5 +297,27 @@ function chatTokens(systemPrompt: string, observation: string): number {
 
 function toDiagnostic(error: unknown): SandboxDiagnostic {
   if (error instanceof SandboxError) return error.toDiagnostic();
-  return { severity: "error", message: (error as Error).message ?? String(error), file: null, line: null, column: null, source: "runtime" };
+  // Not the user's code: a failure of the server's own, whose message may name its files (withoutServerPaths).
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    severity: "error",
+    message: `validation failed inside ${runtimeName}, not in your code: ${message}`,
+    file: null,
+    line: null,
+    column: null,
+    source: "runtime",
+  };
+}
+
+/** The folder the server runs from (the repository), as a path and as a file: URL, without its last slash. */
+const serverRoot = fileURLToPath(new URL("../../", import.meta.url)).replace(/\/$/, "");
+const serverPath = new RegExp(`(?:file://)?${serverRoot.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?:/[^\\s'"()\`]*)?`, "g");
+
+/**
+ * `text` with every path into the server's installation replaced by "Tinkerlab's runtime": what validation says
+ * leaves the server, and a failure of its own (a thread that would not start, a module it could not load) may name
+ * its files. Applied to every diagnostic of a report and to a validation process's own errors (validate-cli.ts).
+ */
+export function withoutServerPaths(text: string): string {
+  return text.replace(serverPath, runtimeName);
 }
