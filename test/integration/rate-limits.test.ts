@@ -7,6 +7,7 @@
  */
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as importBase } from "@/app/api/bases/[name]/import/route";
 import { RATE_LIMITS, SIGNED_OUT_LIMIT } from "@/server/api/rate-limits";
 import { createApiKey } from "@/server/auth/api-keys";
 import { CLIENT_IP_HEADER } from "@/server/auth/constants";
@@ -21,14 +22,16 @@ process.env.TINKERLAB_AUTH = "apikey";
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let server: ApiServer;
 const keys: string[] = [];
+let adminKey = "";
 beforeAll(async () => {
   db = await openTestDatabase();
   setDatabase(db.handle);
   server = await startApiServer();
-  const ada = { id: "usr_ada", name: "Ada", email: "ada@example.com" };
+  const ada = { id: "usr_ada", name: "Ada", email: "ada@example.com", role: "admin" };
   await db.handle.db.insert(users).values(ada);
   const { id: projectId } = await createProject(db.handle.db, { name: "Limits", ownerId: ada.id });
   for (const name of ["laptop", "ci"]) keys.push((await createApiKey(db.handle.db, { userId: ada.id, name, projectId, role: "editor" })).key);
+  adminKey = (await createApiKey(db.handle.db, { userId: ada.id, name: "admin", projectId, role: "admin" })).key;
 });
 afterAll(async () => {
   await server?.close();
@@ -96,6 +99,34 @@ describe("costly procedures, per caller", () => {
 
     // The same person's other key is another caller.
     expect((await validate(keys[1]!)).status).toBe(404);
+  });
+});
+
+describe("the base routes", () => {
+  it("count a model import against its caller like a procedure, answering 429 with Retry-After", async () => {
+    const { burst, perMinute } = RATE_LIMITS["bases.import"];
+    const ask = () =>
+      importBase(
+        new Request("http://127.0.0.1/api/bases/not..a..name/import", {
+          method: "POST",
+          headers: { authorization: `Bearer ${adminKey}`, [CLIENT_IP_HEADER]: "127.0.0.1" },
+          body: "{}",
+        }),
+        { params: Promise.resolve({ name: "not..a..name" }) },
+      );
+    // The burst reaches the route, which refuses the name; the call past it is refused for its rate first.
+    const statuses: number[] = [];
+    let last: Response | null = null;
+    for (let made = 0; made < burst + 3; made++) {
+      last = await ask();
+      statuses.push(last.status);
+      if (last.status === 429) break;
+    }
+    expect(statuses.slice(0, burst)).toEqual(Array.from({ length: burst }, () => 400));
+    expect(last!.status).toBe(429);
+    const retryAfter = Number(last!.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(await last!.json()).toEqual({ error: `too many bases.import calls: ${perMinute} a minute allowed; retry in ${retryAfter} s` });
   });
 });
 

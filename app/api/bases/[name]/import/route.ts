@@ -6,7 +6,7 @@
  * per key: a retry gets the first record (server/api/idempotency.ts).
  */
 import { z } from "zod";
-import { answerOnce, IdempotencyError, idempotencyKeyOf } from "@/server/api";
+import { answerOnce, IdempotencyError, idempotencyKeyOf, rateLimitResponse } from "@/server/api";
 import { discardStaging, requireBaseManager, stagingDir, UploadError } from "@/server/base-uploads";
 import { importRecord } from "@/server/bases";
 import { getDatabase } from "@/server/db";
@@ -25,6 +25,8 @@ export async function POST(request: Request, context: { params: Promise<{ name: 
   const { db } = await getDatabase();
   const gate = await requireBaseManager(db, request);
   if ("refused" in gate) return gate.refused;
+  const limited = rateLimitResponse("bases.import", gate.principal, request.headers);
+  if (limited) return limited;
   const { principal } = gate;
   const idempotency = idempotencyKeyOf(request.headers);
   if ("error" in idempotency) return Response.json({ error: idempotency.error }, { status: 400 });
