@@ -289,7 +289,7 @@ export type TinkerlabClient = ReturnType<typeof createClient>;
 
 type CallAnswer = RouterOutputs["sessions"]["invokeMany"]["answers"][number];
 
-/** Tries of a write (`write`) before its failure is the caller's: about 10 s of waiting in all. */
+/** Tries of a write (`write`) before its failure is the caller's: about 8 s of waiting between them in all. */
 const WRITE_TRIES = 6;
 
 /**
