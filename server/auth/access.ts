@@ -16,7 +16,8 @@ export type User = { id: string; name: string; email: string };
 
 export type Principal =
   | { kind: "local"; user: User }
-  | { kind: "person"; user: User; admin: boolean }
+  /** `sessionId`: the session it signed in with (none for a person made in process, as tests do). */
+  | { kind: "person"; user: User; admin: boolean; sessionId?: string }
   /** `role`: the most the key does in its project; `admin`: made with the admin role by a maker who is the admin now. */
   | { kind: "apikey"; user: User; keyId: string; projectId: string; role: ProjectRole; admin: boolean }
   | { kind: "share"; linkId: string; projectId: string; runIds: string[] }

@@ -8,10 +8,11 @@
 import os from "node:os";
 import { betterAuth } from "better-auth";
 import { drizzleAdapter } from "better-auth/adapters/drizzle";
-import { APIError } from "better-auth/api";
+import { APIError, createAuthMiddleware } from "better-auth/api";
 import { and, eq, ne, count } from "drizzle-orm";
 import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
 import { acceptInvitation, DEFAULT_PROJECT, findInvitation, setMember } from "./projects";
+import { announceRevocation } from "./revocation";
 import { authSecret, authSecretFile } from "./secret";
 import { accounts, type Database, LOCAL_USER, projectMembers, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
 import { serverEnv } from "../env";
@@ -47,6 +48,12 @@ function createAccounts(db: Database, options: { secret: string; hosts: string[]
       storage: "database",
       modelName: "rateLimits",
       customRules: { "/sign-in/email": { window: 60, max: 5 }, "/sign-up/email": { window: 60, max: 5 } },
+    },
+    hooks: {
+      // A session signed out ends the live streams it opened now, not at their next re-check (./stream-access.ts).
+      after: createAuthMiddleware(async (ctx) => {
+        if (ctx.path === "/sign-out") announceRevocation();
+      }),
     },
     advanced: {
       cookiePrefix: COOKIE_PREFIX,

@@ -8,6 +8,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, gt, isNull, or } from "drizzle-orm";
 import { type ApiKeyRole, apiKeys, type Database, LOCAL_USER, newId, projects, users } from "../db";
 import type { Principal } from "./access";
+import { announceRevocation } from "./revocation";
 import { hashToken, newToken } from "./tokens";
 
 /** Makes a key for a user in a project. The key is returned once. */
@@ -60,6 +61,7 @@ export async function revokeApiKey(db: Database, userId: string, id: string): Pr
     .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
     .returning({ id: apiKeys.id });
   if (revoked.length === 0) throw new TRPCError({ code: "NOT_FOUND", message: `No active API key of yours with id '${id}'` });
+  announceRevocation();
 }
 
 /** How stale a key's "last used" time may be: it is written at most this often. */

@@ -23,6 +23,8 @@ export {
   setMember,
 } from "./projects";
 export { type AuthMode, authenticate, signInMessage } from "./request";
+export { announceRevocation } from "./revocation";
 export { authSecret, authSecretFile } from "./secret";
 export { createShareLink, LINK_GONE, listShareLinks, openShareLink, principalForShareToken, revokeShareLink, shareRuns } from "./share-links";
+export { RECHECK_MS, runAccessLost, watchRunAccess } from "./stream-access";
 export { daysFromNow, hashToken, looksLikeToken, newToken } from "./tokens";

@@ -36,7 +36,7 @@ async function sessionPrincipal(db: Database, headers: Headers): Promise<Princip
   const session = await accounts.api.getSession({ headers, query: { disableRefresh: true } });
   if (!session) return null;
   const user: User = { id: session.user.id, name: session.user.name, email: session.user.email };
-  return { kind: "person", user, admin: (session.user as { role?: string }).role === "admin" };
+  return { kind: "person", user, admin: (session.user as { role?: string }).role === "admin", sessionId: session.session.id };
 }
 
 /** Why a request without a working credential is refused, in the words that say how to get one. */

@@ -7,6 +7,7 @@ import { TRPCError } from "@trpc/server";
 import { and, desc, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
 import { type Database, newId, runs, type ShareKind, shareLinks, users } from "../db";
 import type { Access, Principal } from "./access";
+import { announceRevocation } from "./revocation";
 import { hashToken, looksLikeToken, newToken } from "./tokens";
 
 /** The one answer for a link that does not open: unknown, revoked and expired alike. */
@@ -48,6 +49,7 @@ export async function shareRuns(
 
 export async function revokeShareLink(db: Database, id: string): Promise<void> {
   await db.update(shareLinks).set({ revokedAt: new Date() }).where(eq(shareLinks.id, id));
+  announceRevocation();
 }
 
 /** The link a token opens now, or null (unknown, revoked or expired). Records when it was opened. */

@@ -12,8 +12,8 @@ import { TRPCError } from "@trpc/server";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import superjson from "superjson";
 import { z } from "zod";
-import { Access, authenticate, signInMessage } from "../auth";
-import { getDatabase } from "../db";
+import { Access, authenticate, type Principal, signInMessage, watchRunAccess } from "../auth";
+import { type Database, getDatabase } from "../db";
 import { serverEnv } from "../env";
 import { newErrorId } from "../error-ids";
 import { metricStreamInput, runFeed, RunNotFoundError, type FeedFrame } from "./feed";
@@ -28,7 +28,13 @@ const PING_MS = 5000;
 /** A viewer this far behind (a stalled connection) is cut off; its client reconnects and resumes. */
 const MAX_BACKLOG_BYTES = 8 * 1024 * 1024;
 
-const HTTP_STATUS: Partial<Record<TRPC_ERROR_CODE_KEY, number>> = { BAD_REQUEST: 400, UNAUTHORIZED: 401, NOT_FOUND: 404, INTERNAL_SERVER_ERROR: 500 };
+const HTTP_STATUS: Partial<Record<TRPC_ERROR_CODE_KEY, number>> = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  INTERNAL_SERVER_ERROR: 500,
+};
 
 function errorEvent(code: TRPC_ERROR_CODE_KEY, message: string): Uint8Array {
   const shape = { message, code: TRPC_ERROR_CODES_BY_KEY[code], data: { code, httpStatus: HTTP_STATUS[code] ?? 500, path: PATH, zodError: null } };
@@ -37,8 +43,11 @@ function errorEvent(code: TRPC_ERROR_CODE_KEY, message: string): Uint8Array {
 
 const headers = { "content-type": "text/event-stream", "cache-control": "no-cache, no-transform", connection: "keep-alive", "x-accel-buffering": "no" };
 
-/** Where a stream request goes: a run's feed and the sequence number to continue after, or an error event to answer. */
-type Opened = { feed: ReturnType<typeof runFeed>; after: number } | { error: Uint8Array };
+/**
+ * Where a stream request goes: a run's feed and the sequence number to continue after, with who opened it (its
+ * right to the run is watched while the stream is open), or an error event to answer.
+ */
+type Opened = { feed: ReturnType<typeof runFeed>; after: number; db: Database; principal: Principal; runId: string } | { error: Uint8Array };
 
 /** tRPC's `connectionParams` (what an EventSource sends in place of headers: a share link's token), or null. */
 function connectionParamsOf(url: URL): Record<string, string> | null {
@@ -81,17 +90,23 @@ async function openStream(url: URL, requestHeaders: Headers): Promise<Opened> {
   const after = lastEventId === null ? 0 : Number(lastEventId);
   if (!Number.isSafeInteger(after) || after < 0)
     return { error: errorEvent("BAD_REQUEST", `lastEventId: '${lastEventId}' is not an event id of this stream (a sequence number, 0 or more)`) };
-  return { feed: runFeed(db, input.runId), after };
+  return { feed: runFeed(db, input.runId), after, db, principal, runId: input.runId };
 }
 
 /**
  * Sends the feed to one viewer after `after` through `out`, with pings while idle, until the run ends (return), it
- * fails (an error event) or the viewer is cut off for falling too far behind. Returns the function that stops it.
+ * fails (an error event), the viewer loses its right to the run (the error event a fresh open would get: its link,
+ * key or session revoked, its membership removed) or it is cut off for falling too far behind. Returns the
+ * function that stops it.
  */
-function streamFeed({ feed, after }: Extract<Opened, { feed: unknown }>, out: { write(bytes: Uint8Array): void; backlog(): number; end(): void }): () => void {
+function streamFeed(
+  { feed, after, db, principal, runId }: Extract<Opened, { feed: unknown }>,
+  out: { write(bytes: Uint8Array): void; backlog(): number; end(): void },
+): () => void {
   let open = true;
   let lastWrite = Date.now();
   let unsubscribe = () => {};
+  let unwatch = () => {};
   const write = (bytes: Uint8Array) => {
     if (!open) return;
     if (out.backlog() > MAX_BACKLOG_BYTES) return close();
@@ -103,6 +118,7 @@ function streamFeed({ feed, after }: Extract<Opened, { feed: unknown }>, out: { 
     open = false;
     clearInterval(ping);
     unsubscribe();
+    unwatch();
   };
   const close = () => {
     if (!open) return;
@@ -119,6 +135,8 @@ function streamFeed({ feed, after }: Extract<Opened, { feed: unknown }>, out: { 
     },
     after,
   );
+  // The feed may have ended the stream already (a finished run's history sent at once): then there is nothing to watch.
+  if (open) unwatch = watchRunAccess(db, principal, runId, (error) => (write(errorEvent(error.code, error.message)), close()));
   return stop;
 }
 

@@ -1,8 +1,9 @@
-import { tracked } from "@trpc/server";
+import { type TRPCError, tracked } from "@trpc/server";
 import { z } from "zod";
 import { runStatus } from "../../db";
 import { launchExperiment, queueFromCheckpoint } from "../../experiments";
 import { EVALUATION_LIMITS, resumeRun, stopRun } from "../../jobs";
+import { watchRunAccess } from "../../auth";
 import { metricStreamInput } from "../../metrics";
 import {
   listRuns,
@@ -127,13 +128,26 @@ export const runsRouter = createTRPCRouter({
    * Every metric point of a run as a server-sent event stream, from the run's shared feed (server/metrics/feed.ts):
    * the history as a downsampled summary, then each new batch as workers report it. Each event's id is the last
    * point's sequence number, so a client that reconnects resumes right after the last event it received: no gap,
-   * no duplicate. The stream ends once the run has ended and everything is sent. Over HTTP the same events come
-   * from server/metrics/stream-sse.ts, which sends each as one set of bytes to every viewer.
+   * no duplicate. The stream ends once the run has ended and everything is sent, or with the error a fresh call
+   * would get once the caller's right to the run is gone (its link, key or session revoked, its membership removed).
+   * Over HTTP the same events come from server/metrics/stream-sse.ts, which sends each as one set of bytes to every
+   * viewer.
    */
   metricStream: sharedRunProcedure()
     .input(metricStreamInput)
     .subscription(async function* ({ ctx, input, signal }) {
-      for await (const frame of metricFrames(ctx.db, input.runId, input.lastEventId, signal)) yield tracked(frame.id, frame.data);
+      const revoked = new AbortController();
+      const unwatch = watchRunAccess(ctx.db, ctx.access.principal, input.runId, (error) => revoked.abort(error));
+      const stop = signal ? AbortSignal.any([signal, revoked.signal]) : revoked.signal;
+      try {
+        for await (const frame of metricFrames(ctx.db, input.runId, input.lastEventId, stop)) {
+          if (revoked.signal.aborted) break;
+          yield tracked(frame.id, frame.data);
+        }
+      } finally {
+        unwatch();
+      }
+      if (revoked.signal.aborted) throw revoked.signal.reason as TRPCError;
     }),
 
   /**
