@@ -27,11 +27,8 @@ export function AccountForm({ kind }: { kind: "sign-in" | "sign-up" }) {
       const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       if (!response.ok) {
         const answer = (await response.json().catch(() => null)) as { message?: string; error?: string } | null;
-        setError(
-          response.status === 429
-            ? "Too many attempts from this address: wait a minute and try again."
-            : (answer?.message ?? answer?.error ?? `The server answered ${response.status}.`),
-        );
+        // A refusal for too many tries says itself when to try again (Retry-After, in its message).
+        setError(answer?.message ?? answer?.error ?? `The server answered ${response.status}.`);
         return;
       }
       // Only a path on this server: a "next" that names another site is ignored. A full load, not a client-side

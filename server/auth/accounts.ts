@@ -1,9 +1,9 @@
 /**
  * Accounts and sessions of TINKERLAB_AUTH=team, through better-auth (docs/AUTH.md): email and password (scrypt
  * hashes, at least 12 characters), sessions in an HttpOnly cookie signed with a secret kept outside the database
- * (./secret.ts), sign-in and sign-up rate-limited per client address in the database. The first account made on a
- * server becomes its admin; after that, sign-up needs an invitation link to a project. Our own tables hold everything
- * else (projects, members, share links, API keys).
+ * (./secret.ts), sign-in limited per account and per address in the database (./sign-in-limits.ts). The first
+ * account made on a server becomes its admin; after that, sign-up needs an invitation link to a project. Our own
+ * tables hold everything else (projects, members, share links, API keys).
  */
 import os from "node:os";
 import { betterAuth } from "better-auth";
@@ -14,6 +14,7 @@ import { CLIENT_IP_HEADER, COOKIE_PREFIX } from "./constants";
 import { acceptInvitation, DEFAULT_PROJECT, findInvitation, setMember } from "./projects";
 import { announceRevocation } from "./revocation";
 import { authSecret, authSecretFile } from "./secret";
+import { signInLimits } from "./sign-in-limits";
 import { accounts, type Database, LOCAL_USER, projectMembers, newId, rateLimits, serverSettings, sessions, users, verifications } from "../db";
 import { serverEnv } from "../env";
 
@@ -43,12 +44,10 @@ function createAccounts(db: Database, options: { secret: string; hosts: string[]
     account: { modelName: "accounts" },
     verification: { modelName: "verifications" },
     emailAndPassword: { enabled: true, minPasswordLength: MIN_PASSWORD_LENGTH, maxPasswordLength: 128, autoSignIn: true },
-    rateLimit: {
-      enabled: true,
-      storage: "database",
-      modelName: "rateLimits",
-      customRules: { "/sign-in/email": { window: 60, max: 5 }, "/sign-up/email": { window: 60, max: 5 } },
-    },
+    // Sign-in and sign-up are limited by ./sign-in-limits.ts (per account and per address, in the database);
+    // better-auth's own per-address limit, in memory, guards the other endpoints against floods.
+    rateLimit: { enabled: true, storage: "memory", customRules: { "/sign-in/email": false, "/sign-up/email": false } },
+    plugins: [signInLimits(db)],
     hooks: {
       // A session signed out ends the live streams it opened now, not at their next re-check (./stream-access.ts).
       after: createAuthMiddleware(async (ctx) => {
