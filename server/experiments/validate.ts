@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { datasetFiles } from "../datasets";
 import { isCheckpointBase, resolveBase } from "../jobs";
 import type { ValidationReport } from "../sandbox";
-import { validateReusing } from "../validation";
+import { ValidationBusyError, validateReusing } from "../validation";
 import { baseModelShape, checkpointShape } from "../bases";
 import type { Caller } from "./caller";
 
@@ -43,6 +43,8 @@ export async function validateSource(
       datasetFiles: await datasetFiles(caller.db, projectId),
     });
   } catch (error) {
+    // A full queue says when to retry (the cause's retryAfterS becomes a Retry-After header, server/api/rate-limits.ts).
+    if (error instanceof ValidationBusyError) throw new TRPCError({ code: "TOO_MANY_REQUESTS", message: error.message, cause: error });
     // The validation's own failures (it overran its time, its process stopped) are the user's to act on.
     throw new TRPCError({ code: "UNPROCESSABLE_CONTENT", message: (error as Error).message, cause: error });
   }

@@ -8,6 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import readline from "node:readline";
+import { pathToFileURL } from "node:url";
 import { serverEnvSchema } from "../env";
 import type { SourceFiles, ValidateOptions, ValidationReport } from "../sandbox";
 
@@ -22,6 +23,32 @@ const validationProcessesVariable = "TINKERLAB_VALIDATION_PROCESSES";
 const defaultValidationTimeoutMs = 60_000;
 /** How long a new process may take to start (load the compiler and the sandbox) before it is given up. */
 const startTimeoutMs = 30_000;
+/**
+ * Starts that fail in a row, with no process of the pool alive, before the waiting requests are failed: one failed
+ * start (a machine too loaded to start one within its time, a spawn refused for a moment) is tried again.
+ */
+const startAttempts = 3;
+/** A request that would wait longer than this for a process is refused (429, "retry in N s") rather than queued. */
+const maxQueueWaitMs = 30_000;
+/** Requests queued at most, whatever their expected wait (each holds its files, up to 2 MiB). */
+const maxQueued = 64;
+/** A validation's expected run, before the pool has timed one: about what a type-checked dry run takes. */
+const firstServiceEstimateMs = 2_000;
+
+/**
+ * A validation refused because the pool's queue is full: the caller should retry in `retryAfterS` seconds
+ * (`experiments.validate` answers TOO_MANY_REQUESTS, with a Retry-After header).
+ */
+export class ValidationBusyError extends Error {
+  constructor(
+    /** Validations running and waiting when this one was refused. */
+    readonly validating: number,
+    readonly retryAfterS: number,
+  ) {
+    super(`the server is busy validating ${validating} experiments; retry in ${retryAfterS} s`);
+    this.name = "ValidationBusyError";
+  }
+}
 
 /** A request, from its arrival until it is answered. */
 type ValidationRequest = {
@@ -35,6 +62,10 @@ type ValidationRequest = {
   reject(error: Error): void;
 };
 
+/** How a process ended, in words for the server's log and a client's message: "exit code 1", "killed by SIGKILL". */
+const howItEnded = (code: number | null, signal: NodeJS.Signals | null) =>
+  signal ? `killed by ${signal}` : code !== null ? `exit code ${code}` : "no exit status";
+
 /**
  * One validation process: started once, it answers one request at a time until it dies or is killed. Its own
  * death fails only the request it was running.
@@ -44,7 +75,6 @@ class ValidationProcess {
   /** The request this process is running, or null when it is idle. */
   private request: { id: number; request: ValidationRequest; timer: NodeJS.Timeout } | null = null;
   private nextId = 1;
-  private stderr = "";
   /** The process has said it is ready (its modules are loaded); requests wait for it. */
   private ready = false;
   private startTimer: NodeJS.Timeout | null = null;
@@ -55,16 +85,23 @@ class ValidationProcess {
 
   constructor(
     root: string,
-    /** Told when this process can take another request (it is ready or idle again) or has died. */
-    private readonly onFree: (process: ValidationProcess) => void,
+    private readonly events: {
+      /** This process can take another request (it is ready or idle again), or it has died. */
+      onFree(process: ValidationProcess): void;
+      /** A request it ran was answered after `ms` of running. */
+      onAnswered(ms: number): void;
+    },
   ) {
-    const tsx = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
-    this.child = spawn(process.execPath, [tsx, path.join(root, "server", "sandbox", "validate-cli.ts")], { cwd: root, stdio: "pipe" });
-    this.child.stderr.on("data", (chunk) => (this.stderr = (this.stderr + chunk).slice(-4000)));
+    // Node with tsx's loader, one process: tsx's command line would run the script in a second process of its own.
+    const loader = pathToFileURL(path.join(root, "node_modules", "tsx", "dist", "loader.mjs")).href;
+    this.child = spawn(process.execPath, ["--import", loader, path.join(root, "server", "sandbox", "validate-cli.ts")], { cwd: root, stdio: "pipe" });
+    // What the process writes to stderr (a failure's stack) is for the server's log, never for a client.
+    readline.createInterface({ input: this.child.stderr }).on("line", (line) => console.error(`validation process ${this.child.pid ?? "?"}: ${line}`));
     readline.createInterface({ input: this.child.stdout }).on("line", (line) => this.onLine(line));
     this.child.on("exit", (code, signal) => this.onExit(code, signal));
     this.child.on("error", (error) => {
-      this.stderr += `\n${error.message}`;
+      if (!this.ready) this.startFailure ??= error.message;
+      console.error(`validation process ${this.child.pid ?? "?"}: ${error.message}`);
       this.kill();
     });
     this.child.stdin.on("error", () => {}); // a write to a process that just died surfaces through "exit"
@@ -72,8 +109,13 @@ class ValidationProcess {
     this.child.unref();
     for (const pipe of [this.child.stdin, this.child.stdout, this.child.stderr]) (pipe as unknown as { unref?(): void }).unref?.();
     this.startTimer = setTimeout(() => {
-      this.stderr += `\nthe validation process did not start within ${startTimeoutMs / 1000} s`;
-      this.kill();
+      // A server busy past this timer may have the "ready" line waiting unread in the pipe: timers run before a
+      // turn's I/O. Read it first (setImmediate runs after this turn's I/O), then judge.
+      setImmediate(() => {
+        if (this.ready || this.dead) return;
+        this.startFailure = `it did not say it was ready within ${startTimeoutMs / 1000} s`;
+        this.kill();
+      });
     }, startTimeoutMs);
   }
 
@@ -85,6 +127,11 @@ class ValidationProcess {
   /** Ready for a request now: started, alive and idle. */
   get free(): boolean {
     return this.ready && !this.dead && this.request === null;
+  }
+
+  /** Started, and alive. */
+  get alive(): boolean {
+    return this.ready && !this.dead;
   }
 
   /** Runs `request`; its time limit counts from now. */
@@ -113,9 +160,9 @@ class ValidationProcess {
     this.dead = true;
     if (this.startTimer) clearTimeout(this.startTimer);
     this.child.kill("SIGKILL");
-    if (!this.ready) this.startFailure = this.lastWords(null, "SIGKILL");
-    this.failRunning();
-    this.onFree(this);
+    if (!this.ready) this.startFailure ??= "it was stopped before it was ready";
+    this.failRunning("it was stopped");
+    this.events.onFree(this);
   }
 
   private onLine(line: string): void {
@@ -129,52 +176,63 @@ class ValidationProcess {
       if (this.startTimer) clearTimeout(this.startTimer);
       this.startTimer = null;
       this.ready = true;
-      if (!this.dead) this.onFree(this);
+      if (!this.dead) this.events.onFree(this);
       return;
     }
     const running = this.request;
     if (!running || running.id !== answer.id) return;
     this.request = null;
     clearTimeout(running.timer);
+    this.events.onAnswered(performance.now() - running.request.startedAt);
     if (answer.report) running.request.resolve(answer.report);
     else running.request.reject(new Error(answer.error ?? "validation failed"));
-    if (!this.dead) this.onFree(this);
+    if (!this.dead) this.events.onFree(this);
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null): void {
     const wasDead = this.dead;
     this.dead = true;
     if (this.startTimer) clearTimeout(this.startTimer);
-    if (!this.ready && !wasDead) this.startFailure = this.lastWords(code, signal);
-    this.failRunning(code, signal);
-    if (!wasDead) this.onFree(this);
+    if (wasDead) return;
+    const how = howItEnded(code, signal);
+    console.error(`validation process ${this.child.pid ?? "?"} ended unasked (${how})`);
+    if (!this.ready) this.startFailure = `it ended before it was ready (${how})`;
+    this.failRunning(how);
+    this.events.onFree(this);
   }
 
   /** Rejects the request this process was running (if any): only that one. */
-  private failRunning(code: number | null = null, signal: NodeJS.Signals | null = null): void {
+  private failRunning(how: string): void {
     const running = this.request;
     if (!running) return;
     this.request = null;
     clearTimeout(running.timer);
-    running.request.reject(new Error(`the validation process stopped: ${this.lastWords(code, signal)}`));
-  }
-
-  /** The end of what the process wrote to stderr, or how it ended. */
-  private lastWords(code: number | null, signal: NodeJS.Signals | null): string {
-    return this.stderr.trim().split("\n").slice(-3).join(" ") || (signal ? `killed by ${signal}` : code !== null ? `exit code ${code}` : "no message");
+    running.request.reject(
+      new Error(
+        `the validation process stopped while it validated (${how}): a failure of the server's, not a verdict on your code; ` +
+          "the server's log has the details. Validate again",
+      ),
+    );
   }
 }
 
 /**
  * A pool of validation processes (validate-cli.ts), each started on first need and reused, so that a validation
  * costs its own work rather than a process start. Each request has a process of its own while it runs; requests
- * beyond the pool's size wait in order for a free one. A request that outlives its time is killed with its
- * process (and only it fails); the process is replaced when the next request needs one.
+ * beyond the pool's size wait in order for a free one, as long as the expected wait stays under 30 s (64 at most);
+ * past that a request is refused with `ValidationBusyError` saying when to retry. A request that outlives its time
+ * is killed with its process (and only it fails); the process is replaced when the next request needs one. A
+ * process that fails to start is tried again; the waiting requests fail only when no process is alive and three
+ * starts in a row have failed (a broken installation), each told why.
  */
 export class ValidationPool {
   private readonly processes = new Set<ValidationProcess>();
   private readonly queue: ValidationRequest[] = [];
   private closed = false;
+  /** Starts that failed since the last one that succeeded. */
+  private failedStarts = 0;
+  /** A validation's recent run time, a moving average, for the expected wait of a new request. */
+  private serviceMs = firstServiceEstimateMs;
 
   constructor(
     private readonly root: string,
@@ -185,9 +243,21 @@ export class ValidationPool {
     }
   }
 
-  /** Validates in a free process, after the requests before it; `timeoutMs` counts from when a process takes it. */
+  /**
+   * Validates in a free process, after the requests before it; `timeoutMs` counts from when a process takes it.
+   * Rejects with `ValidationBusyError` at once when the queue is full.
+   */
   validate(files: SourceFiles, options: ValidateOptions, timeoutMs = defaultValidationTimeoutMs): Promise<ValidationReport> {
     if (this.closed) return Promise.reject(new Error("the validation pool has been closed"));
+    // A request waits for the requests queued before it, `size` at a time, then runs.
+    const ahead = this.queue.length;
+    if (ahead >= this.size) {
+      const waitMs = Math.ceil(ahead / this.size) * this.serviceMs;
+      if (waitMs > maxQueueWaitMs || ahead >= maxQueued) {
+        const running = [...this.processes].filter((worker) => worker.alive && !worker.free).length;
+        return Promise.reject(new ValidationBusyError(running + ahead, Math.max(1, Math.ceil(waitMs / 1000))));
+      }
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ files, options, timeoutMs, queuedAt: performance.now(), startedAt: 0, resolve, reject });
       this.dispatch();
@@ -213,9 +283,11 @@ export class ValidationPool {
       if (worker.starting) starting++;
       else if (worker.free && this.queue.length > 0) worker.run(this.queue.shift()!);
     }
-    // A process that is starting takes the next waiting request when it is ready.
-    while (!this.closed && this.queue.length > starting && this.processes.size < this.size) {
-      this.processes.add(new ValidationProcess(this.root, (worker) => this.onFree(worker)));
+    // A process that is starting takes the next waiting request when it is ready. After failed starts the processes
+    // alive serve the queue alone (see onFree).
+    const mayStart = this.failedStarts < startAttempts;
+    while (!this.closed && mayStart && this.queue.length > starting && this.processes.size < this.size) {
+      this.processes.add(new ValidationProcess(this.root, { onFree: (worker) => this.onFree(worker), onAnswered: (ms) => this.onAnswered(ms) }));
       starting++;
     }
   }
@@ -223,10 +295,25 @@ export class ValidationPool {
   private onFree(worker: ValidationProcess): void {
     if (worker.dead) this.processes.delete(worker);
     if (this.closed) return;
-    // A process that could not start fails the first waiting request, so that a broken installation answers
-    // each request with why, instead of starting processes without end.
-    if (worker.startFailure !== null) this.queue.shift()?.reject(new Error(`the validation process could not start: ${worker.startFailure}`));
+    if (worker.startFailure === null) {
+      if (!worker.dead) this.failedStarts = 0;
+    } else {
+      this.failedStarts++;
+      console.error(`a validation process could not start: ${worker.startFailure}`);
+      const hope = [...this.processes].some((other) => !other.dead);
+      if (!hope && this.failedStarts >= startAttempts) {
+        // Starting more would fail as these did: each waiting request is told why, and the next one tries again.
+        const reason = `the validation process could not start ${this.failedStarts} times (the last time, ${worker.startFailure}): the server's log has the details`;
+        this.failedStarts = 0;
+        for (const request of this.queue.splice(0)) request.reject(new Error(reason));
+        return;
+      }
+    }
     this.dispatch();
+  }
+
+  private onAnswered(ms: number): void {
+    this.serviceMs = 0.8 * this.serviceMs + 0.2 * ms;
   }
 }
 

@@ -1,10 +1,12 @@
 /**
  * The web server's validation processes (server/validation): validations run side by side, each in a process of
  * its own, and a validation that outlives its time is stopped alone; one waiting for a free process is not
- * charged its wait.
+ * charged its wait; a process that fails to start fails no request while another can serve it; and a request
+ * that would wait too long is refused at once, saying when to retry.
  */
+import { execFileSync } from "node:child_process";
 import { afterAll, describe, expect, it } from "vitest";
-import { ValidationPool, defaultValidationProcesses, validationProcessesFromEnv } from "@/server/validation";
+import { ValidationBusyError, ValidationPool, defaultValidationProcesses, validationProcessesFromEnv } from "@/server/validation";
 
 /** A legal environment whose dry run (60 steps) takes seconds: each step busy-waits `ms` (within cpuMsPerCall). */
 const slowEnvironment = (ms: number) => `import { defineEnvironment } from "tinkerlab";
@@ -43,6 +45,12 @@ const settled = <T>(promise: Promise<T>) =>
     (value) => ({ value, error: null, at: performance.now() }),
     (error: Error) => ({ value: null, error, at: performance.now() }),
   );
+
+/** The validation processes this test's process has started (its children running validate-cli.ts). */
+function validationProcessIds(): number[] {
+  const lines = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(process.pid)], { encoding: "utf8" }).split("\n");
+  return lines.filter((line) => line.includes("validate-cli")).map((line) => Number.parseInt(line.trim(), 10));
+}
 
 const pools: ValidationPool[] = [];
 afterAll(() => {
@@ -83,6 +91,44 @@ describe("validation processes", () => {
     expect(second.value?.ok).toBe(true);
     expect(second.at).toBeGreaterThan(first.at);
     expect(pool.stats).toEqual({ queued: 0, processes: 1 });
+  });
+
+  it("serves a request with the processes alive when a new one fails to start", async () => {
+    const others = validationProcessIds(); // the earlier tests' pools'
+    const pool = new ValidationPool(process.cwd(), 2);
+    pools.push(pool);
+    expect((await pool.validate({ "environment.ts": benign }, { typeCheck: false })).ok).toBe(true);
+    const first = validationProcessIds().filter((pid) => !others.includes(pid));
+    expect(first).toHaveLength(1);
+    // The first process takes a validation of ~2.5 s; the next request starts a second process, which dies as it
+    // starts (as the kernel's OOM killer or a refused spawn would end it on a loaded machine).
+    const busy = settled(pool.validate({ "environment.ts": slowEnvironment(40) }, { typeCheck: false }));
+    const next = settled(pool.validate({ "environment.ts": benign }, { typeCheck: false }));
+    const starting = validationProcessIds().filter((pid) => !others.includes(pid) && !first.includes(pid));
+    expect(starting).toHaveLength(1);
+    process.kill(starting[0]!, "SIGKILL");
+    const [a, b] = await Promise.all([busy, next]);
+    expect(a.error).toBeNull();
+    expect(b.error).toBeNull();
+    expect(b.value?.environment?.name).toBe("benign");
+  });
+
+  it("refuses a request that would wait too long, saying how many are validating and when to retry", async () => {
+    const pool = new ValidationPool(process.cwd(), 1);
+    pools.push(pool);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => settled(pool.validate({ "environment.ts": `${benign}// ${i}\n` }, { typeCheck: false }))),
+    );
+    const refused = answers.filter((answer) => answer.error);
+    expect(refused.length).toBeGreaterThan(0);
+    // The first ones queued are answered; those that came after the queue was full are refused, each at once.
+    expect(answers.slice(0, answers.length - refused.length).every((answer) => answer.value?.ok === true)).toBe(true);
+    for (const { error } of refused) {
+      expect(error).toBeInstanceOf(ValidationBusyError);
+      expect(error!.message).toMatch(/^the server is busy validating \d+ experiments; retry in \d+ s$/);
+      expect((error as ValidationBusyError).retryAfterS).toBeGreaterThanOrEqual(1);
+    }
+    expect(Math.max(...refused.map((r) => r.at))).toBeLessThan(Math.min(...answers.filter((a) => a.value).map((a) => a.at)));
   });
 
   it("takes its size from TINKERLAB_VALIDATION_PROCESSES, naming the variable when it is invalid", () => {
