@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline/promises";
 import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { SingleBar } from "cli-progress";
 import { isFinished, type Run, TinkerlabError, type TinkerlabClient } from "../../lib/client";
 import { type RunState, runStates } from "../../lib/lifecycle";
@@ -244,7 +245,18 @@ export async function runsExport(runId: string, options: GlobalOptions & { out?:
     afterSeq = page.lastSeq;
   }
   write("metrics.csv", `${rows.join("\n")}\n`);
-  write("rollouts.jsonl", await client.runs.rolloutsJsonl(runId));
+  // Every stored rollout, training and evaluation, streamed to the file; a failed download leaves no file behind.
+  const rollouts = path.join(dir, "rollouts.jsonl");
+  const partial = `${rollouts}.partial`;
+  const stream = await client.runs.rolloutsJsonlStream(runId);
+  try {
+    await pipeline(Readable.fromWeb(stream as import("node:stream/web").ReadableStream), fs.createWriteStream(partial));
+  } catch (error) {
+    fs.rmSync(partial, { force: true });
+    throw new CliError(`the download of ${runId}'s rollouts broke off: ${(error as Error).message}; nothing was written to rollouts.jsonl`, EXIT.unreachable);
+  }
+  fs.renameSync(partial, rollouts);
+  written.push("rollouts.jsonl");
   const checkpoints = await client.runs.checkpoints(runId);
   write("checkpoints.json", `${JSON.stringify(checkpoints, null, 2)}\n`);
   if (options.onnx) {

@@ -99,10 +99,29 @@ export function createClient(options: ClientOptions) {
     }
   };
 
-  /** GET of one of the server's files (a run's rollouts as JSONL, a model as ONNX), with the key. */
-  const download = (path: string) => send("GET", path);
+  /**
+   * GET of one of the server's files (a run's rollouts as JSONL, a model as ONNX), with the key. An answer of another
+   * type than `expected` (a sign-in page's HTML where JSON Lines were asked for) is refused, never saved as the file.
+   */
+  const download = async (path: string, expected: keyof typeof DOWNLOAD_TYPES): Promise<Response> => {
+    const response = await send("GET", path);
+    const type = response.headers.get("content-type") ?? "none";
+    if (!DOWNLOAD_TYPES[expected].test(type)) {
+      await response.body?.cancel();
+      throw new TinkerlabError(
+        `GET ${path} answered ${type} where ${expected} was expected: is ${base} a Tinkerlab server, and its URL the server's root?`,
+        "WRONG_CONTENT",
+        response.status,
+      );
+    }
+    return response;
+  };
 
-  /** A request to one of the server's routes outside tRPC, with the key; a refusal becomes a TinkerlabError. */
+  /**
+   * A request to one of the server's routes outside tRPC, with the key; a refusal becomes a TinkerlabError. Redirects
+   * are not followed: the server's own routes never redirect, and one that does leads to a page (a sign-in page) that
+   * a script would mistake for its answer.
+   */
   const send = async (method: string, path: string, init: { body?: BodyInit; headers?: Record<string, string> } = {}): Promise<Response> => {
     let response: Response;
     try {
@@ -111,10 +130,25 @@ export function createClient(options: ClientOptions) {
         method,
         headers: { ...headers, ...init.headers },
         body: init.body,
+        redirect: "manual",
         ...(streamed ? { duplex: "half" } : {}),
       } as RequestInit);
     } catch (error) {
       throw new TinkerlabError(`cannot reach ${base}: ${(error as Error).message}`, "UNREACHABLE", null);
+    }
+    // A browser's fetch hides a redirect's status and target ("opaqueredirect", status 0).
+    if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+      await response.body?.cancel();
+      const to = response.headers.get("location");
+      throw new TinkerlabError(
+        `${method} ${path} answered ${response.status || "a redirect"}${to ? ` to ${to}` : ""} instead of an answer (a page, such as sign-in): ${
+          headers.authorization
+            ? `is ${base} a Tinkerlab server at its root, and up to date?`
+            : "the server needs an API key (Authorization: Bearer tl_…; the CLI's --key or TINKERLAB_API_KEY)"
+        }`,
+        "FORBIDDEN",
+        response.status || null,
+      );
     }
     if (!response.ok) {
       const text = await response.text();
@@ -170,8 +204,21 @@ export function createClient(options: ClientOptions) {
     metrics: (runId: string, afterSeq = 0) => call(() => api.runs.metrics.query({ runId, afterSeq })),
     rollouts: (runId: string, options: { split?: "train" | "eval"; step?: number } = {}) => call(() => api.runs.rollouts.query({ runId, ...options })),
     checkpoints: (runId: string) => call(() => api.checkpoints.ofRun.query({ runId })),
-    /** Every rollout of the run as JSON lines (the run page's download). */
-    rolloutsJsonl: async (runId: string) => (await download(`/runs/${encodeURIComponent(runId)}/rollouts.jsonl`)).text(),
+    /**
+     * The run's stored rollouts as JSON Lines, one sample a line with its split and step: every one (training and
+     * evaluation, every step) unless `split` or `step` narrows it. As a stream (a run's rollouts may not fit in memory).
+     */
+    rolloutsJsonlStream: async (runId: string, options: { split?: "train" | "eval"; step?: number } = {}): Promise<ReadableStream<Uint8Array>> => {
+      const query = new URLSearchParams();
+      if (options.split) query.set("split", options.split);
+      if (options.step !== undefined) query.set("step", String(options.step));
+      const narrowed = query.toString();
+      const response = await download(`/runs/${encodeURIComponent(runId)}/rollouts.jsonl${narrowed ? `?${narrowed}` : ""}`, "JSON Lines");
+      return response.body ?? new ReadableStream({ start: (controller) => controller.close() });
+    },
+    /** The same as one string: for a small run or one step. */
+    rolloutsJsonl: async (runId: string, options: { split?: "train" | "eval"; step?: number } = {}) =>
+      new Response(await runs.rolloutsJsonlStream(runId, options)).text(),
 
     /**
      * Follows a run until it finishes: one update a look, every `intervalMs`, with the metric points reported
@@ -272,7 +319,7 @@ export function createClient(options: ClientOptions) {
       return (await response.json()) as { name: string; source: string; modelType: string; parameters: number; config: Record<string, unknown> };
     },
     /** A base's or checkpoint's model as an ONNX file's bytes (exported by the server on first use). */
-    onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`)).arrayBuffer()),
+    onnx: async (name: string) => new Uint8Array(await (await download(`/api/models/${encodeURIComponent(name)}.onnx`, "a model file")).arrayBuffer()),
   };
 
   const datasets = {
@@ -291,6 +338,12 @@ type CallAnswer = RouterOutputs["sessions"]["invokeMany"]["answers"][number];
 
 /** Tries of a write (`write`) before its failure is the caller's: about 8 s of waiting between them in all. */
 const WRITE_TRIES = 6;
+
+/** What each kind of download answers with: anything else (HTML, JSON) is not the file. */
+const DOWNLOAD_TYPES = {
+  "JSON Lines": /^application\/(x-ndjson|jsonl)\b/i,
+  "a model file": /^application\/octet-stream\b/i,
+} as const;
 
 /**
  * Whether a write's failure may be sent again with its key: the connection failed, the server (or a proxy) could

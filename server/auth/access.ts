@@ -42,6 +42,10 @@ export function serverAdminRefusal(principal: Principal, action: string): string
   return `${action}: ${who}.`;
 }
 
+/** Why a share link's holder gets no file (a model, an export): a link shows a run's view, never its files (docs/AUTH.md). */
+export const SHARE_LINKS_DOWNLOAD_NO_FILES =
+  "A share link shows a run's view, never its files: models and exports are for the project's members. Sign in, or send an API key as 'Authorization: Bearer tl_…'.";
+
 /** What a per-object check can name, and the input field that holds its id. */
 export type ObjectKind = "project" | "experiment" | "run" | "checkpoint" | "dataset" | "shareLink" | "invitation";
 

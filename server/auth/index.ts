@@ -3,7 +3,18 @@
  * members, share links, API keys, hashed tokens, and a team server's accounts. `./constants` is the entry for code
  * that runs in the browser or Next's proxy (header and cookie names, public pages).
  */
-export { Access, atLeast, isServerAdmin, type ObjectKind, type Principal, projectOf, serverAdminRefusal, type User, weaker } from "./access";
+export {
+  Access,
+  atLeast,
+  isServerAdmin,
+  type ObjectKind,
+  type Principal,
+  projectOf,
+  serverAdminRefusal,
+  SHARE_LINKS_DOWNLOAD_NO_FILES,
+  type User,
+  weaker,
+} from "./access";
 export { accountsFor, type Accounts, MIN_PASSWORD_LENGTH } from "./accounts";
 export { createApiKey, listApiKeys, principalForApiKey, revokeApiKey } from "./api-keys";
 export { CLIENT_IP_HEADER, SHARE_HEADER } from "./constants";

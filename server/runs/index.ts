@@ -2,6 +2,7 @@
 export { baseCheckpoints, baseLineageOfRun, checkpointsOfRun, configAsSeen } from "./checkpoints";
 export { metricFrames, metricSummary } from "./feed";
 export { playableRows, playableRun } from "./playable";
+export { hasRolloutsAt, ROLLOUT_SPLITS, type RolloutSplit, rolloutLines, rolloutSpan } from "./rollout-lines";
 export {
   listRuns,
   logsAfter,

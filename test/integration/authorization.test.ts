@@ -397,14 +397,14 @@ describe("routes", () => {
           : { authorization: `Bearer ${fx.keys[who]}` };
   const request = (url: string, who: Who) => new Request(`http://127.0.0.1:3000${url}`, { headers: headersOf(who) });
 
-  it("GET /api/exports/<id>: members of the run's project download; a link holder and nobody are told to sign in; another project hears 404", async () => {
+  it("GET /api/exports/<id>: members of the run's project download; a link holder hears 403, nobody 401; another project hears 404", async () => {
     const statuses: Partial<Record<Who, number>> = {};
     for (const who of EVERYONE) {
       const response = await downloadExport(request(`/api/exports/${fx.exportId}`, who), { params: Promise.resolve({ id: fx.exportId }) });
       statuses[who] = response.status;
       await response.body?.cancel();
     }
-    expect(statuses).toEqual({ anonymous: 401, link: 401, viewer: 200, editor: 200, owner: 200, other: 404, key: 200 });
+    expect(statuses).toEqual({ anonymous: 401, link: 403, viewer: 200, editor: 200, owner: 200, other: 404, key: 200 });
   });
 
   it("GET /runs/<id>/rollouts.jsonl: readers and the link holder; nobody 401, another project 404", async () => {

@@ -117,7 +117,7 @@ async function statuses(file: string) {
 
 describe("GET /api/models/<name>.onnx", () => {
   it("serves a built-in base to anyone signed in, as an attachment, with its config in the file", async () => {
-    expect(await statuses(`${BASE}.onnx`)).toEqual({ anonymous: 401, link: 401, viewer: 200, other: 200 });
+    expect(await statuses(`${BASE}.onnx`)).toEqual({ anonymous: 401, link: 403, viewer: 200, other: 200 });
     const response = await get(`${BASE}.onnx`, "other");
     expect(response.headers.get("content-type")).toBe("application/octet-stream");
     expect(response.headers.get("content-disposition")).toBe(`attachment; filename="${BASE}.onnx"`);
@@ -132,7 +132,7 @@ describe("GET /api/models/<name>.onnx", () => {
   });
 
   it("serves a run's checkpoint to its project's members only; its file computes the run's policy", async () => {
-    expect(await statuses(`${fx.checkpoint}.onnx`)).toEqual({ anonymous: 401, link: 401, viewer: 200, other: 404 });
+    expect(await statuses(`${fx.checkpoint}.onnx`)).toEqual({ anonymous: 401, link: 403, viewer: 200, other: 404 });
     const cached = path.join(process.env.ARTIFACTS_DIR!, "onnx", `${fx.checkpoint}.onnx`);
     const made = fs.statSync(cached).mtimeMs;
     const response = await get(`${fx.checkpoint}.onnx`);

@@ -6,7 +6,7 @@ import fs from "node:fs";
 import { Readable } from "node:stream";
 import { and, eq } from "drizzle-orm";
 import { TRPCError } from "@trpc/server";
-import { authenticate, signInMessage, Access } from "@/server/auth";
+import { Access, authenticate, SHARE_LINKS_DOWNLOAD_NO_FILES, signInMessage } from "@/server/auth";
 import { checkpoints, getDatabase, runs } from "@/server/db";
 import { serverEnv } from "@/server/env";
 
@@ -17,7 +17,8 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
   const { db } = await getDatabase();
   const principal = await authenticate(db, request.headers, serverEnv().TINKERLAB_AUTH);
   // Downloads are for the run's project members: a share link shows a run's view, never its files.
-  if (principal.kind === "anonymous" || principal.kind === "share") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  if (principal.kind === "anonymous") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  if (principal.kind === "share") return Response.json({ error: SHARE_LINKS_DOWNLOAD_NO_FILES }, { status: 403 });
   const gone = Response.json({ error: `No export '${id}'; a run's exports are listed on its page` }, { status: 404 });
   try {
     await new Access(db, principal).require("viewer", { kind: "checkpoint", id });

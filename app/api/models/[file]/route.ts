@@ -1,12 +1,12 @@
 /**
  * GET /api/models/<name>.onnx: a model as an ONNX file (server/onnx.ts), for download and for the browser. A
  * built-in base is for anyone signed in; a run's checkpoint (`ckpt_….onnx`) for members of its run's project.
- * Share links open a run's view, never its files: their holders, like nobody, are told to sign in.
+ * Share links open a run's view, never its files: their holders hear 403 with how to get access (nobody, 401).
  */
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import { TRPCError } from "@trpc/server";
-import { authenticate, signInMessage, Access } from "@/server/auth";
+import { Access, authenticate, SHARE_LINKS_DOWNLOAD_NO_FILES, signInMessage } from "@/server/auth";
 import { getDatabase } from "@/server/db";
 import { serverEnv } from "@/server/env";
 import { importProjectModule } from "@/server/project-module";
@@ -27,7 +27,8 @@ export async function GET(request: Request, context: { params: Promise<{ file: s
   const { db } = await getDatabase();
   const env = serverEnv();
   const principal = await authenticate(db, request.headers, env.TINKERLAB_AUTH);
-  if (principal.kind === "anonymous" || principal.kind === "share") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  if (principal.kind === "anonymous") return Response.json({ error: signInMessage(principal) }, { status: 401 });
+  if (principal.kind === "share") return Response.json({ error: SHARE_LINKS_DOWNLOAD_NO_FILES }, { status: 403 });
   if (name.startsWith("ckpt_")) {
     try {
       await new Access(db, principal).require("viewer", { kind: "checkpoint", id: name });
