@@ -1,3 +1,6 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProject, DEFAULT_PROJECT, setMember } from "@/server/auth/projects";
 import { users } from "@/server/db";
@@ -48,6 +51,28 @@ describe("experiments.validate", () => {
     });
     expect(report.ok).toBe(false);
     expect(report.diagnostics[0]).toMatchObject({ source: "syntax", file: "environment.ts", line: 2 });
+  });
+
+  it("type-checks without reaching the server's files: a file outside the experiment is as absent as a missing one", async () => {
+    const bait = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-bait-"));
+    fs.writeFileSync(path.join(bait, "state.json"), JSON.stringify({ launchCodes: "0000" }));
+    fs.writeFileSync(path.join(bait, "secret.ts"), "export const secret = 1;\n");
+    const attack = (dir: string) =>
+      `${good}type Stolen = typeof import(${JSON.stringify(path.join(dir, "state.json"))});\nexport const probe: Stolen = 5;\nimport type {} from ${JSON.stringify(path.join(dir, "secret"))};\n`;
+    const messages = async (dir: string) => {
+      const report = await callerFor(db.handle).experiments.validate({ experimentId, files: { "environment.ts": attack(dir) }, typeCheck: true, episodes: 1 });
+      return report.diagnostics.map((d) => `${d.file}:${d.line}: ${d.message.replaceAll(dir, "<dir>")}`);
+    };
+    try {
+      const existing = await messages(bait);
+      expect(existing).toEqual(await messages(path.join(bait, "absent")));
+      expect(existing).toEqual([
+        "environment.ts:11: Cannot find module '<dir>/state.json' or its corresponding type declarations.",
+        "environment.ts:13: Cannot find module '<dir>/secret' or its corresponding type declarations.",
+      ]);
+    } finally {
+      fs.rmSync(bait, { recursive: true, force: true });
+    }
   });
 
   it("lets the environment read the datasets of the experiment's project, and no other's", async () => {
