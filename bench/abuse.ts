@@ -143,9 +143,8 @@ async function revocations(server: TestServer, cookie: string, password: string,
 
 /** `/api/health` every 100 ms while 5 signed-out callers storm with 1,000-call batches; its latencies and what the storms heard. */
 async function storms(server: TestServer) {
-  const batchPath = `/api/trpc/${Array.from({ length: 1000 }, () => "health.check").join(",")}?batch=1&input=${encodeURIComponent(
-    JSON.stringify(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [i, { json: null }]))),
-  )}`;
+  // As the issue's caller sent it: the path alone (an `input` for 1,000 calls would pass Node's 16 KiB header limit).
+  const batchPath = `/api/trpc/${Array.from({ length: 1000 }, () => "health.check").join(",")}?batch=1`;
   const until = performance.now() + stormSeconds * 1000;
   const statuses = new Map<number, number>();
   const stormTimes: number[] = [];
