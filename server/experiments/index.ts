@@ -5,7 +5,7 @@
 export { baseShapeFor } from "./base-shape";
 export type { Caller } from "./caller";
 export { ensureExampleExperiments } from "./examples";
-export { launchExperiment, queueFromCheckpoint } from "./launch";
+export { launchExperiment, queueFromCheckpoint, validateAhead } from "./launch";
 export {
   createExperiment,
   listExperiments,

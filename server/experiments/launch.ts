@@ -66,6 +66,37 @@ export async function launchExperiment(caller: Caller, experimentId: string, pri
 }
 
 /**
+ * The validation a launch of `experimentId` (or, with `checkpointId`, an evaluation of that checkpoint) will ask
+ * for, done now: a keyed launch runs in one transaction with its idempotency key (server/api/idempotency.ts), and
+ * on PGlite (one connection) a transaction holds the whole database, heartbeats and pages included, while it is
+ * open. Validated first, outside it, the launch inside reuses the report (`validateReusing`) at once. Answers
+ * nothing and refuses nothing: the launch itself refuses what it must, in its words.
+ */
+export async function validateAhead(caller: Pick<Caller, "db" | "access">, of: { experimentId: string } | { checkpointId: string }): Promise<void> {
+  try {
+    if ("experimentId" in of) {
+      const [version] = await caller.db
+        .select({ config: experimentVersions.config, files: experimentVersions.files, projectId: experiments.projectId })
+        .from(experiments)
+        .innerJoin(experimentVersions, and(eq(experimentVersions.experimentId, experiments.id), eq(experimentVersions.version, experiments.latestVersion)))
+        .where(eq(experiments.id, of.experimentId));
+      if (version) await launchableOrRefuse(caller, version);
+      return;
+    }
+    const [source] = await caller.db
+      .select({ config: runs.config, projectId: runs.projectId, versionId: runs.experimentVersionId })
+      .from(checkpoints)
+      .innerJoin(runs, eq(runs.id, checkpoints.runId))
+      .where(eq(checkpoints.id, of.checkpointId));
+    if (!source) return;
+    const config = parseExperiment(source.config);
+    if (config.environment === "custom") await validateVersion(caller, source.projectId, source.versionId, config);
+  } catch {
+    // the launch refuses it, saying why
+  }
+}
+
+/**
  * Refuses (BAD_REQUEST, in the editor's words) a version the editor would not launch: the same check as its Launch
  * button (`launchRefusal`), on the version's config, its files and, for a custom environment, its validation as the
  * editor asks for it. Returns the parsed config and that validation's report (null for a built-in environment).

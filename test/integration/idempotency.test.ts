@@ -121,6 +121,26 @@ describe("idempotent writes", () => {
     expect(new Set(answers.map((a) => a.runId))).toEqual(new Set(launched));
   });
 
+  it("validates a keyed launch before its transaction, so the database answers others while the validation runs", async () => {
+    const caller = callerFor(db.handle);
+    // A reset that takes a while: the launch's validation (episodes in the sandbox) lasts a second or more.
+    const slow = GAME.replace("reset: () => ({", "reset: () => { const until = Date.now() + 150; while (Date.now() < until) {} return {").replace(
+      'observation: "7 stones" }),',
+      'observation: "7 stones" }; },',
+    );
+    const config = { name: "slow-game", environment: "custom", agent: { base: "generalist-base", sampling: { maxTokens: 4 } }, sft: { steps: 0 } };
+    const { id: experimentId } = await caller.experiments.create({ name: "slow-game", files: { "environment.ts": slow }, config });
+    const order: string[] = [];
+    const launch = caller.runs.launch({ experimentId, idempotencyKey: "launch-slow-0001" }).then(() => order.push("launch"));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // On PGlite (one connection), a transaction open through the validation would hold this query until the launch ends.
+    await db.handle.db.execute(sql`select 1`);
+    order.push("query");
+    await launch;
+    expect(order).toEqual(["query", "launch"]);
+    expect(await runsOf(experimentId)).toHaveLength(1);
+  });
+
   it("answers a retried upload with the first dataset as it was answered, dates as dates", async () => {
     const caller = callerFor(db.handle);
     const input = { name: "retried-rows", text: '{"q": 1}\n{"q": 2}', idempotencyKey: "upload-once-0001" };

@@ -1,7 +1,7 @@
 import { type TRPCError, tracked } from "@trpc/server";
 import { z } from "zod";
 import { runStatus } from "../../db";
-import { launchExperiment, queueFromCheckpoint } from "../../experiments";
+import { launchExperiment, queueFromCheckpoint, validateAhead } from "../../experiments";
 import { EVALUATION_LIMITS, resumeRun, stopRun } from "../../jobs";
 import { watchRunAccess } from "../../auth";
 import { metricStreamInput } from "../../metrics";
@@ -47,7 +47,11 @@ export const runsRouter = createTRPCRouter({
    */
   launch: projectProcedure("editor", "experiment", "experimentId")
     .input(z.object({ experimentId: z.string().min(1), priority: z.number().int().min(-100).max(100).default(0), idempotencyKey: idempotencyKeyField }))
-    .mutation(({ ctx, input }) => idempotently(ctx, "runs.launch", input, (ctx) => launchExperiment(ctx, input.experimentId, input.priority))),
+    .mutation(async ({ ctx, input }) => {
+      // A keyed launch's transaction would hold PGlite's one connection through a validation: validate first.
+      if (input.idempotencyKey) await validateAhead(ctx, { experimentId: input.experimentId });
+      return idempotently(ctx, "runs.launch", input, (ctx) => launchExperiment(ctx, input.experimentId, input.priority));
+    }),
 
   /**
    * Evaluates a checkpoint of a run: a new run (an evaluation job) whose base is that checkpoint plays the source
@@ -68,16 +72,17 @@ export const runsRouter = createTRPCRouter({
         idempotencyKey: idempotencyKeyField,
       }),
     )
-    .mutation(({ ctx, input }) =>
-      idempotently(ctx, "runs.evaluate", input, async (ctx) => {
+    .mutation(async ({ ctx, input }) => {
+      if (input.idempotencyKey) await validateAhead(ctx, { checkpointId: input.checkpointId });
+      return idempotently(ctx, "runs.evaluate", input, async (ctx) => {
         const runId = await queueFromCheckpoint(ctx, input.checkpointId, "eval", (evaluation) => ({
           ...evaluation,
           ...(input.episodes !== undefined ? { episodes: input.episodes } : {}),
           ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
         }));
         return { runId };
-      }),
-    ),
+      });
+    }),
 
   /**
    * Exports a checkpoint of a run as one safetensors file (a LoRA adapter merged into its base; the model's config
