@@ -16,7 +16,9 @@ const MIN_SECRET_LENGTH = 32;
 
 /** Where the secret file is: TINKERLAB_AUTH_SECRET_FILE, else `auth-secret` in the folder that holds PGLITE_DATA_DIR. */
 export function authSecretFile(env: Pick<ServerEnv, "TINKERLAB_AUTH_SECRET_FILE" | "PGLITE_DATA_DIR">): string {
-  return path.resolve(env.TINKERLAB_AUTH_SECRET_FILE ?? path.join(path.dirname(path.resolve(env.PGLITE_DATA_DIR)), "auth-secret"));
+  // turbopackIgnore: paths from the environment, not files of the project for the build to trace.
+  if (env.TINKERLAB_AUTH_SECRET_FILE) return path.resolve(/* turbopackIgnore: true */ env.TINKERLAB_AUTH_SECRET_FILE);
+  return path.join(path.dirname(path.resolve(/* turbopackIgnore: true */ env.PGLITE_DATA_DIR)), "auth-secret");
 }
 
 /**

@@ -57,7 +57,11 @@ function recheck() {
     do {
       checkAgain = false;
       const groups = new Map<string, Watch[]>();
-      for (const watch of watches) groups.set(watch.key, [...(groups.get(watch.key) ?? []), watch]);
+      for (const watch of watches) {
+        const group = groups.get(watch.key);
+        if (group) group.push(watch);
+        else groups.set(watch.key, [watch]);
+      }
       await Promise.all([...groups.values()].map(checkGroup));
     } while (checkAgain);
   })().finally(() => (checking = null));
