@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import next from "next";
 import { directProcedures, serveDirect, admitRequest, setWorkerToken } from "./api";
+import { accountsFor } from "./auth";
 import { openDatabase, setDatabase, StartupError, type DatabaseHandle } from "./db";
 import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./experiments";
@@ -61,6 +62,19 @@ export async function startWebServer(
     throw error;
   }
   setDatabase(database);
+  // A team server's cookie-signing secret, read or made now (server/auth/secret.ts), so that what it says of it is
+  // said at start-up and a secret it cannot read stops the start rather than the first sign-in.
+  if (env.TINKERLAB_AUTH === "team") {
+    try {
+      await accountsFor(database.db, { secret: env.TINKERLAB_AUTH_SECRET, host: env.HOST, port: env.PORT });
+    } catch (error) {
+      server.close();
+      await database.close();
+      throw new StartupError(
+        `Could not read or make the secret that signs session cookies: ${error instanceof Error ? error.message : String(error)}. Set TINKERLAB_AUTH_SECRET (32 characters or more), or TINKERLAB_AUTH_SECRET_FILE to a file this user may write.`,
+      );
+    }
+  }
   // Live runs' metric summaries stay in memory as they report, so their pages open without reading all history.
   const stopFollowing = followLiveRuns(database.db);
 
