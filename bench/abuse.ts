@@ -13,9 +13,10 @@
  *   - a type-check that imports a file outside the experiment by its absolute path (and one that does not exist):
  *     the server's processes run with a preload (bench/lib/fs-watch-preload.cjs) that counts every file-system call
  *     naming the bait's folder (target: 0 reads), and the two diagnostics must not differ.
- * A table, then one JSON line: {"stream_close_after_revoke_ms", "health_p99_ms_under_abuse", "duplicates_created",
- * "typecheck_file_reads", …}.
+ * `--hogs N` keeps N busy processes beside the server throughout. A table, then one JSON line:
+ * {"stream_close_after_revoke_ms", "health_p99_ms_under_abuse", "duplicates_created", "typecheck_file_reads", …}.
  */
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -27,6 +28,8 @@ const option = (name: string, fallback: number) => (process.argv.includes(name) 
 const stormSeconds = option("--storm-s", 10);
 const creates = option("--creates", 200);
 const validations = option("--validations", 20);
+/** --hogs N: busy processes beside the server for the whole run (a machine other work keeps busy). */
+const hogCount = option("--hogs", 0);
 
 type Answer = { status: number; body: unknown; text: string };
 
@@ -247,6 +250,10 @@ async function sealedTypeCheck(server: TestServer, cookie: string, experimentId:
 
 async function main() {
   const cpu = os.cpus()[0]?.model ?? "unknown CPU";
+  const hogs = Array.from({ length: hogCount }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+  process.on("exit", () => {
+    for (const hog of hogs) hog.kill("SIGKILL");
+  });
   const basesDir = tempDir("bases");
   await saveTinyBase(basesDir);
   const bait = tempDir("bait");
@@ -319,7 +326,9 @@ async function main() {
     );
     if (validated.failures.length > 0) console.log(`validation failures:\n  ${validated.failures.join("\n  ")}`);
     if (reads.length > 0) console.log(`reads of the bait's folder:\n  ${[...new Set(reads)].slice(0, 10).join("\n  ")}`);
-    console.log(`machine: ${cpu}, ${os.cpus().length} cores; load before the storms ${loadBefore}, after ${load()}; storms ${stormSeconds} s`);
+    console.log(
+      `machine: ${cpu}, ${os.cpus().length} cores, ${hogCount} CPU hogs beside the server; load before the storms ${loadBefore}, after ${load()}; storms ${stormSeconds} s`,
+    );
     console.log(
       JSON.stringify({
         stream_close_after_revoke_ms: Math.round(streamCloseMs),
@@ -329,6 +338,7 @@ async function main() {
         typecheck_diagnostics_differ: sealed.differ,
         validations_failed: validated.failures.length,
         validations_busy: validated.busy,
+        hogs: hogCount,
         cpu,
       }),
     );
