@@ -58,6 +58,10 @@ describe("the episode player", () => {
     const outcome = page.getByLabel("Outcome");
     for (let move = 0; move < 5 && !(await outcome.isVisible()); move++) {
       // X (the policy) moves, then it is O's turn: take the first free cell by clicking its name on the board.
+      // Wait for X's move of this round first: until it lands, the board on the page is the one O just played on.
+      const xMoved = page.getByText(new RegExp(`Turn ${2 * move + 1} · X · the policy`));
+      await Promise.race([xMoved.waitFor({ timeout: 30_000 }), outcome.waitFor({ timeout: 30_000 })]);
+      if (await outcome.isVisible()) break;
       const board = page.getByLabel("What you see");
       await Promise.race([board.waitFor({ timeout: 30_000 }), outcome.waitFor({ timeout: 30_000 })]);
       if (await outcome.isVisible()) break;
