@@ -121,3 +121,89 @@ export function startJobHost(options: { channel: WorkerChannel; backend: Backend
     },
   };
 }
+
+/**
+ * Which host a job computes in: LoRA jobs on one base share a host, and so the base's weights in memory, as the
+ * scheduler counted them (a footprint's `sharedBase`); every other job has a host of its own. Jobs in one host take
+ * turns between their awaits, a step or an evaluation's thousands of episodes at a time; jobs in different hosts
+ * share the cores as the system shares them among processes, so each gets its share on a busy machine.
+ */
+export function hostKey(jobId: string, spec: JobSpec): string {
+  if (spec.job.mode !== "lora") return `job:${jobId}`;
+  const base = spec.base;
+  return `base:${base ? (base.kind === "builtin" ? base.name : base.id) : spec.run.config.agent.base}`;
+}
+
+/**
+ * A worker's job hosts by key (`hostKey`): the first, started at registration (its backend says what the worker
+ * offers), takes the first key asked for; other keys get hosts of their own, started when a job needs one and
+ * stopped when their last job ends. The first stays, to be taken by the next key once its jobs end. A host that
+ * exits unasked is reported to `onExit`: the worker hands back all its jobs and starts anew.
+ */
+export class JobHosts {
+  readonly first: JobHost;
+  private readonly byKey = new Map<string, { host: Promise<JobHost>; jobs: number }>();
+  private firstKey: string | null = null;
+  private readonly retired = new Set<JobHost>();
+  private readonly all = new Set<JobHost>();
+  private exitListener: ((exit: JobHostExit) => void) | null = null;
+
+  constructor(private readonly startHost: () => JobHost) {
+    this.first = this.started();
+  }
+
+  private started(): JobHost {
+    const host = this.startHost();
+    this.all.add(host);
+    void host.exited.then((exit) => {
+      this.all.delete(host);
+      if (!this.retired.has(host)) this.exitListener?.(exit);
+    });
+    return host;
+  }
+
+  onExit(listener: (exit: JobHostExit) => void): void {
+    this.exitListener = listener;
+  }
+
+  /** The host for `key`, started if need be; counts a job in it until `release`. */
+  async take(key: string): Promise<JobHost> {
+    let entry = this.byKey.get(key);
+    if (!entry) {
+      if (this.firstKey === null) {
+        this.firstKey = key;
+        entry = { host: Promise.resolve(this.first), jobs: 0 };
+      } else {
+        const host = this.started();
+        entry = { host: host.ready.then(() => host), jobs: 0 };
+      }
+      this.byKey.set(key, entry);
+    }
+    entry.jobs++;
+    return entry.host;
+  }
+
+  release(key: string): void {
+    const entry = this.byKey.get(key);
+    if (!entry || --entry.jobs > 0) return;
+    this.byKey.delete(key);
+    if (key === this.firstKey) {
+      this.firstKey = null;
+      return;
+    }
+    void entry.host.then(
+      (host) => {
+        this.retired.add(host);
+        host.kill();
+      },
+      () => {},
+    );
+  }
+
+  killAll(): void {
+    for (const host of this.all) {
+      this.retired.add(host);
+      host.kill();
+    }
+  }
+}

@@ -10,8 +10,8 @@
  * threads, a crash here (out of memory, a fault in native code) leaves the worker alive to say what happened, and
  * V8's flags for a process that plays rollouts (./gc.ts) apply to this process alone.
  *
- * The jobs placed side by side on the worker run here together, taking turns a step at a time, so LoRA jobs on one
- * base share its weights in memory (./base-models.ts).
+ * A worker starts one host per base its LoRA jobs share (their weights loaded once, ./base-models.ts), and one for
+ * each other job (./worker-process.ts, `hostKey`). Jobs in one host take turns between their awaits.
  */
 import { initBackend } from "../runtime";
 import { crossedError, hostChannel, type HostMessage, type WorkerMessage } from "./host-protocol";

@@ -1,7 +1,7 @@
 /**
  * A worker: registers its device, renews its lease by heartbeat, starts the jobs placed on it and stops those it
- * is asked to. Its jobs compute in a child process, the job host (./job-host.ts), so that nothing they do delays
- * a heartbeat: this process's main thread only talks to the server. It reaches the scheduler through a `WorkerChannel` (./channel.ts): the server over HTTP, or
+ * is asked to. Its jobs compute in child processes, job hosts (./job-host.ts), so that nothing they do delays a
+ * heartbeat: this process's main thread only talks to the server. It reaches the scheduler through a `WorkerChannel` (./channel.ts): the server over HTTP, or
  * PostgreSQL directly, in which case it also runs scheduling passes itself, woken by NOTIFY. It holds no state the
  * database does not also have: killed at any moment, its jobs are requeued when its lease runs out and resume from
  * their last checkpoint elsewhere.
@@ -11,7 +11,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { BackendPreference } from "../runtime";
 import type { WorkerChannel } from "./channel";
 import { workerDevice } from "./devices";
-import { type JobHost, JobHostExit, startJobHost } from "./host-process";
+import { hostKey, type JobHost, JobHostExit, JobHosts, startJobHost } from "./host-process";
 import type { JobOutcome, StopReason } from "./run-job";
 
 export type WorkerOptions = {
@@ -36,9 +36,9 @@ export type WorkerOptions = {
 export async function runWorker(options: WorkerOptions): Promise<never> {
   const log = options.log ?? ((line: string) => console.log(`[worker ${process.pid}] ${line}`));
   const { channel } = options;
-  let current: { workerId: string; host: JobHost } | null = null;
+  let current: { workerId: string; hosts: JobHosts } | null = null;
   const leave = async () => {
-    current?.host.kill();
+    current?.hosts.killAll();
     if (current) await channel.leave(current.workerId, "the worker was stopped").catch(() => {});
     await channel.close().catch(() => {});
     process.exit(0);
@@ -54,18 +54,18 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
     process.stdin.resume(); // read (and drop) whatever comes, so that the end is seen
   }
 
-  // A job host that dies takes its jobs with it: they go back to the queue, saying why, and a new host takes over.
+  // A job host that dies takes the worker's jobs with it: they go back to the queue, saying why, and new hosts take over.
   for (;;) {
-    const host = startJobHost({ channel, backend: options.backend, log });
+    const hosts = new JobHosts(() => startJobHost({ channel, backend: options.backend, log }));
     let backend: { backend: string; gpu: boolean };
     try {
-      backend = await host.ready;
+      backend = await hosts.first.ready;
     } catch (error) {
       throw new Error(`the worker's job process could not start: ${error instanceof Error ? error.message : String(error)}`);
     }
     // The machine's share this worker offers (local workers split the machine between them): its memory and one
-    // compute slot per core, or the GPU the backend computes on. Jobs placed side by side run in the host
-    // together, taking turns a step at a time, and LoRA jobs on one base share its weights in memory.
+    // compute slot per core, or the GPU the backend computes on. Jobs placed side by side compute in hosts of
+    // their own, one per base they load (JobHosts), so the system shares the cores between them.
     const device = workerDevice({
       id: `${backend.gpu ? "gpu" : "cpu"}:${os.hostname()}:${process.pid}`,
       gpu: backend.gpu,
@@ -73,25 +73,25 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
       slots: options.computeSlots,
     });
     const { workerId } = await channel.register({ hostname: os.hostname(), pid: process.pid, backend: backend.backend, devices: [device] });
-    current = { workerId, host };
+    current = { workerId, hosts };
     log(
-      `registered as ${workerId} with ${channel.describe} (backend ${backend.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}; jobs compute in process ${host.pid})`,
+      `registered as ${workerId} with ${channel.describe} (backend ${backend.backend}, ${device.kind} ${device.memoryMb} MiB, ${device.computeSlots} slot${device.computeSlots === 1 ? "" : "s"}; jobs compute in child processes, the first ${hosts.first.pid})`,
     );
-    const why = await serve(workerId, host);
-    host.kill();
+    const why = await serve(workerId, hosts);
+    hosts.killAll();
     log(`${why}; its jobs go back to the queue and a new job process starts`);
     await channel.leave(workerId, why).catch((error: unknown) => log(`could not hand back its jobs: ${String(error)}`));
   }
 
   /** Heartbeats, job starts and stops for one registration, until its job host exits or its lease is lost; says which. */
-  async function serve(workerId: string, host: JobHost): Promise<string> {
-    const running = new Map<string, { stop: StopReason | null }>();
+  async function serve(workerId: string, hosts: JobHosts): Promise<string> {
+    const running = new Map<string, { stop: StopReason | null; host: JobHost | null }>();
     let ended: string | null = null;
-    // Woken early by a NOTIFY (database workers), a job's end or the host's exit; otherwise a heartbeat every
+    // Woken early by a NOTIFY (database workers), a job's end or a host's exit; otherwise a heartbeat every
     // second and a pass every `pollMs`.
     let wakeUp: (() => void) | null = null;
     let passWanted = true;
-    void host.exited.then((exit) => {
+    hosts.onExit((exit) => {
       ended ??= exit.message;
       wakeUp?.();
     });
@@ -121,12 +121,12 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
           const job = running.get(jobId);
           if (job && !job.stop) {
             job.stop = why;
-            host.stop(jobId, why);
+            job.host?.stop(jobId, why);
           }
         }
         for (const jobId of assignments) {
           if (running.has(jobId)) continue;
-          running.set(jobId, { stop: null });
+          running.set(jobId, { stop: null, host: null });
           void start(jobId);
         }
       } catch (error) {
@@ -149,14 +149,25 @@ export async function runWorker(options: WorkerOptions): Promise<never> {
 
     async function start(jobId: string) {
       let outcome: JobOutcome;
+      const key = { current: null as string | null };
       try {
         const spec = await channel.claim(workerId, jobId);
-        log(`job ${jobId} (run ${spec.run.id}) started${spec.resume ? ` from step ${spec.resume.step}` : ""}`);
+        key.current = hostKey(jobId, spec);
+        const host = await hosts.take(key.current);
+        const job = running.get(jobId);
+        if (job) {
+          job.host = host;
+          // A stop that came while its host was starting.
+          if (job.stop) host.stop(jobId, job.stop);
+        }
+        log(`job ${jobId} (run ${spec.run.id}) started${spec.resume ? ` from step ${spec.resume.step}` : ""} in process ${host.pid}`);
         outcome = await host.run({ jobId, workerId, spec, artifactsDir: options.artifactsDir });
       } catch (error) {
         // The host died with the job: the worker hands its jobs back together (above), not one by one.
         if (error instanceof JobHostExit) return;
         outcome = { outcome: "failed", reason: describeFailure(error) };
+      } finally {
+        if (key.current !== null) hosts.release(key.current);
       }
       log(`job ${jobId} ${outcome.outcome}${outcome.reason ? `: ${outcome.reason}` : ""}`);
       await channel.finish({ workerId, jobId, ...outcome }).catch((error: unknown) => log(`could not report the end of ${jobId}: ${String(error)}`));

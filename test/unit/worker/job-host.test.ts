@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReportInput } from "@/server/jobs";
 import { inProcessChannel } from "@/server/worker/channel";
-import { type JobHost, JobHostExit, startJobHost } from "@/server/worker/host-process";
+import { hostKey, type JobHost, JobHostExit, JobHosts, startJobHost } from "@/server/worker/host-process";
 import type { JobSpec } from "@/server/worker/run-job";
 import { saveTinyBase, tinyExperiment } from "../../support/tiny-run";
 
@@ -75,4 +75,37 @@ describe("the job host", () => {
     expect((error as Error).message).toMatch(/its job process was killed \(SIGKILL/);
     expect((await host.exited).signal).toBe("SIGKILL");
   }, 60_000);
+});
+
+describe("a worker's job hosts", () => {
+  it("runs LoRA jobs on one base in one host and every other job in its own, stopping a host when its jobs end", async () => {
+    const channel = inProcessChannel({ report: () => {}, checkpoint: () => {} });
+    const hosts = new JobHosts(() => startJobHost({ channel, backend: "js", log: () => {} }));
+    const unasked: JobHostExit[] = [];
+    hosts.onExit((exit) => unasked.push(exit));
+    try {
+      await hosts.first.ready;
+      const lora = (id: string) => ({ ...spec(id, 1), job: { ...spec(id, 1).job, mode: "lora" } }) as JobSpec;
+      const [a, b] = [hostKey("job_la", lora("la")), hostKey("job_lb", lora("lb"))];
+      expect(a).toBe(b);
+      const shared = await hosts.take(a);
+      expect(shared).toBe(hosts.first);
+      expect(await hosts.take(b)).toBe(shared);
+      // A full-weight job (an evaluation, a full fine-tune) computes beside them in a process of its own.
+      const ownKey = hostKey("job_f", spec("f", 1));
+      const own = await hosts.take(ownKey);
+      expect(own.pid).not.toBe(shared.pid);
+      const outcome = await own.run({ jobId: "job_f", workerId: "wrk_h", spec: spec("f", 2), artifactsDir });
+      expect(outcome.outcome).toBe("completed");
+      hosts.release(ownKey);
+      await own.exited;
+      // The first host stays, for the next job; a retired host's exit is not a death the worker must act on.
+      hosts.release(a);
+      hosts.release(b);
+      expect(await hosts.take(hostKey("job_g", spec("g", 1)))).toBe(hosts.first);
+      expect(unasked).toEqual([]);
+    } finally {
+      hosts.killAll();
+    }
+  }, 120_000);
 });
