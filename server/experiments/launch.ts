@@ -9,7 +9,7 @@ import { useCases } from "@/lib/envs";
 import { type ExperimentConfig, imitates, parseExperiment, totalSteps } from "@/lib/sdk/experiment";
 import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, runs } from "../db";
 import { datasetFiles } from "../datasets";
-import { JobRejectedError, jobCost, launchRun } from "../jobs";
+import { JobRejectedError, jobCost, launchRun, runNameStamp } from "../jobs";
 import type { ValidationReport } from "../sandbox";
 import { defaultSandboxLimits } from "../sandbox/browser";
 import { type LaunchRefusal, launchRefusal, refusalMessage } from "../validation";
@@ -50,12 +50,11 @@ export async function launchExperiment(caller: Caller, experimentId: string, pri
       });
     }
   }
-  const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
   const runId = await queueRun(caller, {
     experimentId,
     projectId: version.projectId,
     experimentVersionId: version.id,
-    name: `${version.experimentName}-${config.environment}-s${config.seed}-${stamp}`,
+    name: `${version.experimentName}-${config.environment}-s${config.seed}-${runNameStamp()}`,
     config,
     kind: config.algorithm.name === "sft" ? "sft" : "rl",
     priority,

@@ -12,6 +12,7 @@ export {
   recordCheckpoint,
   setAsideCheckpoint,
   resumeRun,
+  runNameStamp,
   stopRun,
   type ClaimedJob,
   type FinishOutcome,

@@ -4,7 +4,7 @@
  * (./transitions.ts), guarded by the state machine of lib/lifecycle; a run's state follows its job's there.
  * Routers and workers call these; nothing else writes the runs and jobs tables.
  */
-import { and, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { JobState } from "@/lib/lifecycle";
 import type { RunConfig } from "@/lib/lifecycle/run-config";
 import { type CheckpointKind, type Database, newId, checkpoints, experimentVersions, jobs, runLogs, runs } from "../db";
@@ -25,15 +25,39 @@ export type NewRun = {
   projectId: string;
   experimentVersionId: string;
   createdBy: string;
+  /** Made unique in its project at launch (`freeRunName`); its time part from `runNameStamp`. */
   name: string;
   config: RunConfig;
   seed: number;
   totalSteps: number;
 };
 
+/** A run name's time part, to the second in UTC: `20261207-021234`. */
+export function runNameStamp(at: Date = new Date()): string {
+  return at.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
+}
+
+/**
+ * `name`, or when a run of the project has it already, `name-2`, `name-3`, … (the first free one), so that no two
+ * runs of a project share a name: a comparison's legend tells runs apart by name. A transaction-level advisory lock
+ * per project makes launches at the same moment take turns, each seeing the names the ones before it wrote.
+ */
+async function freeRunName(tx: Database, projectId: string, name: string): Promise<string> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`run names of ${projectId}`}, 0))`);
+  const taken = await tx
+    .select({ name: runs.name })
+    .from(runs)
+    .where(and(eq(runs.projectId, projectId), or(eq(runs.name, name), sql`starts_with(${runs.name}, ${`${name}-`})`)));
+  const names = new Set(taken.map((r) => r.name));
+  let free = name;
+  for (let n = 2; names.has(free); n++) free = `${name}-${n}`;
+  return free;
+}
+
 /**
  * Makes a run and queues its job, in one transaction. A job that can never fit any live device is refused
- * (JobRejectedError) and its run kept as failed, with the reason, so the user sees what was tried.
+ * (JobRejectedError) and its run kept as failed, with the reason, so the user sees what was tried. The run's name
+ * is made unique in its project (`freeRunName`).
  */
 export async function launchRun(
   db: Database,
@@ -49,11 +73,14 @@ export async function launchRun(
   try {
     footprint = await checkedFootprint(db, submit);
   } catch (error) {
-    await db.insert(runs).values({ ...run, id: runId, status: "failed", reason: (error as Error).message, finishedAt: new Date() });
+    await inTransaction(db, async (tx) => {
+      const name = await freeRunName(tx, run.projectId, run.name);
+      await tx.insert(runs).values({ ...run, name, id: runId, status: "failed", reason: (error as Error).message, finishedAt: new Date() });
+    });
     throw error;
   }
   const jobId = await inTransaction(db, async (tx) => {
-    await tx.insert(runs).values({ ...run, id: runId });
+    await tx.insert(runs).values({ ...run, name: await freeRunName(tx, run.projectId, run.name), id: runId });
     return insertJob(tx, submit, footprint);
   });
   return { runId, jobId };

@@ -19,7 +19,7 @@ import { parseExperiment } from "@/lib/sdk/experiment";
 import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import { type Database, experiments, experimentVersions, jobs, newId, runs, sessionCalls } from "../db";
 import { RunStateError } from "./errors";
-import { launchRun } from "./lifecycle";
+import { launchRun, runNameStamp } from "./lifecycle";
 import type { SubmitJob } from "./scheduling";
 
 /** The primitives a session answers, and `close`, which saves the session and ends it. */
@@ -122,7 +122,6 @@ export async function openSession(db: Database, input: OpenSession): Promise<{ s
     seed: input.seed,
     session: { leaseSeconds: input.leaseSeconds },
   });
-  const stamp = new Date().toISOString().slice(0, 16).replace(/[-:]/g, "").replace("T", "-");
   const resources: SubmitJob["resources"] = {
     kind: "session",
     mode: input.lora ? "lora" : "full",
@@ -140,7 +139,7 @@ export async function openSession(db: Database, input: OpenSession): Promise<{ s
       projectId: input.projectId,
       experimentVersionId: version!.id,
       createdBy: input.userId,
-      name: `${input.name ?? "session"}-${input.base}-${stamp}`,
+      name: `${input.name ?? "session"}-${input.base}-${runNameStamp()}`,
       config,
       seed: input.seed,
       totalSteps: 0,
