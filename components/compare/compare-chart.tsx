@@ -1,15 +1,12 @@
 "use client";
 
 import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { formatValue, valueAxis } from "@/components/charts";
 import { formatDuration } from "@/components/ui/time";
 import { downsample, type SeriesPoint, smooth } from "@/lib/series";
 import type { XAxisKind } from "./compare-state";
 
 export type ChartSeries = { id: string; name: string; color: string; points: SeriesPoint[] };
-
-const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 2 });
-export const formatValue = (v: number) =>
-  Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(4)).toString();
 
 /** Several runs' curves of one metric on shared axes, each smoothed the same way; the raw values stay faint behind. */
 export function CompareChart({ metric, series, smoothing, x }: { metric: string; series: ChartSeries[]; smoothing: number; x: XAxisKind }) {
@@ -18,9 +15,8 @@ export function CompareChart({ metric, series, smoothing, x }: { metric: string;
     const smoothed = smooth(raw, smoothing);
     return { ...s, data: raw.map((p, i) => ({ x: p.step, raw: p.value, y: smoothed[i]!.value })) };
   });
-  // Constant curves (all runs at one value) get a range around it instead of recharts' arbitrary one.
-  const values = series.flatMap((s) => s.points.map((p) => p.value));
-  const flat = values.length > 0 && values.every((v) => v === values[0]) ? values[0]! : null;
+  // One value axis over every run's drawn points; a single point or constant curves get a small band around their value.
+  const axis = valueAxis(drawn.flatMap((s) => s.data.map((p) => p.raw)));
   const formatX = x === "time" ? formatDuration : (v: number) => String(v);
   return (
     <figure aria-label={`chart ${metric}`} className="h-96">
@@ -32,11 +28,12 @@ export function CompareChart({ metric, series, smoothing, x }: { metric: string;
             type="number"
             domain={["dataMin", "dataMax"]}
             allowDuplicatedCategory={false}
+            allowDecimals={false}
             tick={{ fontSize: 11 }}
             tickFormatter={formatX}
             label={{ value: x === "time" ? "wall time" : "step", position: "insideBottomRight", offset: -4, fontSize: 11, fill: "#64748b" }}
           />
-          <YAxis tick={{ fontSize: 11 }} tickFormatter={formatValue} width={56} domain={flat === null ? ["auto", "auto"] : [flat - 1, flat + 1]} />
+          <YAxis tick={{ fontSize: 11 }} domain={axis.domain} ticks={axis.ticks} tickFormatter={axis.format} width={56} />
           <Tooltip
             formatter={(value, name) => [formatValue(Number(value)), name]}
             labelFormatter={(label) => (x === "time" ? formatDuration(Number(label)) : `step ${label}`)}

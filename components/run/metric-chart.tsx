@@ -2,10 +2,8 @@
 
 import { memo, useMemo, useState } from "react";
 import { CartesianGrid, Line, LineChart, ReferenceArea, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { formatValue, valueAxis } from "@/components/charts";
 import { downsample, smooth, type SeriesPoint } from "@/lib/series";
-
-const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
-const format = (v: number) => (Math.abs(v) >= 1000 ? compact.format(v) : Math.abs(v) < 0.001 && v !== 0 ? v.toExponential(1) : Number(v.toFixed(3)).toString());
 
 /** A range of the x-axis, [from, to], in the chart's x unit (steps or seconds). */
 export type XRange = [number, number];
@@ -41,23 +39,10 @@ export const MetricChart = memo(function MetricChart({
   const smoothed = smooth(raw, smoothing);
   const data = raw.map((p, i) => ({ step: p.step, raw: p.value, smooth: smoothed[i]!.value }));
   const last = points.at(-1);
-  // A constant series gets a symmetric range around its value instead of recharts' arbitrary one.
-  const flat = shown.length > 0 && shown.every((p) => p.value === shown[0]!.value) ? shown[0]!.value : null;
-  // Ticks carry as many decimals as the range needs, so a narrow band does not print one number five times.
-  let low = Infinity;
-  let high = -Infinity;
-  for (const p of raw) {
-    low = Math.min(low, p.value);
-    high = Math.max(high, p.value);
-  }
-  const span = high - low;
-  const decimals = span > 0 && span < 1 ? Math.min(6, Math.ceil(-Math.log10(span)) + 1) : 2;
-  // Tiny values (a loss near 1e-4) as 9.1e-5, with as many digits as tell the ticks apart: fixed decimals overflow the axis.
-  const magnitude = Math.max(Math.abs(low), Math.abs(high));
-  const tiny = magnitude > 0 && magnitude < 0.01;
-  const digits = span > 0 ? Math.min(4, Math.max(1, Math.ceil(Math.log10(magnitude / span)) + 1)) : 1;
-  const tick = (v: number) =>
-    Math.abs(v) >= 1000 ? compact.format(v) : tiny && v !== 0 ? Number(v.toExponential(digits)).toExponential() : Number(v.toFixed(decimals)).toString();
+  // The value axis over the points drawn (smoothing stays within their range); a single point or a flat series gets
+  // a small band around its value.
+  const axis = valueAxis(raw.map((p) => p.value));
+  const axisWidth = Math.max(40, 6 * Math.max(...axis.ticks.map((t) => axis.format(t).length)) + 14);
   const at = (label: string | number | undefined) => (label === undefined || label === "" ? null : Number(label));
   const endDrag = () => {
     if (drag && drag.from !== drag.to) onZoom?.([Math.min(drag.from, drag.to), Math.max(drag.from, drag.to)]);
@@ -75,7 +60,7 @@ export const MetricChart = memo(function MetricChart({
     >
       <figcaption className="mb-1 flex items-baseline justify-between gap-2">
         <span className="font-mono text-xs font-medium text-slate-700">{name}</span>
-        {last && <span className="font-mono text-xs tabular-nums text-slate-500">{format(last.value)}</span>}
+        {last && <span className="font-mono text-xs tabular-nums text-slate-500">{formatValue(last.value)}</span>}
       </figcaption>
       <div className="h-40 select-none">
         <ResponsiveContainer width="100%" height="100%">
@@ -108,12 +93,12 @@ export const MetricChart = memo(function MetricChart({
               domain={zoom ?? ["dataMin", "dataMax"]}
               allowDataOverflow={zoom !== null}
               tick={{ fontSize: 10 }}
-              allowDecimals={x === "time"}
-              tickFormatter={(v) => (x === "time" ? `${Math.round(v)}s` : String(v))}
+              allowDecimals={false}
+              tickFormatter={(v) => (x === "time" ? `${v}s` : String(v))}
             />
-            <YAxis tick={{ fontSize: 10 }} tickFormatter={tick} width={tiny ? 68 : 56} domain={flat !== null ? [flat - 1, flat + 1] : ["auto", "auto"]} />
+            <YAxis tick={{ fontSize: 10 }} domain={axis.domain} ticks={axis.ticks} tickFormatter={axis.format} width={axisWidth} />
             <Tooltip
-              formatter={(v) => format(Number(v))}
+              formatter={(v) => formatValue(Number(v))}
               labelFormatter={(s) => (x === "step" ? `step ${s}` : `${Number(s).toFixed(1)} s`)}
               contentStyle={{ fontSize: 12 }}
             />

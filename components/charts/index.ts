@@ -1,0 +1,1 @@
+export { flatPadding, formatValue, type ValueAxis, valueAxis } from "./value-axis";
