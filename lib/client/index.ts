@@ -571,9 +571,15 @@ function asTinkerlabError(error: unknown, base: string): TinkerlabError {
   return new TinkerlabError(error instanceof Error ? error.message : String(error), "ERROR", null);
 }
 
+/** Waits `ms`, or until `signal` aborts; either way it leaves no listener on the signal (a follow sleeps on one per look). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 }
