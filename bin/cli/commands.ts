@@ -25,6 +25,7 @@ import {
   writeCredentials,
 } from "./context";
 import { readExperiment, readLink, sameContent, writeExperiment, writeLink } from "./experiment-folder";
+import { RunProgress } from "./run-progress";
 
 const runUrl = (client: TinkerlabClient, runId: string) => `${client.url}/runs/${runId}`;
 const when = (date: Date | string | null) => (date ? new Date(date).toISOString().slice(0, 16).replace("T", " ") : null);
@@ -328,8 +329,9 @@ export async function run(target: string, options: GlobalOptions & { follow?: bo
 /** Follows a run with a progress bar (none with --json or when stdout is not a terminal); Ctrl-C asks to cancel. */
 async function follow(client: TinkerlabClient, runId: string, options: GlobalOptions): Promise<Run> {
   const interactive = process.stdout.isTTY && !options.json;
+  // ETA {left}: the time left as RunProgress reckons it, not cli-progress's own guess from the bar's moves.
   const bar = interactive
-    ? new SingleBar({ format: "{bar} {value}/{total} steps | reward {reward} | ETA {eta_formatted} | {status}", hideCursor: true, etaBuffer: 20 })
+    ? new SingleBar({ format: "{bar} {value}/{total} steps | reward {reward} | ETA {left} | {status}{resumed}", hideCursor: true })
     : null;
   const controller = new AbortController();
   let asking = false;
@@ -357,33 +359,28 @@ async function follow(client: TinkerlabClient, runId: string, options: GlobalOpt
   process.on("SIGINT", onInterrupt);
   let last: Run | null = null;
   let started = false;
+  const progress = new RunProgress(runId);
   try {
-    let resumedFrom: number | null = null;
     for await (const update of client.runs.follow(runId, { intervalMs: 1000, signal: controller.signal })) {
-      // A run that resumes (after a pause, or a lost worker) goes back to its last checkpoint: say so, rather than
-      // let the bar jump back.
-      if (update.run.resumedFromStep !== null && update.run.resumedFromStep !== resumedFrom && last !== null) {
-        const from = update.run.resumedFromStep;
-        const line = `resumed from the checkpoint of step ${from}${last.step > from ? ` (it had reached step ${last.step}; the steps after ${from} are trained again)` : ""}; \`tinkerlab runs logs ${runId}\` says why`;
+      last = update.run;
+      const { view, note } = progress.observe(update);
+      if (note && !options.json) {
+        // On a line of its own above the bar, which goes on below it.
         if (bar && started) {
           bar.stop();
           started = false;
         }
-        if (!options.json) console.log(line);
+        console.log(note);
       }
-      resumedFrom = update.run.resumedFromStep;
-      last = update.run;
-      const reward = update.latest["reward/mean"];
-      const payload = { reward: reward === undefined ? "—" : reward.toFixed(3), status: update.run.status };
       if (bar) {
-        if (!started) bar.start(update.run.totalSteps, update.run.step, payload);
+        if (!started) bar.start(view.total, view.value, view);
         else {
-          bar.setTotal(update.run.totalSteps);
-          bar.update(update.run.step, payload);
+          bar.setTotal(view.total);
+          bar.update(view.value, view);
         }
         started = true;
       } else if (!options.json && update.points.length > 0) {
-        console.log(`step ${update.run.step}/${update.run.totalSteps}  reward ${payload.reward}  ${update.run.status}`);
+        console.log(`step ${view.value}/${view.total}  reward ${view.reward}  ETA ${view.left}  ${view.status}${view.resumed}`);
       }
     }
   } finally {

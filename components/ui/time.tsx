@@ -1,3 +1,6 @@
+// One duration format for the pages and the CLI's bar.
+export { formatDuration } from "@/lib/duration";
+
 const units: [Intl.RelativeTimeFormatUnit, number][] = [
   ["year", 365 * 24 * 3600],
   ["month", 30 * 24 * 3600],
@@ -14,15 +17,6 @@ function formatRelative(date: Date, now = Date.now()): string {
     if (Math.abs(seconds) >= size || unit === "second") return relative.format(Math.round(seconds / size), unit);
   }
   return "";
-}
-
-/** Seconds as "0.4s", "42s", "3m 05s" or "1h 02m". */
-export function formatDuration(seconds: number): string {
-  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
-  const s = Math.round(seconds);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
 /** A time shown relative to now, with the exact time on hover. */
