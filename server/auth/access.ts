@@ -95,6 +95,13 @@ export class Access {
     return [...(await this.memberships()).keys()];
   }
 
+  /** Those of these projects the caller may edit in (an editor or above): what a list offers to change. */
+  async editableAmong(projectIds: Iterable<string>): Promise<Set<string>> {
+    const editable = new Set<string>();
+    for (const projectId of new Set(projectIds)) if (atLeast(await this.roleIn(projectId), "editor")) editable.add(projectId);
+    return editable;
+  }
+
   /** The caller's roles by project: a person's memberships; a key's one project at the weaker of its role and its maker's. */
   private memberships(): Promise<Map<string, ProjectRole>> {
     this.roles ??= (async () => {

@@ -39,6 +39,33 @@ export async function baseCheckpoints(db: Database, projectIds: string[], limit:
   }));
 }
 
+/**
+ * Every checkpoint of these projects' runs (exports and damaged ones too), newest first, at most `limit`, with the
+ * run and experiment that made each: what the Models page lists.
+ */
+export async function checkpointsOfProjects(db: Database, projectIds: string[], limit: number) {
+  if (projectIds.length === 0) return [];
+  return db
+    .select({
+      id: checkpoints.id,
+      step: checkpoints.step,
+      kind: checkpoints.kind,
+      sizeBytes: checkpoints.sizeBytes,
+      createdAt: checkpoints.createdAt,
+      setAsideReason: checkpoints.setAsideReason,
+      runId: runs.id,
+      runName: runs.name,
+      projectId: runs.projectId,
+      experimentName: experiments.name,
+    })
+    .from(checkpoints)
+    .innerJoin(runs, eq(runs.id, checkpoints.runId))
+    .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+    .where(inArray(runs.projectId, projectIds))
+    .orderBy(desc(checkpoints.createdAt), desc(checkpoints.step))
+    .limit(limit);
+}
+
 /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
 export async function checkpointsOfRun(db: Database, runId: string) {
   return db

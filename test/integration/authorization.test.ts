@@ -211,6 +211,11 @@ async function freshMember() {
   return user.id;
 }
 
+/** A dataset of P1's to rename or delete. */
+async function freshDataset() {
+  return (await createDataset(handle.db, folder, { projectId: fx.p1, ownerId: alice.id, name: `d-${newId("ds").slice(3)}`, text: '{"x":1}\n' })).id;
+}
+
 type Entry = { allowed: Who[]; input: (who: Who) => unknown | Promise<unknown> };
 
 const TABLE: Record<string, Entry> = {
@@ -246,12 +251,15 @@ const TABLE: Record<string, Entry> = {
   "runs.playableRows": { allowed: READERS, input: () => ({ runId: fx.run, dataset: "word-problems" }) },
 
   "checkpoints.bases": { allowed: SIGNED_IN, input: () => ({}) },
+  "checkpoints.list": { allowed: SIGNED_IN, input: () => ({}) },
   "checkpoints.ofRun": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
   "checkpoints.lineage": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
 
   "datasets.list": { allowed: SIGNED_IN, input: () => undefined },
   "datasets.upload": { allowed: EDITORS, input: () => ({ name: `d-${newId("ds").slice(3)}`, projectId: fx.p1, text: '{"x":1}\n' }) },
   "datasets.preview": { allowed: READERS, input: () => ({ id: fx.dataset }) },
+  "datasets.rename": { allowed: EDITORS, input: async () => ({ id: await freshDataset(), name: `r-${newId("ds").slice(3)}` }) },
+  "datasets.delete": { allowed: EDITORS, input: async () => ({ id: await freshDataset() }) },
 
   "scheduler.overview": { allowed: SIGNED_IN, input: () => ({}) },
 

@@ -7,7 +7,7 @@ import { z } from "zod";
 import { builtInBases } from "@/lib/envs/bases";
 import { isServerAdmin } from "../../auth";
 import { baseModelShape, builtinBaseNames, checkpointShape, importedBaseNames, importRecord } from "../../bases";
-import { baseCheckpoints, baseLineageOfRun, checkpointsOfRun } from "../../runs";
+import { baseCheckpoints, baseLineageOfRun, checkpointsOfProjects, checkpointsOfRun } from "../../runs";
 import { createTRPCRouter, protectedProcedure, sharedRunProcedure } from "../trpc";
 
 /** What made each built-in base, in a few words. */
@@ -46,6 +46,16 @@ export const checkpointsRouter = createTRPCRouter({
     const fromRuns = await baseCheckpoints(ctx.db, await ctx.access.visibleProjects(), input.limit);
     const checkpoints = fromRuns.map(({ path, ...checkpoint }) => ({ ...checkpoint, shape: shapeOf(() => checkpointShape(path)) }));
     return { builtin, checkpoints, mayImport: isServerAdmin(ctx.principal) };
+  }),
+
+  /**
+   * The checkpoints of the caller's projects' runs, every kind, newest first (at most `limit`); `mayEdit`: the caller
+   * may evaluate and export it (an editor of its project).
+   */
+  list: protectedProcedure.input(z.object({ limit: z.number().int().min(1).max(500).default(200) }).default({ limit: 200 })).query(async ({ ctx, input }) => {
+    const rows = await checkpointsOfProjects(ctx.db, await ctx.access.visibleProjects(), input.limit);
+    const editable = await ctx.access.editableAmong(rows.map((row) => row.projectId));
+    return rows.map(({ projectId, ...row }) => ({ ...row, mayEdit: editable.has(projectId) }));
   }),
 
   /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
