@@ -296,6 +296,8 @@ export function createClient(options: ClientOptions) {
   const models = {
     /** The bases a run may start from: built-in and imported bases, and the caller's runs' checkpoints. */
     bases: () => call(() => api.checkpoints.bases.query({ limit: 200 })),
+    /** The checkpoints of the caller's projects' runs, every kind, newest first, with their run. */
+    checkpoints: (limit = 200) => call(() => api.checkpoints.list.query({ limit })),
     /**
      * Uploads a Hugging Face model folder's files (config.json, safetensors, tokenizer files) and imports them as
      * the base `name`, for the server's admin. Each file streams from `open(file)`; `onFile` hears each one sent.
@@ -327,6 +329,10 @@ export function createClient(options: ClientOptions) {
     /** Uploads a dataset (JSONL or CSV text), split into train and test rows; once, however often the request is sent. */
     upload: (input: RouterInputs["datasets"]["upload"]) =>
       write(input.idempotencyKey, (idempotencyKey) => api.datasets.upload.mutate({ ...input, idempotencyKey })),
+    /** Renames a dataset; the answer's `stillNamedBy` lists the experiments that still name its old name. */
+    rename: (id: string, name: string) => call(() => api.datasets.rename.mutate({ id, name })),
+    /** Deletes a dataset and its file; refused while an experiment's latest version or an unended run names it. */
+    delete: (id: string) => call(() => api.datasets.delete.mutate({ id })),
   };
 
   return { url: base, api, experiments, runs, datasets, createTrainingClient, training, models };
