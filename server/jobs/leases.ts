@@ -2,8 +2,8 @@
  * Leases: a worker holds its jobs while its heartbeats arrive. When they stop, its jobs go back to the queue, and
  * each run's log says what the server saw: a starved worker (late heartbeats; no loss counted) or a gone one.
  */
-import { and, eq, inArray, lt, sql } from "drizzle-orm";
-import { type Database, jobs, runLogs, runs, workers } from "../db";
+import { and, eq, inArray, lt, max, sql } from "drizzle-orm";
+import { type Database, jobs, metricPoints, runLogs, runs, workers } from "../db";
 import { serverEnv } from "../env";
 import { notifyJobs } from "./notify";
 import { inTransaction, moveJobs } from "./transitions";
@@ -132,7 +132,15 @@ async function requeueJobsOf(tx: Database, workerIds: string[], why: string, pol
       lostWorkerId: counted ? job.workerId : null,
     };
     if (counted && losses >= limit) {
-      const reason = `lost its worker ${losses} times in a row without getting past step ${step}; the last time, ${why}`;
+      // The run's step goes back when its job starts over, while the metrics of the steps it had reached stay.
+      const [metrics] = job.runId
+        ? await tx
+            .select({ step: max(metricPoints.step) })
+            .from(metricPoints)
+            .where(eq(metricPoints.runId, job.runId))
+        : [];
+      const reached = Math.max(step, metrics?.step ?? 0);
+      const reason = `lost its worker ${losses} times in a row without getting past step ${reached}; the last time, ${why}`;
       const finishedAt = new Date();
       const [failed] = await moveJobs(tx, "failed", eq(jobs.id, job.id), { job: { ...lost, reason, finishedAt }, run: { reason, finishedAt } });
       if (failed?.runId) await tx.insert(runLogs).values({ runId: failed.runId, level: "error", message: `Failed: ${reason}.` });

@@ -10,7 +10,7 @@ import { canTransition, jobStates, runStateOf, type JobState } from "@/lib/lifec
 import { DEFAULT_PROJECT } from "@/server/auth/projects";
 import { LOCAL_USER, type DatabaseHandle } from "@/server/db";
 import { newId } from "@/server/db/ids";
-import { devices, jobs, runLogs, runs, workers } from "@/server/db/schema";
+import { devices, jobs, metricPoints, runLogs, runs, workers } from "@/server/db/schema";
 import {
   claimJob,
   expireLeases,
@@ -254,6 +254,20 @@ describe("lifecycle operations", () => {
     const logs = await handle.db.select({ level: runLogs.level, message: runLogs.message }).from(runLogs).where(eq(runLogs.runId, ids.runId));
     expect(logs.filter((l) => l.level === "warn" && /Worker lost/.test(l.message))).toHaveLength(4);
     expect(logs.at(-1)).toMatchObject({ level: "error" });
+  });
+
+  it("a job that started over and kept losing its worker fails naming the furthest step its metrics reached", async () => {
+    const ids = await jobIn("running");
+    // Step 1's metrics were stored; then the job lost its worker and started over from step 0, three times.
+    await handle.db.insert(metricPoints).values({ runId: ids.runId, step: 1, name: "reward/mean", value: 0.5 });
+    for (let loss = 1; loss <= 3; loss++) {
+      const holder = await runningOn(ids.jobId);
+      await handle.db.update(runs).set({ status: "running", step: loss === 1 ? 1 : 0 }).where(eq(runs.id, ids.runId));
+      await leaveWorker(handle.db, holder, "the worker left", { maxWorkerLosses: 3 });
+    }
+    const [run] = await handle.db.select({ status: runs.status, reason: runs.reason }).from(runs).where(eq(runs.id, ids.runId));
+    expect(run!.status).toBe("failed");
+    expect(run!.reason).toMatch(/lost its worker 3 times in a row without getting past step 1; the last time, the worker left/);
   });
 
   it("tells a starved worker from a gone one: a starved worker's loss does not count, and a late heartbeat takes a counted one back", async () => {
