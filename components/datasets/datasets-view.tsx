@@ -2,6 +2,7 @@
 
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
+import Link from "next/link";
 import { useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
@@ -10,6 +11,7 @@ import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 import type { AppRouter } from "@/server/api";
 import type { BuiltInDataset } from "./built-in";
+import { DatasetActions, type DatasetOutcome } from "./dataset-actions";
 import { DatasetPreview } from "./dataset-preview";
 import { count, formatBytes } from "./format";
 import { UploadForm } from "./upload-form";
@@ -31,6 +33,8 @@ type Entry = {
   fields: string[];
   sizeBytes: number | null;
   createdAt: Date | null;
+  /** The caller may rename and delete it (an uploaded dataset, in a project it edits). */
+  mayEdit: boolean;
 };
 
 const kindStyles = {
@@ -43,6 +47,14 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
   const queryClient = useQueryClient();
   const list = useQuery({ ...trpc.datasets.list.queryOptions(), initialData: initialList });
   const [selected, setSelected] = useState<string | null>(null);
+  const [outcome, setOutcome] = useState<DatasetOutcome | null>(null);
+  const onDone = (done: DatasetOutcome) => {
+    setOutcome(done);
+    if (done.kind === "refused") return;
+    if (done.kind === "renamed" && selected === done.from) setSelected(done.renamed.name);
+    if (done.kind === "deleted" && selected === done.name) setSelected(null);
+    void queryClient.invalidateQueries({ queryKey: trpc.datasets.list.queryKey() });
+  };
 
   const builtInByName = new Map(builtIn.map((b) => [b.name, b.summary]));
   const entries: Entry[] = [
@@ -60,6 +72,7 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
         sizeBytes: summary?.sizeBytes ?? null,
         createdAt: null,
         id: null,
+        mayEdit: false,
       };
     }),
     ...list.data.uploaded.map((d): Entry => ({ ...d, builtIn: false })),
@@ -87,6 +100,9 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                   <th className="whitespace-nowrap px-4 py-2 text-right font-medium">Train / test</th>
                   <th className="px-4 py-2 text-right font-medium">Size</th>
                   <th className="px-4 py-2 font-medium">Created</th>
+                  <th className="px-4 py-2">
+                    <span className="sr-only">Actions</span>
+                  </th>
                 </tr>
               </thead>
               <tbody className="divide-y divide-slate-100">
@@ -142,12 +158,17 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                         {entry.sizeBytes !== null ? formatBytes(entry.sizeBytes) : "—"}
                       </td>
                       <td className="whitespace-nowrap px-4 py-2 text-slate-500">{entry.createdAt ? <RelativeTime date={entry.createdAt} /> : "—"}</td>
+                      {/* Clicks here act on the dataset, not on the preview the row's click toggles. */}
+                      <td className="px-2 py-1 text-right" onClick={(event) => event.stopPropagation()} onKeyDown={(event) => event.stopPropagation()}>
+                        {entry.id !== null && entry.mayEdit && <DatasetActions key={entry.id} id={entry.id} name={entry.name} onDone={onDone} />}
+                      </td>
                     </tr>
                   );
                 })}
               </tbody>
             </table>
           </div>
+          {outcome && <OutcomeNotice outcome={outcome} />}
           {list.data.uploaded.length === 0 && (
             <EmptyState title="No uploaded datasets yet">
               Upload a JSONL or CSV file to train an environment on your own rows, or an SFT run on your own conversations.
@@ -219,5 +240,44 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
         </Card>
       </div>
     </div>
+  );
+}
+
+/** What the last rename or delete did, or the server's reason for refusing it. */
+function OutcomeNotice({ outcome }: { outcome: DatasetOutcome }) {
+  if (outcome.kind === "refused") {
+    return (
+      <p role="alert" className="border-t border-slate-100 px-4 py-2 text-sm text-red-700">
+        {outcome.what}: {outcome.message}
+      </p>
+    );
+  }
+  if (outcome.kind === "deleted") {
+    return (
+      <p role="status" className="border-t border-slate-100 px-4 py-2 text-sm text-slate-600">
+        Deleted {outcome.name}.
+      </p>
+    );
+  }
+  const { from, renamed } = outcome;
+  return (
+    <p role="status" className="border-t border-slate-100 px-4 py-2 text-sm text-slate-600">
+      Renamed {from} to {renamed.name}.
+      {renamed.stillNamedBy.length > 0 && (
+        <span className="text-amber-700">
+          {" "}
+          Still naming <span className="font-mono">{from}</span>:{" "}
+          {renamed.stillNamedBy.map((experiment, i) => (
+            <span key={experiment.id}>
+              {i > 0 && ", "}
+              <Link className="font-medium underline" href={`/experiments/${experiment.id}/edit`}>
+                {experiment.name}
+              </Link>
+            </span>
+          ))}
+          ; edit {renamed.stillNamedBy.length === 1 ? "it" : "them"} to name <span className="font-mono">{renamed.name}</span>.
+        </span>
+      )}
+    </p>
   );
 }

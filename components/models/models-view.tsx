@@ -3,6 +3,7 @@
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
+import { CheckpointsTable, type RunCheckpoints } from "./checkpoints-table";
 import { Card } from "@/components/ui/card";
 import { DataTable } from "@/components/ui/data-table";
 import { useTRPC } from "@/components/trpc/provider";
@@ -14,8 +15,11 @@ export type BaseCatalog = inferRouterOutputs<AppRouter>["checkpoints"]["bases"];
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 3 });
 const whole = new Intl.NumberFormat("en-US");
 
-/** Every named base with its shape and origin, and (for the server's admin) a form that imports one. */
-export function ModelsView({ initial }: { initial: BaseCatalog }) {
+/**
+ * Every named base with its shape and origin, the checkpoints of the caller's runs, and (for the server's admin) a
+ * form that imports a base.
+ */
+export function ModelsView({ initial, initialCheckpoints }: { initial: BaseCatalog; initialCheckpoints: RunCheckpoints }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const bases = useQuery({ ...trpc.checkpoints.bases.queryOptions(), initialData: initial });
@@ -66,6 +70,7 @@ export function ModelsView({ initial }: { initial: BaseCatalog }) {
           )}
         </Card>
       ))}
+      <CheckpointsTable initial={initialCheckpoints} />
       <Card title="Import a Hugging Face model">
         {bases.data.mayImport ? (
           <ImportForm onImported={() => queryClient.invalidateQueries({ queryKey: trpc.checkpoints.bases.queryKey() })} />
