@@ -331,7 +331,10 @@ async function submitCalls(db: Database, sessionId: string, calls: SessionCallIn
     const job = await sessionJob(db, sessionId);
     const why = `${job.status}${job.reason ? `: ${job.reason}` : ""}`;
     if (terminalJobStates.has(job.status)) throw new RunStateError(`session ${sessionId} has ended (${why}); open a new one`, "CONFLICT");
-    if (after !== null && !predecessor) return null; // the call they follow is still on its way
+    // The call they follow is still on its way, or was submitted by a request that committed after this statement
+    // began (on PostgreSQL each statement sees the rows committed before it): either way, they are submitted on the
+    // next look.
+    if (after !== null) return null;
     throw new RunStateError(`calls of session ${sessionId} could not be submitted (it is ${why}); send them again`, "CONFLICT");
   }
   return rows;
