@@ -33,7 +33,7 @@ import { buildIfStale } from "../bin/build-if-stale.mjs";
 import { starters } from "../components/editor/starter";
 import type { ExperimentConfigInput } from "../lib/sdk/experiment";
 import type { AppRouter } from "../server/api";
-import { EVALUATION_LIMITS } from "../server/jobs";
+import { EVALUATION_LIMITS } from "../lib/trpc/limits";
 import { freePort } from "../test/e2e/support/server";
 import { formatTable } from "./lib/measure";
 

@@ -2,7 +2,7 @@
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { useEffect, useMemo } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { StatusBadge } from "@/components/ui/status-badge";
@@ -10,6 +10,7 @@ import { formatDuration } from "@/components/ui/time";
 import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import type { SeriesPoint } from "@/lib/series";
+import { EvaluateForm } from "./evaluate-form";
 import type { XRange } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
 import { useMetricStream, type InitialMetrics } from "./use-metric-stream";
@@ -50,6 +51,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const router = useRouter();
   const openRun = ({ runId: other }: { runId: string }) => router.push(`/runs/${other}`);
   const evaluateCheckpoint = useKeyedMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: openRun }));
+  // The checkpoint whose evaluation is being set up: Evaluate asks for episodes and temperature before it starts.
+  const [evaluating, setEvaluating] = useState<string | null>(null);
   const exportCheckpoint = useKeyedMutation(trpc.runs.export.mutationOptions({ onSuccess: openRun }));
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
@@ -110,6 +113,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
   const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
   const tokensPerSecond = series.get("perf/tokens_per_s")?.points.at(-1)?.value;
+  const evaluatedCheckpoint = checkpoints.data?.find((c) => c.id === evaluating);
+  // A run's stored config has every default written down (server/experiments/launch.ts parses it).
+  const evaluationDefaults = (r.config as { evaluation: { episodes: number; temperature: number } }).evaluation;
 
   return (
     <div className="space-y-6">
@@ -277,12 +283,15 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
                       {canEdit && (
                         <>
                           {!session && (
-                            <CheckpointAction
-                              label="Evaluate"
+                            <button
+                              type="button"
+                              className="text-brand-700 hover:underline"
+                              aria-expanded={evaluating === c.id}
+                              onClick={() => setEvaluating(evaluating === c.id ? null : c.id)}
                               title="Play this run's held-out episodes with the policy of this checkpoint, as a run of its own"
-                              action={evaluateCheckpoint}
-                              checkpointId={c.id}
-                            />
+                            >
+                              Evaluate
+                            </button>
                           )}
                           <CheckpointAction
                             label="Export"
@@ -322,6 +331,18 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
               ),
             )}
           </ol>
+          {evaluatedCheckpoint && (
+            <div className="px-4 pb-3 text-xs">
+              <EvaluateForm
+                key={evaluatedCheckpoint.id}
+                step={evaluatedCheckpoint.step}
+                defaults={evaluationDefaults}
+                pending={evaluateCheckpoint.isPending}
+                onStart={(settings) => evaluateCheckpoint.mutate({ checkpointId: evaluatedCheckpoint.id, ...settings })}
+                onCancel={() => setEvaluating(null)}
+              />
+            </div>
+          )}
           <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">
             {r.role !== null && "Any checkpoint can be a base: pick it in an experiment's base field."}
             {evaluateCheckpoint.error && <span className="block text-red-700">Evaluate: {evaluateCheckpoint.error.message}</span>}

@@ -4,3 +4,9 @@
  * browser's httpBatchLink, workers) split what they send at this size, so only a hand-made request meets the refusal.
  */
 export const MAX_BATCH_CALLS = 50;
+
+/**
+ * The largest evaluation `runs.evaluate` accepts (its episodes and sampling temperature); the run page's Evaluate
+ * form offers the same range.
+ */
+export const EVALUATION_LIMITS = { episodes: 10_000, temperature: 5 } as const;

@@ -8,9 +8,6 @@
 import type { ExperimentConfig } from "@/lib/sdk/experiment";
 import { sftStepsBeforeRl } from "@/lib/sdk/experiment";
 
-/** The largest evaluation `runs.evaluate` accepts. */
-export const EVALUATION_LIMITS = { episodes: 10_000, temperature: 5 } as const;
-
 /** A job's work, bounded from above. */
 export type JobCost = {
   /** Episodes it plays (training, demonstrations and evaluations). */

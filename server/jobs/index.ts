@@ -45,5 +45,5 @@ export {
   type SessionMethod,
   type TakenSessionCall,
 } from "./sessions";
-export { EVALUATION_LIMITS, jobCost, type JobCost, overCostLimit } from "./admission";
+export { jobCost, type JobCost, overCostLimit } from "./admission";
 export { mergeReports, REPORT_LIMITS, ReportQueue } from "./report-queue";

@@ -2,7 +2,8 @@ import { type TRPCError, tracked } from "@trpc/server";
 import { z } from "zod";
 import { runStatus } from "../../db";
 import { launchExperiment, queueFromCheckpoint, validateAhead } from "../../experiments";
-import { EVALUATION_LIMITS, resumeRun, stopRun } from "../../jobs";
+import { EVALUATION_LIMITS } from "@/lib/trpc/limits";
+import { resumeRun, stopRun } from "../../jobs";
 import { watchRunAccess } from "../../auth";
 import { metricStreamInput } from "../../metrics";
 import {
