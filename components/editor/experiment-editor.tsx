@@ -17,6 +17,7 @@ import { configFields, fieldPaths, withValueAt } from "./config-fields";
 import { ConfigForm } from "./config-form";
 import { STARTER_ENTRY, starterConfig, starterEnvironment } from "./starter";
 import { useLiveValidation } from "./use-live-validation";
+import { useUnsavedChangesGuard } from "./use-unsaved-changes-guard";
 import { ValidationPanel } from "./validation-panel";
 import { VersionViewer, type SavedVersion } from "./version-viewer";
 
@@ -60,6 +61,7 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const [viewing, setViewing] = useState<number | null>(null);
 
   const dirty = JSON.stringify([files, config]) !== saved.key;
+  useUnsavedChangesGuard(dirty && !experiment.readOnly, `You have unsaved changes to ${experiment.name}: leave and lose them?`);
   const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
   const validation = useLiveValidation(experiment.readOnly ? null : experiment.id, files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
   const report = validation.report;
