@@ -42,7 +42,7 @@ export const MetricChart = memo(function MetricChart({
   // The value axis over the points drawn (smoothing stays within their range); a single point or a flat series gets
   // a small band around its value.
   const axis = valueAxis(raw.map((p) => p.value));
-  const axisWidth = Math.max(40, 6 * Math.max(...axis.ticks.map((t) => axis.format(t).length)) + 14);
+  const axisWidth = Math.max(52, 6 * Math.max(...axis.ticks.map((t) => axis.format(t).length)) + 24);
   const at = (label: string | number | undefined) => (label === undefined || label === "" ? null : Number(label));
   const endDrag = () => {
     if (drag && drag.from !== drag.to) onZoom?.([Math.min(drag.from, drag.to), Math.max(drag.from, drag.to)]);

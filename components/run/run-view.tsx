@@ -98,6 +98,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     }
   }, [live, queryClient, trpc, runId]);
 
+  const metricStep = useMemo(() => Math.max(0, ...[...series.values()].map((s) => s.points.at(-1)?.step ?? 0)), [series]);
   const names = useMemo(() => {
     const all = [...series.keys()].sort();
     return { headline: HEADLINE.filter((n) => series.has(n)), rest: all.filter((n) => !HEADLINE.includes(n)) };
@@ -109,9 +110,12 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const canEdit = r.role === "editor" || r.role === "owner";
   // A remote training session (a script's calls on a worker) has no environment: nothing to evaluate or play.
   const session = (r.config as { environment?: string }).environment === "remote-session";
+  // The run's recorded step goes back when its job starts over (from a checkpoint, or from scratch without one), while
+  // the metrics of the steps it had reached stay on the charts: the page shows the furthest step either shows.
+  const step = Math.max(r.step, r.totalSteps > 0 ? Math.min(metricStep, r.totalSteps) : metricStep);
   const stepSeconds = series.get("perf/step_seconds")?.points;
   const meanStep = stepSeconds?.length ? stepSeconds.slice(-10).reduce((a, p) => a + p.value, 0) / Math.min(10, stepSeconds.length) : null;
-  const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - r.step) * meanStep) : null;
+  const eta = r.status === "running" && meanStep ? Math.round((r.totalSteps - step) * meanStep) : null;
   const tokensPerSecond = series.get("perf/tokens_per_s")?.points.at(-1)?.value;
   const evaluatedCheckpoint = checkpoints.data?.find((c) => c.id === evaluating);
   // A run's stored config has every default written down (server/experiments/launch.ts parses it).
@@ -124,14 +128,27 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           <StatusBadge status={r.status} />
           <span className="text-sm tabular-nums text-slate-600">
             {session
-              ? `a remote training session: ${r.step} optimizer step${r.step === 1 ? "" : "s"}`
+              ? `a remote training session: ${step} optimizer step${step === 1 ? "" : "s"}`
               : r.totalSteps > 0
-                ? `step ${r.step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
+                ? `step ${step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
                 : "no training steps: it evaluates or exports its base"}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
           </span>
-          {r.reason && <span className="text-sm text-slate-500">· {r.reason}</span>}
+          {r.reason && (
+            <span className="text-sm text-slate-500">
+              · {r.reason}
+              {r.status === "failed" && (
+                <>
+                  {" · "}
+                  <a href="#run-log" className="text-brand-700 hover:underline">
+                    the log below
+                  </a>{" "}
+                  says more
+                </>
+              )}
+            </span>
+          )}
         </div>
         <div className="flex items-center gap-2">
           {r.role !== null && <ShareButton kind="run" runIds={[runId]} canCreate={canEdit} />}
@@ -167,7 +184,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         </p>
       )}
       <div className="h-1.5 overflow-hidden rounded-full bg-slate-200">
-        <div className="h-full bg-brand-500 transition-all" style={{ width: `${r.totalSteps ? (100 * r.step) / r.totalSteps : 0}%` }} />
+        <div className="h-full bg-brand-500 transition-all" style={{ width: `${r.totalSteps ? (100 * step) / r.totalSteps : 0}%` }} />
       </div>
 
       <section aria-label="Charts">
@@ -350,7 +367,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           </p>
         </Card>
         <Card title="Log">
-          <ol className="max-h-96 overflow-auto px-4 py-3 font-mono text-xs">
+          <ol id="run-log" aria-label="Log" className="max-h-96 scroll-mt-4 overflow-auto px-4 py-3 font-mono text-xs">
             {(logs.data ?? []).map((line) => (
               <li key={line.seq} className={line.level === "error" ? "text-red-700" : line.level === "warn" ? "text-amber-700" : "text-slate-700"}>
                 <span className="text-slate-400">{line.createdAt.toISOString().slice(11, 19)}</span> {line.message}

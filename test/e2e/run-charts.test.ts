@@ -86,6 +86,58 @@ describe("run page charts", () => {
     expect(await shownOf("reward/mean")).toBe(whole);
   }, 180_000);
 
+  it("shows a run that started over and failed at the furthest step it reached, with sparse charts on sensible axes", async () => {
+    const config = {
+      name: "restarts",
+      environment: "arithmetic",
+      agent: { base: "tiny-base", sampling: { maxTokens: 3 } },
+      algorithm: { name: "grpo", steps: 8, groupSize: 2, groupsPerStep: 2 },
+      evaluation: { every: 0, episodes: 8 },
+      checkpointEvery: 0,
+    };
+    const { id } = await callProcedure<{ id: string }>(server, "experiments.create", { name: "restarts", config });
+    const { runId: failed } = await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: id });
+    // The first attempt reports steps 1-3 (reward/mean at step 3 only) and loses its worker; with no checkpoint, each
+    // of the next two starts over at step 0 and loses its worker too: the third loss fails the run.
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const { workerId, jobId } = await claimJobAsWorker(server, TOKEN);
+      const metrics =
+        attempt === 1 ? [1, 2, 3].map((step) => ({ step, name: "loss/policy", value: 1 / step })).concat({ step: 3, name: "reward/mean", value: 0.69 }) : [];
+      await callAsWorker(server, TOKEN, "worker.report", { workerId, jobId, step: attempt === 1 ? 3 : 0, metrics });
+      await callAsWorker(server, TOKEN, "worker.leave", { workerId, why: "the worker left" });
+    }
+    await page.goto(`${server.url}/runs/${failed}`);
+    await expect.poll(() => page.getByText("failed", { exact: true }).count()).toBeGreaterThan(0);
+    await expect.poll(() => page.getByText(/step 3 of 8/).count()).toBe(1);
+    // The reason, beside the status and in the log's last line.
+    await expect.poll(() => page.getByText(/without getting past step 3/).count()).toBe(2);
+    // The words point to the log, and the log is where they say: below them.
+    const pointer = page.getByRole("link", { name: "the log below" });
+    const log = page.getByRole("list", { name: "Log" });
+    await expect.poll(() => log.getByText(/Failed: lost its worker 3 times/).count()).toBe(1);
+    expect((await log.boundingBox())!.y).toBeGreaterThan((await pointer.boundingBox())!.y);
+    expect(await pointer.getAttribute("href")).toBe("#run-log");
+    // One point at 0.69: an axis of a small band around it (not -0.31 to 1.69), ticks that differ from each other.
+    const ticksOf = (name: string, axis: "x" | "y") => chart(name).locator(`.recharts-${axis}Axis-tick-labels .recharts-cartesian-axis-tick-value`).allTextContents();
+    await expect.poll(async () => (await ticksOf("reward/mean", "y")).length).toBeGreaterThan(2);
+    const yTicks = (await ticksOf("reward/mean", "y")).map((t) => Number(t.replace("\u2212", "-")));
+    expect(Math.min(...yTicks)).toBeGreaterThanOrEqual(0.5);
+    expect(Math.max(...yTicks)).toBeLessThanOrEqual(0.9);
+    expect(new Set(yTicks).size).toBe(yTicks.length);
+    // Three steps: ticks at whole steps only.
+    const xTicks = (await ticksOf("loss/policy", "x")).map(Number);
+    expect(xTicks.length).toBeGreaterThan(1);
+    expect(xTicks.every(Number.isInteger)).toBe(true);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "run-failed-restarts.png"), fullPage: true });
+  }, 120_000);
+
+  it("serves an icon at /favicon.ico, the address browsers ask for on every page", async () => {
+    const response = await fetch(`${server.url}/favicon.ico`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/image\/(x-icon|vnd\.microsoft\.icon)/);
+    expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(0);
+  });
+
   it("refuses a zoom range that runs backwards, naming the fields", async () => {
     await expect(callProcedure(server, "runs.metricRange", { runId, name: "reward/mean", fromStep: 10, toStep: 5 }, "GET")).rejects.toThrow(
       /fromStep must not be after toStep/,
