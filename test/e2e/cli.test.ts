@@ -8,6 +8,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, ROOT, startServer, tempDir, type TestServer } from "./support/server";
 
@@ -219,6 +220,84 @@ describe("the tinkerlab CLI", () => {
       expect((JSON.parse(status.stdout) as { id: string; status: string }[]).find((r) => r.id === runId)!.status).toBe("cancelled");
     },
     120_000,
+  );
+
+  // The bar as a person sees it, in a terminal, while the run's worker is killed: the job is requeued and starts
+  // again from its checkpoint of step 0 (or from nothing), far below the step the bar had shown.
+  it.skipIf(!hasScript)(
+    "draws a bar that never goes back when the run is requeued, with no NaN, no '60s' and no warning in it",
+    async () => {
+      fs.mkdirSync(path.join(work, "requeued"), { recursive: true });
+      const config = {
+        name: "requeued",
+        environment: "arithmetic",
+        agent: { base: "arithmetic-base" },
+        algorithm: { name: "grpo", steps: 100_000, groupsPerStep: 4 },
+        evaluation: { every: 0, episodes: 8 },
+        checkpointEvery: 50_000,
+      };
+      fs.writeFileSync(path.join(work, "requeued", "experiment.json"), JSON.stringify(config));
+      const command = `exec ${path.join(ROOT, "bin", "tinkerlab")} run requeued --url ${server.url}`;
+      const plain = stripVTControlCharacters;
+      const barSteps = (text: string) => [...plain(text).matchAll(/(\d+)\/100000 steps/g)].map((m) => Number(m[1]));
+      const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn("script", ["--quiet", "--return", "--command", command, "/dev/null"], {
+          cwd: work,
+          env: { NODE_ENV: "production", PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), TERM: "xterm" },
+          stdio: ["pipe", "pipe", "pipe"],
+        });
+        const started = Date.now();
+        let output = "";
+        let stage: "training" | "killed" | "resumed" | "cancelled" = "training";
+        const onOutput = (chunk: Buffer) => {
+          output += chunk;
+          const runId = /Launched (run_\w+)/.exec(output)?.[1];
+          const shown = barSteps(output).at(-1) ?? 0;
+          if (stage === "training" && runId && shown >= 10) {
+            stage = "killed";
+            const pids = [...server.output().matchAll(/\[worker (\d+)\] job/g)];
+            process.kill(Number(pids.at(-1)![1]), "SIGKILL");
+          } else if (stage === "killed" && /(resumed from the checkpoint of|went back to) step \d+/.test(plain(output))) {
+            stage = "resumed";
+            // Followed for more than ten looks, so that a listener added per look would have raised Node's warning.
+            setTimeout(
+              () => {
+                stage = "cancelled";
+                void fetch(`${server.url}/api/trpc/runs.control`, {
+                  method: "POST",
+                  headers: { "content-type": "application/json" },
+                  body: JSON.stringify({ json: { id: runId, action: "cancel" } }),
+                });
+              },
+              Math.max(3000, 15_000 - (Date.now() - started)),
+            );
+          }
+        };
+        child.stdout.on("data", onOutput);
+        child.stderr.on("data", onOutput);
+        child.on("close", (exitCode) => resolve({ code: exitCode, output }));
+      });
+      const text = plain(output);
+      expect(code, text).toBe(4);
+      const back =
+        /(resumed from the checkpoint of|went back to) step (\d+)(?: with no checkpoint to resume from)? \(it had reached step (\d+); the steps after \d+ are trained again\)/.exec(
+          text,
+        );
+      expect(back, text).not.toBeNull();
+      const [from, reached] = [Number(back![2]), Number(back![3])];
+      expect(reached).toBeGreaterThan(from);
+      if (back![1] === "resumed from the checkpoint of") expect(text).toContain(`| resumed from step ${from}`);
+      // Never a lower step after a higher one.
+      const steps = barSteps(output);
+      expect(
+        steps.filter((step, i) => i > 0 && step < steps[i - 1]!),
+        text,
+      ).toEqual([]);
+      expect(steps.at(-1)).toBeGreaterThanOrEqual(reached);
+      expect(text).not.toMatch(/NaN|NFs|INF|(^|\D)60s|MaxListenersExceededWarning/);
+      expect(text).toMatch(/ETA (—|\d+(\.\d)?s|\d+m \d\ds|\d+h \d\dm) \|/);
+    },
+    180_000,
   );
 
   it("refuses what the editor refuses, in its words, before any run exists: SFT on a demonstrator the environment lacks", async () => {
