@@ -118,7 +118,8 @@ describe("run page charts", () => {
     expect((await log.boundingBox())!.y).toBeGreaterThan((await pointer.boundingBox())!.y);
     expect(await pointer.getAttribute("href")).toBe("#run-log");
     // One point at 0.69: an axis of a small band around it (not -0.31 to 1.69), ticks that differ from each other.
-    const ticksOf = (name: string, axis: "x" | "y") => chart(name).locator(`.recharts-${axis}Axis-tick-labels .recharts-cartesian-axis-tick-value`).allTextContents();
+    const ticksOf = (name: string, axis: "x" | "y") =>
+      chart(name).locator(`.recharts-${axis}Axis-tick-labels .recharts-cartesian-axis-tick-value`).allTextContents();
     await expect.poll(async () => (await ticksOf("reward/mean", "y")).length).toBeGreaterThan(2);
     const yTicks = (await ticksOf("reward/mean", "y")).map((t) => Number(t.replace("\u2212", "-")));
     expect(Math.min(...yTicks)).toBeGreaterThanOrEqual(0.5);
