@@ -44,10 +44,11 @@ const standard = new Intl.NumberFormat("en-US", { maximumSignificantDigits: 4 })
 const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumSignificantDigits: 4 });
 const scientific = new Intl.NumberFormat("en-US", { notation: "scientific", maximumSignificantDigits: 3 });
 
-/** One metric value (a tooltip's, a chart's latest) to four significant digits: 0.6931, 12.35K, 9.12E-5. */
+/** One metric value (a tooltip's, a chart's latest) to four significant digits: 0.6931, 12.35K, 9.12e-5. */
 export function formatValue(value: number): string {
   const magnitude = Math.abs(value);
   if (magnitude >= 1e4) return compact.format(value);
-  if (magnitude !== 0 && magnitude < 1e-3) return scientific.format(value);
+  // Lower-case e, as d3-format writes the axis's ticks.
+  if (magnitude !== 0 && magnitude < 1e-3) return scientific.format(value).replace("E", "e");
   return standard.format(value);
 }

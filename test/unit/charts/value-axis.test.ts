@@ -51,7 +51,7 @@ describe("formatValue", () => {
     expect(formatValue(Math.LN2)).toBe("0.6931");
     expect(formatValue(1234.5)).toBe("1,235");
     expect(formatValue(12_345.678)).toBe("12.35K");
-    expect(formatValue(0.0000912345)).toBe("9.12E-5");
+    expect(formatValue(0.0000912345)).toBe("9.12e-5");
     expect(formatValue(0)).toBe("0");
     expect(formatValue(-1.5)).toBe("-1.5");
   });
