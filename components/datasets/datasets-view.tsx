@@ -11,7 +11,7 @@ import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
 import type { AppRouter } from "@/server/api";
 import type { BuiltInDataset } from "./built-in";
-import { DatasetActions, type DatasetOutcome } from "./dataset-actions";
+import { DatasetActions, type DatasetOutcome, RenameForm } from "./dataset-actions";
 import { DatasetPreview } from "./dataset-preview";
 import { count, formatBytes } from "./format";
 import { UploadForm } from "./upload-form";
@@ -48,9 +48,12 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
   const list = useQuery({ ...trpc.datasets.list.queryOptions(), initialData: initialList });
   const [selected, setSelected] = useState<string | null>(null);
   const [outcome, setOutcome] = useState<DatasetOutcome | null>(null);
+  /** The id of the dataset whose row shows the rename form. */
+  const [renaming, setRenaming] = useState<string | null>(null);
   const onDone = (done: DatasetOutcome) => {
     setOutcome(done);
     if (done.kind === "refused") return;
+    setRenaming(null);
     if (done.kind === "renamed" && selected === done.from) setSelected(done.renamed.name);
     if (done.kind === "deleted" && selected === done.name) setSelected(null);
     void queryClient.invalidateQueries({ queryKey: trpc.datasets.list.queryKey() });
@@ -100,7 +103,7 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                   <th className="whitespace-nowrap px-4 py-2 text-right font-medium">Train / test</th>
                   <th className="px-4 py-2 text-right font-medium">Size</th>
                   <th className="px-4 py-2 font-medium">Created</th>
-                  <th className="px-4 py-2">
+                  <th className="py-2 pr-4">
                     <span className="sr-only">Actions</span>
                   </th>
                 </tr>
@@ -116,27 +119,34 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                       className={`cursor-pointer align-top ${active ? "bg-brand-50" : "hover:bg-slate-50"}`}
                     >
                       <td className="px-4 py-2">
-                        <div className="whitespace-nowrap">
-                          <button
-                            type="button"
-                            aria-pressed={active}
-                            onClick={(event) => {
-                              event.stopPropagation();
-                              setSelected(active ? null : entry.name);
-                            }}
-                            className={`font-mono font-medium hover:underline ${active ? "text-brand-700" : "text-slate-800 hover:text-brand-700"}`}
-                          >
-                            {entry.name}
-                          </button>
-                          {entry.builtIn && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-500">built-in</span>}
-                        </div>
+                        {entry.id !== null && renaming === entry.id ? (
+                          // biome-ignore lint/a11y/noStaticElementInteractions: keeps the row's click (the preview) off the form
+                          <div onClick={(event) => event.stopPropagation()} onKeyDown={(event) => event.stopPropagation()}>
+                            <RenameForm id={entry.id} name={entry.name} onDone={onDone} onCancel={() => setRenaming(null)} />
+                          </div>
+                        ) : (
+                          <div className="whitespace-nowrap">
+                            <button
+                              type="button"
+                              aria-pressed={active}
+                              onClick={(event) => {
+                                event.stopPropagation();
+                                setSelected(active ? null : entry.name);
+                              }}
+                              className={`font-mono font-medium hover:underline ${active ? "text-brand-700" : "text-slate-800 hover:text-brand-700"}`}
+                            >
+                              {entry.name}
+                            </button>
+                            {entry.builtIn && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-500">built-in</span>}
+                          </div>
+                        )}
                         {entry.description && (
-                          <p className="max-w-64 truncate text-xs text-slate-500" title={entry.description}>
+                          <p className="max-w-52 truncate text-xs text-slate-500" title={entry.description}>
                             {entry.description}
                           </p>
                         )}
                         {entry.fields.length > 0 && (
-                          <p className="max-w-64 truncate font-mono text-xs text-slate-400" title={entry.fields.join(", ")}>
+                          <p className="max-w-52 truncate font-mono text-xs text-slate-400" title={entry.fields.join(", ")}>
                             {entry.kind === "conversations" ? "roles" : "fields"}: {entry.fields.join(", ")}
                           </p>
                         )}
@@ -159,8 +169,10 @@ export function DatasetsView({ builtIn, initialList }: { builtIn: { name: string
                       </td>
                       <td className="whitespace-nowrap px-4 py-2 text-slate-500">{entry.createdAt ? <RelativeTime date={entry.createdAt} /> : "—"}</td>
                       {/* Clicks here act on the dataset, not on the preview the row's click toggles. */}
-                      <td className="px-2 py-1 text-right" onClick={(event) => event.stopPropagation()} onKeyDown={(event) => event.stopPropagation()}>
-                        {entry.id !== null && entry.mayEdit && <DatasetActions key={entry.id} id={entry.id} name={entry.name} onDone={onDone} />}
+                      <td className="py-2 pr-4 text-right" onClick={(event) => event.stopPropagation()} onKeyDown={(event) => event.stopPropagation()}>
+                        {entry.id !== null && entry.mayEdit && (
+                          <DatasetActions key={entry.id} id={entry.id} name={entry.name} onRename={() => setRenaming(entry.id)} onDone={onDone} />
+                        )}
                       </td>
                     </tr>
                   );

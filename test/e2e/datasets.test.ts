@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
+import { callProcedure, launchBrowser, SCREENSHOTS, startServer, tempDir, type TestServer } from "./support/server";
 
 let server: TestServer;
 let browser: BrowserContext;
@@ -132,5 +132,61 @@ describe("the datasets page", () => {
     await row("math-facts").getByRole("button", { name: "math-facts" }).click();
     await page.getByRole("table", { name: "Preview" }).getByText("0+0").waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "datasets.png"), fullPage: true });
+  });
+
+  it("renames an uploaded dataset in place, refusing a name taken in the project", async () => {
+    const form = page.getByRole("form", { name: "Rename math-facts" });
+    await row("math-facts").getByRole("button", { name: "Rename", exact: true }).click();
+    await form.getByLabel("New name").fill("chats");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("alert").getByText("Rename math-facts: a dataset named 'chats' exists already in this project; choose another name").waitFor();
+
+    await form.getByLabel("New name").fill("doubling");
+    await form.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").getByText("Renamed math-facts to doubling.").waitFor();
+    expect(await row("doubling").innerText()).toContain("8 / 2");
+    expect(await row("math-facts").count()).toBe(0);
+    // The preview that was open follows the new name.
+    await page.getByText("first 10 of 10 rows").waitFor();
+    await page.reload();
+    await row("doubling").waitFor();
+  });
+
+  it("refuses to delete a dataset a queued run reads, naming it; deletes another after a confirmation naming it", async () => {
+    // An SFT run on 'chats' stays queued: this server has no worker.
+    const config = {
+      name: "imitate",
+      environment: "arithmetic",
+      agent: { base: "arithmetic-base", sampling: { maxTokens: 5 } },
+      algorithm: { name: "sft", steps: 10 },
+      sft: { data: "dataset", dataset: "chats" },
+    };
+    const experiment = await callProcedure<{ id: string }>(server, "experiments.create", { name: "imitate", config });
+    const { runId } = await callProcedure<{ runId: string }>(server, "runs.launch", { experimentId: experiment.id });
+    await page.goto(`${server.url}/datasets`);
+
+    const asked: string[] = [];
+    page.on("dialog", (dialog) => {
+      asked.push(dialog.message());
+      void dialog.accept();
+    });
+    await row("chats").getByRole("button", { name: "Delete", exact: true }).click();
+    const alert = page.getByRole("alert").filter({ hasText: /^Delete chats: dataset 'chats' is in use, so it was not deleted:/ });
+    await alert.waitFor();
+    const refusal = await alert.innerText();
+    expect(refusal).toContain(`experiment 'imitate' (${experiment.id}) names it in the latest version`);
+    expect(refusal).toMatch(new RegExp(`run '[^']+' \\(${runId}, queued\\) reads it`));
+    expect(refusal).toContain("Save each experiment naming another dataset and cancel each run or let it end, then delete it.");
+    expect(asked).toEqual(["Delete the dataset 'chats' and its stored rows? This cannot be undone."]);
+    await row("chats").waitFor();
+    await page.screenshot({ path: path.join(SCREENSHOTS, "datasets-delete-refused.png"), fullPage: true });
+
+    await row("doubling").getByRole("button", { name: "Delete", exact: true }).click();
+    await page.getByRole("status").getByText("Deleted doubling.").waitFor();
+    expect(asked.at(-1)).toBe("Delete the dataset 'doubling' and its stored rows? This cannot be undone.");
+    await expect.poll(() => row("doubling").count()).toBe(0);
+    await page.reload();
+    await row("chats").waitFor();
+    expect(await row("doubling").count()).toBe(0);
   });
 });
