@@ -262,7 +262,10 @@ describe("lifecycle operations", () => {
     await handle.db.insert(metricPoints).values({ runId: ids.runId, step: 1, name: "reward/mean", value: 0.5 });
     for (let loss = 1; loss <= 3; loss++) {
       const holder = await runningOn(ids.jobId);
-      await handle.db.update(runs).set({ status: "running", step: loss === 1 ? 1 : 0 }).where(eq(runs.id, ids.runId));
+      await handle.db
+        .update(runs)
+        .set({ status: "running", step: loss === 1 ? 1 : 0 })
+        .where(eq(runs.id, ids.runId));
       await leaveWorker(handle.db, holder, "the worker left", { maxWorkerLosses: 3 });
     }
     const [run] = await handle.db.select({ status: runs.status, reason: runs.reason }).from(runs).where(eq(runs.id, ids.runId));
