@@ -14,6 +14,17 @@ export type LiveValidation =
   | { state: "failed"; report: ValidationReport | null; error: string };
 
 /**
+ * How long to wait before asking again when the server said it is busy or the caller is over its validation limit
+ * (TOO_MANY_REQUESTS, with the seconds to wait in the error's `data.retryAfterS`), in ms; null for any other error.
+ */
+export function retryDelayMs(error: unknown): number | null {
+  const data = (error as { data?: { code?: unknown; retryAfterS?: unknown } } | null)?.data;
+  if (data?.code !== "TOO_MANY_REQUESTS") return null;
+  const seconds = typeof data.retryAfterS === "number" && Number.isFinite(data.retryAfterS) ? data.retryAfterS : 1;
+  return Math.min(60, Math.max(1, seconds)) * 1000;
+}
+
+/**
  * Validates the source `delayMs` after the last edit (compile, type-check, sandbox dry-run). Only the answer for
  * the newest source is kept: an answer that arrives after a later edit would point at lines that have moved.
  */
@@ -39,7 +50,12 @@ export function useLiveValidation(
       const report = await client.experiments.validate.mutate({ experimentId, files: JSON.parse(key) as Record<string, string>, base, maxTokens });
       if (ticket === latest.current) setStatus({ state: "done", report, error: null });
     } catch (error) {
-      if (ticket === latest.current) setStatus((s) => ({ state: "failed", report: s.report, error: (error as Error).message }));
+      if (ticket !== latest.current) return;
+      // A busy server or a spent limit says when to ask again: the same source is validated then, unless edited meanwhile.
+      const wait = retryDelayMs(error);
+      const message = (error as Error).message;
+      setStatus((s) => ({ state: "failed", report: s.report, error: wait === null ? message : `${message} (validating again in ${wait / 1000} s)` }));
+      if (wait !== null) setTimeout(() => ticket === latest.current && void run(ticket), wait);
     }
   };
 
