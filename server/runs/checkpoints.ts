@@ -39,6 +39,16 @@ export async function baseCheckpoints(db: Database, projectIds: string[], limit:
   }));
 }
 
+/** What a checkpoint's row shows, in a run's list and on the Models page. */
+const checkpointColumns = {
+  id: checkpoints.id,
+  step: checkpoints.step,
+  kind: checkpoints.kind,
+  sizeBytes: checkpoints.sizeBytes,
+  createdAt: checkpoints.createdAt,
+  setAsideReason: checkpoints.setAsideReason,
+};
+
 /**
  * Every checkpoint of these projects' runs (exports and damaged ones too), newest first, at most `limit`, with the
  * run and experiment that made each: what the Models page lists.
@@ -47,12 +57,7 @@ export async function checkpointsOfProjects(db: Database, projectIds: string[], 
   if (projectIds.length === 0) return [];
   return db
     .select({
-      id: checkpoints.id,
-      step: checkpoints.step,
-      kind: checkpoints.kind,
-      sizeBytes: checkpoints.sizeBytes,
-      createdAt: checkpoints.createdAt,
-      setAsideReason: checkpoints.setAsideReason,
+      ...checkpointColumns,
       runId: runs.id,
       runName: runs.name,
       projectId: runs.projectId,
@@ -68,18 +73,7 @@ export async function checkpointsOfProjects(db: Database, projectIds: string[], 
 
 /** A run's checkpoints, newest first; a damaged one says why it was set aside. */
 export async function checkpointsOfRun(db: Database, runId: string) {
-  return db
-    .select({
-      id: checkpoints.id,
-      step: checkpoints.step,
-      kind: checkpoints.kind,
-      sizeBytes: checkpoints.sizeBytes,
-      createdAt: checkpoints.createdAt,
-      setAsideReason: checkpoints.setAsideReason,
-    })
-    .from(checkpoints)
-    .where(eq(checkpoints.runId, runId))
-    .orderBy(desc(checkpoints.step));
+  return db.select(checkpointColumns).from(checkpoints).where(eq(checkpoints.runId, runId)).orderBy(desc(checkpoints.step));
 }
 
 /** What a lineage and a run's config say of a checkpoint whose run the caller may not read: nothing that names it. */

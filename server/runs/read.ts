@@ -98,6 +98,19 @@ export async function metricRange(db: Database, input: { runId: string; name: st
   return { points: downsample(points, input.maxPoints), count: points.length };
 }
 
+/** What a rollout row holds, as a step's page and the whole-run download (./rollout-lines.ts) read it. */
+export const rolloutColumns = {
+  groupIndex: rollouts.groupIndex,
+  sampleIndex: rollouts.sampleIndex,
+  prompt: rollouts.prompt,
+  turns: rollouts.turns,
+  rewards: rollouts.rewards,
+  totalReward: rollouts.totalReward,
+  advantage: rollouts.advantage,
+  tokens: rollouts.tokens,
+  tokenLogprobs: rollouts.tokenLogprobs,
+};
+
 /**
  * The rollouts of one step (the latest when none is named), by group and sample, with the steps before and after
  * it that have rollouts. An imported model's token ids come with their text.
@@ -112,17 +125,7 @@ export async function rolloutsOfStep(db: Database, input: { runId: string; split
   if (step === null) return { step: null, firstStep: null, lastStep: null, prevStep: null, nextStep: null, items: [] };
   const [items, [prev], [next], [run]] = await Promise.all([
     db
-      .select({
-        groupIndex: rollouts.groupIndex,
-        sampleIndex: rollouts.sampleIndex,
-        prompt: rollouts.prompt,
-        turns: rollouts.turns,
-        rewards: rollouts.rewards,
-        totalReward: rollouts.totalReward,
-        advantage: rollouts.advantage,
-        tokens: rollouts.tokens,
-        tokenLogprobs: rollouts.tokenLogprobs,
-      })
+      .select(rolloutColumns)
       .from(rollouts)
       .where(and(ofRun, eq(rollouts.step, step)))
       .orderBy(asc(rollouts.groupIndex), asc(rollouts.sampleIndex)),

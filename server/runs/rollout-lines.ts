@@ -6,6 +6,7 @@
 import { and, asc, eq, inArray, max, min, sql } from "drizzle-orm";
 import { importedTokenizerOf } from "../base-tokenizers";
 import { type Database, rollouts, runs } from "../db";
+import { rolloutColumns } from "./read";
 
 export type RolloutSplit = "train" | "eval";
 export const ROLLOUT_SPLITS: readonly RolloutSplit[] = ["train", "eval"];
@@ -56,18 +57,7 @@ export function rolloutLines(db: Database, runId: string, options: { splits: rea
           return;
         }
         const page = await db
-          .select({
-            step: rollouts.step,
-            groupIndex: rollouts.groupIndex,
-            sampleIndex: rollouts.sampleIndex,
-            prompt: rollouts.prompt,
-            turns: rollouts.turns,
-            rewards: rollouts.rewards,
-            totalReward: rollouts.totalReward,
-            advantage: rollouts.advantage,
-            tokens: rollouts.tokens,
-            tokenLogprobs: rollouts.tokenLogprobs,
-          })
+          .select({ step: rollouts.step, ...rolloutColumns })
           .from(rollouts)
           .where(
             and(
