@@ -2,7 +2,7 @@
 import type { EnvironmentInfo, EpisodePlayer } from "./rollouts";
 import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
-import type { TurnAdvantages } from "./advantages";
+import { creditOf, type TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions } from "./primitives";
 import { collectGroups, type EpisodeSpec, rolloutMetrics } from "./rollouts";
 
@@ -44,9 +44,14 @@ export type StepOutput = { groups: Trajectory[][]; advantages: TurnAdvantages; m
 
 export type RlAlgorithm = (context: StepContext) => Promise<StepOutput>;
 
-/** Whether a group's episodes carry a learning signal for a group-relative estimator: their rewards differ. */
+/**
+ * Whether a group's episodes carry a learning signal for a group-relative estimator: their rewards differ. With
+ * several agents, credit is per role (lib/rl/advantages.ts), so an agent's returns must differ: a zero-sum group
+ * that X always won, by the same margin, teaches neither X nor O.
+ */
 export function hasSignal(group: Trajectory[]): boolean {
-  return group.some((trajectory) => trajectory.totalReward !== group[0]!.totalReward);
+  const credit = creditOf(group);
+  return credit.roles.some((role) => group.some((trajectory) => credit.episodeReturn(trajectory, role) !== credit.episodeReturn(group[0]!, role)));
 }
 
 /** Whether a group is a prompt already mastered: no signal, and every episode scored full marks (1 by convention). */

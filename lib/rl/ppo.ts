@@ -1,6 +1,8 @@
 /**
  * PPO with GAE: a value head estimates each turn's state value; advantages come from GAE over turns; the policy
- * takes clipped steps (several epochs over the batch) while the value head regresses onto the returns.
+ * takes clipped steps (several epochs over the batch) while the value head regresses onto the returns. With several
+ * agents the value of a turn's state is its acting agent's expected return, its target that agent's return, and
+ * each agent's advantages are whitened apart (lib/rl/advantages.ts).
  */
 import { generalizedAdvantages, whiten } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
@@ -28,7 +30,7 @@ export const ppo: RlAlgorithm = async (ctx) => {
 
   // ── the estimator: what a user may change ─────────────────────────────────────────────────────────────────
   const gae = generalizedAdvantages(groups, values, ctx.config.discount, ctx.config.gaeLambda);
-  const advantages = whiten(gae.advantages);
+  const advantages = whiten(gae.advantages, groups);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
   const batch = toTrainingBatch(groups, advantages, gae.returns);

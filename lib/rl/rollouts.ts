@@ -6,7 +6,7 @@ import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
-import type { TurnAdvantages } from "./advantages";
+import { agentReturn, agentsOf, type TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
 
 /**
@@ -172,7 +172,13 @@ export function chunkBatch(batch: TrainingBatch, size: number): TrainingBatch[] 
   return out;
 }
 
-/** reward/mean, reward/std, per-reward-function means, episode length, score, and the environment's metrics. */
+/**
+ * reward/mean, reward/std, per-reward-function means, episode length, score, and the environment's metrics. With
+ * several agents, also each agent's mean return, `reward/agent/NAME` (reward/mean stays the sum over agents), and
+ * with two, the share of episodes each won, `episode/win/NAME`: its return above the other's, the rule of
+ * lib/rl/league.ts (a zero-sum game's +1 against −1, or a reward to the winner alone; equal returns, a draw or a
+ * shared reward, are no one's win).
+ */
 export function rolloutMetrics(groups: Trajectory[][], scoreName = "score"): Record<string, number> {
   const all = groups.flat();
   const n = Math.max(all.length, 1);
@@ -189,6 +195,15 @@ export function rolloutMetrics(groups: Trajectory[][], scoreName = "score"): Rec
   };
   for (const name of new Set(all.flatMap((t) => Object.keys(t.rewards)))) {
     metrics[`reward/${name}`] = all.reduce((a, t) => a + (t.rewards[name] ?? 0), 0) / n;
+  }
+  const agents = agentsOf(all);
+  if (agents.length > 1) {
+    for (const agent of agents) metrics[`reward/agent/${agent}`] = all.reduce((a, t) => a + agentReturn(t, agent), 0) / n;
+  }
+  if (agents.length === 2) {
+    for (const [agent, other] of [agents, [...agents].reverse()] as [string, string][]) {
+      metrics[`episode/win/${agent}`] = all.filter((t) => agentReturn(t, agent) > agentReturn(t, other)).length / n;
+    }
   }
   const names = new Set(all.flatMap((t) => Object.keys(t.metrics)));
   for (const name of names) metrics[`env/${name}`] = all.reduce((a, t) => a + (t.metrics[name] ?? 0), 0) / n;
