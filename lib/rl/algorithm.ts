@@ -65,13 +65,14 @@ export type StepRollouts = { groups: Trajectory[][]; metrics: Record<string, num
 /**
  * The step's rollouts: those the loop started ahead, else played now, `groupSize` episodes per spec.
  *
- * For a group-relative estimator (GRPO, RLOO) a group whose episodes all earned the same reward teaches nothing:
- * its advantages are zero. With `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) fresh prompts
- * (`moreSpecs`) are played for such groups, as many as groups are missing, until `groupsPerStep` groups carry a
- * signal or the rounds run out (a group whose episodes all scored full marks counts as filled: its prompt is
- * mastered, and a policy that has learned its task plays no extra rounds). The step trains on the groups with a
- * signal (on the first round's when none has one: a zero-advantage step, which run health reports). The reward
- * metrics count every episode played, so the curve shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
+ * For a group-relative estimator (GRPO, RLOO) a group whose episodes all earned the same reward (with several
+ * agents: each agent the same return, see `hasSignal`) teaches nothing: its advantages are zero. With
+ * `config.resampleRounds` > 0 (dynamic sampling, as DAPO does) fresh prompts (`moreSpecs`) are played for such
+ * groups, as many as groups are missing, until `groupsPerStep` groups carry a signal or the rounds run out (a group
+ * whose episodes all scored full marks counts as filled: its prompt is mastered, and a policy that has learned its
+ * task plays no extra rounds). The step trains on the groups with a signal (on the first round's when none has one:
+ * a zero-advantage step, which run health reports). The reward metrics count every episode played, so the curve
+ * shows the policy, not the filter; `train/signal_groups` is the share of groups played that carried a signal,
  * `train/mastered_groups` the share mastered, `train/sampling_rounds` the rounds played.
  */
 export async function stepRollouts(ctx: StepContext, options: { groupRelative: boolean }): Promise<StepRollouts> {
