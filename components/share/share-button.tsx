@@ -74,13 +74,16 @@ function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: str
   const [made, setMade] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
   // The links listed are those of the first run (a comparison's links show on each of its runs' pages).
+  const listKey = trpc.shareLinks.ofRun.queryKey({ runId: runIds[0]! });
   const links = useQuery(trpc.shareLinks.ofRun.queryOptions({ runId: runIds[0]! }));
-  const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.shareLinks.ofRun.queryKey({ runId: runIds[0]! }) });
+  const refresh = () => queryClient.invalidateQueries({ queryKey: listKey });
   const create = useMutation(
     trpc.shareLinks.create.mutationOptions({
-      onSuccess: ({ path }) => {
+      onSuccess: ({ path, link }) => {
         setMade(`${window.location.origin}${path}`);
         setCopied(false);
+        // The new link heads the list at once; the list is then read again for the rest.
+        if (link) queryClient.setQueryData(listKey, (listed) => [link, ...(listed ?? []).filter((other) => other.id !== link.id)]);
         void refresh();
       },
     }),

@@ -74,22 +74,31 @@ export async function principalForShareToken(db: Database, token: string): Promi
 }
 
 /** The links of a project that show a run (or every link of the project), newest first, with who made them. */
+/** What a listed link shows (never its token, which is kept only as a hash). */
+const listedColumns = {
+  id: shareLinks.id,
+  kind: shareLinks.kind,
+  runIds: shareLinks.runIds,
+  view: shareLinks.view,
+  title: shareLinks.title,
+  createdAt: shareLinks.createdAt,
+  expiresAt: shareLinks.expiresAt,
+  revokedAt: shareLinks.revokedAt,
+  lastOpenedAt: shareLinks.lastOpenedAt,
+  createdBy: users.name,
+};
+
 export async function listShareLinks(db: Database, projectId: string, runId?: string) {
   return db
-    .select({
-      id: shareLinks.id,
-      kind: shareLinks.kind,
-      runIds: shareLinks.runIds,
-      view: shareLinks.view,
-      title: shareLinks.title,
-      createdAt: shareLinks.createdAt,
-      expiresAt: shareLinks.expiresAt,
-      revokedAt: shareLinks.revokedAt,
-      lastOpenedAt: shareLinks.lastOpenedAt,
-      createdBy: users.name,
-    })
+    .select(listedColumns)
     .from(shareLinks)
     .innerJoin(users, eq(users.id, shareLinks.createdBy))
     .where(and(eq(shareLinks.projectId, projectId), runId ? sql`${shareLinks.runIds} @> ${JSON.stringify([runId])}::jsonb` : undefined))
     .orderBy(desc(shareLinks.createdAt));
+}
+
+/** One link as the lists show it, or null: what a new link's panel adds to its list without asking for the list again. */
+export async function listedShareLink(db: Database, id: string) {
+  const [link] = await db.select(listedColumns).from(shareLinks).innerJoin(users, eq(users.id, shareLinks.createdBy)).where(eq(shareLinks.id, id));
+  return link ?? null;
 }

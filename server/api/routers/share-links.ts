@@ -5,7 +5,7 @@
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { shareKinds } from "../../db";
-import { daysFromNow, LINK_GONE, listShareLinks, openShareLink, revokeShareLink, shareRuns } from "../../auth";
+import { daysFromNow, LINK_GONE, listedShareLink, listShareLinks, openShareLink, revokeShareLink, shareRuns } from "../../auth";
 import { projectOfRun } from "../../runs";
 import { createTRPCRouter, projectProcedure, protectedProcedure, publicProcedure } from "../trpc";
 
@@ -33,7 +33,8 @@ export const shareLinksRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const expiresAt = daysFromNow(input.expiresInDays);
       const { id, token } = await shareRuns(ctx.db, ctx.access, { ...input, createdBy: ctx.user.id, expiresAt });
-      return { id, token, path: `/s/${token}`, expiresAt };
+      // The link as the panel lists it, so the list shows it at once.
+      return { id, token, path: `/s/${token}`, expiresAt, link: await listedShareLink(ctx.db, id) };
     }),
 
   /** The links that show a run (revoked and expired ones too, marked so), newest first. */
