@@ -16,6 +16,7 @@ import type { Tokenizer } from "@/lib/model/tokenizer";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { type ActRequest, type Protocol, type Trajectory, turnBased } from "@/lib/sdk/protocol";
 import { EnvironmentClient } from "./environment-client";
+import { describeEnd } from "./episode-end";
 import type { EnvironmentOutline, EnvironmentSource, PlayedTurn } from "./protocol";
 
 const QUICKJS_WASM_URL = `/quickjs/${quickjsPackage.version}/emscripten-module.wasm`;
@@ -29,6 +30,8 @@ const freeUseCases = Object.entries(useCases).filter(([, useCase]) => useCase.en
 
 /** A played turn, with the policy's tokens when the policy played it. */
 type ShownTurn = PlayedTurn & { by: Controller; tokens: GeneratedToken[] | null };
+
+type EpisodeLimits = Parameters<typeof describeEnd>[1];
 
 type EpisodeState =
   | { status: "idle" }
@@ -44,6 +47,8 @@ type EpisodeState =
       pending: { request: ActRequest; by: Controller; tokens: GeneratedToken[] } | null;
       trajectory: Trajectory | null;
       message: string | null;
+      /** what the outcome needs to say why the episode ended: its protocol, turn limit and the policy's context */
+      limits: EpisodeLimits;
     };
 
 /**
@@ -114,11 +119,13 @@ export function EpisodePlayer({
   }, [runId, playable.data, builtin, twoPlayer]);
   const { client, outline } = useEnvironment(source);
 
+  // The protocol the policy was trained under: the run's, or the built-in use case's.
+  const trained: Protocol | null = runId !== null ? (playable.data?.protocol ?? null) : (useCases[builtin]?.protocol ?? null);
+  // Two players take turns, each prompted as the trained protocol prompts (a board game's policy reads the latest
+  // board only; a whole conversation would outgrow its context after its first move).
   const protocol: Protocol | null = twoPlayer
-    ? turnBased(opens === 0 ? duel.sides : [duel.sides[1], duel.sides[0]])
-    : runId !== null
-      ? (playable.data?.protocol ?? null)
-      : (useCases[builtin]?.protocol ?? null);
+    ? { ...turnBased(opens === 0 ? duel.sides : [duel.sides[1], duel.sides[0]]), history: trained?.history ?? "full" }
+    : trained;
   const agents = protocol?.agents ?? [];
   // The policy plays the side it was trained on unless set otherwise; a second player is the person by default.
   const controllerOf = (agent: string): Controller => controllers[agent] ?? (twoPlayer && agent !== duel.sides[0] ? "you" : "policy");
@@ -154,7 +161,7 @@ export function EpisodePlayer({
     setState((current) => (current.status !== "idle" && current.episode === episode ? change(current) : current));
 
   const play = () => {
-    if (!client || !protocol || blocked) return;
+    if (!client || !protocol || blocked || outline?.ok !== true) return;
     generation.current?.stop();
     const sample: DatasetRow | undefined = twoPlayer
       ? { opens: duel.sides[opens]! }
@@ -164,6 +171,7 @@ export function EpisodePlayer({
     const bySide = Object.fromEntries(agents.map((agent) => [agent, controllerOf(agent)]));
     const policyTokens: GeneratedToken[][] = [];
     const policyPlays = Object.values(bySide).includes("policy") && model !== null && tokenizer !== null;
+    const limits: EpisodeLimits = { protocol, maxTurns: outline.outline.maxTurns, contextLength: policyPlays ? model.config.contextLength : null };
     const episode = client.play(
       { protocol, seed: episodeSeed, sample, context: policyPlays ? { length: model.config.contextLength, tokenizer: model.tokenizer } : null },
       {
@@ -192,6 +200,7 @@ export function EpisodePlayer({
       pending: null,
       trajectory: null,
       message: null,
+      limits,
     });
   };
 
@@ -376,7 +385,7 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
           </li>
         ))}
         {state.pending && <PendingTurn pending={state.pending} labels={state.labels} number={state.turns.length + 1} onAnswer={onAnswer} />}
-        {state.status === "finished" && state.trajectory && <Outcome trajectory={state.trajectory} />}
+        {state.status === "finished" && state.trajectory && <Outcome trajectory={state.trajectory} limits={state.limits} />}
         {state.status === "failed" && (
           <li role="alert" className="p-4 text-sm text-red-700">
             {state.message}
@@ -454,18 +463,19 @@ function PendingTurn({
   );
 }
 
-function Outcome({ trajectory }: { trajectory: Trajectory }) {
+function Outcome({ trajectory, limits }: { trajectory: Trajectory; limits: EpisodeLimits }) {
   const returns = Object.entries(trajectory.agentReturns);
+  const end = describeEnd(trajectory, limits);
   return (
     <li className="space-y-1 p-4 text-sm">
       <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Episode over</h3>
       <output aria-label="Outcome" className="block text-slate-900">
         {trajectory.turns.length} turn{trajectory.turns.length === 1 ? "" : "s"}
+        {end ? ` · ${end}` : ""}
         {returns.length > 1
           ? ` · returns: ${returns.map(([agent, value]) => `${agent} ${formatReward(value)}`).join(", ")}`
           : ` · return ${formatReward(trajectory.totalReward)}`}
         {` · score ${formatReward(trajectory.score)}`}
-        {trajectory.truncated ? " · cut short" : ""}
         {trajectory.invalidActions > 0 ? ` · ${trajectory.invalidActions} invalid` : ""}
       </output>
       {Object.keys(trajectory.metrics).length > 0 && (
