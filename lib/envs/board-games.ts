@@ -206,10 +206,13 @@ export const gomoku = boardGame({
 });
 
 /**
- * The same board with two players and no scripted opponent, for a person to play against a policy (the
- * playground's episode player, under `turnBased(["X", "O"])` or `turnBased(["O", "X"])` when O opens). Each side sees
- * the board as the single-player game shows it, so a policy trained as X plays X here unchanged. A win pays the
- * winner's move +1; an invalid move costs its player -1 and ends the game.
+ * The same board with two players and no scripted opponent: for a person to play against a policy (the
+ * playground's episode player, under `turnBased(["X", "O"])` or `turnBased(["O", "X"])` when O opens), or for a
+ * policy to play itself. `toAct` names the side to move, so either order of the protocol's agents plays the game
+ * the dataset row `{ opens: "O" }` sets up. Both sides see the board as the single-player game shows it, so a
+ * policy trained as X plays X here unchanged; each side's system prompt names its mark. Zero-sum: a win pays the
+ * winner +1 and the loser −1, a draw 0 each; an invalid move costs its player −1 and ends the game. The score is
+ * X's win.
  */
 function boardDuel(options: { name: string; size: number; line: number }): EnvironmentDefinition<BoardState & { toMove: "X" | "O" }, number> {
   const { size, line } = options;
@@ -218,22 +221,29 @@ function boardDuel(options: { name: string; size: number; line: number }): Envir
     name: `${options.name}-duel`,
     description: `${options.name} for two players: X and O take turns, ${line} in a row wins.`,
     data: { kind: "free" },
-    systemPrompt: `X to play, ${line} in a row.`,
+    systemPrompt: (_sample, agent) => `${agent === "O" ? "O" : "X"} to play, ${line} in a row.`,
     maxTurns: size * size,
     invalidAction: { penalty: -1, endEpisode: true },
+    scoreName: "x_win_rate",
     reset({ sample }) {
       const toMove = sample?.opens === "O" ? "O" : "X";
       const state: DuelState = { size, line, cells: Array<Cell>(size * size).fill("."), winner: null, moves: 0, toMove };
       return { state, observation: renderBoard(state) };
     },
+    toAct: (state) => state.toMove,
     parseAction: parseCell,
     step(state, index) {
-      const placed = place(state, index, state.toMove);
-      const next: DuelState = { ...placed, toMove: state.toMove === "X" ? "O" : "X" };
-      if (next.winner) return { state: next, reward: next.winner === state.toMove ? 1 : 0, done: true, info: { winner: next.winner } };
+      const mover = state.toMove;
+      const placed = place(state, index, mover);
+      const next: DuelState = { ...placed, toMove: mover === "X" ? "O" : "X" };
+      if (next.winner) {
+        const rewards = next.winner === "draw" ? { X: 0, O: 0 } : next.winner === "X" ? { X: 1, O: -1 } : { X: -1, O: 1 };
+        return { state: next, rewards, reward: rewards[mover], done: true, info: { winner: next.winner } };
+      }
       return { state: next, observation: renderBoard(next), reward: 0, done: false };
     },
     render: renderBoard,
+    score: ({ state }) => (state.winner === "X" ? 1 : 0),
   });
 }
 

@@ -2,10 +2,14 @@
 import type { EnvironmentDefinition } from "@/lib/sdk/environment";
 import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import type { Protocol } from "@/lib/sdk/protocol";
+import { GENERALIST_BASE } from "@/lib/sdk/agent";
 import { multiTurn, singleTurn } from "@/lib/sdk/protocol";
 import { arithmetic } from "./arithmetic";
 import { gomoku, gomokuDuel, ticTacToe, ticTacToeDuel } from "./board-games";
 import { guessNumber } from "./guess-number";
+import { kuhnPoker, kuhnPokerDuel } from "./kuhn-poker";
+import { signalGame, signalListener, signalSpeaker } from "./signal-game";
+import { splitPot, splitPotDuel } from "./split-pot";
 import { textWorld } from "./text-world";
 import { toolUse } from "./tool-use";
 
@@ -124,3 +128,57 @@ export const useCases: Record<string, UseCase> = {
     },
   },
 };
+
+/**
+ * The multi-agent games, each played by the policy against a scripted opponent or partner (so one learned role can
+ * be measured against a fixed one), with the game for two agents as its `duel`: Kuhn poker (zero-sum, hidden
+ * cards), the signalling game (cooperative, a shared reward) as speaker or as listener, and split the pot (mixed
+ * motives). They ship no base of their own yet, so they stand apart from `useCases` (whose every entry has one):
+ * each template starts from the generalist base and imitates the game's demonstrator for a few SFT steps first.
+ */
+export const gameUseCases: Record<string, UseCase> = {
+  "kuhn-poker": {
+    environment: kuhnPoker,
+    protocol: multiTurn("agent", "last"),
+    title: "Kuhn poker against an equilibrium opponent",
+    duel: { environment: kuhnPokerDuel, sides: ["P1", "P2"] },
+    template: gameTemplate("kuhn-poker", "multi-turn", 6),
+  },
+  "signal-speaker": {
+    environment: signalSpeaker,
+    protocol: singleTurn(),
+    title: "Signalling game: speak a fixed code to a scripted listener",
+    duel: { environment: signalGame, sides: ["speaker", "listener"] },
+    template: gameTemplate("signal-speaker", "single-turn", 2),
+  },
+  "signal-listener": {
+    environment: signalListener,
+    protocol: singleTurn(),
+    title: "Signalling game: decode a scripted speaker's code",
+    duel: { environment: signalGame, sides: ["listener", "speaker"] },
+    template: gameTemplate("signal-listener", "single-turn", 6),
+  },
+  "split-pot": {
+    environment: splitPot,
+    protocol: multiTurn("agent", "last"),
+    title: "Split the pot with a scripted counterpart",
+    duel: { environment: splitPotDuel, sides: ["A", "B"] },
+    template: gameTemplate("split-pot", "multi-turn", 3),
+  },
+};
+
+/**
+ * A game's template: GRPO from the generalist base, after 100 SFT steps on the game's demonstrator (the base has
+ * never seen the game's prompts; its legal actions keep every move valid from the start).
+ */
+function gameTemplate(environment: string, protocol: "single-turn" | "multi-turn", maxTokens: number): ExperimentConfigInput {
+  return {
+    name: `${environment}-grpo`,
+    environment,
+    agent: { base: GENERALIST_BASE, training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
+    protocol: { name: protocol, history: "last" },
+    sft: { data: "demonstrator", steps: 100, demonstrations: 2000, learningRate: 1e-3 },
+    algorithm: { name: "grpo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, lrSchedule: "cosine" },
+    evaluation: { every: 20, episodes: 400 },
+  };
+}
