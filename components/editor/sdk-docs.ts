@@ -29,8 +29,8 @@ export const environmentFieldDocs = {
   },
   systemPrompt: {
     kind: "property",
-    detail: "string | ((sample) => string)",
-    doc: "The system message every episode starts with; a function of the dataset row for a dataset environment.",
+    detail: "string | ((sample, agent) => string)",
+    doc: "The system message every episode starts with; a function of the dataset row and, with several agents, of the agent (its role).",
     snippet: 'systemPrompt: "${}",',
   },
   maxTurns: {
@@ -65,15 +65,33 @@ export const environmentFieldDocs = {
   },
   parseAction: {
     kind: "method",
-    detail: "parseAction(text, state) → { ok: true, action } | { ok: false, error }",
-    doc: "Turns the agent's text into an action, or says why it cannot; an error costs `invalidAction.penalty`.",
+    detail: "parseAction(text, state, agent) → { ok: true, action } | { ok: false, error }",
+    doc: "Turns the text of `agent` (the acting agent) into an action, or says why it cannot. An error costs `invalidAction.penalty`.",
     snippet: "parseAction(text, state) {\n\treturn { ok: true, action: ${text} };\n},",
   },
   step: {
     kind: "method",
-    detail: "step(state, action, { rng }) → StepOutcome",
-    doc: "Applies an action: returns the next state, the reward, whether the episode is done, and the next observation.",
+    detail: "step(state, action, { rng, agent }) → StepOutcome",
+    doc: "Applies the acting agent's action (turn-based protocols: `agent` is who acted). Returns the next state, the reward (or each agent's, in `rewards`), whether the episode is done, and the next observation.",
     snippet: "step(state, action) {\n\treturn { state, reward: ${0}, done: true };\n},",
+  },
+  toAct: {
+    kind: "method",
+    detail: "toAct(state) → string",
+    doc: "Who acts next under a turn-based protocol: one of the protocol's agents. Left out, the agents act in the protocol's order.",
+    snippet: 'toAct(state) {\n\treturn ${"X"};\n},',
+  },
+  observe: {
+    kind: "method",
+    detail: "observe(state, agent) → string",
+    doc: "What `agent` sees now, under a protocol with several agents (hidden cards, a target only one of them knows). Left out, every agent sees the step's `observation`.",
+    snippet: 'observe(state, agent) {\n\treturn ${""};\n},',
+  },
+  stepTogether: {
+    kind: "method",
+    detail: "stepTogether(state, actions: Record<agent, Action>, { rng }) → StepOutcome",
+    doc: "The simultaneous protocol's step: every agent's action of the round at once (each parsed with `parseAction(text, state, agent)`), applied in one move. Its outcome gives each agent's reward in `rewards`.",
+    snippet: "stepTogether(state, actions) {\n\treturn { state, rewards: ${{}}, done: false };\n},",
   },
   render: {
     kind: "method",
@@ -83,13 +101,13 @@ export const environmentFieldDocs = {
   },
   actions: {
     kind: "property",
-    detail: "string[] | ((state) → string[]) | { pattern: string }",
+    detail: "string[] | ((state, agent) → string[]) | { pattern: string }",
     doc: "The legal actions: a list, a function of the state, or a pattern the whole action matches (literals, `.`, classes like `[a-z]` or `[^,]`, `\\d \\w \\s`, groups `( )` and `(?: )`, `|`, `* + ? {n,m}`). Sampling is constrained to them, so the policy cannot write an invalid action as long as agent.sampling.maxTokens covers the longest one (plus its end); tool calls stay allowed. The trajectory viewer shows each turn's legal set.",
     snippet: 'actions: (state) => ${["1", "2", "3"]},',
   },
   demonstrate: {
     kind: "method",
-    detail: "demonstrate(state) → string",
+    detail: "demonstrate(state, agent) → string",
     doc: "A demonstrator: the action a good player writes in this state. An SFT run with data 'demonstrator' imitates it, and validation's dry run plays it so that a step() failing on real actions is caught before launch.",
     snippet: 'demonstrate(state) {\n\treturn ${"1"};\n},',
   },
@@ -119,7 +137,16 @@ type StepOutcomeField = keyof StepOutcome<unknown>;
 export const stepOutcomeDocs = {
   state: { kind: "property", detail: "State", doc: "The state after the action." },
   observation: { kind: "property", detail: "string?", doc: "What the agent sees next; omitted when the episode is done." },
-  reward: { kind: "property", detail: "number", doc: "This step's reward (a finite number)." },
+  reward: {
+    kind: "property",
+    detail: "number?",
+    doc: "This step's reward (a finite number), the acting agent's; may be left out when `rewards` is given.",
+  },
+  rewards: {
+    kind: "property",
+    detail: "Record<string, number>?",
+    doc: "Each agent's reward from this step, under a protocol with several agents: `{ X: 1, O: -1 }` for a zero-sum win, the same number for every agent when they cooperate. The acting agent's own reward is then `rewards[agent] ?? 0`.",
+  },
   done: { kind: "property", detail: "boolean", doc: "Whether the episode has ended." },
   info: {
     kind: "property",
@@ -159,7 +186,16 @@ export const sdkExportDocs: Record<string, SdkDoc> = {
   EnvironmentSession: { kind: "class", detail: "class EnvironmentSession", doc: "One episode at a time of one environment: the object a protocol drives." },
   singleTurn: { kind: "function", detail: "singleTurn(agent?) → Protocol", doc: "One action per episode." },
   multiTurn: { kind: "function", detail: 'multiTurn(agent?, history?: "full" | "last") → Protocol', doc: "One agent acting until the episode is done." },
-  turnBased: { kind: "function", detail: "turnBased(agents: string[]) → Protocol", doc: "Several agents acting in order on one shared environment." },
+  turnBased: {
+    kind: "function",
+    detail: 'turnBased(agents: string[], history?: "full" | "last") → Protocol',
+    doc: "Several agents taking turns on one environment: the environment's `toAct(state)` says who acts next, else they act in this order.",
+  },
+  simultaneous: {
+    kind: "function",
+    detail: 'simultaneous(agents: string[], history?: "full" | "last") → Protocol',
+    doc: "Several agents acting at once: each round every agent is asked once, then the environment moves once on all their actions (`stepTogether`).",
+  },
   EnvironmentDefinition: { kind: "type", detail: "type EnvironmentDefinition<State, Action>", doc: "What defineEnvironment takes." },
   StepOutcome: { kind: "type", detail: "type StepOutcome<State>", doc: "What `step` returns: state, observation, reward, done, info, metrics." },
   ParseResult: { kind: "type", detail: "type ParseResult<Action>", doc: "What `parseAction` returns: { ok: true, action } or { ok: false, error }." },

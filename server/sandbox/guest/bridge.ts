@@ -15,6 +15,7 @@ import {
   type Json,
   type SessionFields,
   type StepOutcome,
+  EnvironmentContractError,
   EnvironmentSession,
   defineEnvironment,
   legalActionsOf,
@@ -351,7 +352,15 @@ function findDefinition(userModule: Record<string, unknown>): { exportName: stri
  */
 const resetAnswer: { state: unknown; observation: string } = { state: undefined, observation: "" };
 const parsedAction: { ok: true; action: unknown } = { ok: true, action: undefined };
-const stepOutcome: StepOutcome<unknown> = { state: undefined, observation: undefined, reward: 0, done: false, info: undefined, metrics: undefined };
+const stepOutcome: StepOutcome<unknown> = {
+  state: undefined,
+  observation: undefined,
+  reward: 0,
+  rewards: undefined,
+  done: false,
+  info: undefined,
+  metrics: undefined,
+};
 
 /**
  * The definition with every user function wrapped so that what it returns is checked and copied into plain
@@ -363,7 +372,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
     ...user,
     systemPrompt:
       typeof systemPrompt === "function"
-        ? (sample) => expectString("systemPrompt", "its return value", apply(systemPrompt, user, [sample]))
+        ? (sample, agent) => expectString("systemPrompt", "its return value", apply(systemPrompt, user, [sample, agent]))
         : expectString("systemPrompt", "systemPrompt", systemPrompt),
     reset(context) {
       const result = user.reset(context);
@@ -376,8 +385,8 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       resetAnswer.observation = expectString("reset", "observation", observation);
       return resetAnswer;
     },
-    parseAction(text, state) {
-      const result = user.parseAction(text, state);
+    parseAction(text, state, agent) {
+      const result = user.parseAction(text, state, agent);
       if (result === null || typeof result !== "object") {
         throw new ContractViolation("parseAction", `parseAction() must return { ok: true, action } or { ok: false, error }; got ${describeValue(result)}`);
       }
@@ -391,31 +400,21 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
     },
     step(state, action, context) {
-      const result = user.step(state, action, context);
-      if (result === null || typeof result !== "object") {
-        throw new ContractViolation("step", `step() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
-      }
-      const outcome = result as Record<string, unknown>;
-      const { state: next, observation, reward, done, info, metrics } = outcome;
-      // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
-      if (typeof reward !== "number" || reward - reward !== 0) {
-        rejectPromise("step", result);
-        throw new ContractViolation("step", `step() returned reward ${describeValue(reward)}; reward must be a finite number`);
-      }
-      if (typeof done !== "boolean") {
-        throw new ContractViolation("step", `step() returned done ${describeValue(done)}; done must be true or false`);
-      }
-      if (observation !== undefined && observation !== null && typeof observation !== "string") {
-        throw new ContractViolation("step", `step() returned observation ${describeValue(observation)}; observation must be a string or left out`);
-      }
-      stepOutcome.state = next;
-      stepOutcome.observation = (observation ?? undefined) as string | undefined;
-      stepOutcome.reward = reward;
-      stepOutcome.done = done;
-      stepOutcome.info = info === undefined ? undefined : checkInfo(info);
-      stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
-      return stepOutcome;
+      return checkOutcome("step", user.step(state, action, context));
     },
+    toAct:
+      typeof user.toAct === "function"
+        ? (state) => {
+            const agent = user.toAct!(state);
+            if (typeof agent !== "string") throw new ContractViolation("toAct", `toAct() returned ${describeValue(agent)}; it must return an agent's name`);
+            return agent;
+          }
+        : undefined,
+    observe: typeof user.observe === "function" ? (state, agent) => expectString("observe", "its return value", user.observe!(state, agent)) : undefined,
+    stepTogether:
+      typeof user.stepTogether === "function"
+        ? (state, actions, context) => checkOutcome("stepTogether", user.stepTogether!(state, actions, context))
+        : undefined,
     render: typeof user.render === "function" ? (state) => expectString("render", "its return value", user.render!(state)) : undefined,
     tools: user.tools ? guardTools(user.tools) : undefined,
     rewardFunctions: user.rewardFunctions ? guardRewardFunctions(user.rewardFunctions) : undefined,
@@ -431,6 +430,56 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
         : undefined,
   };
   return guarded;
+}
+
+/**
+ * A step's (or a round's) outcome, checked and copied into `stepOutcome`: the reward (or the per-agent rewards, a
+ * fresh object) finite, done a boolean, the observation text, info JSON, the metrics as pairs.
+ */
+function checkOutcome(fn: "step" | "stepTogether", result: unknown): StepOutcome<unknown> {
+  if (result === null || typeof result !== "object") {
+    throw new ContractViolation(fn, `${fn}() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
+  }
+  const outcome = result as Record<string, unknown>;
+  const { state: next, observation, reward, rewards, done, info, metrics } = outcome;
+  // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
+  if ((rewards === undefined || reward !== undefined) && (typeof reward !== "number" || reward - reward !== 0)) {
+    rejectPromise(fn, result);
+    throw new ContractViolation(fn, `${fn}() returned reward ${describeValue(reward)}; reward must be a finite number`);
+  }
+  if (typeof done !== "boolean") {
+    throw new ContractViolation(fn, `${fn}() returned done ${describeValue(done)}; done must be true or false`);
+  }
+  if (observation !== undefined && observation !== null && typeof observation !== "string") {
+    throw new ContractViolation(fn, `${fn}() returned observation ${describeValue(observation)}; observation must be a string or left out`);
+  }
+  stepOutcome.rewards = rewards === undefined ? undefined : checkRewards(fn, rewards);
+  stepOutcome.state = next;
+  stepOutcome.observation = (observation ?? undefined) as string | undefined;
+  stepOutcome.reward = reward as number | undefined;
+  stepOutcome.done = done;
+  stepOutcome.info = info === undefined ? undefined : checkInfo(info);
+  stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
+  return stepOutcome;
+}
+
+/** Per-agent rewards, read once into a fresh object of finite numbers (the SDK checks the agents' names). */
+function checkRewards(fn: string, rewards: unknown): Record<string, number> {
+  if (rewards === null || typeof rewards !== "object" || isArray(rewards)) {
+    throw new ContractViolation(fn, `${fn}() returned rewards ${describeValue(rewards)}; rewards must be an object of numbers by agent, e.g. { X: 1, O: -1 }`);
+  }
+  const copy: Record<string, number> = {};
+  const keys = objectKeys(rewards);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (isReservedKey(key)) throw new ContractViolation(fn, fn + "() returned rewards." + key + ": " + reservedKeyReason(key));
+    const value = (rewards as Record<string, unknown>)[key];
+    if (typeof value !== "number" || value - value !== 0) {
+      throw new ContractViolation(fn, `${fn}() returned rewards.${key} ${describeValue(value)}; a reward must be a finite number`);
+    }
+    copy[key] = value;
+  }
+  return copy;
 }
 
 function guardTools(tools: NonNullable<AnyDefinition["tools"]>): NonNullable<AnyDefinition["tools"]> {
@@ -571,7 +620,8 @@ function describeValue(value: unknown): string {
 
 function describeFailure(error: unknown): GuestFailure {
   try {
-    if (error instanceof ContractViolation) return { kind: "contract", name: error.name, message: error.message, fn: error.fn };
+    if (error instanceof ContractViolation || error instanceof EnvironmentContractError)
+      return { kind: "contract", name: error.name, message: error.message, fn: error.fn };
     if (error instanceof SizeViolation) {
       return { kind: "limit", name: error.name, message: error.message, what: error.what, length: error.length };
     }

@@ -5,6 +5,6 @@
  */
 export { defineEnvironment, EnvironmentSession } from "@/lib/sdk/environment";
 export type { EnvironmentDefinition, StepOutcome, ParseResult, Tool, DatasetRow, EpisodeSummary, SessionStep, Json } from "@/lib/sdk/environment";
-export { singleTurn, multiTurn, turnBased } from "@/lib/sdk/protocol";
+export { singleTurn, multiTurn, turnBased, simultaneous } from "@/lib/sdk/protocol";
 export type { Protocol, ProtocolName } from "@/lib/sdk/protocol";
 export { Rng, type RngState } from "@/lib/model/rng";

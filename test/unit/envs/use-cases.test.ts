@@ -67,7 +67,7 @@ async function lineMoves(name: "tic-tac-toe" | "gomoku", episodes: number, under
     requests.map(({ episode }) => {
       const state = starts[episode]!.session.summary().state as BoardState;
       const move = demonstrators[name]!(state, rng, undefined);
-      const parsed = useCase.environment.parseAction(move, state);
+      const parsed = useCase.environment.parseAction(move, state, "agent");
       const index = parsed.ok ? (parsed.action as number) : -1;
       const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
       if (lines.length > 0) {
