@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { agentSchema } from "./agent";
 import { describeConfigError, rangedInt, rangedNumber } from "./config-errors";
+import { hasSeveralAgents, protocolNames } from "./protocol";
 
 const ranged = rangedNumber;
 
@@ -75,12 +76,29 @@ export const experimentSchema = z.object({
   agent: agentSchema,
   protocol: z
     .object({
-      name: z.enum(["single-turn", "multi-turn", "turn-based"], "must be single-turn, multi-turn or turn-based").default("single-turn"),
-      agents: z.array(z.string().min(1)).min(1).default(["agent"]).describe("agents in the order they act"),
+      name: z
+        .enum(protocolNames, `must be one of ${protocolNames.join(", ")}`)
+        .default("single-turn")
+        .describe("who acts when: one action, one agent until done, several agents taking turns, or several acting at once each round"),
+      agents: z
+        .array(z.string().min(1, "an agent's name must not be empty").max(64, "an agent's name must be at most 64 characters"))
+        .min(1, "name at least one agent")
+        .default(["agent"])
+        .describe("the agents: in the order they act (turn-based, unless the environment's toAct says), or who acts each round (simultaneous)"),
       history: z
         .enum(["full", "last"], "must be full or last")
         .default("full")
         .describe("full: prompts hold the whole conversation; last: only the latest observation"),
+    })
+    .superRefine((protocol, context) => {
+      if (!hasSeveralAgents(protocol)) return;
+      if (protocol.agents.length < 2) {
+        context.addIssue({ code: "custom", path: ["agents"], message: `the ${protocol.name} protocol needs at least two agents, e.g. ["X", "O"]` });
+      }
+      const repeated = protocol.agents.filter((agent, i) => protocol.agents.indexOf(agent) !== i);
+      if (repeated.length > 0) {
+        context.addIssue({ code: "custom", path: ["agents"], message: `agents must have distinct names; '${repeated[0]}' appears more than once` });
+      }
     })
     .default({ name: "single-turn", agents: ["agent"], history: "full" })
     .describe("how the agent(s) and the environment take turns"),
