@@ -9,7 +9,7 @@
  * the loser's moves too; per role, the winner's turns go up and the loser's down. With one agent there is one role
  * and its return is the episode's: the formulas are the single-agent ones.
  */
-import type { Trajectory, Turn } from "@/lib/sdk/protocol";
+import { rewardTo, type Trajectory, type Turn } from "@/lib/sdk/protocol";
 
 export type TurnAdvantages = number[][][];
 
@@ -18,10 +18,6 @@ const std = (xs: number[]) => {
   const m = mean(xs);
   return Math.sqrt(mean(xs.map((x) => (x - m) ** 2)));
 };
-
-/** What one agent received at a turn: its entry in the step's per-agent rewards, else the acting agent's reward. */
-const rewardTo = (turn: Pick<Turn, "agent" | "reward"> & { rewards?: Record<string, number> }, agent: string): number =>
-  turn.rewards ? (turn.rewards[agent] ?? 0) : turn.agent === agent ? turn.reward : 0;
 
 /** The agents that played these episodes: their protocol's (each trajectory's agentReturns names them all). */
 export function agentsOf(trajectories: Trajectory[]): string[] {
