@@ -55,8 +55,8 @@ export function settle(state: SplitState, demands: Record<Bargainer, number>): S
 export function describeFor(state: SplitState, player: Bargainer): string {
   const other: Bargainer = player === "A" ? "B" : "A";
   const last = state.clashes.at(-1);
-  const clash = last ? ` Last round: you ${last[player]}, other ${last[other]}, over the pot.` : "";
-  return `Round ${state.round + 1} of ${POTS.length}, pot ${potOf(state)}.${clash} Demand 0-${potOf(state)}.`;
+  const clash = last ? ` Clash: you ${last[player]}, other ${last[other]}.` : "";
+  return `Round ${state.round + 1}/${POTS.length}, pot ${potOf(state)}.${clash} Demand 0-${potOf(state)}.`;
 }
 
 /** Whether a finished game ended in a deal (a round whose demands fit), not in a third clash. */
@@ -79,7 +79,7 @@ function parseDemand(text: string, state: SplitState): ParseResult<number> {
   return { ok: false, error: `expected a demand from 0 to ${potOf(state)}, got ${JSON.stringify(word.slice(0, 20))}` };
 }
 
-const RULES = "Split the pot. Both demand coins at once; if the demands fit, each gets its own, else the pot shrinks.";
+const RULES = "Split the pot: demand coins; if both demands fit, each gets its own, else the pot shrinks.";
 
 const fresh = (): SplitState => ({ round: 0, clashes: [], sealed: {}, coins: null });
 

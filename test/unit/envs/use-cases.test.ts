@@ -273,7 +273,7 @@ describe("experiment templates", () => {
 });
 
 describe("board games for two players (the episode player's duel)", () => {
-  it("alternates X and O from the side the row says opens, and pays the winner's move", async () => {
+  it("alternates X and O from the side the row says opens, and pays the winner +1 and the loser -1", async () => {
     const duel = useCases["tic-tac-toe"]!.duel!;
     expect(duel.sides).toEqual(["X", "O"]);
     const moves: Record<string, string[]> = { X: ["a1", "a2", "a3"], O: ["b1", "c3", "b3"] };
@@ -284,7 +284,7 @@ describe("board games for two players (the episode player's duel)", () => {
     );
     expect(trajectory!.turns.map((turn) => `${turn.agent}:${turn.action}`)).toEqual(["O:b1", "X:a1", "O:c3", "X:a2", "O:b3", "X:a3"]);
     expect(trajectory!.turns[0]!.render).toBe("a1 O c1\na2 b2 c2\na3 b3 c3");
-    expect(trajectory!.agentReturns).toEqual({ O: 0, X: 1 });
+    expect(trajectory!.agentReturns).toEqual({ O: -1, X: 1 });
     expect(trajectory!.turns.at(-1)!.info).toEqual({ winner: "X" });
   });
 
