@@ -1,7 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useId, useMemo, useRef, useState } from "react";
+import { Fragment, useEffect, useId, useMemo, useRef, useState } from "react";
 import { ShareButton } from "@/components/share/share-button";
 import { Card } from "@/components/ui/card";
 import { RadioGroup } from "@/components/ui/radio-group";
@@ -9,12 +9,27 @@ import { useTRPC } from "@/components/trpc/provider";
 import { specialTokens } from "@/lib/model/tokenizer";
 import { describeConstraint } from "@/lib/sdk/action-space";
 import { useViewParams } from "./view-params";
-import { algorithmOf, filterAndSort, returnsOf, SORTS, tokenTurns, turnAdvantages, type AlgorithmSettings, type RolloutItem, type SortKey } from "./trajectory";
+import { agentColour } from "./agent-colours";
+import {
+  agentReturnsOf,
+  agentsOf,
+  algorithmOf,
+  filterAndSort,
+  protocolAgentsOf,
+  returnsOf,
+  SORTS,
+  tokenTurns,
+  turnAdvantages,
+  type AlgorithmSettings,
+  type RolloutItem,
+  type SortKey,
+} from "./trajectory";
 
 /** A reward bound as typed: a number, or null for none. */
 const bound = (text: string) => (text.trim() === "" || !Number.isFinite(Number(text)) ? null : Number(text));
 const keyOf = (item: { groupIndex: number; sampleIndex: number }) => `${item.groupIndex}/${item.sampleIndex}`;
 const fixed = (v: number | null | undefined, digits = 2) => (v === null || v === undefined ? "—" : v.toFixed(digits));
+const formatSigned = (v: number) => (v > 0 ? `+${fixed(v)}` : fixed(v));
 const isTyping = (target: EventTarget | null) =>
   target instanceof HTMLElement && (target.isContentEditable || ["INPUT", "SELECT", "TEXTAREA"].includes(target.tagName) || !!target.closest(".cm-editor"));
 
@@ -44,6 +59,7 @@ export function RolloutsPanel({
 }) {
   const trpc = useTRPC();
   const algorithm = useMemo(() => algorithmOf(config), [config]);
+  const protocolAgents = useMemo(() => protocolAgentsOf(config), [config]);
   // The split, step, open sample and sort live in the URL (a reload or a link opens the same trajectory).
   const [view, setView] = useViewParams();
   const split: "train" | "eval" = view.get("split") === "eval" || view.get("split") === "train" ? (view.get("split") as "train" | "eval") : initialSplit;
@@ -262,6 +278,7 @@ export function RolloutsPanel({
                   item={open}
                   group={items.filter((i) => i.groupIndex === open.groupIndex)}
                   algorithm={algorithm}
+                  protocolAgents={protocolAgents}
                   runId={runId}
                   split={split}
                   step={data!.step!}
@@ -282,6 +299,7 @@ function SampleView({
   item,
   group,
   algorithm,
+  protocolAgents,
   runId,
   split,
   step,
@@ -290,6 +308,8 @@ function SampleView({
   item: RolloutItem;
   group: RolloutItem[];
   algorithm: AlgorithmSettings;
+  /** the run's agents in the protocol's order: each agent's colour */
+  protocolAgents: string[];
   runId: string;
   split: "train" | "eval";
   step: number;
@@ -298,6 +318,9 @@ function SampleView({
   const returns = returnsOf(item, algorithm.discount);
   const advantages = turnAdvantages(item, group, algorithm);
   const rewardNames = Object.entries(item.rewards);
+  // Several agents: each turn is its acting agent's, in the agent's colour, and each agent's return is shown.
+  const agents = agentsOf(item, protocolAgents);
+  const agentReturns = agents && agentReturnsOf(item, agents);
   return (
     <section className="space-y-4" aria-label="Sample">
       <div className="flex flex-wrap items-baseline gap-x-4 gap-y-1 text-xs text-slate-600">
@@ -308,12 +331,43 @@ function SampleView({
         <span className="tabular-nums">advantage {fixed(item.advantage, 3)}</span>
         {rewardNames.length > 1 && rewardNames.map(([name, value]) => <span key={name} className="tabular-nums">{`${name} ${value.toFixed(3)}`}</span>)}
       </div>
+      {agents && agentReturns && (
+        <ul aria-label="Returns by agent" className="flex flex-wrap items-center gap-2 text-xs">
+          {agents.map((agent) => (
+            <li key={agent} className={`rounded-full px-2 py-0.5 font-medium tabular-nums ring-1 ring-inset ${agentColour(agents, agent).chip}`}>
+              {agent} {agentReturns[agent]!.toFixed(3)}
+            </li>
+          ))}
+        </ul>
+      )}
       {item.prompt && (
         <pre className="max-h-24 overflow-auto rounded bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-500">{item.prompt}</pre>
       )}
       <ol className="space-y-3 text-sm" aria-label="Turns">
         {item.turns.map((turn, t) => (
-          <li key={t} className="rounded-md border border-slate-200">
+          <li
+            key={t}
+            aria-label={agents && turn.agent !== undefined ? `turn ${t + 1} by ${turn.agent}` : undefined}
+            className={`rounded-md border border-slate-200 ${agents && turn.agent !== undefined ? `border-l-4 ${agentColour(agents, turn.agent).border}` : ""}`}
+          >
+            {agents && turn.agent !== undefined && (
+              <div className="flex flex-wrap items-baseline gap-x-3 border-b border-slate-100 px-3 py-1 text-xs">
+                <span className={`font-semibold ${agentColour(agents, turn.agent).text}`}>{turn.agent}</span>
+                <span className="text-slate-500">turn {t + 1}</span>
+                {turn.rewards && (
+                  <output className="ml-auto tabular-nums text-slate-500" aria-label={`turn ${t + 1} rewards by agent`}>
+                    rewards:
+                    {agents
+                      .filter((agent) => agent in turn.rewards!)
+                      .map((agent, i) => (
+                        <Fragment key={agent}>
+                          {i > 0 ? " ·" : ""} <span className={agentColour(agents, agent).text}>{`${agent} ${formatSigned(turn.rewards![agent]!)}`}</span>
+                        </Fragment>
+                      ))}
+                  </output>
+                )}
+              </div>
+            )}
             <div className="border-b border-slate-100 bg-slate-50 px-3 py-1.5 font-mono text-xs whitespace-pre-wrap text-slate-700">{turn.observation}</div>
             <div className="flex items-start justify-between gap-3 px-3 py-1.5">
               <span className="font-mono text-xs whitespace-pre-wrap text-brand-700">{turn.action || "∅"}</span>
@@ -332,7 +386,8 @@ function SampleView({
         ))}
       </ol>
       <p className="text-xs text-slate-500">
-        r: the turn&apos;s reward · G: its return (γ = {algorithm.discount}) · A: its advantage ({algorithm.name}
+        {agents ? "r: the acting agent's reward · G: its own return" : "r: the turn's reward · G: its return"} (γ = {algorithm.discount}) · A: its advantage (
+        {algorithm.name}
         {algorithm.name === "ppo" ? "; later turns' come from the value head, which is not stored" : ""})
       </p>
       {item.tokens && item.tokenLogprobs && item.tokens.length > 0 && <TokenStrip item={item} advantages={advantages} />}

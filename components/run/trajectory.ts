@@ -3,14 +3,27 @@
  * belong to which turn, and the samples as the user filters and sorts them.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import { perTurnGroupNormalized, turnReturns } from "@/lib/rl/advantages";
-import type { Trajectory } from "@/lib/sdk/protocol";
+import { actingAgentReturns, perTurnGroupNormalized, turnReturns } from "@/lib/rl/advantages";
+import { rewardTo, type Trajectory } from "@/lib/sdk/protocol";
 
 export type RolloutItem = {
   groupIndex: number;
   sampleIndex: number;
   prompt: string;
-  turns: { observation: string; action: string; reward?: number; advantage?: number | null; render?: string; legalActions?: ActionConstraint }[];
+  turns: {
+    /** who acted (kept when several agents played) */
+    agent?: string;
+    /** every agent's reward from the step after this turn (kept when several agents played and the step gave them) */
+    rewards?: Record<string, number>;
+    /** what the acting agent saw */
+    observation: string;
+    action: string;
+    /** the acting agent's reward */
+    reward?: number;
+    advantage?: number | null;
+    render?: string;
+    legalActions?: ActionConstraint;
+  }[];
   rewards: Record<string, number>;
   totalReward: number;
   advantage: number | null;
@@ -32,11 +45,49 @@ export function algorithmOf(config: unknown): AlgorithmSettings {
   };
 }
 
-const asTrajectory = (item: RolloutItem) =>
-  ({ turns: item.turns.map((t) => ({ reward: t.reward ?? 0 })), totalReward: item.totalReward }) as unknown as Trajectory;
+type RolloutTurn = RolloutItem["turns"][number];
 
-/** Each turn's discounted return G_t = r_t + γ·G_{t+1}. */
-export const returnsOf = (item: RolloutItem, discount: number) => turnReturns(asTrajectory(item), discount);
+const asTrajectory = (item: RolloutItem) =>
+  ({
+    turns: item.turns.map((t) => ({ agent: t.agent ?? "agent", reward: t.reward ?? 0, ...(t.rewards ? { rewards: t.rewards } : {}) })),
+    totalReward: item.totalReward,
+    agentReturns: {},
+  }) as unknown as Trajectory;
+
+/** What `agent` received at a stored turn (the SDK's `rewardTo`). */
+const rewardOf = (turn: RolloutTurn, agent: string): number => rewardTo({ agent: turn.agent ?? "", reward: turn.reward ?? 0, rewards: turn.rewards }, agent);
+
+/** The agents of a run's protocol, in the order they act, from its config (none when it names none). */
+export function protocolAgentsOf(config: unknown): string[] {
+  const agents = (config as { protocol?: { agents?: unknown } } | null)?.protocol?.agents;
+  return Array.isArray(agents) ? agents.filter((agent): agent is string => typeof agent === "string") : [];
+}
+
+/**
+ * The agents of a sample played by several: those of `order` (the protocol's) first, then the others in the order
+ * they first act, then any only rewarded. Null for a sample of one agent.
+ */
+export function agentsOf(item: RolloutItem, order: readonly string[] = []): string[] | null {
+  const agents = new Set<string>();
+  for (const turn of item.turns) if (turn.agent !== undefined) agents.add(turn.agent);
+  for (const turn of item.turns) for (const agent of Object.keys(turn.rewards ?? {})) agents.add(agent);
+  if (agents.size <= 1) return null;
+  return [...order.filter((agent) => agents.has(agent)), ...[...agents].filter((agent) => !order.includes(agent))];
+}
+
+/** Each agent's return over the sample (`Trajectory.agentReturns` as the episode summed it); null for one agent. */
+export function agentReturnsOf(item: RolloutItem, order: readonly string[] = []): Record<string, number> | null {
+  const agents = agentsOf(item, order);
+  if (!agents) return null;
+  return Object.fromEntries(agents.map((agent) => [agent, item.turns.reduce((sum, turn) => sum + rewardOf(turn, agent), 0)]));
+}
+
+/**
+ * Each turn's discounted return G_t = r_t + γ·G_{t+1}; with several agents, the acting agent's own (its rewards from
+ * every later step, the other agents' included).
+ */
+export const returnsOf = (item: RolloutItem, discount: number) =>
+  agentsOf(item) ? actingAgentReturns(asTrajectory(item), discount) : turnReturns(asTrajectory(item), discount);
 
 /**
  * Each turn's advantage as the algorithm computed it. Training rollouts keep every turn's, as the worker wrote

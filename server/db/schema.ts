@@ -328,6 +328,10 @@ export const metricPoints = pgTable(
 );
 
 export type RolloutTurn = {
+  /** Who acted, when several agents played the episode. */
+  agent?: string;
+  /** Every agent's reward from the step after this turn, when several agents played and the step gave them. */
+  rewards?: Record<string, number>;
   observation: string;
   action: string;
   reward?: number;

@@ -255,6 +255,10 @@ async function sftConversations(
   return { conversations, scores };
 }
 
+/**
+ * The rollouts as the trajectory viewer reads them. With several agents each turn also keeps who acted and, when the
+ * step gave them, every agent's rewards; a single agent's turns leave both out.
+ */
 function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null) {
   return groups.flatMap((group, g) =>
     group.map((trajectory, i) => ({
@@ -264,6 +268,7 @@ function toRolloutRows(step: number, split: "train" | "eval", groups: Trajectory
       sampleIndex: i,
       prompt: trajectory.systemPrompt,
       turns: trajectory.turns.map((turn, t) => ({
+        ...(Object.keys(trajectory.agentReturns).length > 1 ? { agent: turn.agent, ...(turn.rewards ? { rewards: turn.rewards } : {}) } : {}),
         observation: turn.observation,
         action: turn.action,
         reward: turn.reward,

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { filterAndSort, returnsOf, tokenTurns, turnAdvantages, type RolloutItem } from "@/components/run/trajectory";
+import {
+  agentReturnsOf,
+  agentsOf,
+  filterAndSort,
+  protocolAgentsOf,
+  returnsOf,
+  tokenTurns,
+  turnAdvantages,
+  type RolloutItem,
+} from "@/components/run/trajectory";
 import { perTurnGroupNormalized } from "@/lib/rl/advantages";
 import type { Trajectory } from "@/lib/sdk/protocol";
 
@@ -94,5 +103,31 @@ describe("trajectory viewer helpers", () => {
     // Rows that keep every turn's advantage (as the worker now writes them) show those, PPO's later turns too.
     const kept = { ...a, turns: a.turns.map((t, i) => ({ ...t, advantage: [0.25, -0.5][i] })) };
     expect(turnAdvantages(kept, [kept, b], { name: "ppo", discount: 1, normalizeAdvantages: true })).toEqual([0.25, -0.5]);
+  });
+});
+
+describe("trajectory viewer helpers on several agents", () => {
+  /** X and O alternate; O's last move wins, and that step pays O +1 and X −1. */
+  const game: RolloutItem = {
+    ...sample(0, [], 0),
+    turns: [
+      { agent: "X", observation: "x sees 1", action: "a1", reward: 0 },
+      { agent: "O", observation: "o sees 1", action: "b1", reward: 0 },
+      { agent: "X", observation: "x sees 2", action: "a2", reward: 0 },
+      { agent: "O", observation: "o sees 2", action: "b2", reward: 1, rewards: { O: 1, X: -1 } },
+    ],
+  };
+
+  it("names the agents in the protocol's order, and sums each agent's return from the per-agent rewards", () => {
+    expect(agentsOf(game)).toEqual(["X", "O"]);
+    expect(agentsOf(game, protocolAgentsOf({ protocol: { name: "turn-based", agents: ["O", "X"] } }))).toEqual(["O", "X"]);
+    expect(agentReturnsOf(game)).toEqual({ X: -1, O: 1 });
+    // One agent: the viewer shows the sample as before.
+    expect(agentsOf(sample(0, [{ action: "a", reward: 1 }], 0))).toBeNull();
+  });
+
+  it("gives each turn its acting agent's own return, the other's winning move included", () => {
+    // γ = 0.5: X's turns see X's −1 one and three turns later; O's see O's +1 at once and two turns later.
+    expect(returnsOf(game, 0.5)).toEqual([-0.125, 0.25, -0.5, 1]);
   });
 });

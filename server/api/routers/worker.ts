@@ -52,6 +52,8 @@ const rolloutSchema = z.object({
   prompt: z.string(),
   turns: z.array(
     z.object({
+      agent: z.string().max(200).optional(),
+      rewards: z.record(z.string(), z.number()).optional(),
       observation: z.string(),
       action: z.string(),
       reward: z.number().optional(),
