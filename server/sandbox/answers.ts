@@ -5,15 +5,18 @@
  * Plain functions, no Node.js: this file runs in a browser worker too.
  */
 import { automatonFor, checkActionList, type ActionConstraint } from "@/lib/sdk/action-space";
-import { type Difficulty, type EpisodeSummary, type Json, difficultyProblems } from "@/lib/sdk/environment";
+import { type Difficulty, type EpisodeSummary, type Json, type Seats, difficultyProblems } from "@/lib/sdk/environment";
 import { SandboxError, SandboxLimitError, formatCount } from "./errors";
 import {
   type EnvironmentDescription,
   type GuestEpisodeEnd,
   type GuestResetValue,
+  type GuestSeatValue,
   type GuestStepValue,
   LAST_STEP_FIELDS,
+  RESET_SEAT_FIELDS,
   STEP_FIELDS,
+  STEP_SEAT_FIELDS,
   isReservedKey,
   reservedKeyReason,
 } from "./wire";
@@ -33,10 +36,14 @@ export class AnswerReader {
     private readonly limits: { maxObservationChars: number },
   ) {}
 
-  /** A reset's values (GuestResetWire). */
-  checkReset(values: unknown[], at: number, n: number, where: Where): GuestResetValue {
+  /**
+   * A reset's values (GuestResetWire); `seats`, the episode's agents when there are several (their seat values
+   * follow, RESET_SEAT_FIELDS), else null.
+   */
+  checkReset(values: unknown[], at: number, n: number, where: Where, seats: Seats | null = null): GuestResetValue {
     const byState = this.actions === "state";
-    if (n !== (byState ? 4 : 3)) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
+    const fields = byState ? 4 : 3;
+    if (n !== fields + (seats ? RESET_SEAT_FIELDS : 0)) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
     const observation = values[at];
     const systemPrompt = values[at + 1];
     const render = values[at + 2];
@@ -47,18 +54,20 @@ export class AnswerReader {
       prompt = this.lastSystemPrompt;
     } else prompt = this.lastSystemPrompt = this.text(systemPrompt, where, "the system prompt");
     const legalActions = byState ? checkConstraint(values[at + 3], `${where.label}: actions(state)`) : null;
-    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, where), legalActions };
+    const seat = seats ? this.resetSeat(values, at + fields, seats, where) : undefined;
+    return { observation: text, systemPrompt: prompt, render: this.renderOf(render, text, where), legalActions, seat };
   }
 
   /**
    * A step's values (GuestStepWire): the observation, reward, info and render, the episode's end when the
    * observation is null, then the metrics as pairs.
    */
-  checkStep(values: unknown[], at: number, n: number, where: Where): GuestStepValue {
+  checkStep(values: unknown[], at: number, n: number, where: Where, seats: Seats | null = null): GuestStepValue {
     const observation = values[at];
     const done = observation === null;
     const byState = !done && this.actions === "state";
-    const fields = done ? LAST_STEP_FIELDS : byState ? STEP_FIELDS + 1 : STEP_FIELDS;
+    const own = done ? LAST_STEP_FIELDS : byState ? STEP_FIELDS + 1 : STEP_FIELDS;
+    const fields = own + (seats ? STEP_SEAT_FIELDS : 0);
     if (n < fields || (n - fields) % 2 !== 0) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
     const text = done ? null : this.text(observation, where, "the observation");
     const info = values[at + 2];
@@ -71,7 +80,44 @@ export class AnswerReader {
       render: this.renderOf(values[at + 3], text, where),
       end: done ? checkEnd(values, at + STEP_FIELDS, where) : null,
       legalActions: byState ? checkConstraint(values[at + STEP_FIELDS], `${where.label}: actions(state)`) : null,
+      seat: seats ? this.stepSeat(values, at + own, seats, done, where) : undefined,
     };
+  }
+
+  /** A reset's seat values (`actor, prompts | 0, views | 0, legal | 0`). */
+  private resetSeat(values: unknown[], at: number, seats: Seats, where: Where): GuestSeatValue {
+    return {
+      actor: agentIn(values[at], seats, where),
+      prompts: this.byAgent(values[at + 1], seats, where, (value) => this.text(value, where, "a system prompt")),
+      rewards: null,
+      views: this.byAgent(values[at + 2], seats, where, (value) => this.text(value, where, "an observation")),
+      legal: this.byAgent(values[at + 3], seats, where, (value) => checkConstraint(value, `${where.label}: actions(state)`)),
+      invalid: null,
+    };
+  }
+
+  /** A step's or a round's seat values (`actor | null, rewards | 0, views | 0, legal | 0, invalid | 0`). */
+  private stepSeat(values: unknown[], at: number, seats: Seats, done: boolean, where: Where): GuestSeatValue {
+    const actor = values[at];
+    const rewards = values[at + 1];
+    const invalid = values[at + 4];
+    return {
+      actor: actor === null && (done || seats.simultaneous) ? null : agentIn(actor, seats, where),
+      prompts: null,
+      rewards: rewards === 0 ? null : agentRecord(rewards, seats, where, "rewards", (value, what) => finite(value, what)),
+      views: this.byAgent(values[at + 2], seats, where, (value) => this.text(value, where, "an observation")),
+      legal: this.byAgent(values[at + 3], seats, where, (value) => checkConstraint(value, `${where.label}: actions(state)`)),
+      invalid: invalid === 0 ? null : agentRecord(invalid, seats, where, "invalid", (value, what) => textOf(value, what)),
+    };
+  }
+
+  /** A list with one value per agent, in the order of the episode's agents, as a record by agent (0: none). */
+  private byAgent<T>(value: unknown, seats: Seats, where: Where, check: (value: unknown) => T): Record<string, T> | null {
+    if (value === 0) return null;
+    if (!Array.isArray(value) || value.length !== seats.agents.length) throw new SandboxError("contract", `${where.label}: the answer is malformed`);
+    const record: Record<string, T> = {};
+    for (const [i, agent] of seats.agents.entries()) record[agent] = check(value[i]);
+    return record;
   }
 
   /** A render as sent: text, null, or `true` for "the observation itself". */
@@ -95,6 +141,28 @@ export class AnswerReader {
       `${what} is ${formatCount(value.length)} characters; limit maxObservationChars=${formatCount(this.limits.maxObservationChars)}`,
     );
   }
+}
+
+/** One of the episode's agents, as the guest named it. */
+function agentIn(value: unknown, seats: Seats, where: Where): string {
+  if (typeof value === "string" && seats.agents.includes(value)) return value;
+  throw new SandboxError("contract", `${where.label}: the agent to act must be one of ${seats.agents.join(", ")}; got ${String(value)}`);
+}
+
+/** A record by agent (each key one of the episode's agents), its values checked and copied. */
+function agentRecord<T>(value: unknown, seats: Seats, where: Where, field: string, check: (value: unknown, what: string) => T): Record<string, T> {
+  const record = object(value, `${where.label}: ${field}`);
+  const copy: Record<string, T> = {};
+  for (const [agent, item] of Object.entries(record)) {
+    if (!seats.agents.includes(agent)) throw new SandboxError("contract", `${where.label}: ${field}.${agent}: '${agent}' is not an agent of this episode`);
+    copy[agent] = check(item, `${where.label}: ${field}.${agent}`);
+  }
+  return copy;
+}
+
+function textOf(value: unknown, what: string): string {
+  if (typeof value !== "string") throw new SandboxError("contract", `${what} must be a string`);
+  return value;
 }
 
 export function object(value: unknown, what: string): Record<string, unknown> {
@@ -247,6 +315,7 @@ export function checkDescription(value: unknown): EnvironmentDescription {
     hasRender: record.hasRender === true,
     hasDemonstrator: record.hasDemonstrator === true,
     difficulty: checkDifficulty(record.difficulty),
+    multiAgent: checkMultiAgent(record.multiAgent),
     actions:
       record.actions === "state"
         ? "state"
@@ -255,6 +324,12 @@ export function checkDescription(value: unknown): EnvironmentDescription {
           : checkConstraint(record.actions, "the environment's actions"),
     exportName: record.exportName,
   };
+}
+
+/** Which functions for several agents the guest says the definition declares (none, when it says nothing). */
+function checkMultiAgent(value: unknown): EnvironmentDescription["multiAgent"] {
+  const record = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  return { toAct: record.toAct === true, observe: record.observe === true, stepTogether: record.stepTogether === true };
 }
 
 /** The declared levels as the guest sent them, checked again (user code shares the guest's realm). */

@@ -10,8 +10,8 @@
  * Any error fails the pool: later calls throw the same error, which names the limit or the user's line.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { DatasetRow, EnvironmentSession, Json, SessionStep } from "@/lib/sdk/environment";
-import { type ActRequest, type ActResponse, type EpisodeStart, type Protocol, type Trajectory, runEpisodes } from "@/lib/sdk/protocol";
+import { type DatasetRow, type EnvironmentSession, type Json, type Seats, type SessionRound, type SessionStep, checkRoundActions } from "@/lib/sdk/environment";
+import { type ActRequest, type ActResponse, type EpisodeStart, type Protocol, RoundBarrier, type Trajectory, runEpisodes } from "@/lib/sdk/protocol";
 import type { ChatMessage } from "@/lib/model/chat";
 import { AnswerReader, type SandboxedSummary, checkDescription, checkSummary, finite } from "./answers";
 import { type CompiledEnvironment, type SourceFiles, compileEnvironment, locateFunction } from "./compile";
@@ -26,6 +26,7 @@ import {
   type GuestOp,
   type GuestResetValue,
   type GuestResponse,
+  type GuestSeatValue,
   type GuestStepValue,
   FAILED,
   slotOf,
@@ -73,9 +74,25 @@ export const bankSlots = maxSlots / 2;
 
 /**
  * One episode's start: its slot, seed, dataset row and level of difficulty (for an environment that declares
- * levels; left out, its evaluation level), and its number in its batch for messages (default: the slot).
+ * levels; left out, its evaluation level), its number in its batch for messages (default: the slot), and the
+ * protocol's agents (default: one, "agent").
  */
-export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; difficulty?: number; index?: number };
+export type SlotStart = { slot: number; seed: number; sample?: DatasetRow; difficulty?: number; index?: number; seats?: Seats };
+
+/** Whether an episode's seats are a single "agent"'s, which need not cross (the guest's session assumes them). */
+function isOneSeat(seats: Seats | undefined): boolean {
+  return !seats || (seats.agents.length === 1 && seats.agents[0] === "agent" && !seats.simultaneous);
+}
+
+/** Whether an episode has several agents: its answers carry seat values (see GuestSeatValue). */
+function severalSeats(seats: Seats | undefined): Seats | null {
+  return seats && (seats.agents.length > 1 || seats.simultaneous) ? seats : null;
+}
+
+function sameSeats(a: Seats | undefined, b: Seats | undefined): boolean {
+  if (isOneSeat(a) || isOneSeat(b)) return isOneSeat(a) && isOneSeat(b);
+  return a!.simultaneous === b!.simultaneous && a!.agents.length === b!.agents.length && a!.agents.every((agent, i) => agent === b!.agents[i]);
+}
 
 /** What a batch of episodes starts from, one each (`runSandboxedEpisodes`). */
 type EpisodeStartSpec = { seed: number; sample?: DatasetRow; difficulty?: number };
@@ -85,8 +102,8 @@ function sameStart(a: EpisodeStartSpec, b: EpisodeStartSpec): boolean {
   return a.seed === b.seed && a.sample === b.sample && a.difficulty === b.difficulty;
 }
 
-/** One episode's next action. */
-export type SlotStep = { slot: number; action: string };
+/** One episode's next action, or (`actions`, in the order of its agents) a simultaneous round's. */
+export type SlotStep = { slot: number; action: string } | { slot: number; actions: string[] };
 
 /** Episodes reset ahead of the batch they belong to (see `runSandboxedEpisodes`' `next`): where, and for which starts. */
 type Prepared = { base: number; starts: readonly EpisodeStartSpec[] };
@@ -106,12 +123,23 @@ type Slot = {
   render: string | null;
   /** The next turn's legal actions, when they depend on the state. */
   legalActions: ActionConstraint | null;
+  /** The protocol's agents, when there are several (see GuestSeatValue); null for a single agent. */
+  seats: Seats | null;
+  /** The seats the episode was reset with, as given (to match a batch's reset with the session's own). */
+  seatsGiven: Seats | undefined;
+  /** The agent to act next (turn-based). */
+  actor: string;
+  /** Each agent's system prompt, when the definition's is a function of the agent. */
+  prompts: Record<string, string> | null;
+  /** A simultaneous round's: each agent's observation and (actions by state) legal actions. */
+  views: Record<string, string> | null;
+  legalByAgent: Record<string, ActionConstraint> | null;
   end: GuestEpisodeEnd | null;
   /** Answers fetched in a batch, waiting for the session's own call. */
   pendingReset: GuestResetValue | null;
   pendingStep: GuestStepValue | null;
-  /** The action `pendingStep` answered. */
-  pendingAction: string;
+  /** The action `pendingStep` answered (a simultaneous round's, in the order of the agents). */
+  pendingAction: string | string[];
   /**
    * The summary and score of an unfinished episode as of its last step, once asked for: a rollout reads the
    * summary twice and the score once for an episode cut short, each a crossing of its own.
@@ -132,7 +160,7 @@ class EpisodeOpBudget implements OpBudget {
     limits: SandboxLimits,
     /** What the episode has spent before this op (nothing, for its reset). */
     readonly spentBeforeMs: number,
-    private readonly op: "reset" | "step" | "summary" | "score" | "demonstrate",
+    private readonly op: "reset" | "step" | "round" | "summary" | "score" | "demonstrate",
     /** A step's number in its episode. */
     private readonly turn: number,
     private readonly index: number,
@@ -151,12 +179,12 @@ class EpisodeOpBudget implements OpBudget {
 
   get label(): string {
     const episode = `episode ${this.index} (seed ${this.seed})`;
-    return this.op === "step" ? `step ${this.turn} of ${episode}` : `${this.op} of ${episode}`;
+    return this.op === "step" || this.op === "round" ? `${this.op} ${this.turn} of ${episode}` : `${this.op} of ${episode}`;
   }
 
   /** The user's function the op calls (a summary calls none of its own). */
   get fn(): string | null {
-    return this.op === "summary" ? null : this.op;
+    return this.op === "summary" ? null : this.op === "round" ? "stepTogether" : this.op;
   }
 }
 
@@ -286,20 +314,27 @@ export class SandboxedEnvironmentPool {
     const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
-    for (const { slot, seed, sample, difficulty, index = slot } of starts) {
+    for (const { slot, seed, sample, difficulty, index = slot, seats } of starts) {
       checkSlot(slot);
       if (!Number.isInteger(seed)) throw new SandboxError("runtime", `seed must be a whole number; got ${String(seed)}`);
-      ops.push(["reset", slot, seed, sample ?? null, difficulty ?? null]);
+      ops.push(
+        isOneSeat(seats) ? ["reset", slot, seed, sample ?? null, difficulty ?? null] : ["reset", slot, seed, sample ?? null, difficulty ?? null, seats!],
+      );
       budgets.push(new EpisodeOpBudget(this.limits, 0, "reset", 0, index, seed, this.dryRunSpent()));
     }
     this.sandbox.logHostWork("build", ops.length, startedAt);
-    return { ops, budgets, kind: "reset", check: (values, at, n, i) => this.answers.checkReset(values, at, n, budgets[i]!) };
+    return {
+      ops,
+      budgets,
+      kind: "reset",
+      check: (values, at, n, i) => this.answers.checkReset(values, at, n, budgets[i]!, severalSeats(starts[i]!.seats)),
+    };
   }
 
   private afterResets(starts: SlotStart[], values: GuestResetValue[]): SandboxedReset[] {
     for (let i = 0; i < values.length; i++) {
       const value = values[i]!;
-      const { slot, seed, sample, difficulty, index = slot } = starts[i]!;
+      const { slot, seed, sample, difficulty, index = slot, seats } = starts[i]!;
       const state = this.slotState(slot);
       state.episode += 1;
       state.index = index;
@@ -311,6 +346,12 @@ export class SandboxedEnvironmentPool {
       state.systemPrompt = value.systemPrompt;
       state.render = value.render;
       state.legalActions = value.legalActions;
+      state.seats = severalSeats(seats);
+      state.seatsGiven = seats;
+      state.actor = value.seat?.actor ?? seats?.agents[0] ?? "agent";
+      state.prompts = value.seat?.prompts ?? null;
+      state.views = value.seat?.views ?? null;
+      state.legalByAgent = value.seat?.legal ?? null;
       state.end = null;
       state.summaryCache = null;
       state.scoreCache = null;
@@ -324,20 +365,37 @@ export class SandboxedEnvironmentPool {
     const startedAt = this.sandbox.hostWorkStart();
     const ops: GuestOp[] = [];
     const budgets: OpBudget[] = [];
-    for (const { slot, action } of steps) {
+    const seats: (Seats | null)[] = [];
+    for (const step of steps) {
+      const { slot } = step;
       const state = this.started(slot);
-      const budget = this.opBudget(state, "step");
+      const round = "actions" in step;
+      const budget = this.opBudget(state, round ? "round" : "step");
       if (state.done) throw this.fail(new SandboxError("runtime", `${budget.label}: the episode has ended; reset it first`));
-      if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${budget.label}: the action must be a string`));
-      if (action.length > this.limits.maxActionChars) {
+      if (round !== (state.seats?.simultaneous === true)) {
+        const why = round
+          ? "the episode is played turn by turn (one action a step)"
+          : "the episode is played in simultaneous rounds (every agent's action at once)";
+        throw this.fail(new SandboxError("runtime", `${budget.label}: ${why}`));
+      }
+      const texts = round ? step.actions : [step.action];
+      if (round && texts.length !== state.seats!.agents.length) {
         throw this.fail(
-          new SandboxLimitError(
-            "maxActionChars",
-            this.limits.maxActionChars,
-            action.length,
-            `${budget.label}: the action is ${formatCount(action.length)} characters; limit maxActionChars=${formatCount(this.limits.maxActionChars)}`,
-          ),
+          new SandboxError("runtime", `${budget.label}: a round takes one action per agent (${state.seats!.agents.join(", ")}); got ${texts.length}`),
         );
+      }
+      for (const action of texts) {
+        if (typeof action !== "string") throw this.fail(new SandboxError("runtime", `${budget.label}: the action must be a string`));
+        if (action.length > this.limits.maxActionChars) {
+          throw this.fail(
+            new SandboxLimitError(
+              "maxActionChars",
+              this.limits.maxActionChars,
+              action.length,
+              `${budget.label}: the action is ${formatCount(action.length)} characters; limit maxActionChars=${formatCount(this.limits.maxActionChars)}`,
+            ),
+          );
+        }
       }
       if (state.turns >= this.limits.maxStepsPerEpisode) {
         throw this.fail(
@@ -349,18 +407,19 @@ export class SandboxedEnvironmentPool {
           ),
         );
       }
-      ops.push(["step", slot, action]);
+      ops.push(round ? ["round", slot, step.actions] : ["step", slot, step.action]);
       budgets.push(budget);
+      seats.push(state.seats);
     }
     this.sandbox.logHostWork("build", ops.length, startedAt);
-    return { ops, budgets, kind: "step", check: (values, at, n, i) => this.answers.checkStep(values, at, n, budgets[i]!) };
+    return { ops, budgets, kind: "step", check: (values, at, n, i) => this.answers.checkStep(values, at, n, budgets[i]!, seats[i]!) };
   }
 
   private afterSteps(steps: SlotStep[], values: GuestStepValue[]): SandboxedStep[] {
     for (let i = 0; i < values.length; i++) {
       const value = values[i]!;
-      const { slot, action } = steps[i]!;
-      const state = this.slotState(slot);
+      const step = steps[i]!;
+      const state = this.slotState(step.slot);
       state.turns += 1;
       state.done = value.done;
       state.render = value.render;
@@ -369,7 +428,13 @@ export class SandboxedEnvironmentPool {
       state.summaryCache = null;
       state.scoreCache = null;
       state.pendingStep = value;
-      state.pendingAction = action;
+      state.pendingAction = "actions" in step ? step.actions : step.action;
+      const seat = value.seat;
+      if (seat) {
+        if (seat.actor !== null) state.actor = seat.actor;
+        state.views = seat.views;
+        state.legalByAgent = seat.legal;
+      }
     }
     return values;
   }
@@ -379,11 +444,18 @@ export class SandboxedEnvironmentPool {
     return state.render ?? undefined;
   }
 
-  /** The slot's next turn's legal actions: the environment's own, or the state's (null once the episode ended). */
-  legalActions(slot: number): ActionConstraint | null {
+  /**
+   * The legal actions of the slot's next turn (in a simultaneous round, `agent`'s): the environment's own, or the
+   * state's (null once the episode ended).
+   */
+  legalActions(slot: number, agent?: string): ActionConstraint | null {
     const state = this.started(slot);
     if (state.done || this.environment.actions === null) return null;
-    return this.environment.actions === "state" ? state.legalActions : this.environment.actions;
+    if (this.environment.actions !== "state") return this.environment.actions;
+    if (agent === undefined || agent === state.actor) return state.legalActions;
+    const legal = state.legalByAgent?.[agent];
+    if (!legal) throw new SandboxError("runtime", `episode ${state.index}: the legal actions of '${agent}', who is not to act, did not cross the sandbox`);
+    return legal;
   }
 
   /** The slot's episode so far (its state is the same object until the episode moves on). */
@@ -425,14 +497,18 @@ export class SandboxedEnvironmentPool {
     return state.scoreCache;
   }
 
-  /** The demonstrator's action in the slot's current state; null without a demonstrator or once the episode ended. */
-  demonstrate(slot: number): string | null {
+  /**
+   * The demonstrator's action in the slot's current state, for `agent` (default: the agent to act); null without a
+   * demonstrator or once the episode ended.
+   */
+  demonstrate(slot: number, agent?: string): string | null {
     const state = this.started(slot);
     if (state.done || !this.environment.hasDemonstrator) return null;
     const budget = this.opBudget(state, "demonstrate");
     const { label } = budget;
     const check = (raw: unknown) => (raw === null ? null : this.answers.text(raw, budget, "the demonstrator's action"));
-    const [value] = this.run({ ops: [["demonstrate", slot]], budgets: [budget], kind: "demonstrate", check: one(label, check) });
+    const op: GuestOp = agent === undefined ? ["demonstrate", slot] : ["demonstrate", slot, agent];
+    const [value] = this.run({ ops: [op], budgets: [budget], kind: "demonstrate", check: one(label, check) });
     return value!;
   }
 
@@ -491,29 +567,33 @@ export class SandboxedEnvironmentPool {
    * (`runSandboxedEpisodes` arranges this), else a crossing of its own, which blocks this thread (an
    * `EnvironmentSession`'s calls are synchronous).
    */
-  sessionReset(slot: number, seed: number, sample: DatasetRow | undefined, difficulty?: number): SandboxedReset {
+  sessionReset(slot: number, seed: number, sample: DatasetRow | undefined, difficulty?: number, seats?: Seats): SandboxedReset {
     const state = this.slots[slot];
-    let value = state && sameStart(state, { seed, sample, difficulty }) ? state.pendingReset : null;
+    let value = state && sameStart(state, { seed, sample, difficulty }) && sameSeats(state.seatsGiven, seats) ? state.pendingReset : null;
     if (!value) {
-      const starts = [{ slot, seed, sample, difficulty }];
+      const starts = [{ slot, seed, sample, difficulty, seats }];
       value = this.afterResets(starts, this.run(this.resetBatch(starts)))[0]!;
     }
     this.slots[slot]!.pendingReset = null;
     return value;
   }
 
-  /** @internal `SandboxedSession.step`, as `sessionReset`: the last batch's answer for this slot and action, else a crossing. */
-  sessionStep(slot: number, action: string): SandboxedStep {
+  /**
+   * @internal `SandboxedSession.step` (and with `actions`, a simultaneous round's), as `sessionReset`: the last
+   * batch's answer for this slot and action, else a crossing.
+   */
+  sessionStep(slot: number, action: string | string[]): SandboxedStep {
     const state = this.slots[slot];
     const pending = state?.pendingStep ?? null;
     if (pending) {
       state!.pendingStep = null;
-      if (state!.pendingAction !== action) {
+      if (!sameAction(state!.pendingAction, action)) {
         throw new SandboxError("runtime", `episode ${slot}: step was batched with a different action than the one now applied`);
       }
       return pending;
     }
-    const [value] = this.afterSteps([{ slot, action }], this.run(this.stepBatch([{ slot, action }])));
+    const step: SlotStep = typeof action === "string" ? { slot, action } : { slot, actions: action };
+    const [value] = this.afterSteps([step], this.run(this.stepBatch([step])));
     this.slots[slot]!.pendingStep = null;
     return value!;
   }
@@ -545,6 +625,12 @@ export class SandboxedEnvironmentPool {
         render: null,
         end: null,
         legalActions: null,
+        seats: null,
+        seatsGiven: undefined,
+        actor: "agent",
+        prompts: null,
+        views: null,
+        legalByAgent: null,
         pendingReset: null,
         pendingStep: null,
         pendingAction: "",
@@ -564,7 +650,7 @@ export class SandboxedEnvironmentPool {
   }
 
   /** The budget of a step (the next), summary or score of the slot's episode. */
-  private opBudget(state: Slot, op: "step" | "summary" | "score" | "demonstrate"): EpisodeOpBudget {
+  private opBudget(state: Slot, op: "step" | "round" | "summary" | "score" | "demonstrate"): EpisodeOpBudget {
     return new EpisodeOpBudget(this.limits, state.cpuMs, op, state.turns + 1, state.index, state.seed, this.dryRunSpent());
   }
 
@@ -699,27 +785,71 @@ export class SandboxedSession {
     return this.pool.slotView(this.slot)?.systemPrompt ?? "";
   }
 
-  reset(seed: number, sample?: DatasetRow, difficulty?: number): string {
-    const value = this.pool.sessionReset(this.slot, seed, sample, difficulty);
+  systemPromptOf(agent: string): string {
+    const slot = this.pool.slotView(this.slot);
+    return slot?.prompts?.[agent] ?? slot?.systemPrompt ?? "";
+  }
+
+  /** The agent to act next (turn-based), null once the episode is over. */
+  get agent(): string | null {
+    const slot = this.pool.slotView(this.slot);
+    return !slot || slot.done ? null : slot.actor;
+  }
+
+  reset(seed: number, sample?: DatasetRow, difficulty?: number, seats?: Seats): string {
+    const value = this.pool.sessionReset(this.slot, seed, sample, difficulty, seats);
     this.sample = sample;
     return value.observation;
   }
 
+  /** What `agent` sees at the next simultaneous round (the sandbox sends every agent's only for such rounds). */
+  observationOf(agent: string): string {
+    const view = this.pool.slotView(this.slot)?.views?.[agent];
+    if (view === undefined)
+      throw new SandboxError("runtime", `episode ${this.slot}: no observation of '${agent}' crossed the sandbox (only a simultaneous round's do)`);
+    return view;
+  }
+
   step(actionText: string): SessionStep {
     const value = this.pool.sessionStep(this.slot, actionText);
-    return { observation: value.observation, reward: value.reward, done: value.done, info: value.info, metrics: value.metrics };
+    const step: SessionStep = { observation: value.observation, reward: value.reward, done: value.done, info: value.info, metrics: value.metrics };
+    if (value.seat?.rewards) step.rewards = value.seat.rewards;
+    return step;
+  }
+
+  stepTogether(actions: Record<string, string>): SessionRound {
+    const slot = this.pool.slotView(this.slot);
+    if (!slot?.seats?.simultaneous)
+      throw new SandboxError("runtime", `episode ${this.slot}: stepTogether() is the simultaneous protocol's; this episode is played turn by turn`);
+    const { agents } = slot.seats;
+    checkRoundActions(actions, agents, slot.turns + 1);
+    const value = this.pool.sessionStep(
+      this.slot,
+      agents.map((agent) => actions[agent]!),
+    );
+    const seat = value.seat as GuestSeatValue;
+    return {
+      observation: value.observation,
+      observations: value.done ? null : seat.views,
+      reward: value.reward,
+      rewards: seat.rewards ?? {},
+      done: value.done,
+      info: value.info,
+      metrics: value.metrics,
+      invalid: seat.invalid ?? {},
+    };
   }
 
   render(): string | undefined {
     return this.pool.render(this.slot);
   }
 
-  legalActions(): ActionConstraint | null {
-    return this.pool.legalActions(this.slot);
+  legalActions(agent?: string): ActionConstraint | null {
+    return this.pool.legalActions(this.slot, agent);
   }
 
-  demonstrate(): string | null {
-    return this.pool.demonstrate(this.slot);
+  demonstrate(agent?: string): string | null {
+    return this.pool.demonstrate(this.slot, agent);
   }
 
   summary(): SandboxedSummary {
@@ -804,6 +934,7 @@ export async function runSandboxedEpisodes(
   options: SandboxedPlayOptions = {},
 ): Promise<Trajectory[]> {
   const { overlap = true, fitsContext } = options;
+  const seats: Seats = { agents: protocol.agents, simultaneous: protocol.name === "simultaneous" };
   const { base, prepared } = pool.claimBank(starts);
   const cuts = laneStarts(starts, options.lanes ?? laneShape(protocol, prepared));
   // The next batch's episodes go to the other bank, and only where a crossing runs while a lane samples.
@@ -846,12 +977,14 @@ export async function runSandboxedEpisodes(
   const resetLanes = async (first: number, last: number): Promise<void> => {
     const from = cuts[first]!;
     const ahead = first > 0 && next ? next : null;
-    const aheadResets: SlotStart[] = ahead ? ahead.map(({ seed, sample, difficulty }, i) => ({ slot: nextBase + i, seed, sample, difficulty, index: i })) : [];
+    const aheadResets: SlotStart[] = ahead
+      ? ahead.map(({ seed, sample, difficulty }, i) => ({ slot: nextBase + i, seed, sample, difficulty, index: i, seats }))
+      : [];
     const resets: SlotStart[] = prepared
       ? []
       : starts
           .slice(from, cuts[last] ?? starts.length)
-          .map(({ seed, sample, difficulty }, i) => ({ slot: base + from + i, seed, sample, difficulty, index: from + i }));
+          .map(({ seed, sample, difficulty }, i) => ({ slot: base + from + i, seed, sample, difficulty, index: from + i, seats }));
     try {
       if (ahead) pool.setPrepared(null); // the other bank is overwritten from here on
       if (resets.length === 0 && ahead) {
@@ -893,12 +1026,10 @@ export async function runSandboxedEpisodes(
       pool.takeIfAnswered();
       // A wrong count fails runEpisodes; nothing is stepped.
       if (responses.length !== requests.length) return responses;
-      const stepping = await schedule.crossing(lane, () =>
-        pool.stepMany(
-          requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text })),
-          { readLater: true },
-        ),
-      );
+      const steps: SlotStep[] = seats.simultaneous
+        ? roundsOf(requests, responses, seats.agents, base)
+        : requests.map((request, i) => ({ slot: base + request.episode, action: responses[i]!.text }));
+      const stepping = await schedule.crossing(lane, () => pool.stepMany(steps, { readLater: true }));
       let read: () => unknown;
       try {
         if (overlap) schedule.passTurn(lane);
@@ -931,6 +1062,30 @@ export async function runSandboxedEpisodes(
   if (!schedule.error) runReadAhead();
   if (schedule.error) throw schedule.error.error;
   return played.flatMap((result) => (result.status === "fulfilled" ? result.value : []));
+}
+
+/**
+ * A simultaneous round's steps, one per episode: its agents' actions (its requests are consecutive) through the
+ * barrier, in the order of the agents.
+ */
+function roundsOf(requests: ActRequest[], responses: ActResponse[], agents: readonly string[], base: number): SlotStep[] {
+  const steps: SlotStep[] = [];
+  for (let from = 0; from < requests.length; ) {
+    const episode = requests[from]!.episode;
+    const barrier = new RoundBarrier(agents);
+    let to = from;
+    for (; to < requests.length && requests[to]!.episode === episode; to++) barrier.admit(requests[to]!.agent, responses[to]!.text);
+    const actions = barrier.close();
+    steps.push({ slot: base + episode, actions: agents.map((agent) => actions[agent]!) });
+    from = to;
+  }
+  return steps;
+}
+
+/** Whether a batched step's action is the one now applied (a simultaneous round's: the same texts in order). */
+function sameAction(batched: string | string[], applied: string | string[]): boolean {
+  if (typeof batched === "string" || typeof applied === "string") return batched === applied;
+  return batched.length === applied.length && batched.every((text, i) => text === applied[i]);
 }
 
 // ---- checks of what the guest answers ----

@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { randomLegalAction } from "@/lib/sdk/action-space";
 import { parseDataset } from "@/lib/sdk/dataset";
-import type { DatasetRow } from "@/lib/sdk/environment";
+import type { DatasetRow, Seats } from "@/lib/sdk/environment";
+import { type Protocol, hasSeveralAgents } from "@/lib/sdk/protocol";
 import { Rng } from "@/lib/model/rng";
 import { type SourceFiles, compileEnvironment } from "./compile";
 import { SandboxError, SandboxLimitError, type SandboxDiagnostic, formatCount, runtimeName } from "./errors";
@@ -29,7 +30,12 @@ export type ValidateOptions = {
   samples?: DatasetRow[];
   /** Uploaded datasets' files by name: a dataset environment's rows are read from here (or the built-in ones). */
   datasetFiles?: Record<string, { path: string; kind: "rows" | "conversations" }>;
-  /** Steps per dry-run episode at most (default 20). */
+  /**
+   * The experiment's protocol: the dry run plays its agents (turn by turn, or in simultaneous rounds). Default: one
+   * agent.
+   */
+  protocol?: Pick<Protocol, "name" | "agents">;
+  /** Steps per dry-run episode at most (default 20); a simultaneous round is one step. */
   maxSteps?: number;
   /**
    * CPU milliseconds the dry run's resets and steps may take in all (default `defaultDryRunCpuMs`, 10 s): the op
@@ -145,6 +151,21 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       });
       return report();
     }
+    const protocol = options.protocol;
+    const seats: Seats | undefined = protocol ? { agents: protocol.agents, simultaneous: protocol.name === "simultaneous" } : undefined;
+    const declared = Object.entries(environment.multiAgent)
+      .filter(([, has]) => has)
+      .map(([fn]) => fn);
+    if (declared.length > 0 && !(protocol && hasSeveralAgents(protocol))) {
+      diagnostics.push({
+        severity: "info",
+        message: `${declared.join(", ")} ${declared.length === 1 ? "counts" : "count"} only under a protocol with several agents (turn-based, simultaneous); this dry run played one agent`,
+        file: compiled.compiled.entry,
+        line: null,
+        column: null,
+        source: "runtime",
+      });
+    }
     count = options.seeds?.length ?? options.episodes ?? 3;
     const seeds = options.seeds ?? Array.from({ length: count }, (_, i) => i);
     const rng = new Rng(12345);
@@ -155,12 +176,13 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
     // longest prompt), its easiest in the second, and its evaluation level in the rest.
     const levels = environment.difficulty;
     const levelOf = (index: number) => (levels ? ([levels.max, levels.min][index] ?? levels.evaluation ?? levels.max) : undefined);
-    let longestAction: { text: string; bytes: number } | null = null;
+    // (a holder: TypeScript does not see the closure below assign it)
+    const longest: { action: { text: string; bytes: number } | null } = { action: null };
     for (const [index, seed] of seeds.entries()) {
       const sample = samples?.length ? samples[index % samples.length] : undefined;
       const session = pool.session(index);
       const difficulty = levelOf(index);
-      const observation = session.reset(seed, sample, difficulty);
+      const observation = session.reset(seed, sample, difficulty, seats);
       const promptTokens = chatTokens(session.systemPrompt, observation);
       if (!longestPrompt || promptTokens > longestPrompt.tokens) longestPrompt = { tokens: promptTokens, seed, difficulty };
       // Actions that parse, so that step() runs on real actions: the demonstrator's in the first episode, legal
@@ -171,28 +193,41 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       let done = false;
       let turns = 0;
       let totalReward = 0;
-      while (!done && turns < maxSteps) {
-        const declared = session.legalActions();
+      /** The dry run's next action for `agent` (default: the agent to act). */
+      const pick = (agent?: string): string => {
+        const declared = session.legalActions(agent);
         if (declared && "actions" in declared) {
           for (const text of declared.actions) {
             const bytes = Buffer.byteLength(text, "utf8");
-            if (!longestAction || bytes > longestAction.bytes) longestAction = { text, bytes };
+            if (!longest.action || bytes > longest.action.bytes) longest.action = { text, bytes };
           }
         }
         const legal = kind === "legal" ? declared : null;
         const action = options.actions?.length
           ? options.actions[played % options.actions.length]!
           : kind === "demonstrator"
-            ? (session.demonstrate() ?? "")
+            ? (session.demonstrate(agent) ?? "")
             : legal
               ? randomLegalAction(legal, () => rng.uniform())
               : probeActions[Math.floor(rng.uniform() * probeActions.length)]!;
         played += 1;
-        const step = session.step(action);
-        if (step.info.invalid === undefined) validSteps += 1;
+        return action;
+      };
+      while (!done && turns < maxSteps) {
+        if (seats?.simultaneous) {
+          const actions: Record<string, string> = {};
+          for (const agent of seats.agents) actions[agent] = pick(agent);
+          const round = session.stepTogether(actions);
+          validSteps += seats.agents.length - Object.keys(round.invalid).length;
+          totalReward += round.reward;
+          done = round.done;
+        } else {
+          const step = session.step(pick());
+          if (step.info.invalid === undefined) validSteps += 1;
+          totalReward += step.reward;
+          done = step.done;
+        }
         turns += 1;
-        totalReward += step.reward;
-        done = step.done;
       }
       if (done) session.score();
       episodes.push({ seed, turns, totalReward, done, promptTokens, actions: kind, ...(difficulty === undefined ? {} : { difficulty }) });
@@ -227,6 +262,7 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
       });
     }
     const context = options.context;
+    const longestAction = longest.action;
     if (context && longestAction && longestAction.bytes + 1 > context.maxTokens) {
       diagnostics.push({
         severity: "warning",

@@ -5,7 +5,7 @@
  * answer, because user code shares the guest's realm and could tamper with it.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { DatasetRow, Difficulty, Json } from "@/lib/sdk/environment";
+import type { DatasetRow, Difficulty, Json, Seats } from "@/lib/sdk/environment";
 
 /**
  * One op, as a tuple: the guest parses a crossing's ops in one JSON.parse, and QuickJS parses a short array in
@@ -14,9 +14,11 @@ import type { DatasetRow, Difficulty, Json } from "@/lib/sdk/environment";
 export type GuestOp =
   | [op: "configure", maxObservationChars: number]
   | [op: "describe"]
-  | [op: "reset", slot: number, seed: number, sample: DatasetRow | null, difficulty?: number | null]
+  | [op: "reset", slot: number, seed: number, sample: DatasetRow | null, difficulty?: number | null, seats?: Seats | null]
   | [op: "step", slot: number, action: string]
-  | [op: "render" | "summary" | "score" | "demonstrate", slot: number]
+  | [op: "round", slot: number, actions: string[]]
+  | [op: "render" | "summary" | "score", slot: number]
+  | [op: "demonstrate", slot: number, agent?: string]
   | [op: "logs"];
 
 /** The slot an op acts on, or null for the ops about the whole sandbox. */
@@ -25,24 +27,31 @@ export function slotOf(op: GuestOp): number | null {
 }
 
 /**
- * A crossing's ops as the guest receives them: a batch of steps or of resets by columns (QuickJS parses 64 steps
- * as `["step", [slots], [actions]]` in a third of the time it takes as 64 tuples), any other batch as its tuples.
+ * A crossing's ops as the guest receives them: a batch of steps, of simultaneous rounds (each round's actions in
+ * the order of the episode's agents) or of resets by columns (QuickJS parses 64 steps as `["step", [slots],
+ * [actions]]` in a third of the time it takes as 64 tuples), any other batch as its tuples. A reset's seats (the
+ * protocol's agents) cross only for an episode that is not a single "agent"'s.
  */
 export type GuestRequest =
   | [kind: "step", slots: number[], actions: string[]]
-  | [kind: "reset", slots: number[], seeds: number[], samples: (DatasetRow | null)[] | 0, difficulties?: (number | null)[]]
+  | [kind: "round", slots: number[], actions: string[][]]
+  | [kind: "reset", slots: number[], seeds: number[], samples: (DatasetRow | null)[] | 0, difficulties?: (number | null)[] | 0, seats?: (Seats | null)[]]
   | [kind: "ops", ops: GuestOp[]];
 
 /** The JSON text of a crossing's request (see GuestRequest). */
 export function encodeRequest(ops: GuestOp[]): string {
   const kind = ops[0]?.[0];
-  if ((kind === "step" || kind === "reset") && ops.every((op) => op[0] === kind)) {
-    if (kind === "step") return JSON.stringify(["step", ops.map((op) => op[1]), ops.map((op) => op[2])]);
+  if ((kind === "step" || kind === "round" || kind === "reset") && ops.every((op) => op[0] === kind)) {
+    if (kind === "step" || kind === "round") return JSON.stringify([kind, ops.map((op) => op[1]), ops.map((op) => op[2])]);
     const resets = ops as Extract<GuestOp, [op: "reset", ...unknown[]]>[];
     const samples = resets.some((op) => op[3] !== null) ? resets.map((op) => op[3]) : 0;
     const columns: unknown[] = ["reset", resets.map((op) => op[1]), resets.map((op) => op[2]), samples];
-    // The levels of an environment that declares difficulty; none at all crosses for one that does not.
-    if (resets.some((op) => op[4] !== undefined && op[4] !== null)) columns.push(resets.map((op) => op[4] ?? null));
+    // The levels of an environment that declares difficulty, and the seats of a protocol with several agents (or
+    // one not named "agent"); neither crosses when no reset has one.
+    const levels = resets.some((op) => op[4] !== undefined && op[4] !== null);
+    const seated = resets.some((op) => op[5] !== undefined && op[5] !== null);
+    if (levels || seated) columns.push(levels ? resets.map((op) => op[4] ?? null) : 0);
+    if (seated) columns.push(resets.map((op) => op[5] ?? null));
     return JSON.stringify(columns);
   }
   return JSON.stringify(["ops", ops]);
@@ -87,8 +96,43 @@ export const FAILED = -1;
 /** One answer per op: each op's record in `results` starts at `starts[i]` (its length); `ms`, each op's time. */
 export type GuestResponse = { ms: number[]; results: unknown[]; starts: Int32Array };
 
-/** `legalActions`: the next turn's, when the environment's actions depend on the state (else the description's). */
-export type GuestResetValue = { observation: string; systemPrompt: string; render: string | null; legalActions: ActionConstraint | null };
+/**
+ * What a reset or a step of an episode with several agents answers beyond a single agent's, by agent: the agent to
+ * act next (turn-based; null once done, or in a simultaneous round), each agent's system prompt (a reset, when the
+ * definition's systemPrompt is a function), the step's per-agent rewards, and in a simultaneous round each agent's
+ * next observation, legal actions (actions as a function of the state) and invalid action.
+ */
+export type GuestSeatValue = {
+  actor: string | null;
+  prompts: Record<string, string> | null;
+  rewards: Record<string, number> | null;
+  views: Record<string, string> | null;
+  legal: Record<string, ActionConstraint> | null;
+  invalid: Record<string, string> | null;
+};
+
+/**
+ * A reset's seat values (after its GuestResetWire values): `actor, prompts | 0, views | 0, legal | 0`, each list
+ * in the order of the episode's agents.
+ */
+export const RESET_SEAT_FIELDS = 4;
+/**
+ * A step's or a round's seat values (before its metrics): `actor | null, rewards | 0, views | 0, legal | 0,
+ * invalid | 0`; views and legal are lists in the order of the episode's agents.
+ */
+export const STEP_SEAT_FIELDS = 5;
+
+/**
+ * `legalActions`: the next turn's, when the environment's actions depend on the state (else the description's).
+ * `seat`: an episode with several agents' (see GuestSeatValue), else undefined.
+ */
+export type GuestResetValue = {
+  observation: string;
+  systemPrompt: string;
+  render: string | null;
+  legalActions: ActionConstraint | null;
+  seat?: GuestSeatValue;
+};
 /**
  * `render` is `true` when it is the observation itself (a board game's usually is): the text crosses once.
  * `systemPrompt` is `true` when it is the one the sandbox's previous reset answered (the host keeps it): a
@@ -123,15 +167,18 @@ export type GuestStepValue = {
   end: GuestEpisodeEnd | null;
   /** The next turn's legal actions, when they depend on the state and the episode goes on. */
   legalActions: ActionConstraint | null;
+  /** An episode with several agents' (see GuestSeatValue), else undefined. */
+  seat?: GuestSeatValue;
 };
 
 /**
- * A step's record: an unfinished episode's step, `4 + 2k, observation, reward, info, render, key1, value1, ...`
+ * A step's record (a simultaneous round's alike, its observation the first agent's): an unfinished episode's step, `4 + 2k, observation, reward, info, render, key1, value1, ...`
  * (its k metrics as pairs; `5 + 2k` with the next turn's legal actions after the render when the description's
  * actions are "state"); the last step, `10 + 2k, null, reward, info, render`, the episode's end (`turns,
  * totalReward, truncated, invalidActions, score, breakdown`), then the metrics. Whether the episode is done is
  * the observation being null. `info` is 0 when empty; `breakdown` null when the definition has no reward
- * functions (it is then `{ env: totalReward }`).
+ * functions (it is then `{ env: totalReward }`). An episode with several agents has its seat values (STEP_SEAT_FIELDS)
+ * before the metrics.
  */
 export type GuestStepWire =
   | [n: number, observation: string, reward: number, info: Record<string, Json> | 0, render: string | null | true, ...metrics: (string | number)[]]
@@ -171,6 +218,8 @@ export type EnvironmentDescription = {
   hasDemonstrator: boolean;
   /** The declared levels of difficulty (what the RL trainer's curriculum moves through), or null: none. */
   difficulty: Difficulty | null;
+  /** Which of the functions for several agents the definition declares. */
+  multiAgent: { toAct: boolean; observe: boolean; stepTogether: boolean };
   /**
    * The legal actions: one constraint for every turn, "state" when each reset's and unfinished step's record
    * carries its own (after the render), or null when the environment declares none.

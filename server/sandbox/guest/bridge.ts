@@ -13,6 +13,7 @@ import {
   type DatasetRow,
   type EnvironmentDefinition,
   type Json,
+  type Seats,
   type SessionFields,
   type StepOutcome,
   EnvironmentContractError,
@@ -28,6 +29,7 @@ import {
   type GuestOp,
   type GuestRequest,
   type GuestSummaryWire,
+  RESET_SEAT_FIELDS,
   isReservedKey,
   reservedKeyReason,
 } from "../wire";
@@ -92,6 +94,8 @@ let actions: string[] = [];
 let seeds: number[] = [];
 let samples: (DatasetRow | null)[] | 0 = 0;
 let difficulties: (number | null)[] | 0 = 0;
+let seatsOfResets: (Seats | null)[] | 0 = 0;
+let roundActions: string[][] = [];
 let cursor = 0;
 /**
  * The batch's records so far (see GuestResponse), serialized in one JSON.stringify call when the thread takes
@@ -120,6 +124,11 @@ export function install(userModule: Record<string, unknown>): void {
     hasRender: typeof definition.render === "function",
     hasDemonstrator: typeof definition.demonstrate === "function",
     difficulty: copyDifficulty(definition.difficulty),
+    multiAgent: {
+      toAct: typeof definition.toAct === "function",
+      observe: typeof definition.observe === "function",
+      stepTogether: typeof definition.stepTogether === "function",
+    },
     actions: typeof definition.actions === "function" ? "state" : definition.actions === undefined ? null : legalActionsOf(definition, undefined),
     exportName,
   };
@@ -141,11 +150,15 @@ function begin(text: string): void {
   if (request[0] === "step") {
     slots = request[1];
     actions = request[2];
+  } else if (request[0] === "round") {
+    slots = request[1];
+    roundActions = request[2];
   } else if (request[0] === "reset") {
     slots = request[1];
     seeds = request[2];
     samples = request[3];
-    difficulties = request[4] ?? 0;
+    difficulties = request[4] || 0;
+    seatsOfResets = request[5] ?? 0;
   } else ops = request[1];
   cursor = 0;
   records = [];
@@ -162,8 +175,16 @@ function next(): number {
   try {
     pendingViolation = null;
     if (kind === "step") step(slots[i]!, actions[i]!);
-    else if (kind === "reset") reset(slots[i]!, seeds[i]!, samples === 0 ? null : samples[i]!, difficulties === 0 ? null : difficulties[i]!);
-    else answer(ops[i]!);
+    else if (kind === "round") round(slots[i]!, roundActions[i]!);
+    else if (kind === "reset") {
+      reset(
+        slots[i]!,
+        seeds[i]!,
+        samples === 0 ? null : samples[i]!,
+        difficulties === 0 ? null : difficulties[i]!,
+        seatsOfResets === 0 ? null : seatsOfResets[i]!,
+      );
+    } else answer(ops[i]!);
     if (pendingViolation) throw pendingViolation;
   } catch (error) {
     records.length = start;
@@ -180,14 +201,15 @@ function take(): string {
   return text;
 }
 
-/** A reset's record (GuestResetWire). */
-function reset(slot: number, seed: number, sample: DatasetRow | null, difficulty: number | null): void {
+/** A reset's record (GuestResetWire), with an episode with several agents' seat values after it. */
+function reset(slot: number, seed: number, sample: DatasetRow | null, difficulty: number | null, seats: Seats | null): void {
   const session = (sessions[slot] ??= new EnvironmentSession(definition!));
-  const observation = checkSize("observation", session.reset(seed, sample ?? undefined, difficulty ?? undefined));
+  const observation = checkSize("observation", session.reset(seed, sample ?? undefined, difficulty ?? undefined, seats ?? undefined));
   const render = checkSize("render", session.render() ?? null);
   const systemPrompt = checkSize("systemPrompt", session.systemPrompt);
   const samePrompt = systemPrompt === lastSystemPrompt;
   const renderOrSame = render !== null && render === observation ? true : render;
+  const start = records.length;
   if (actionsByState) {
     const legal = session.legalActions();
     recordChars += checkJsonSize("actions(state)", legal);
@@ -195,6 +217,17 @@ function reset(slot: number, seed: number, sample: DatasetRow | null, difficulty
   } else records.push(3, observation, samePrompt ? true : systemPrompt, renderOrSame);
   lastSystemPrompt = systemPrompt;
   recordChars += observation.length + (samePrompt ? 0 : systemPrompt.length) + (render === null ? 0 : render.length);
+  const fields = session as unknown as SessionFields;
+  if (!fields.several) return;
+  const agents = fields.seats.agents;
+  const together = fields.seats.simultaneous;
+  const prompts = typeof definition!.systemPrompt === "function" ? agents.map((agent) => checkSize("systemPrompt", session.systemPromptOf(agent))) : 0;
+  const views = together ? agents.map((agent) => checkSize("observation", session.observationOf(agent))) : 0;
+  const legal = together && actionsByState ? agents.map((agent) => session.legalActions(agent)) : 0;
+  for (const text of [...(prompts || []), ...(views || [])]) recordChars += text.length;
+  if (legal !== 0) recordChars += checkJsonSize("actions(state)", legal);
+  records.push(fields.actor, prompts, views, legal);
+  (records[start] as number) += RESET_SEAT_FIELDS;
 }
 
 /**
@@ -206,9 +239,41 @@ function step(slot: number, action: string): void {
   const session = sessionAt(slot);
   const outcome = session.advance(action);
   const fields = session as unknown as SessionFields;
+  const observation = fields.finished ? null : checkSize("observation", outcome.observation ?? "");
+  stepRecord(session, outcome, observation, fields.several ? [fields.finished ? null : fields.actor, fields.stepRewards ?? 0, 0, 0, 0] : null);
+}
+
+/**
+ * A simultaneous round's record: a step's (GuestStepWire) whose observation is the first agent's, and whose seat
+ * values hold each agent's observation, legal actions and invalid action. `list` holds the actions in the order of
+ * the episode's agents.
+ */
+function round(slot: number, list: string[]): void {
+  const session = sessionAt(slot);
+  const fields = session as unknown as SessionFields;
+  const agents = fields.seats.agents;
+  if (!isArray(list) || list.length !== agents.length) throw new Error(`a round of slot ${slot} needs ${agents.length} actions, one per agent`);
+  const byAgent: Record<string, string> = {};
+  for (let a = 0; a < agents.length; a++) byAgent[agents[a]!] = list[a]!;
+  const { outcome, observations, invalid } = session.advanceTogether(byAgent);
+  const views = observations === null ? 0 : agents.map((agent) => checkSize("observation", observations[agent]!));
+  const legal = views !== 0 && actionsByState ? agents.map((agent) => session.legalActions(agent)) : 0;
+  if (views !== 0) for (let a = 1; a < views.length; a++) recordChars += views[a]!.length;
+  if (legal !== 0) recordChars += checkJsonSize("actions(state)", legal);
+  const invalidOrNone = objectKeys(invalid).length === 0 ? 0 : invalid;
+  stepRecord(session, outcome, views === 0 ? null : views[0]!, [null, fields.stepRewards ?? 0, views, legal, invalidOrNone]);
+}
+
+/** Adds a step's or a round's record: its values, the seat values of an episode with several agents, the metrics. */
+function stepRecord(
+  session: EnvironmentSession<unknown, unknown, DatasetRow>,
+  outcome: Omit<StepOutcome<unknown>, "state">,
+  observation: string | null,
+  seat: unknown[] | null,
+): void {
+  const fields = session as unknown as SessionFields;
   const done = fields.finished;
   const truncated = fields.truncated;
-  const observation = done ? null : checkSize("observation", outcome.observation ?? "");
   const render = checkSize("render", session.render() ?? null);
   // info, the one value whose size is not known yet, is measured only when it has something in it; an episode
   // cut short at maxTurns says so in it, as `step` does
@@ -227,6 +292,7 @@ function step(slot: number, action: string): void {
       records.push(legal);
     }
   }
+  if (seat !== null) for (let v = 0; v < seat.length; v++) records.push(seat[v]);
   const metrics = outcome.metrics as Record<string, number> | MetricPairs | undefined;
   if (metrics === undefined) {
     // none
@@ -257,9 +323,11 @@ function answer(op: GuestOp): void {
       return;
     }
     case "reset":
-      return reset(op[1], op[2], op[3], op[4] ?? null);
+      return reset(op[1], op[2], op[3], op[4] ?? null, op[5] ?? null);
     case "step":
       return step(op[1], op[2]);
+    case "round":
+      return round(op[1], op[2]);
     case "render": {
       const render = checkSize("render", sessionAt(op[1]).render() ?? null);
       recordChars += render === null ? 0 : render.length;
@@ -286,7 +354,7 @@ function answer(op: GuestOp): void {
       records.push(1, sessionAt(op[1]).score());
       return;
     case "demonstrate": {
-      const action = checkSize("demonstrate", sessionAt(op[1]).demonstrate());
+      const action = checkSize("demonstrate", sessionAt(op[1]).demonstrate(op[2] ?? undefined));
       recordChars += action === null ? 0 : action.length;
       records.push(1, action);
       return;
