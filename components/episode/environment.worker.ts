@@ -10,7 +10,7 @@ import { useCases } from "@/lib/envs";
 import type { ChatMessage } from "@/lib/model/chat";
 import type { Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
-import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
+import { EnvironmentSession, type DatasetRow, type Json } from "@/lib/sdk/environment";
 import { type ActRequest, type ActResponse, runEpisodes } from "@/lib/sdk/protocol";
 import type { EnvironmentEvent, EnvironmentOutline, EnvironmentRequest, EnvironmentSource } from "./protocol";
 import { BrowserSandboxedSession } from "./sandboxed-session";
@@ -19,8 +19,8 @@ const scope = self as unknown as { postMessage(message: EnvironmentEvent): void;
 const post = (message: EnvironmentEvent) => scope.postMessage(message);
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** The surface of a session `runEpisodes` drives: the SDK's own, or the sandboxed one. */
-type Session = Pick<EnvironmentSession, "systemPrompt" | "reset" | "step" | "render" | "legalActions" | "invalidActions" | "rewardBreakdown" | "score">;
+/** A session `runEpisodes` drives: the SDK's own, or the sandboxed one (which plays one agent, turn by turn). */
+type Session = EnvironmentSession | BrowserSandboxedSession;
 
 let newSession: (() => Session) | null = null;
 /** The policy's tokenizer (its last `tokenizer` message), or why it could not be built. */
@@ -61,44 +61,67 @@ let waiting: { episode: number; resolve(response: ActResponse): void } | null = 
 async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0], seed: number, sample: DatasetRow | undefined, contextLength: number | null) {
   if (!newSession) throw new Error("no environment is loaded in this worker yet");
   const inner = newSession();
-  let asked: ActRequest | null = null;
-  // The SDK's session, reporting each reset and step to the page as it happens.
-  const session: Session = {
-    get systemPrompt() {
-      return inner.systemPrompt;
+  /** The requests of the turn or round being played, by agent: each played turn's observation is its agent's. */
+  const asked = new Map<string, ActRequest>();
+  const played = (agent: string, action: string, step: { reward: number; info: Record<string, Json>; metrics: Record<string, number> }, done: boolean) =>
+    post({
+      type: "stepped",
+      episode,
+      turn: {
+        agent,
+        observation: asked.get(agent)?.messages.at(-1)?.content ?? "",
+        action,
+        reward: step.reward,
+        done,
+        render: inner.render() ?? null,
+        info: step.info,
+        metrics: step.metrics,
+      },
+    });
+  // The session itself to runEpisodes (every method and argument passed on as they are), reporting each reset, step
+  // and simultaneous round to the page as it happens.
+  const session = new Proxy(inner, {
+    get(target, property) {
+      if (property === "reset") {
+        return (...args: Parameters<Session["reset"]>) => {
+          const observation = (target.reset as (...a: typeof args) => string)(...args);
+          post({ type: "started", episode, systemPrompt: target.systemPrompt, observation, render: target.render() ?? null });
+          return observation;
+        };
+      }
+      if (property === "step") {
+        return (text: string) => {
+          const result = target.step(text);
+          played(asked.values().next().value?.agent ?? "", text, result, result.done);
+          return result;
+        };
+      }
+      if (property === "stepTogether" && target instanceof EnvironmentSession) {
+        // A round: one turn per agent, in the order they were asked; the round's rewards are its last turn's.
+        return (actions: Record<string, string>) => {
+          const result = target.stepTogether(actions);
+          const agents = [...asked.keys()];
+          for (const [i, agent] of agents.entries()) {
+            const last = i === agents.length - 1;
+            const invalid = result.invalid[agent];
+            played(
+              agent,
+              actions[agent] ?? "",
+              {
+                reward: last ? (result.rewards[agent] ?? 0) : 0,
+                info: { ...(last ? result.info : {}), ...(invalid === undefined ? {} : { invalid }) },
+                metrics: last ? result.metrics : {},
+              },
+              last && result.done,
+            );
+          }
+          return result;
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
     },
-    reset(seed: number, sample?: DatasetRow) {
-      const observation = inner.reset(seed, sample);
-      post({ type: "started", episode, systemPrompt: inner.systemPrompt, observation, render: inner.render() ?? null });
-      return observation;
-    },
-    step(text: string) {
-      const result = inner.step(text);
-      const observation = asked?.messages.at(-1)?.content ?? "";
-      post({
-        type: "stepped",
-        episode,
-        turn: {
-          agent: asked?.agent ?? "",
-          observation,
-          action: text,
-          reward: result.reward,
-          done: result.done,
-          render: inner.render() ?? null,
-          info: result.info,
-          metrics: result.metrics,
-        },
-      });
-      return result;
-    },
-    render: () => inner.render(),
-    legalActions: () => inner.legalActions(),
-    get invalidActions() {
-      return inner.invalidActions;
-    },
-    rewardBreakdown: () => inner.rewardBreakdown(),
-    score: () => inner.score(),
-  };
+  });
   let fitsContext: ((messages: ChatMessage[]) => boolean) | undefined;
   if (contextLength !== null) {
     if (!policyTokenizer) throw new Error("the policy's tokenizer was not sent before the episode; the context check needs it");
@@ -110,11 +133,17 @@ async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0]
   const [trajectory] = await runEpisodes(
     protocol,
     [{ session: session as EnvironmentSession, seed, sample }],
-    async ([request]) => {
-      asked = request!;
-      const response = new Promise<ActResponse>((resolve) => (waiting = { episode, resolve }));
-      post({ type: "act", episode, request: request! });
-      return [await response];
+    // One request a turn; one per agent a simultaneous round, answered one after the other.
+    async (requests) => {
+      asked.clear();
+      const responses: ActResponse[] = [];
+      for (const request of requests) {
+        asked.set(request.agent, request);
+        const response = new Promise<ActResponse>((resolve) => (waiting = { episode, resolve }));
+        post({ type: "act", episode, request });
+        responses.push(await response);
+      }
+      return responses;
     },
     { fitsContext },
   );

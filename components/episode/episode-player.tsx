@@ -16,6 +16,7 @@ import type { Tokenizer } from "@/lib/model/tokenizer";
 import type { DatasetRow } from "@/lib/sdk/environment";
 import { type ActRequest, type Protocol, type Trajectory, turnBased } from "@/lib/sdk/protocol";
 import { EnvironmentClient } from "./environment-client";
+import { agentColour } from "@/components/run/agent-colours";
 import { describeEnd } from "./episode-end";
 import type { EnvironmentOutline, EnvironmentSource, PlayedTurn } from "./protocol";
 
@@ -49,6 +50,8 @@ type EpisodeState =
       message: string | null;
       /** what the outcome needs to say why the episode ended: its protocol, turn limit and the policy's context */
       limits: EpisodeLimits;
+      /** the protocol's agents, in its order (each agent's colour) */
+      agents: string[];
     };
 
 /**
@@ -183,7 +186,7 @@ export function EpisodePlayer({
         },
         stepped: (turn) =>
           update(episode, (current) => {
-            const by = current.pending?.by ?? "you";
+            const by = bySide[turn.agent] ?? "you";
             return { ...current, pending: null, turns: [...current.turns, { ...turn, by, tokens: by === "policy" ? (policyTokens.shift() ?? null) : null }] };
           }),
         finished: (trajectory) => update(episode, (current) => ({ ...current, status: "finished", pending: null, trajectory })),
@@ -201,6 +204,8 @@ export function EpisodePlayer({
       trajectory: null,
       message: null,
       limits,
+      // A duel's sides keep their colours whichever opens.
+      agents: twoPlayer ? [...duel.sides] : protocol.agents,
     });
   };
 
@@ -361,19 +366,38 @@ export function EpisodePlayer({
 }
 
 function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episode: number }>; onAnswer(text: string): void }) {
+  // Several agents: each turn in its agent's colour.
+  const several = state.agents.length > 1;
   return (
     <Card title="Transcript">
       <ol aria-label="Turns" className="divide-y divide-slate-200">
         <li className="space-y-2 p-4">
           <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Start</h3>
-          {state.systemPrompt && <p className="text-sm text-slate-600">System prompt: {state.systemPrompt}</p>}
+          {state.trajectory?.systemPrompts
+            ? // Agents prompted apart (a role in the prompt): each one's, once the episode is over.
+              Object.entries(state.trajectory.systemPrompts).map(([agent, prompt]) => (
+                <p key={agent} className="text-sm text-slate-600">
+                  System prompt of <AgentName agents={state.agents} agent={agent} />: {prompt}
+                </p>
+              ))
+            : state.systemPrompt && <p className="text-sm text-slate-600">System prompt: {state.systemPrompt}</p>}
           {state.start && <Board text={state.start.render ?? state.start.observation} label="Initial observation" />}
         </li>
         {state.turns.map((turn, i) => (
-          <li key={i} className="space-y-2 p-4">
+          <li key={i} className={`space-y-2 p-4 ${several ? `border-l-4 ${agentColour(state.agents, turn.agent).border}` : ""}`}>
             <h3 className="flex items-center gap-2 text-xs font-medium tracking-wide text-slate-500 uppercase">
-              Turn {i + 1} · {turn.agent} · {turn.by === "policy" ? "the policy" : "you"}
-              <span className={turn.reward > 0 ? "text-emerald-700" : turn.reward < 0 ? "text-red-700" : ""}>reward {formatReward(turn.reward)}</span>
+              Turn {i + 1} · <AgentName agents={state.agents} agent={turn.agent} /> · {turn.by === "policy" ? "the policy" : "you"}
+              {/* Once the episode is over, a step that paid several agents shows each one's reward. */}
+              {state.trajectory?.turns[i]?.rewards ? (
+                <span>
+                  rewards{" "}
+                  {Object.entries(state.trajectory.turns[i]!.rewards!)
+                    .map(([agent, value]) => `${agent} ${formatReward(value)}`)
+                    .join(" · ")}
+                </span>
+              ) : (
+                <span className={turn.reward > 0 ? "text-emerald-700" : turn.reward < 0 ? "text-red-700" : ""}>reward {formatReward(turn.reward)}</span>
+              )}
             </h3>
             {turn.tokens && state.labels ? (
               <TokenStream tokens={turn.tokens} labels={state.labels} />
@@ -384,7 +408,9 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
             {turn.render !== null && <Board text={turn.render} label={`After turn ${i + 1}`} />}
           </li>
         ))}
-        {state.pending && <PendingTurn pending={state.pending} labels={state.labels} number={state.turns.length + 1} onAnswer={onAnswer} />}
+        {state.pending && (
+          <PendingTurn pending={state.pending} agents={state.agents} labels={state.labels} number={state.turns.length + 1} onAnswer={onAnswer} />
+        )}
         {state.status === "finished" && state.trajectory && <Outcome trajectory={state.trajectory} limits={state.limits} />}
         {state.status === "failed" && (
           <li role="alert" className="p-4 text-sm text-red-700">
@@ -398,11 +424,13 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
 
 function PendingTurn({
   pending,
+  agents,
   labels,
   number,
   onAnswer,
 }: {
   pending: NonNullable<Extract<EpisodeState, { episode: number }>["pending"]>;
+  agents: string[];
   labels: TokenLabels | null;
   number: number;
   onAnswer(text: string): void;
@@ -419,9 +447,9 @@ function PendingTurn({
     if (typed) actionInput.current?.focus();
   }, [typed]);
   return (
-    <li className="space-y-2 bg-sky-50/60 p-4">
+    <li className={`space-y-2 bg-sky-50/60 p-4 ${agents.length > 1 ? `border-l-4 ${agentColour(agents, pending.request.agent).border}` : ""}`}>
       <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">
-        Turn {number} · {pending.request.agent} · {pending.by === "policy" ? "the policy is thinking…" : "your move"}
+        Turn {number} · <AgentName agents={agents} agent={pending.request.agent} /> · {pending.by === "policy" ? "the policy is thinking…" : "your move"}
       </h3>
       {pending.by === "policy" ? (
         labels && <TokenStream tokens={pending.tokens} labels={labels} />
@@ -487,6 +515,11 @@ function Outcome({ trajectory, limits }: { trajectory: Trajectory; limits: Episo
       )}
     </li>
   );
+}
+
+/** An agent's name, in its colour when several agents play. */
+function AgentName({ agents, agent }: { agents: string[]; agent: string }) {
+  return agents.length > 1 ? <span className={`font-semibold ${agentColour(agents, agent).text}`}>{agent}</span> : agent;
 }
 
 /** An observation or render as the environment wrote it; with `onWord`, each word is a button that picks it. */

@@ -76,6 +76,19 @@ describe("a two-player game in the episode player", () => {
       // A tic-tac-toe game needs five moves at least to be won.
       expect(Number(/^(\d+) turns/.exec(text)?.[1])).toBeGreaterThanOrEqual(5);
       expect(await page.getByText(new RegExp(`^Turn \\d+ · ${you} · you`)).count()).toBeGreaterThanOrEqual(2);
+      // X's turns and O's are told apart by colour (the first item is the start).
+      const border = (i: number) =>
+        page
+          .getByLabel("Turns")
+          .locator("> li")
+          .nth(i)
+          .evaluate((li) => getComputedStyle(li).borderLeftColor);
+      expect(await border(1)).toBe(await border(3));
+      expect(await border(1)).not.toBe(await border(2));
+      // The winning step pays both players: the last turn shows each one's reward.
+      const items = page.getByLabel("Turns").locator("> li");
+      const lastTurn = items.nth((await items.count()) - 2);
+      if (!text.includes("a draw")) expect(await lastTurn.textContent()).toMatch(/rewards X -?1 · O -?1/);
       await page.close();
     },
     180_000,
