@@ -25,21 +25,29 @@ export const SIGNAL_ROLES: readonly [SignalRole, SignalRole] = ["speaker", "list
 export const CODE: Readonly<Record<Colour, Signal>> = { red: "y", green: "w", blue: "z", gold: "x" };
 const DECODE = Object.fromEntries(Object.entries(CODE).map(([colour, signal]) => [signal, colour])) as Record<Signal, Colour>;
 
-/** A round: the target, then the signal sent and the colour named once each is made. */
-export type SignalState = { target: Colour; signal: Signal | null; guess: Colour | null };
+/**
+ * A round: the target, then the signal sent and the colour named once each is made. `coin`, a uniform draw at
+ * the start that only the demonstrators read, decides whether they slip in this round (a demonstrator is a
+ * function of the state, and needs its own randomness).
+ */
+export type SignalState = { target: Colour; signal: Signal | null; guess: Colour | null; coin: number };
 
 /** The scripted speaker's signal for a colour. */
 export const speakFixedCode = (target: Colour): Signal => CODE[target];
 /** The scripted listener's colour for a signal. */
 export const listenFixedCode = (signal: Signal): Colour => DECODE[signal];
 
+/** How often the demonstrators confuse gold with blue: in three rounds of five. */
+const GOLD_SLIP = 0.6;
+
 /**
- * The demonstrators: the fixed code, except that each confuses gold with blue (the speaker sends blue's signal
- * for gold; the listener reads gold's signal as blue). With a scripted partner each succeeds 3 times in 4; a base
- * SFT'd on them makes the same slip greedily, which RL has to fix.
+ * The demonstrators: the fixed code, except that in three rounds of five (`coin` below 0.6) they confuse gold with
+ * blue: the speaker sends blue's signal for gold, the listener reads gold's signal as blue. With a scripted partner
+ * each succeeds 0.85 of the time; a base SFT'd on them makes the slip greedily (0.75), while the right answer stays
+ * within what it samples for RL to find.
  */
-export const demonstrateSpeaker = (target: Colour): Signal => CODE[target === "gold" ? "blue" : target];
-export const demonstrateListener = (signal: Signal): Colour => (DECODE[signal] === "gold" ? "blue" : DECODE[signal]);
+export const demonstrateSpeaker = (target: Colour, coin: number): Signal => CODE[target === "gold" && coin < GOLD_SLIP ? "blue" : target];
+export const demonstrateListener = (signal: Signal, coin: number): Colour => (DECODE[signal] === "gold" && coin < GOLD_SLIP ? "blue" : DECODE[signal]);
 
 /** What each role sees: the speaker its target and signals, the listener the signal and the colours. */
 export function describeFor(state: SignalState, role: SignalRole): string {
@@ -67,7 +75,7 @@ const PROMPT: Record<SignalRole, string> = {
 };
 
 function newRound(rng: Rng): SignalState {
-  return { target: COLOURS[Math.floor(rng.uniform() * COLOURS.length)]!, signal: null, guess: null };
+  return { target: COLOURS[Math.floor(rng.uniform() * COLOURS.length)]!, signal: null, guess: null, coin: rng.uniform() };
 }
 
 /** The round's end: 1 when the listener named the target. */
@@ -92,7 +100,7 @@ export const signalSpeaker = defineEnvironment<SignalState, string>({
   step(state, signal) {
     return finished({ ...state, signal: signal as Signal, guess: listenFixedCode(signal as Signal) });
   },
-  demonstrate: (state) => demonstrateSpeaker(state.target),
+  demonstrate: (state) => demonstrateSpeaker(state.target, state.coin),
   render: renderRound,
   score: ({ state }) => (state.guess === state.target ? 1 : 0),
 });
@@ -114,7 +122,7 @@ export const signalListener = defineEnvironment<SignalState, string>({
   step(state, colour) {
     return finished({ ...state, guess: colour as Colour });
   },
-  demonstrate: (state) => demonstrateListener(state.signal!),
+  demonstrate: (state) => demonstrateListener(state.signal!, state.coin),
   render: renderRound,
   score: ({ state }) => (state.guess === state.target ? 1 : 0),
 });
@@ -148,7 +156,7 @@ export const signalGame: EnvironmentDefinition<SignalState, string> = defineEnvi
     const outcome = finished({ ...state, guess: word as Colour });
     return { ...outcome, rewards: { speaker: outcome.reward, listener: outcome.reward } };
   },
-  demonstrate: (state, agent) => (asRole(agent) === "speaker" ? demonstrateSpeaker(state.target) : demonstrateListener(state.signal!)),
+  demonstrate: (state, agent) => (asRole(agent) === "speaker" ? demonstrateSpeaker(state.target, state.coin) : demonstrateListener(state.signal!, state.coin)),
   render: renderRound,
   score: ({ state }) => (state.guess === state.target ? 1 : 0),
 });

@@ -15,6 +15,7 @@
  * Two environments: `split-pot`, the policy against a scripted counterpart that asks for 6 of 10, then 3 of 8,
  * then 2 of 6 (a hard opener that gives way), and `split-pot-duel` for two agents.
  */
+import type { Rng } from "@/lib/model/rng";
 import { defineEnvironment, type EnvironmentDefinition, type ParseResult, type StepOutcome } from "@/lib/sdk/environment";
 
 export const POTS = [10, 8, 6] as const;
@@ -28,17 +29,25 @@ export type SplitState = {
   sealed: Partial<Record<Bargainer, number>>;
   /** Coins paid once the game is over (zeros after a third clash); null while it goes on. */
   coins: Record<Bargainer, number> | null;
+  /** Each player's uniform draw at the start, which only the demonstrator reads (it is a function of the state). */
+  coin: Record<Bargainer, number>;
 };
 
 /** The scripted counterpart's demand in each round: 6 of 10, 3 of 8, 2 of 6. */
 export const COUNTERPART_DEMANDS = [6, 3, 2] as const;
 
 /**
- * The demonstrator: half the pot, every round. Against the scripted counterpart it clashes once (5 + 6 > 10) and
- * then gets 4 of 8; holding out for 5 in the second round would get 5, and conceding to 4 at once would leave
- * no coin unpaid. Two of it agree at once, 5 each.
+ * The demonstrator for `player`: half the pot every round, except in the games whose coin (the player's uniform
+ * draw at the start) is below 0.2, where it asks one coin less, or above 0.8, one more. Against the scripted counterpart the fair
+ * demand clashes once (5 + 6 > 10) and then gets 4 of 8; asking one less gets 4 at once, with nothing wasted;
+ * asking one more holds out and gets 5 of 8. Its share is 0.42 on average; 0.5 is the most anyone gets from the
+ * counterpart. Two of it agree at once unless one asks more.
  */
-export const demonstratedDemand = (state: SplitState): number => Math.floor(POTS[state.round]! / 2);
+export function demonstratedDemand(state: SplitState, player: Bargainer): number {
+  const half = Math.floor(POTS[state.round]! / 2);
+  const coin = state.coin[player];
+  return coin < 0.2 ? half - 1 : coin > 0.8 ? half + 1 : half;
+}
 
 const potOf = (state: SplitState) => POTS[state.round]!;
 
@@ -48,7 +57,7 @@ export function settle(state: SplitState, demands: Record<Bargainer, number>): S
   if (demands.A + demands.B <= pot) return { ...state, sealed: {}, coins: { A: demands.A, B: demands.B } };
   const clashes = [...state.clashes, { A: demands.A, B: demands.B }];
   if (state.round + 1 >= POTS.length) return { ...state, clashes, sealed: {}, coins: { A: 0, B: 0 } };
-  return { round: state.round + 1, clashes, sealed: {}, coins: null };
+  return { ...state, round: state.round + 1, clashes, sealed: {}, coins: null };
 }
 
 /** What `player` sees: the round, the pot, the last clash, and the demands it may make. */
@@ -81,7 +90,7 @@ function parseDemand(text: string, state: SplitState): ParseResult<number> {
 
 const RULES = "Split the pot: demand coins; if both demands fit, each gets its own, else the pot shrinks.";
 
-const fresh = (): SplitState => ({ round: 0, clashes: [], sealed: {}, coins: null });
+const fresh = (rng: Rng): SplitState => ({ round: 0, clashes: [], sealed: {}, coins: null, coin: { A: rng.uniform(), B: rng.uniform() } });
 
 const payoffMetrics = (coins: Record<Bargainer, number>, state: SplitState) => ({
   agreed: agreed(state) ? 1 : 0,
@@ -100,8 +109,8 @@ export const splitPot = defineEnvironment<SplitState, number>({
   systemPrompt: RULES,
   maxTurns: POTS.length,
   scoreName: "share",
-  reset() {
-    const state = fresh();
+  reset({ rng }) {
+    const state = fresh(rng);
     return { state, observation: describeFor(state, "A") };
   },
   parseAction: parseDemand,
@@ -111,7 +120,7 @@ export const splitPot = defineEnvironment<SplitState, number>({
     if (!next.coins) return { state: next, observation: describeFor(next, "A"), reward: 0, done: false };
     return { state: next, reward: next.coins.A / POTS[0], done: true, metrics: payoffMetrics(next.coins, next) };
   },
-  demonstrate: (state) => String(demonstratedDemand(state)),
+  demonstrate: (state) => String(demonstratedDemand(state, "A")),
   render: renderSplit,
   score: ({ state }) => (state.coins?.A ?? 0) / POTS[0],
 });
@@ -138,8 +147,8 @@ export const splitPotDuel: EnvironmentDefinition<SplitState, number> = defineEnv
   systemPrompt: (_sample, agent) => (agent === "A" || agent === "B" ? `${RULES} You are ${agent}.` : RULES),
   maxTurns: 2 * POTS.length,
   scoreName: "share_a",
-  reset() {
-    const state = fresh();
+  reset({ rng }) {
+    const state = fresh(rng);
     return { state, observation: describeFor(state, "A") };
   },
   toAct: (state) => (state.sealed.A === undefined ? "A" : "B"),
@@ -159,7 +168,7 @@ export const splitPotDuel: EnvironmentDefinition<SplitState, number> = defineEnv
     }
     return afterRound(settle(state, { A: sealed.A, B: sealed.B }), actor);
   },
-  demonstrate: (state) => String(demonstratedDemand(state)),
+  demonstrate: (state, agent) => String(demonstratedDemand(state, asBargainer(agent))),
   render: renderSplit,
   score: ({ state }) => (state.coins?.A ?? 0) / POTS[0],
 });
