@@ -332,7 +332,7 @@ function SampleView({
         {rewardNames.length > 1 && rewardNames.map(([name, value]) => <span key={name} className="tabular-nums">{`${name} ${value.toFixed(3)}`}</span>)}
       </div>
       {agents && agentReturns && (
-        <ul aria-label="Returns by agent" className="flex flex-wrap items-center gap-2 text-xs">
+        <ul aria-label="Each agent's return" className="flex flex-wrap items-center gap-2 text-xs">
           {agents.map((agent) => (
             <li key={agent} className={`rounded-full px-2 py-0.5 font-medium tabular-nums ring-1 ring-inset ${agentColour(agents, agent).chip}`}>
               {agent} {agentReturns[agent]!.toFixed(3)}

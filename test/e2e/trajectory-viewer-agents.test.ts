@@ -92,7 +92,7 @@ const sample = () => page.getByLabel("Sample", { exact: true });
 describe("the trajectory viewer on a two-agent episode", () => {
   it("shows each agent's return, and each turn as its agent's, in its colour, with its own reward and return", async () => {
     await page.goto(`${server.url}/runs/${runId}?sample=0/0`);
-    const returns = page.getByRole("list", { name: "Returns by agent" });
+    const returns = page.getByRole("list", { name: "Each agent's return" });
     await returns.waitFor({ timeout: 60_000 });
     expect(await returns.getByRole("listitem").allTextContents()).toEqual(["X 1.000", "O -1.000"]);
     const turns = sample().getByRole("list", { name: "Turns", exact: true }).getByRole("listitem");
@@ -118,10 +118,10 @@ describe("the trajectory viewer on a two-agent episode", () => {
 
   it("counts an invalid move against the agent that made it, and shows a one-agent sample as before", async () => {
     await page.locator('[aria-label="Samples"] tr[data-sample="0/1"]').click();
-    await expect.poll(() => page.getByRole("list", { name: "Returns by agent" }).getByRole("listitem").allTextContents()).toEqual(["X -1.000", "O 0.000"]);
+    await expect.poll(() => page.getByRole("list", { name: "Each agent's return" }).getByRole("listitem").allTextContents()).toEqual(["X -1.000", "O 0.000"]);
     await page.locator('[aria-label="Samples"] tr[data-sample="0/2"]').click();
     await expect.poll(() => sample().textContent()).toContain("What is 2+3?");
-    expect(await page.getByRole("list", { name: "Returns by agent" }).count()).toBe(0);
+    expect(await page.getByRole("list", { name: "Each agent's return" }).count()).toBe(0);
     expect(await sample().getByRole("list", { name: "Turns", exact: true }).getByRole("listitem").first().getAttribute("aria-label")).toBeNull();
   }, 60_000);
 });
