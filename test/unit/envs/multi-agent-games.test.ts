@@ -1,4 +1,6 @@
 /** The multi-agent games: their rules, what each agent sees, their rewards, and the scripted players' known scores. */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ticTacToeDuel } from "@/lib/envs/board-games";
 import { gameUseCases } from "@/lib/envs/index";
@@ -28,6 +30,7 @@ import { ByteTokenizer } from "@/lib/model/tokenizer";
 import { GENERALIST_BASE } from "@/lib/sdk/agent";
 import { type EnvironmentDefinition, EnvironmentSession } from "@/lib/sdk/environment";
 import { defineExperiment } from "@/lib/sdk/experiment";
+import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "@/server/sandbox";
 import { type ActRequest, multiTurn, type Protocol, runEpisodes, singleTurn, simultaneous, type Trajectory, turnBased } from "@/lib/sdk/protocol";
 
 /**
@@ -391,4 +394,46 @@ describe("the games' use cases", () => {
       expect(b.map((t) => t.turns.map((turn) => turn.observation + turn.action))).toEqual(a.map((t) => t.turns.map((turn) => turn.observation + turn.action)));
     }
   });
+});
+
+describe("the two-agent games in the sandbox", () => {
+  /** A game's own file as an experiment's environment, its two-agent game the default export. */
+  const sourceOf = (file: string, name: string) =>
+    `${readFileSync(fileURLToPath(new URL(`../../../lib/envs/${file}`, import.meta.url)), "utf8")}\nexport default ${name};\n`;
+
+  it.each([
+    ["kuhn-poker.ts", "kuhnPokerDuel", kuhnPokerDuel, turnBased(["P1", "P2"])],
+    ["signal-game.ts", "signalGame", signalGame, turnBased(["speaker", "listener"])],
+    ["split-pot.ts", "splitPotDuel", splitPotDuel, simultaneous(["A", "B"])],
+  ] as const)(
+    "%s plays as in-process: the same seeds and moves give the same trajectories",
+    async (file, name, definition, protocol) => {
+      const pool = await SandboxedEnvironmentPool.create({ files: { [file]: sourceOf(file, name) }, entry: file });
+      try {
+        const seeds = Array.from({ length: 16 }, (_, seed) => seed);
+        // a legal move picked by the prompt's length and the episode: the same in both places
+        const policy = async (requests: ActRequest[]) =>
+          requests.map((request) => {
+            const legal = legalOf(request);
+            return { text: legal[(JSON.stringify(request.messages).length + request.episode) % legal.length]! };
+          });
+        const sandboxed = await runSandboxedEpisodes(
+          protocol,
+          pool,
+          seeds.map((seed) => ({ seed })),
+          policy,
+        );
+        const native = await runEpisodes(
+          protocol,
+          seeds.map((seed) => ({ seed, session: new EnvironmentSession(definition as EnvironmentDefinition<unknown, unknown>) })),
+          policy,
+        );
+        expect(sandboxed).toEqual(native);
+        expect(new Set(native.map((t) => JSON.stringify(t.agentReturns))).size).toBeGreaterThan(1);
+      } finally {
+        pool.dispose();
+      }
+    },
+    60_000,
+  );
 });
