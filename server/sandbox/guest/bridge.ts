@@ -175,7 +175,7 @@ function next(): number {
   try {
     pendingViolation = null;
     if (kind === "step") step(slots[i]!, actions[i]!);
-    else if (kind === "round") round(slots[i]!, roundActions[i]!);
+    else if (kind === "round") step(slots[i]!, "", roundActions[i]!);
     else if (kind === "reset") {
       reset(
         slots[i]!,
@@ -231,47 +231,28 @@ function reset(slot: number, seed: number, sample: DatasetRow | null, difficulty
 }
 
 /**
- * A step's record (GuestStepWire): what `session.step` would answer, read from the step's outcome as it is
- * (`advance`) and from the session's fields, rather than from the answer `step` builds and a summary, so that a
- * step makes no object of its own: an arithmetic step took 7.3 µs in QuickJS this way against 8.2.
+ * A step's record (GuestStepWire), or with `list` (the actions in the order of the episode's agents) a simultaneous
+ * round's: what `session.step` would answer, read from the step's outcome as it is (`advance`) and from the
+ * session's fields, rather than from the answer `step` builds and a summary, so that a step makes no object of its
+ * own: an arithmetic step took 7.3 µs in QuickJS this way against 8.2. An episode with several agents adds its seat
+ * values before the metrics; a round's observation is the first agent's.
  */
-function step(slot: number, action: string): void {
-  const session = sessionAt(slot);
-  const outcome = session.advance(action);
-  const fields = session as unknown as SessionFields;
-  const observation = fields.finished ? null : checkSize("observation", outcome.observation ?? "");
-  stepRecord(session, outcome, observation, fields.several ? [fields.finished ? null : fields.actor, fields.stepRewards ?? 0, 0, 0, 0] : null);
-}
-
-/**
- * A simultaneous round's record: a step's (GuestStepWire) whose observation is the first agent's, and whose seat
- * values hold each agent's observation, legal actions and invalid action. `list` holds the actions in the order of
- * the episode's agents.
- */
-function round(slot: number, list: string[]): void {
+function step(slot: number, action: string, list: string[] | null = null): void {
   const session = sessionAt(slot);
   const fields = session as unknown as SessionFields;
-  const agents = fields.seats.agents;
-  if (!isArray(list) || list.length !== agents.length) throw new Error(`a round of slot ${slot} needs ${agents.length} actions, one per agent`);
-  const byAgent: Record<string, string> = {};
-  for (let a = 0; a < agents.length; a++) byAgent[agents[a]!] = list[a]!;
-  const { outcome, observations, invalid } = session.advanceTogether(byAgent);
-  const views = observations === null ? 0 : agents.map((agent) => checkSize("observation", observations[agent]!));
-  const legal = views !== 0 && actionsByState ? agents.map((agent) => session.legalActions(agent)) : 0;
-  if (views !== 0) for (let a = 1; a < views.length; a++) recordChars += views[a]!.length;
-  if (legal !== 0) recordChars += checkJsonSize("actions(state)", legal);
-  const invalidOrNone = objectKeys(invalid).length === 0 ? 0 : invalid;
-  stepRecord(session, outcome, views === 0 ? null : views[0]!, [null, fields.stepRewards ?? 0, views, legal, invalidOrNone]);
-}
-
-/** Adds a step's or a round's record: its values, the seat values of an episode with several agents, the metrics. */
-function stepRecord(
-  session: EnvironmentSession<unknown, unknown, DatasetRow>,
-  outcome: Omit<StepOutcome<unknown>, "state">,
-  observation: string | null,
-  seat: unknown[] | null,
-): void {
-  const fields = session as unknown as SessionFields;
+  let outcome: Omit<StepOutcome<unknown>, "state">;
+  let observation: string | null;
+  let seat: unknown[] | null = null;
+  if (list === null) {
+    outcome = session.advance(action);
+    observation = fields.finished ? null : checkSize("observation", outcome.observation ?? "");
+    if (fields.several) seat = [fields.finished ? null : fields.actor, fields.stepRewards ?? 0, 0, 0, 0];
+  } else {
+    const played = playRound(session, list);
+    outcome = played.outcome;
+    observation = played.observation;
+    seat = played.seat;
+  }
   const done = fields.finished;
   const truncated = fields.truncated;
   const render = checkSize("render", session.render() ?? null);
@@ -306,6 +287,28 @@ function stepRecord(
   recordChars += (observation === null ? 0 : observation.length) + (render === null ? 0 : render.length);
 }
 
+/**
+ * Plays a simultaneous round (`list`: the actions in the order of the episode's agents): its outcome, the first
+ * agent's next observation, and the seat values with each agent's observation, legal actions and invalid action.
+ */
+function playRound(
+  session: EnvironmentSession<unknown, unknown, DatasetRow>,
+  list: string[],
+): { outcome: Omit<StepOutcome<unknown>, "state">; observation: string | null; seat: unknown[] } {
+  const fields = session as unknown as SessionFields;
+  const agents = fields.seats.agents;
+  if (!isArray(list) || list.length !== agents.length) throw new Error(`a round needs ${agents.length} actions, one per agent`);
+  const byAgent: Record<string, string> = {};
+  for (let a = 0; a < agents.length; a++) byAgent[agents[a]!] = list[a]!;
+  const { outcome, observations, invalid } = session.advanceTogether(byAgent);
+  const views = observations === null ? 0 : agents.map((agent) => checkSize("observation", observations[agent]!));
+  const legal = views !== 0 && actionsByState ? agents.map((agent) => session.legalActions(agent)) : 0;
+  if (views !== 0) for (let a = 1; a < views.length; a++) recordChars += views[a]!.length;
+  if (legal !== 0) recordChars += checkJsonSize("actions(state)", legal);
+  const invalidOrNone = objectKeys(invalid).length === 0 ? 0 : invalid;
+  return { outcome, observation: views === 0 ? null : views[0]!, seat: [null, fields.stepRewards ?? 0, views, legal, invalidOrNone] };
+}
+
 /** The record of an op other than a batch's reset or step (one at a time, rare: see GuestRequest). */
 function answer(op: GuestOp): void {
   switch (op[0]) {
@@ -327,7 +330,7 @@ function answer(op: GuestOp): void {
     case "step":
       return step(op[1], op[2]);
     case "round":
-      return round(op[1], op[2]);
+      return step(op[1], "", op[2]);
     case "render": {
       const render = checkSize("render", sessionAt(op[1]).render() ?? null);
       recordChars += render === null ? 0 : render.length;
@@ -467,9 +470,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
       rejectPromise("parseAction", result);
       throw new ContractViolation("parseAction", `parseAction() returned ok ${describeValue(ok)}; ok must be true or false`);
     },
-    step(state, action, context) {
-      return checkOutcome("step", user.step(state, action, context));
-    },
+    step: checkedOutcome("step", user),
     toAct:
       typeof user.toAct === "function"
         ? (state) => {
@@ -479,10 +480,7 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
           }
         : undefined,
     observe: typeof user.observe === "function" ? (state, agent) => expectString("observe", "its return value", user.observe!(state, agent)) : undefined,
-    stepTogether:
-      typeof user.stepTogether === "function"
-        ? (state, actions, context) => checkOutcome("stepTogether", user.stepTogether!(state, actions, context))
-        : undefined,
+    stepTogether: typeof user.stepTogether === "function" ? (checkedOutcome("stepTogether", user) as AnyDefinition["stepTogether"]) : undefined,
     render: typeof user.render === "function" ? (state) => expectString("render", "its return value", user.render!(state)) : undefined,
     tools: user.tools ? guardTools(user.tools) : undefined,
     rewardFunctions: user.rewardFunctions ? guardRewardFunctions(user.rewardFunctions) : undefined,
@@ -501,34 +499,38 @@ function guardDefinition(user: AnyDefinition): AnyDefinition {
 }
 
 /**
- * A step's (or a round's) outcome, checked and copied into `stepOutcome`: the reward (or the per-agent rewards, a
+ * The user's `step` (or `stepTogether`), guarded: its outcome checked and copied into `stepOutcome`: the reward (or the per-agent rewards, a
  * fresh object) finite, done a boolean, the observation text, info JSON, the metrics as pairs.
  */
-function checkOutcome(fn: "step" | "stepTogether", result: unknown): StepOutcome<unknown> {
-  if (result === null || typeof result !== "object") {
-    throw new ContractViolation(fn, `${fn}() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
-  }
-  const outcome = result as Record<string, unknown>;
-  const { state: next, observation, reward, rewards, done, info, metrics } = outcome;
-  // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
-  if ((rewards === undefined || reward !== undefined) && (typeof reward !== "number" || reward - reward !== 0)) {
-    rejectPromise(fn, result);
-    throw new ContractViolation(fn, `${fn}() returned reward ${describeValue(reward)}; reward must be a finite number`);
-  }
-  if (typeof done !== "boolean") {
-    throw new ContractViolation(fn, `${fn}() returned done ${describeValue(done)}; done must be true or false`);
-  }
-  if (observation !== undefined && observation !== null && typeof observation !== "string") {
-    throw new ContractViolation(fn, `${fn}() returned observation ${describeValue(observation)}; observation must be a string or left out`);
-  }
-  stepOutcome.rewards = rewards === undefined ? undefined : checkRewards(fn, rewards);
-  stepOutcome.state = next;
-  stepOutcome.observation = (observation ?? undefined) as string | undefined;
-  stepOutcome.reward = reward as number | undefined;
-  stepOutcome.done = done;
-  stepOutcome.info = info === undefined ? undefined : checkInfo(info);
-  stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
-  return stepOutcome;
+function checkedOutcome(fn: "step" | "stepTogether", user: AnyDefinition): AnyDefinition["step"] {
+  // The check is in the guard itself, not a function it calls: each call costs QuickJS a few tenths of a µs.
+  return (state, action, context) => {
+    const result = (user[fn] as AnyDefinition["step"])(state, action, context);
+    if (result === null || typeof result !== "object") {
+      throw new ContractViolation(fn, `${fn}() must return { state, reward, done, observation? }; got ${describeValue(result)}`);
+    }
+    const outcome = result as Record<string, unknown>;
+    const { state: next, observation, reward, rewards, done, info, metrics } = outcome;
+    // finite: x - x is 0 for every finite number, NaN for NaN and the infinities (cheaper than Number.isFinite)
+    if ((reward !== undefined || (rewards === undefined && fn === "step")) && (typeof reward !== "number" || reward - reward !== 0)) {
+      rejectPromise(fn, result);
+      throw new ContractViolation(fn, `${fn}() returned reward ${describeValue(reward)}; reward must be a finite number`);
+    }
+    if (typeof done !== "boolean") {
+      throw new ContractViolation(fn, `${fn}() returned done ${describeValue(done)}; done must be true or false`);
+    }
+    if (observation !== undefined && observation !== null && typeof observation !== "string") {
+      throw new ContractViolation(fn, `${fn}() returned observation ${describeValue(observation)}; observation must be a string or left out`);
+    }
+    stepOutcome.rewards = rewards === undefined ? undefined : checkRewards(fn, rewards);
+    stepOutcome.state = next;
+    stepOutcome.observation = (observation ?? undefined) as string | undefined;
+    stepOutcome.reward = reward as number | undefined;
+    stepOutcome.done = done;
+    stepOutcome.info = info === undefined ? undefined : checkInfo(info);
+    stepOutcome.metrics = metrics === undefined ? undefined : (checkMetrics(metrics) as unknown as Record<string, number>);
+    return stepOutcome;
+  };
 }
 
 /** Per-agent rewards, read once into a fresh object of finite numbers (the SDK checks the agents' names). */
