@@ -224,7 +224,8 @@ export async function validateExperimentSource(files: SourceFiles, options: Vali
         } else {
           const step = session.step(pick());
           if (step.info.invalid === undefined) validSteps += 1;
-          totalReward += step.reward;
+          // every agent's reward of the step, as a trajectory's totalReward counts it
+          totalReward += step.rewards ? Object.values(step.rewards).reduce((sum, reward) => sum + reward, 0) : step.reward;
           done = step.done;
         }
         turns += 1;

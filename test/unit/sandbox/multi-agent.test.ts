@@ -103,13 +103,17 @@ describe("several agents in the sandbox", () => {
 
 describe("validation's dry run with several agents", () => {
   const validate = (source: string, protocol: Protocol) =>
-    validateExperimentSource({ "environment.ts": source }, { protocol, typeCheck: false, episodes: 3, maxSteps: 12 });
+    validateExperimentSource({ "environment.ts": source }, { protocol, typeCheck: false, episodes: 3, maxSteps: 30 });
 
   it("plays a turn-based game and a simultaneous one under their protocols", async () => {
     const turns = await validate(sourceOf("multi-agent-race.ts"), turnBased(["A", "B"]));
     expect(turns.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     expect(turns.episodes.map((e) => e.actions)).toEqual(["demonstrator", "legal", "probes"]);
     expect(turns.episodes[0]!.turns).toBeGreaterThan(1);
+    // every agent's rewards count: the demonstrator adds its secret number each turn (+0.1, less the step cost
+    // of 0.01), and the winning move pays +1 and -1
+    const { totalReward, turns: played, done } = turns.episodes[0]!;
+    expect(totalReward).toBeCloseTo(done ? (played - 1) * 0.09 - 0.01 : played * 0.09, 9);
     const rounds = await validate(sourceOf("multi-agent-rps.ts"), simultaneous(["P", "Q"]));
     expect(rounds.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
     // the demonstrator's paper beats rock: three rounds, P +3 and Q -3
