@@ -5,11 +5,12 @@
  * budget (the per-call limit, or what is left of the episode's). The answers are checked as the server checks
  * them (server/sandbox/answers.ts, through the sandbox's browser entry, browser.ts). A browser has no CPU clock, so an op is charged its wall time.
  *
- * One episode at a time, shaped like the SDK's `EnvironmentSession` for `runEpisodes`; runs in a worker
- * (environment.worker.ts), where a long step blocks nothing but that worker.
+ * One episode at a time, shaped like the SDK's `EnvironmentSession` for `runEpisodes`, several agents included
+ * (the protocol's seats cross with the reset; the agent to act, each agent's prompt and per-agent rewards come
+ * back); runs in a worker (environment.worker.ts), where a long step blocks nothing but that worker.
  */
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { DatasetRow, Json, SessionStep } from "@/lib/sdk/environment";
+import { checkRoundActions, type DatasetRow, type Json, type Seats, type SessionRound, type SessionStep } from "@/lib/sdk/environment";
 import {
   AnswerReader,
   checkDescription,
@@ -28,6 +29,9 @@ import {
 
 class BrowserSandboxError extends Error {}
 
+/** What a reset or step of an episode with several agents answers beyond a single agent's (the sandbox's SeatValue). */
+type SeatValue = NonNullable<ReturnType<AnswerReader["checkStep"]>["seat"]>;
+
 export class BrowserSandboxedSession {
   sample: DatasetRow | undefined;
   private readonly answers: AnswerReader;
@@ -38,6 +42,13 @@ export class BrowserSandboxedSession {
   private lastRender: string | null = null;
   private nextActions: ActionConstraint | null = null;
   private end: GuestEpisodeEnd | null = null;
+  /** The episode's agents when there are several (null: one agent, whose values need not cross). */
+  private seats: Seats | null = null;
+  /** The agent to act next, each agent's system prompt, and in a simultaneous round each agent's view and legal actions. */
+  private actor = "agent";
+  private prompts: Record<string, string> | null = null;
+  private views: Record<string, string> | null = null;
+  private legalByAgent: Record<string, ActionConstraint | null> | null = null;
 
   private constructor(
     private readonly engine: QuickJSEngine,
@@ -69,42 +80,108 @@ export class BrowserSandboxedSession {
     return this.prompt;
   }
 
-  reset(seed: number, sample?: DatasetRow): string {
+  /** Each agent's own system prompt (the shared one when the definition's is not a function of the agent). */
+  systemPromptOf(agent: string): string {
+    return this.prompts?.[agent] ?? this.prompt;
+  }
+
+  /** The agent to act next (turn-based), null once the episode is over. */
+  get agent(): string | null {
+    return this.end ? null : this.actor;
+  }
+
+  reset(seed: number, sample?: DatasetRow, difficulty?: number, seats?: Seats): string {
     this.seed = seed;
     this.sample = sample;
     this.turn = 0;
     this.spentMs = 0;
     this.end = null;
+    // Seats cross only for an episode that is not a single "agent"'s (the guest's session assumes that one).
+    const oneSeat = !seats || (seats.agents.length === 1 && seats.agents[0] === "agent" && !seats.simultaneous);
+    this.seats = seats && (seats.agents.length > 1 || seats.simultaneous) ? seats : null;
     const where = { label: `reset of the episode (seed ${seed})` };
-    const [values] = this.run([["reset", 0, seed, sample ?? null]], where.label);
-    const answer = this.answers.checkReset(values!, 0, values!.length, where);
+    const op: GuestOp = oneSeat ? ["reset", 0, seed, sample ?? null, difficulty ?? null] : ["reset", 0, seed, sample ?? null, difficulty ?? null, seats];
+    const [values] = this.run([op], where.label);
+    const answer = this.answers.checkReset(values!, 0, values!.length, where, this.seats);
     this.prompt = answer.systemPrompt;
     this.lastRender = answer.render;
     this.nextActions = answer.legalActions;
+    this.actor = answer.seat?.actor ?? seats?.agents[0] ?? "agent";
+    this.prompts = answer.seat?.prompts ?? null;
+    this.takeSeat(answer.seat);
     return answer.observation;
   }
 
+  /** What `agent` sees at the next simultaneous round (the sandbox sends every agent's only for such rounds). */
+  observationOf(agent: string): string {
+    const view = this.views?.[agent];
+    if (view === undefined) throw new BrowserSandboxError(`no observation of '${agent}' crossed the sandbox (only a simultaneous round's do)`);
+    return view;
+  }
+
   step(actionText: string): SessionStep {
-    if (this.end) throw new BrowserSandboxError("step() called on a finished episode; call reset() first");
+    if (this.seats?.simultaneous) throw new BrowserSandboxError("step() under the simultaneous protocol: a round is played with stepTogether(actions)");
+    const answer = this.advance(["step", 0, actionText], "step");
+    const step: SessionStep = { observation: answer.observation, reward: answer.reward, done: answer.done, info: answer.info, metrics: answer.metrics };
+    if (answer.seat?.rewards) step.rewards = answer.seat.rewards;
+    return step;
+  }
+
+  /** A simultaneous round: every agent's action at once (an invalid one costs only its agent). */
+  stepTogether(actions: Record<string, string>): SessionRound {
+    if (!this.seats?.simultaneous) throw new BrowserSandboxError("stepTogether() is the simultaneous protocol's; this episode is played turn by turn");
+    const { agents } = this.seats;
+    checkRoundActions(actions, agents, this.turn + 1);
+    const answer = this.advance(["round", 0, agents.map((agent) => actions[agent]!)], "round");
+    const seat = answer.seat as SeatValue;
+    return {
+      observation: answer.observation,
+      observations: answer.done ? null : seat.views,
+      reward: answer.reward,
+      rewards: seat.rewards ?? {},
+      done: answer.done,
+      info: answer.info,
+      metrics: answer.metrics,
+      invalid: seat.invalid ?? {},
+    };
+  }
+
+  /** Runs a step or a round, and keeps what the next turn needs. */
+  private advance(op: GuestOp, what: "step" | "round") {
+    if (this.end) throw new BrowserSandboxError(`${what === "step" ? "step()" : "stepTogether()"} called on a finished episode; call reset() first`);
     this.turn += 1;
-    const where = { label: `step ${this.turn} of the episode (seed ${this.seed})` };
-    const [values] = this.run([["step", 0, actionText]], where.label);
-    const answer = this.answers.checkStep(values!, 0, values!.length, where);
+    const where = { label: `${what} ${this.turn} of the episode (seed ${this.seed})` };
+    const [values] = this.run([op], where.label);
+    const answer = this.answers.checkStep(values!, 0, values!.length, where, this.seats);
     this.lastRender = answer.render;
     this.nextActions = answer.legalActions;
     this.end = answer.end;
+    if (answer.seat?.actor) this.actor = answer.seat.actor;
+    this.takeSeat(answer.seat);
     const info: Record<string, Json> = answer.end?.truncated ? { ...answer.info, truncated: true } : answer.info;
-    return { observation: answer.observation, reward: answer.reward, done: answer.done, info, metrics: answer.metrics };
+    return { ...answer, info };
+  }
+
+  private takeSeat(seat: SeatValue | undefined) {
+    this.views = seat?.views ?? null;
+    this.legalByAgent = seat?.legal ?? null;
   }
 
   render(): string | undefined {
     return this.lastRender ?? undefined;
   }
 
-  /** The next turn's legal actions: the state's own, else the description's (null when it declares none, or at the end). */
-  legalActions(): ActionConstraint | null {
+  /**
+   * The next turn's legal actions (in a simultaneous round, `agent`'s): the state's own, else the description's
+   * (null when it declares none, or at the end).
+   */
+  legalActions(agent?: string): ActionConstraint | null {
     if (this.end) return null;
-    return this.environment.actions === "state" ? this.nextActions : this.environment.actions;
+    if (this.environment.actions !== "state") return this.environment.actions;
+    if (agent === undefined || agent === this.actor) return this.nextActions;
+    const legal = this.legalByAgent?.[agent];
+    if (legal === undefined) throw new BrowserSandboxError(`the legal actions of '${agent}', who is not to act, did not cross the sandbox`);
+    return legal;
   }
 
   get invalidActions(): number {
