@@ -102,6 +102,56 @@ export function completingCells(state: BoardState, mark: "X" | "O"): number[] {
   return out;
 }
 
+/**
+ * The free cell, outside `avoid`, that most extends `mark`'s open lines: the sum over every window of `line` cells
+ * through it (in the four directions) that holds none of the other mark of (`mark`'s stones in the window + 1)²,
+ * ties to the cell nearest the centre, then the first. On an empty 3×3 board that is the centre, then the corners,
+ * then the edges. Null when every free cell is in `avoid`.
+ */
+export function builderMove(state: BoardState, avoid: ReadonlySet<number> = new Set(), mark: "X" | "O" = "X"): number | null {
+  const { size, line, cells } = state;
+  const other = mark === "X" ? "O" : "X";
+  const centre = (size - 1) / 2;
+  let best: number | null = null;
+  let bestScore = -Infinity;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells[i] !== "." || avoid.has(i)) continue;
+    const row = Math.floor(i / size);
+    const col = i % size;
+    let score = 0;
+    for (let d = 0; d < DIRECTIONS.length; d += 2) {
+      const dr = DIRECTIONS[d]!;
+      const dc = DIRECTIONS[d + 1]!;
+      // Windows through (row, col): starting `back` cells behind it along the direction.
+      for (let back = 0; back < line; back++) {
+        const r0 = row - back * dr;
+        const c0 = col - back * dc;
+        let stones = 0;
+        let open = true;
+        for (let k = 0; k < line && open; k++) {
+          const r = r0 + k * dr;
+          const c = c0 + k * dc;
+          if (r < 0 || r >= size || c < 0 || c >= size) open = false;
+          else if (cells[r * size + c] === other) open = false;
+          else if (cells[r * size + c] === mark) stones++;
+        }
+        if (open) score += (stones + 1) ** 2;
+      }
+    }
+    score -= 0.01 * (Math.abs(row - centre) + Math.abs(col - centre));
+    if (score > bestScore) [best, bestScore] = [i, score];
+  }
+  return best;
+}
+
+/** The free cells' names, in board order: the moves on offer. */
+export function freeCells(state: BoardState): string[] {
+  const names = cellNames(state.size);
+  const out: string[] = [];
+  for (let i = 0; i < state.cells.length; i++) if (state.cells[i] === ".") out.push(names[i]!);
+  return out;
+}
+
 function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
   const cells = state.cells.slice();
   cells[index] = mark;
@@ -213,6 +263,12 @@ export const gomoku = boardGame({
  * policy trained as X plays X here unchanged; each side's system prompt names its mark. Zero-sum: a win pays the
  * winner +1 and the loser −1, a draw 0 each; an invalid move costs its player −1 and ends the game. The score is
  * X's win.
+ *
+ * The legal actions are the free cells, so a policy that never saw the game (self-play from the generalist base)
+ * plays only real moves from its first step. The single-player games declare none: their shipped bases write
+ * legal moves already, and their templates' figures were measured unconstrained. The demonstrator (`demonstrate`,
+ * for SFT and for a scripted seat) wins where it can, else blocks, else plays its builder move: it misses forks,
+ * which leaves self-play something to learn.
  */
 function boardDuel(options: { name: string; size: number; line: number }): EnvironmentDefinition<BoardState & { toMove: "X" | "O" }, number> {
   const { size, line } = options;
@@ -231,6 +287,12 @@ function boardDuel(options: { name: string; size: number; line: number }): Envir
       return { state, observation: renderBoard(state) };
     },
     toAct: (state) => state.toMove,
+    actions: freeCells,
+    demonstrate(state) {
+      const mark = state.toMove;
+      const cell = completingCells(state, mark)[0] ?? completingCells(state, mark === "X" ? "O" : "X")[0] ?? builderMove(state, new Set(), mark)!;
+      return cellName(cell, size);
+    },
     parseAction: parseCell,
     step(state, index) {
       const mover = state.toMove;

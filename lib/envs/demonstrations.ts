@@ -1,19 +1,26 @@
 /**
  * Scripted demonstrators for the built-in use cases, and the conversations they produce. The base checkpoints
- * are SFT'd on these (bin/make-base-models.ts), so each demonstrator is deliberately imperfect: it speaks the
- * environment's format exactly but plays badly, leaving RL something to learn.
+ * are SFT'd on these (bin/make-base-models.ts), and the games' templates imitate theirs before RL, so each
+ * demonstrator is deliberately imperfect: it speaks the environment's format exactly but plays badly, leaving RL
+ * something to learn.
  */
 import { Rng } from "@/lib/model/rng";
-import { EnvironmentSession, type DatasetRow } from "@/lib/sdk/environment";
+import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
-import { cellName, completesLine, completingCells, type BoardState } from "./board-games";
+import { builderMove, cellName, completesLine, completingCells, ticTacToeDuel, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
+import { kuhnPoker, kuhnPokerDuel } from "./kuhn-poker";
+import { signalListener, signalSpeaker } from "./signal-game";
+import { splitPot } from "./split-pot";
 import { HOUSE, legalActions, type Direction, type WorldState } from "./text-world";
 import type { ToolUseState } from "./tool-use";
 
-/** The demonstrator's next action, from the true state (it may peek; the policy never does). */
-export type Demonstrator = (state: any, rng: Rng, sample: DatasetRow | undefined) => string;
+/**
+ * The demonstrator's next action for `agent` (the one to act), from the true state (it may peek; the policy never
+ * does).
+ */
+export type Demonstrator = (state: any, rng: Rng, sample: DatasetRow | undefined, agent: string) => string;
 
 const pick = <T>(items: readonly T[], rng: Rng): T => items[Math.floor(rng.uniform() * items.length)]!;
 
@@ -103,7 +110,6 @@ function minimax(cells: BoardState["cells"], toMove: "X" | "O"): number {
   return value;
 }
 
-/** A random free cell. */
 /**
  * Gomoku (four in a row on 6×6, against an opponent that wins or blocks when it can) by a builder: it extends its
  * own lines (`builderMove`) and sees a line of three only two times in five, as the tic-tac-toe demonstrator sees
@@ -113,49 +119,6 @@ function minimax(cells: BoardState["cells"], toMove: "X" | "O"): number {
  */
 function gomoku(state: BoardState, rng: Rng): string {
   return seesLinesTwoInFive(state, rng, (lines) => builderMove(state, lines));
-}
-
-/**
- * The free cell, outside `avoid`, that most extends X's open lines: the sum over every window of `line` cells
- * through it (in the four directions) that holds no O of (X stones in the window + 1)², ties to the cell nearest
- * the centre, then the first. Null when every free cell is in `avoid`.
- */
-export function builderMove(state: BoardState, avoid: ReadonlySet<number> = new Set()): number | null {
-  const { size, line, cells } = state;
-  const centre = (size - 1) / 2;
-  let best: number | null = null;
-  let bestScore = -Infinity;
-  for (let i = 0; i < cells.length; i++) {
-    if (cells[i] !== "." || avoid.has(i)) continue;
-    const row = Math.floor(i / size);
-    const col = i % size;
-    let score = 0;
-    for (const [dr, dc] of [
-      [0, 1],
-      [1, 0],
-      [1, 1],
-      [1, -1],
-    ] as const) {
-      // Windows through (row, col): starting `back` cells behind it along the direction.
-      for (let back = 0; back < line; back++) {
-        const r0 = row - back * dr;
-        const c0 = col - back * dc;
-        let stones = 0;
-        let open = true;
-        for (let k = 0; k < line && open; k++) {
-          const r = r0 + k * dr;
-          const c = c0 + k * dc;
-          if (r < 0 || r >= size || c < 0 || c >= size) open = false;
-          else if (cells[r * size + c] === "O") open = false;
-          else if (cells[r * size + c] === "X") stones++;
-        }
-        if (open) score += (stones + 1) ** 2;
-      }
-    }
-    score -= 0.01 * (Math.abs(row - centre) + Math.abs(col - centre));
-    if (score > bestScore) [best, bestScore] = [i, score];
-  }
-  return best;
 }
 
 /**
@@ -226,6 +189,12 @@ function invalidActions(state: WorldState): string[] {
   return [...walls, ...misplaced.filter((action): action is string => action !== null)];
 }
 
+/** A game's own demonstrator: its environment's `demonstrate(state, agent)`, whose slips the state already holds. */
+const ownDemonstrator =
+  (environment: EnvironmentDefinition<any, any, any>): Demonstrator =>
+  (state, _rng, _sample, agent) =>
+    environment.demonstrate!(state, agent);
+
 export const demonstrators: Record<string, Demonstrator> = {
   arithmetic,
   "guess-number": guessNumber,
@@ -233,6 +202,12 @@ export const demonstrators: Record<string, Demonstrator> = {
   gomoku,
   "tool-use": toolUse,
   "text-world": textWorld,
+  "kuhn-poker": ownDemonstrator(kuhnPoker),
+  "signal-speaker": ownDemonstrator(signalSpeaker),
+  "signal-listener": ownDemonstrator(signalListener),
+  "split-pot": ownDemonstrator(splitPot),
+  "tic-tac-toe-duel": ownDemonstrator(ticTacToeDuel),
+  "kuhn-poker-duel": ownDemonstrator(kuhnPokerDuel),
 };
 
 /** Episodes played by the demonstrator through the use case's own protocol, so the format is the policy's. */
@@ -244,9 +219,9 @@ export async function demonstrate(useCase: UseCase, demonstrator: Demonstrator, 
     sample: rows ? pick(rows, rng) : undefined,
   }));
   return runEpisodes(useCase.protocol, starts, async (requests) =>
-    requests.map(({ episode }) => {
+    requests.map(({ episode, agent }) => {
       const { session, sample } = starts[episode]!;
-      return { text: demonstrator(session.summary().state, rng, sample) };
+      return { text: demonstrator(session.summary().state, rng, sample, agent) };
     }),
   );
 }

@@ -3,7 +3,7 @@ import type { EnvironmentDefinition } from "@/lib/sdk/environment";
 import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
 import type { Protocol } from "@/lib/sdk/protocol";
 import { GENERALIST_BASE } from "@/lib/sdk/agent";
-import { multiTurn, singleTurn } from "@/lib/sdk/protocol";
+import { multiTurn, singleTurn, turnBased } from "@/lib/sdk/protocol";
 import { arithmetic } from "./arithmetic";
 import { gomoku, gomokuDuel, ticTacToe, ticTacToeDuel } from "./board-games";
 import { guessNumber } from "./guess-number";
@@ -27,7 +27,8 @@ export type UseCase = {
   duel?: { environment: EnvironmentDefinition<any, any, any>; sides: [string, string] };
 };
 
-export const useCases: Record<string, UseCase> = {
+/** The single-agent use cases, each with a base of its own SFT'd on its demonstrator (lib/envs/bases.ts). */
+const singleAgentUseCases: Record<string, UseCase> = {
   arithmetic: {
     environment: arithmetic,
     protocol: singleTurn(),
@@ -133,8 +134,8 @@ export const useCases: Record<string, UseCase> = {
  * The multi-agent games, each played by the policy against a scripted opponent or partner (so one learned role can
  * be measured against a fixed one), with the game for two agents as its `duel`: Kuhn poker (zero-sum, hidden
  * cards), the signalling game (cooperative, a shared reward) as speaker or as listener, and split the pot (mixed
- * motives). They ship no base of their own yet, so they stand apart from `useCases` (whose every entry has one):
- * each template starts from the generalist base and imitates the game's demonstrator for a few SFT steps first.
+ * motives). They ship no base of their own: each template starts from the generalist base and imitates the game's
+ * demonstrator for a few SFT steps first.
  */
 export const gameUseCases: Record<string, UseCase> = {
   "kuhn-poker": {
@@ -168,6 +169,33 @@ export const gameUseCases: Record<string, UseCase> = {
 };
 
 /**
+ * Self-play: one policy plays both seats of a game for two under the turn-based protocol, each seat prompted with
+ * its own role (the board's mark, the poker seat). With several agents each turn is credited with its own agent's
+ * return, so one policy learns both sides of a zero-sum game whose rewards sum to 0. Measured by the first seat's
+ * win rate against the policy's own other seat; the episode player sets either seat to the policy or to a person.
+ */
+const selfPlayUseCases: Record<string, UseCase> = {
+  "tic-tac-toe-duel": {
+    environment: ticTacToeDuel,
+    protocol: turnBased(["X", "O"], "last"),
+    title: "Tic-tac-toe in self-play: one policy plays X and O",
+    template: selfPlayTemplate("tic-tac-toe-duel", ["X", "O"], 3),
+  },
+  "kuhn-poker-duel": {
+    environment: kuhnPokerDuel,
+    protocol: turnBased(["P1", "P2"], "last"),
+    title: "Kuhn poker in self-play: one policy plays both seats",
+    template: selfPlayTemplate("kuhn-poker-duel", ["P1", "P2"], 6),
+  },
+};
+
+/**
+ * Every built-in use case: the workbench's example experiments and templates, the worker's built-in environments,
+ * the episode player's games.
+ */
+export const useCases: Record<string, UseCase> = { ...singleAgentUseCases, ...gameUseCases, ...selfPlayUseCases };
+
+/**
  * A game's template: GRPO from the generalist base, after 100 SFT steps on the game's demonstrator (the base has
  * never seen the game's prompts; its legal actions keep every move valid from the start).
  */
@@ -181,4 +209,12 @@ function gameTemplate(environment: string, protocol: "single-turn" | "multi-turn
     algorithm: { name: "grpo", steps: 100, groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, lrSchedule: "cosine" },
     evaluation: { every: 20, episodes: 400 },
   };
+}
+
+/**
+ * A self-play template: the game's template (generalist base, SFT on the demonstrator playing both seats, then
+ * GRPO) under the turn-based protocol with `agents`, one policy in every seat.
+ */
+function selfPlayTemplate(environment: string, agents: [string, string], maxTokens: number): ExperimentConfigInput {
+  return { ...gameTemplate(environment, "multi-turn", maxTokens), protocol: { name: "turn-based", agents, history: "last" } };
 }

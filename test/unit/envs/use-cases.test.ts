@@ -3,8 +3,9 @@ import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { builtInBaseDir, builtInBases } from "@/lib/envs/bases";
 import { readBuiltInDataset } from "@/lib/envs/datasets";
-import { cellName, completingCells, type BoardState } from "@/lib/envs/board-games";
-import { builderMove, demonstrate, demonstrators, perfectMove, toConversations } from "@/lib/envs/demonstrations";
+import { builderMove, cellName, completingCells, type BoardState } from "@/lib/envs/board-games";
+import { demonstrate, demonstrators, perfectMove, toConversations } from "@/lib/envs/demonstrations";
+import { generalistRecipe } from "@/lib/envs/generalist";
 import { openRange } from "@/lib/envs/guess-number";
 import { useCases } from "@/lib/envs/index";
 import { distance, HOUSE, planLength, textWorld, type Direction, type WorldState } from "@/lib/envs/text-world";
@@ -13,10 +14,18 @@ import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 import { splitDataset } from "@/lib/rl/train";
 import { EnvironmentSession } from "@/lib/sdk/environment";
+import { GENERALIST_BASE } from "@/lib/sdk/agent";
 import { defineExperiment } from "@/lib/sdk/experiment";
 import { runEpisodes } from "@/lib/sdk/protocol";
 
 const rows = splitDataset(readBuiltInDataset("word-problems"));
+
+/** The context of the base a use case's template starts from: its own shipped base, or the generalist base. */
+function templateContext(name: string): number {
+  const base = useCases[name]!.template.agent?.base;
+  if (base === GENERALIST_BASE) return generalistRecipe.model.contextLength;
+  return Object.values(builtInBases).find((r) => r.useCase === name)!.model.contextLength;
+}
 
 describe("demonstrators", () => {
   it.each(Object.keys(useCases))("%s: speaks the format but plays imperfectly, and fits its base's context", async (name) => {
@@ -29,9 +38,8 @@ describe("demonstrators", () => {
     expect(trajectories.every((t) => t.turns.every((turn) => !/unknown verb|expected/.test(turn.observation)))).toBe(true);
     const score = trajectories.reduce((a, t) => a + t.score, 0) / trajectories.length;
     expect(score).toBeLessThan(0.95);
-    const recipe = Object.values(builtInBases).find((r) => r.useCase === name)!;
     const longest = Math.max(...toConversations(trajectories, useCase.protocol.history).map((c) => renderChat(new ByteTokenizer(), c).tokens.length));
-    expect(longest).toBeLessThanOrEqual(recipe.model.contextLength);
+    expect(longest).toBeLessThanOrEqual(templateContext(name));
   });
 });
 
@@ -66,7 +74,7 @@ async function lineMoves(name: "tic-tac-toe" | "gomoku", episodes: number, under
   await runEpisodes(useCase.protocol, starts, async (requests) =>
     requests.map(({ episode }) => {
       const state = starts[episode]!.session.summary().state as BoardState;
-      const move = demonstrators[name]!(state, rng, undefined);
+      const move = demonstrators[name]!(state, rng, undefined, "agent");
       const parsed = useCase.environment.parseAction(move, state, "agent");
       const index = parsed.ok ? (parsed.action as number) : -1;
       const lines = [...completingCells(state, "X"), ...completingCells(state, "O")];
@@ -141,7 +149,7 @@ describe("text-world demonstrator", () => {
     await runEpisodes(useCase.protocol, starts, async (requests) =>
       requests.map(({ episode }) => {
         const state = starts[episode]!.session.summary().state as WorldState;
-        const move = demonstrators["text-world"]!(state, rng, undefined);
+        const move = demonstrators["text-world"]!(state, rng, undefined, "agent");
         const target = state.objectAt === "hand" ? state.goal : state.objectAt;
         if (state.at !== target && move.startsWith("go ")) {
           const shortest = (Object.entries(HOUSE[state.at]!) as [Direction, string][])
@@ -260,11 +268,23 @@ describe("environments", () => {
 });
 
 describe("experiment templates", () => {
-  it.each(Object.keys(useCases))("%s: validates and names a shipped base checkpoint", (name) => {
-    const config = defineExperiment(useCases[name]!.template);
+  it.each(Object.keys(useCases))("%s: validates and names its own shipped base, or the generalist base after SFT on its demonstrator", (name) => {
+    const useCase = useCases[name]!;
+    const config = defineExperiment(useCase.template);
     expect(config.environment).toBe(name);
-    expect(builtInBases[config.agent.base]?.useCase).toBe(name);
-    expect(existsSync(`${builtInBaseDir(config.agent.base)}/manifest.json`)).toBe(true);
+    // The protocol the use case is played with (a single turn has no history to keep).
+    expect(config.protocol).toMatchObject({ name: useCase.protocol.name, agents: useCase.protocol.agents });
+    if (config.protocol.name !== "single-turn") expect(config.protocol.history).toBe(useCase.protocol.history);
+    if (config.agent.base === GENERALIST_BASE) {
+      // The generalist base never saw the game: the template imitates the demonstrator before RL.
+      expect(config.sft).toMatchObject({ data: "demonstrator", steps: expect.any(Number) });
+      expect(config.sft.steps).toBeGreaterThan(0);
+      expect(useCase.environment.demonstrate).toBeTypeOf("function");
+      expect(existsSync(new URL(`../../../lib/envs/bases/${GENERALIST_BASE}/manifest.json`, import.meta.url))).toBe(true);
+    } else {
+      expect(builtInBases[config.agent.base]?.useCase).toBe(name);
+      expect(existsSync(`${builtInBaseDir(config.agent.base)}/manifest.json`)).toBe(true);
+    }
   });
 
   it("refuses an unknown base with the list of built-in ones", () => {
@@ -286,6 +306,61 @@ describe("board games for two players (the episode player's duel)", () => {
     expect(trajectory!.turns[0]!.render).toBe("a1 O c1\na2 b2 c2\na3 b3 c3");
     expect(trajectory!.agentReturns).toEqual({ O: -1, X: 1 });
     expect(trajectory!.turns.at(-1)!.info).toEqual({ winner: "X" });
+  });
+
+  it("offers the free cells as the legal moves, and its demonstrator wins where it can, else blocks", async () => {
+    const duel = useCases["tic-tac-toe"]!.duel!.environment;
+    const rng = new Rng(3);
+    let wins = 0;
+    let blocks = 0;
+    for (let game = 0; game < 200; game++) {
+      // Random moves to a random depth, then the demonstrator's move in that position.
+      const session = new EnvironmentSession(duel);
+      session.reset(game, game % 2 ? { opens: "O" } : undefined, undefined, { agents: ["X", "O"], simultaneous: false });
+      for (let moves = Math.floor(rng.uniform() * 6); moves > 0; moves--) {
+        const free = (duel.actions as (state: BoardState) => string[])(session.summary().state as BoardState);
+        if (session.step(free[Math.floor(rng.uniform() * free.length)]!).done) break;
+      }
+      if (session.summary().done) continue;
+      const state = session.summary().state as BoardState & { toMove: "X" | "O" };
+      const free = state.cells.flatMap((cell, i) => (cell === "." ? [cellName(i, 3)] : []));
+      expect(session.legalActions()).toEqual({ actions: free });
+      const move = session.demonstrate()!;
+      expect(free).toContain(move);
+      const own = completingCells(state, state.toMove).map((i) => cellName(i, 3));
+      const theirs = completingCells(state, state.toMove === "X" ? "O" : "X").map((i) => cellName(i, 3));
+      if (own.length > 0) {
+        expect(own).toContain(move);
+        wins++;
+      } else if (theirs.length > 0) {
+        expect(theirs).toContain(move);
+        blocks++;
+      }
+    }
+    expect(wins).toBeGreaterThan(10);
+    expect(blocks).toBeGreaterThan(10);
+  });
+
+  it("seats its demonstrator against a random player: it wins most games from either side and never loses as X", async () => {
+    const duel = useCases["tic-tac-toe"]!.duel!.environment;
+    const rng = new Rng(8);
+    for (const demonstrator of ["X", "O"]) {
+      const starts = Array.from({ length: 200 }, (_, seed) => ({ session: new EnvironmentSession(duel), seed }));
+      const games = await runEpisodes({ name: "turn-based", agents: ["X", "O"], history: "last" }, starts, async (requests) =>
+        requests.map(({ episode, agent }) => {
+          const session = starts[episode]!.session;
+          if (agent === demonstrator) return { text: session.demonstrate()! };
+          const free = (session.legalActions() as { actions: string[] }).actions;
+          return { text: free[Math.floor(rng.uniform() * free.length)]! };
+        }),
+      );
+      const won = games.filter((t) => t.agentReturns[demonstrator] === 1).length / games.length;
+      const lost = games.filter((t) => t.agentReturns[demonstrator] === -1).length / games.length;
+      console.log(`demonstrator as ${demonstrator}: won ${won.toFixed(3)}, lost ${lost.toFixed(3)}`);
+      expect(won).toBeGreaterThan(demonstrator === "X" ? 0.9 : 0.75);
+      if (demonstrator === "X") expect(lost).toBe(0);
+      expect(games.every((t) => t.invalidActions === 0)).toBe(true);
+    }
   });
 
   it("answers a taken cell as an invalid move that costs its player and ends the game", async () => {
