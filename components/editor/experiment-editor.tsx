@@ -63,7 +63,11 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
   const dirty = JSON.stringify([files, config]) !== saved.key;
   useUnsavedChangesGuard(dirty && !experiment.readOnly, `You have unsaved changes to ${experiment.name}: leave and lose them?`);
   const agent = (config.agent ?? {}) as { base?: unknown; sampling?: { maxTokens?: unknown } };
-  const validation = useLiveValidation(experiment.readOnly ? null : experiment.id, files, { base: agent.base, maxTokens: agent.sampling?.maxTokens ?? 32 });
+  const validation = useLiveValidation(experiment.readOnly ? null : experiment.id, files, {
+    base: agent.base,
+    maxTokens: agent.sampling?.maxTokens ?? 32,
+    protocol: config.protocol,
+  });
   const report = validation.report;
   const templates = useQuery(trpc.experiments.templates.queryOptions());
   // What may be launched is decided with runs.launch's own check (server/validation/browser.ts), which refuses the same.

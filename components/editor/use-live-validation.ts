@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from "react";
 import { useTRPCClient } from "@/components/trpc/provider";
 import type { AppRouter } from "@/server/api";
 import type { inferRouterOutputs } from "@trpc/server";
+import type { ProtocolName } from "@/lib/sdk/protocol";
 
 type ValidationReport = inferRouterOutputs<AppRouter>["experiments"]["validate"];
 
@@ -24,6 +25,14 @@ export function retryDelayMs(error: unknown): number | null {
   return Math.min(60, Math.max(1, seconds)) * 1000;
 }
 
+/** A config's protocol when it names several agents well enough to play them, else null. */
+function severalAgents(protocol: unknown): { name: ProtocolName; agents: string[] } | null {
+  const { name, agents } = (protocol ?? {}) as { name?: unknown; agents?: unknown };
+  if (name !== "turn-based" && name !== "simultaneous") return null;
+  if (!Array.isArray(agents) || agents.length < 2 || !agents.every((a) => typeof a === "string" && a.length > 0 && a.length <= 64)) return null;
+  return { name, agents: agents as string[] };
+}
+
 /**
  * Validates the source `delayMs` after the last edit (compile, type-check, sandbox dry-run). Only the answer for
  * the newest source is kept: an answer that arrives after a later edit would point at lines that have moved.
@@ -32,7 +41,7 @@ export function useLiveValidation(
   /** null: the caller may not validate (a viewer), so nothing is asked. */
   experimentId: string | null,
   files: Record<string, string>,
-  context: { base?: unknown; maxTokens?: unknown } = {},
+  context: { base?: unknown; maxTokens?: unknown; protocol?: unknown } = {},
   delayMs = 800,
 ) {
   const client = useTRPCClient();
@@ -42,12 +51,21 @@ export function useLiveValidation(
   // The base and the reply's length decide whether the first prompt fits: a change to either validates again.
   const base = typeof context.base === "string" ? context.base : undefined;
   const maxTokens = typeof context.maxTokens === "number" ? context.maxTokens : undefined;
+  // Several agents are played as the config names them (its errors are the config form's to show); one agent as before.
+  const protocolKey = JSON.stringify(severalAgents(context.protocol) ?? null);
 
   const run = async (ticket: number) => {
     if (experimentId === null) return;
     setStatus((s) => ({ state: "running", report: s.report, error: null }));
     try {
-      const report = await client.experiments.validate.mutate({ experimentId, files: JSON.parse(key) as Record<string, string>, base, maxTokens });
+      const protocol = JSON.parse(protocolKey) as { name: ProtocolName; agents: string[] } | null;
+      const report = await client.experiments.validate.mutate({
+        experimentId,
+        files: JSON.parse(key) as Record<string, string>,
+        base,
+        maxTokens,
+        ...(protocol ? { protocol } : {}),
+      });
       if (ticket === latest.current) setStatus({ state: "done", report, error: null });
     } catch (error) {
       if (ticket !== latest.current) return;
@@ -69,7 +87,7 @@ export function useLiveValidation(
     setStatus((s) => ({ state: "pending", report: s.report, error: null }));
     const timer = setTimeout(() => void run(ticket), delayMs);
     return () => clearTimeout(timer);
-  }, [key, base, maxTokens, delayMs]);
+  }, [key, base, maxTokens, protocolKey, delayMs]);
 
   /** Validates now, without waiting for the debounce. */
   const validateNow = () => {

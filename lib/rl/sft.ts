@@ -52,29 +52,41 @@ export async function sftStep(
   return { "loss/sft": lossSum / Math.max(tokens, 1), "train/grad_norm": gradNorm, "train/tokens": tokens };
 }
 
-/** The conversations the policy would have seen: one per episode ("full" history) or one per turn ("last"). */
+/**
+ * The conversations the policy would have seen: one per episode ("full" history) or one per turn ("last"). With
+ * several agents each agent's turns make conversations of their own, under that agent's system prompt, as each
+ * agent's prompt held only its own observations and actions.
+ */
 export function toConversations(trajectories: Trajectory[], history: "full" | "last"): Conversation[] {
   return trajectories.flatMap((trajectory) => {
-    const system: ChatMessage = { role: "system", content: trajectory.systemPrompt };
-    const exchanges = trajectory.turns.map((turn): ChatMessage[] => [
-      { role: "user", content: turn.observation },
-      { role: "assistant", content: turn.action },
-    ]);
-    return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+    const agents = [...new Set(trajectory.turns.map((turn) => turn.agent))];
+    return agents.flatMap((agent) => {
+      const system: ChatMessage = { role: "system", content: trajectory.systemPrompts?.[agent] ?? trajectory.systemPrompt };
+      const exchanges = trajectory.turns
+        .filter((turn) => turn.agent === agent)
+        .map((turn): ChatMessage[] => [
+          { role: "user", content: turn.observation },
+          { role: "assistant", content: turn.action },
+        ]);
+      return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+    });
   });
 }
 
 /**
  * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen: each
- * turn's action is `demonstrate(episode)`, the environment's demonstrate(state) in that episode's state. With each
+ * turn's action is `demonstrate(episode, agent)`, the environment's demonstrate(state, agent) in that episode's state for the
+ * agent whose turn it is. With each
  * episode's score: how good the demonstrator itself is, which a run after SFT is measured against.
  */
 export async function demonstrationConversations(
   protocol: Protocol,
   starts: EpisodeStart[],
-  demonstrate: (episode: number) => string | null,
+  demonstrate: (episode: number, agent: string) => string | null,
 ): Promise<{ conversations: Conversation[]; scores: number[] }> {
-  const trajectories = await runEpisodes(protocol, starts, async (requests) => requests.map(({ episode }) => ({ text: demonstrate(episode) ?? "" })));
+  const trajectories = await runEpisodes(protocol, starts, async (requests) =>
+    requests.map(({ episode, agent }) => ({ text: demonstrate(episode, agent) ?? "" })),
+  );
   return { conversations: toConversations(trajectories, protocol.history), scores: trajectories.map((t) => t.score) };
 }
 

@@ -18,4 +18,4 @@ export {
   saveVersion,
   type SourceFiles,
 } from "./store";
-export { editorValidation, validateSource } from "./validate";
+export { editorValidation, validateSource, validationProtocol, type ValidationProtocol } from "./validate";

@@ -16,7 +16,7 @@ import { type LaunchRefusal, launchRefusal, refusalMessage } from "../validation
 import { baseShapeFor } from "./base-shape";
 import type { Caller } from "./caller";
 import { touchExperiment } from "./store";
-import { validateSource } from "./validate";
+import { validateSource, validationProtocol } from "./validate";
 
 /**
  * Launches a run of an experiment's latest version: snapshots its source and config into the run and queues a
@@ -112,7 +112,11 @@ async function launchableOrRefuse(
   if (before) throw refuse(before);
   const config = parseExperiment(version.config);
   if (config.environment !== "custom") return { config, report: null };
-  const report = await validateSource(caller, version.projectId, version.files, { base: config.agent.base, maxTokens: config.agent.sampling.maxTokens });
+  const report = await validateSource(caller, version.projectId, version.files, {
+    base: config.agent.base,
+    maxTokens: config.agent.sampling.maxTokens,
+    protocol: validationProtocol(config.protocol),
+  });
   const refusal = launchRefusal(config, { ...context, report });
   if (refusal) throw refuse(refusal);
   return { config, report };
@@ -231,5 +235,9 @@ function maxTurnsOf(config: ExperimentConfig, report: ValidationReport | null): 
 /** A run version's own environment, validated as its launch did (reused when that validation is recent). */
 async function validateVersion(caller: Pick<Caller, "db" | "access">, projectId: string, versionId: string, config: ExperimentConfig) {
   const [version] = await caller.db.select({ files: experimentVersions.files }).from(experimentVersions).where(eq(experimentVersions.id, versionId));
-  return validateSource(caller, projectId, version?.files ?? {}, { base: config.agent.base, maxTokens: config.agent.sampling.maxTokens }).catch(() => null);
+  return validateSource(caller, projectId, version?.files ?? {}, {
+    base: config.agent.base,
+    maxTokens: config.agent.sampling.maxTokens,
+    protocol: validationProtocol(config.protocol),
+  }).catch(() => null);
 }

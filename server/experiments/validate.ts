@@ -5,6 +5,18 @@ import type { ValidationReport } from "../sandbox";
 import { ValidationBusyError, validateReusing } from "../validation";
 import { baseModelShape, checkpointShape } from "../bases";
 import type { Caller } from "./caller";
+import { hasSeveralAgents, type ProtocolName } from "@/lib/sdk/protocol";
+
+/** The agents a dry run plays: only a protocol with several agents is sent, so one agent's validations stay as they were. */
+export type ValidationProtocol = { name: ProtocolName; agents: string[] };
+
+/**
+ * The protocol validation plays for a config's protocol: its agents when it has several, else none (the dry run plays
+ * one agent). The editor and a launch both ask through this, so the same config gives the same validation (reused).
+ */
+export function validationProtocol(protocol: { name: ProtocolName; agents: string[] } | undefined): ValidationProtocol | undefined {
+  return protocol && hasSeveralAgents(protocol) ? { name: protocol.name, agents: [...protocol.agents] } : undefined;
+}
 
 /** How the editor validates (experiments.validate's defaults); `runs.launch` validates a version so too. */
 export const editorValidation = { episodes: 3, typeCheck: true, maxTokens: 32 } as const;
@@ -19,7 +31,15 @@ export async function validateSource(
   caller: Pick<Caller, "db" | "access">,
   projectId: string,
   files: Record<string, string>,
-  options: { entry?: string; episodes?: number; typeCheck?: boolean; base?: string; maxTokens?: number },
+  options: {
+    entry?: string;
+    episodes?: number;
+    typeCheck?: boolean;
+    base?: string;
+    maxTokens?: number;
+    /** The experiment's protocol when it has several agents: the dry run plays them (see `validationProtocol`). */
+    protocol?: ValidationProtocol;
+  },
 ): Promise<ValidationReport> {
   const maxTokens = options.maxTokens ?? editorValidation.maxTokens;
   let context;
@@ -40,6 +60,7 @@ export async function validateSource(
       episodes: options.episodes ?? editorValidation.episodes,
       typeCheck: options.typeCheck ?? editorValidation.typeCheck,
       context,
+      ...(options.protocol ? { protocol: options.protocol } : {}),
       datasetFiles: await datasetFiles(caller.db, projectId),
     });
   } catch (error) {

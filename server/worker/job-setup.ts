@@ -19,7 +19,7 @@ import { splitDataset } from "@/lib/rl/train";
 import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
 import { type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
-import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
+import { hasSeveralAgents, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
 import { mergeReports, type ReportInput, ReportQueue } from "../jobs";
 import { CheckpointCorruptError } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
@@ -248,7 +248,9 @@ async function sftConversations(
       seed: rng.nextU32() % 1_000_000,
       sample: rows ? rows[rng.nextU32() % rows.length] : undefined,
     }));
-    const played = await demonstrationConversations(protocol, starts, (episode) => pool!.demonstrate(episode));
+    // A single agent's demonstrator is asked as before; with several, for the agent whose turn it is.
+    const several = hasSeveralAgents(protocol);
+    const played = await demonstrationConversations(protocol, starts, (episode, agent) => pool!.demonstrate(episode, several ? agent : undefined));
     conversations.push(...played.conversations);
     scores.push(...played.scores);
   }

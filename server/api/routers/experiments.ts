@@ -2,6 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { useCases } from "@/lib/envs";
 import { completeExperiment, experimentSchema } from "@/lib/sdk/experiment";
+import { protocolNames } from "@/lib/sdk/protocol";
 import {
   createExperiment,
   editorValidation,
@@ -14,6 +15,7 @@ import {
   savedVersion,
   saveVersion,
   validateSource,
+  validationProtocol,
 } from "../../experiments";
 import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
@@ -120,13 +122,23 @@ export const experimentsRouter = createTRPCRouter({
         typeCheck: z.boolean().default(editorValidation.typeCheck),
         base: z.string().max(200).optional().describe("the agent's base: the first prompt must leave maxTokens of its context"),
         maxTokens: z.number().int().min(1).max(4096).default(editorValidation.maxTokens).describe("agent.sampling.maxTokens"),
+        protocol: z
+          .object({
+            name: z.enum(protocolNames, `must be one of ${protocolNames.join(", ")}`),
+            agents: z.array(z.string().min(1).max(64)).min(1, "name at least one agent").max(16, "at most 16 agents"),
+          })
+          .optional()
+          .describe("the experiment's protocol: the dry run plays its agents"),
       }),
     )
     .mutation(async ({ ctx, input }) => {
       if (Object.keys(input.files).length === 0) {
         throw new TRPCError({ code: "BAD_REQUEST", message: "files: give at least one source file, e.g. environment.ts" });
       }
-      return validateSource(ctx, await projectOfExperiment(ctx.db, input.experimentId), input.files, input);
+      return validateSource(ctx, await projectOfExperiment(ctx.db, input.experimentId), input.files, {
+        ...input,
+        protocol: validationProtocol(input.protocol),
+      });
     }),
 
   rename: projectProcedure("editor", "experiment", "id")
