@@ -409,7 +409,14 @@ function Transcript({ state, onAnswer }: { state: Extract<EpisodeState, { episod
           </li>
         ))}
         {state.pending && (
-          <PendingTurn pending={state.pending} agents={state.agents} labels={state.labels} number={state.turns.length + 1} onAnswer={onAnswer} />
+          <PendingTurn
+            pending={state.pending}
+            agents={state.agents}
+            labels={state.labels}
+            number={state.turns.length + 1}
+            secret={state.limits.protocol.name === "simultaneous"}
+            onAnswer={onAnswer}
+          />
         )}
         {state.status === "finished" && state.trajectory && <Outcome trajectory={state.trajectory} limits={state.limits} />}
         {state.status === "failed" && (
@@ -427,10 +434,13 @@ function PendingTurn({
   agents,
   labels,
   number,
+  secret,
   onAnswer,
 }: {
   pending: NonNullable<Extract<EpisodeState, { episode: number }>["pending"]>;
   agents: string[];
+  /** a simultaneous round: the policy's answer stays hidden until every agent has answered */
+  secret: boolean;
   labels: TokenLabels | null;
   number: number;
   onAnswer(text: string): void;
@@ -452,7 +462,11 @@ function PendingTurn({
         Turn {number} · <AgentName agents={agents} agent={pending.request.agent} /> · {pending.by === "policy" ? "the policy is thinking…" : "your move"}
       </h3>
       {pending.by === "policy" ? (
-        labels && <TokenStream tokens={pending.tokens} labels={labels} />
+        secret ? (
+          <p className="text-sm text-slate-500">Its answer shows once every agent has answered this round.</p>
+        ) : (
+          labels && <TokenStream tokens={pending.tokens} labels={labels} />
+        )
       ) : (
         <>
           <Board text={observation} label="What you see" onWord={setText} />
