@@ -6,6 +6,7 @@
  *
  *   npm run bench:learn [-- --only arithmetic,tic-tac-toe] [--steps N] [--set algorithm.learningRate=1e-4 ...]
  *                       [--verbose] [--failures] [--threads 1|2] [--save DIR]
+ *   npm run bench:learn -- --multi-agent [--only tic-tac-toe-duel,signal-game,split-pot-duel] [--steps N] [--set ...]
  *
  * "before" and "after" are greedy, as the template's evaluation plays; "sampled" is the first measure with the
  * policy sampling at temperature 1, on the same held-out episodes.
@@ -14,6 +15,10 @@
  * still gets wrong; --threads 1 leaves the other core to another experiment (default: both, with the native
  * matrix kernel where it builds, as a worker runs); --save DIR writes each trained policy to DIR/NAME as sampler
  * weights (load with BaseModel.load).
+ *
+ * --multi-agent runs the multi-agent use cases instead (bench/lib/multi-agent.ts: self-play, cooperation, mixed
+ * motives), and the JSON line is {"multi_agent":[{"name","kind","metric","before","after","seconds",
+ * "beats_initial_self","elo_first","elo_last","elo_ci",…},…]}.
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -26,6 +31,7 @@ import { defineExperiment } from "../lib/sdk/experiment";
 import type { Trajectory } from "../lib/sdk/protocol";
 import { BaseModel, TrainingClient, initBackend } from "../server/runtime/index";
 import { mean } from "./lib/measure";
+import { multiAgentNames, runMultiAgentCase, type MultiAgentResult } from "./lib/multi-agent";
 
 /** What each use case is judged by: a figure of the held-out episodes, and the figure it should reach. */
 type Measure = { metric: string; target: number | null; lowerIsBetter?: boolean; of(episodes: Trajectory[]): number };
@@ -59,6 +65,7 @@ const { values: args } = parseArgs({
     failures: { type: "boolean", default: false },
     threads: { type: "string" },
     save: { type: "string" },
+    "multi-agent": { type: "boolean", default: false },
   },
 });
 
@@ -78,6 +85,10 @@ function applySet(template: Record<string, any>, assignment: string): void {
 // The engine a worker uses (worker-process.ts): both cores and the native matrix kernel where it builds.
 const { capabilities } = await initBackend({ threads: args.threads ? Number(args.threads) : undefined });
 console.error(`backend ${capabilities.backend}, kernel ${capabilities.kernel ?? "-"}, ${capabilities.threads} thread(s)`);
+if (args["multi-agent"]) {
+  await multiAgentBench();
+  process.exit(0);
+}
 const names = args.only ? args.only.split(",") : ["arithmetic", "guess-number", "tic-tac-toe", "tool-use", "text-world", "gomoku"];
 
 const sampled = new Map<string, { before: number; after: number }>();
@@ -204,3 +215,53 @@ const entries = names.map((name) => {
   };
 });
 console.log(JSON.stringify({ use_cases: entries }));
+
+/** The multi-agent use cases: a table, then one JSON line {"multi_agent": […]}. */
+async function multiAgentBench(): Promise<void> {
+  const results: MultiAgentResult[] = [];
+  for (const name of args.only ? args.only.split(",") : multiAgentNames) {
+    results.push(
+      await runMultiAgentCase(name, {
+        steps: args.steps ? Number(args.steps) : undefined,
+        adjust: (template) => {
+          for (const assignment of args.set) applySet(template, assignment);
+        },
+        verbose: args.verbose,
+        save: args.save,
+      }),
+    );
+  }
+  const round = (x: number | null) => (x === null ? null : Math.round(x * 1000) / 1000);
+  const header = ["use case", "kind", "metric", "before", "after", "beats initial self", "Elo first → last [95% interval]", "steps", "seconds"];
+  const rows = results.flatMap((r) => [
+    [
+      r.name,
+      r.kind,
+      r.metric,
+      r.before.toFixed(3),
+      r.after.toFixed(3),
+      r.beats_initial_self === null ? "-" : r.beats_initial_self.toFixed(3),
+      r.elo_last === null ? "-" : `${r.elo_first!.toFixed(0)} → ${r.elo_last.toFixed(0)} [${r.elo_ci![0].toFixed(0)}, ${r.elo_ci![1].toFixed(0)}]`,
+      String(r.steps),
+      r.seconds.toFixed(0),
+    ],
+    ...Object.entries(r.more).map(([metric, { before, after }]) => ["", "", metric, before.toFixed(3), after.toFixed(3), "", "", "", ""]),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  for (const row of [header, ...rows]) console.log(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  "));
+  const entries = results.map((r) => ({
+    name: r.name,
+    kind: r.kind,
+    metric: r.metric,
+    before: round(r.before),
+    after: round(r.after),
+    seconds: Math.round(r.seconds),
+    beats_initial_self: round(r.beats_initial_self),
+    elo_first: r.elo_first === null ? null : Math.round(r.elo_first),
+    elo_last: r.elo_last === null ? null : Math.round(r.elo_last),
+    elo_ci: r.elo_ci ? r.elo_ci.map((x) => Math.round(x)) : null,
+    ...Object.fromEntries(Object.entries(r.more).map(([metric, { before, after }]) => [metric, { before: round(before), after: round(after) }])),
+    steps: r.steps,
+  }));
+  console.log(JSON.stringify({ multi_agent: entries }));
+}
