@@ -48,7 +48,13 @@ export class EnvironmentClient {
    * `context` (the policy's context length and tokenizer), a conversation that outgrows it ends the episode.
    */
   play(
-    options: { protocol: Protocol; seed: number; sample?: DatasetRow; context: { length: number; tokenizer: TokenizerSpec } | null },
+    options: {
+      protocol: Protocol;
+      seed: number;
+      sample?: DatasetRow;
+      /** The policy's context, and the agents it plays (only their prompts must fit it); null when no policy plays. */
+      context: { length: number; tokenizer: TokenizerSpec; agents: string[] } | null;
+    },
     listener: EpisodeListener,
   ): number {
     const { context, ...rest } = options;
@@ -58,7 +64,7 @@ export class EnvironmentClient {
       this.send({ type: "tokenizer", spec: context.tokenizer });
       this.sentTokenizer = context.tokenizer;
     }
-    this.send({ type: "play", episode: this.episode, ...rest, contextLength: context?.length ?? null });
+    this.send({ type: "play", episode: this.episode, ...rest, contextLength: context?.length ?? null, policyAgents: context?.agents ?? [] });
     return this.episode;
   }
 

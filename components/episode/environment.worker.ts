@@ -58,7 +58,14 @@ async function load(source: EnvironmentSource): Promise<EnvironmentOutline> {
 /** The turn the page is answering: the episode it belongs to, and how to hand it the answer. */
 let waiting: { episode: number; resolve(response: ActResponse): void } | null = null;
 
-async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0], seed: number, sample: DatasetRow | undefined, contextLength: number | null) {
+async function play(
+  episode: number,
+  protocol: Parameters<typeof runEpisodes>[0],
+  seed: number,
+  sample: DatasetRow | undefined,
+  contextLength: number | null,
+  policyAgents: string[],
+) {
   if (!newSession) throw new Error("no environment is loaded in this worker yet");
   const inner = newSession();
   /** The requests of the turn or round being played, by agent: each played turn's observation is its agent's. */
@@ -122,13 +129,15 @@ async function play(episode: number, protocol: Parameters<typeof runEpisodes>[0]
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-  let fitsContext: ((messages: ChatMessage[]) => boolean) | undefined;
+  let fitsContext: ((messages: ChatMessage[], agent: string) => boolean) | undefined;
   if (contextLength !== null) {
     if (!policyTokenizer) throw new Error("the policy's tokenizer was not sent before the episode; the context check needs it");
     if ("error" in policyTokenizer) throw new Error(policyTokenizer.error);
     const { tokenizer } = policyTokenizer;
     // The conversation in the policy's own chat template, ready for its reply, must leave it room for a token.
-    fitsContext = (messages) => tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length < contextLength;
+    // Only the policy's prompts: a person's side is shown whole, however long.
+    const policy = new Set(policyAgents);
+    fitsContext = (messages, agent) => !policy.has(agent) || tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length < contextLength;
   }
   const [trajectory] = await runEpisodes(
     protocol,
@@ -164,7 +173,7 @@ scope.onmessage = ({ data: request }) => {
     }
   } else if (request.type === "play") {
     waiting = null; // the episode in progress, if any, is abandoned
-    play(request.episode, request.protocol, request.seed, request.sample, request.contextLength).catch((error) =>
+    play(request.episode, request.protocol, request.seed, request.sample, request.contextLength, request.policyAgents).catch((error) =>
       post({ type: "failed", episode: request.episode, message: message(error) }),
     );
   } else if (request.type === "acted") {

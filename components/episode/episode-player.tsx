@@ -176,7 +176,14 @@ export function EpisodePlayer({
     const policyPlays = Object.values(bySide).includes("policy") && model !== null && tokenizer !== null;
     const limits: EpisodeLimits = { protocol, maxTurns: outline.outline.maxTurns, contextLength: policyPlays ? model.config.contextLength : null };
     const episode = client.play(
-      { protocol, seed: episodeSeed, sample, context: policyPlays ? { length: model.config.contextLength, tokenizer: model.tokenizer } : null },
+      {
+        protocol,
+        seed: episodeSeed,
+        sample,
+        context: policyPlays
+          ? { length: model.config.contextLength, tokenizer: model.tokenizer, agents: agents.filter((agent) => bySide[agent] === "policy") }
+          : null,
+      },
       {
         started: (start) => update(episode, (current) => ({ ...current, systemPrompt: start.systemPrompt, start })),
         act: (request) => {

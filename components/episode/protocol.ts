@@ -35,8 +35,11 @@ export type EnvironmentRequest =
   | { type: "load"; source: EnvironmentSource }
   /** the policy's tokenizer, which measures conversations against `contextLength`; sent when it changes, before a play */
   | { type: "tokenizer"; spec: TokenizerSpec }
-  /** `contextLength`: the policy's, so that a conversation outgrowing it ends the episode as in a run (null: no limit) */
-  | { type: "play"; episode: number; protocol: Protocol; seed: number; sample?: DatasetRow; contextLength: number | null }
+  /**
+   * `contextLength`: the policy's, so that a conversation outgrowing it ends the episode as in a run (null: no limit);
+   * `policyAgents`: the agents the policy plays, whose prompts alone must fit it (a person's side has no context)
+   */
+  | { type: "play"; episode: number; protocol: Protocol; seed: number; sample?: DatasetRow; contextLength: number | null; policyAgents: string[] }
   | { type: "acted"; episode: number; text: string; tokens?: number[]; logprobs?: number[] };
 
 export type EnvironmentEvent =

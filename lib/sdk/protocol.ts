@@ -146,7 +146,8 @@ export class RoundBarrier {
 
 /**
  * Runs every episode to its end. `act` receives all pending requests of a round at once. An episode whose
- * prompt outgrows `fitsContext` ends, truncated, instead of failing the batch.
+ * prompt outgrows `fitsContext` ends, truncated, instead of failing the batch (`fitsContext` is told whose prompt it
+ * is: where a person plays one side, only the policy's prompts need fit its context).
  *
  * Turn-based protocols ask one agent of each episode per round (the session's agent to act: the environment's
  * `toAct`, else the protocol's order); the simultaneous protocol asks every agent of each episode, and the round's
@@ -156,7 +157,7 @@ export async function runEpisodes(
   protocol: Protocol,
   starts: EpisodeStart[],
   act: (requests: ActRequest[]) => Promise<ActResponse[]>,
-  options: { fitsContext?: (messages: ChatMessage[]) => boolean } = {},
+  options: { fitsContext?: (messages: ChatMessage[], agent: string) => boolean } = {},
 ): Promise<Trajectory[]> {
   const seats: Seats = { agents: protocol.agents, simultaneous: protocol.name === "simultaneous" };
   type Live = {
@@ -215,7 +216,7 @@ export async function runEpisodes(
       for (const agent of agents) {
         const observation = seats.simultaneous ? episode.views[agent]! : episode.pendingObservation;
         const messages: ChatMessage[] = [...episode.histories.get(agent)!, { role: "user", content: observation }];
-        if (options.fitsContext && !options.fitsContext(messages)) break;
+        if (options.fitsContext && !options.fitsContext(messages, agent)) break;
         const legalActions = (seats.simultaneous ? session.legalActions(agent) : session.legalActions?.()) ?? null;
         own.push(legalActions ? { episode: index, agent, messages, legalActions } : { episode: index, agent, messages });
       }
