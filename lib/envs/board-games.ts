@@ -152,10 +152,10 @@ export function freeCells(state: BoardState): string[] {
   return out;
 }
 
-function place(state: BoardState, index: number, mark: "X" | "O"): BoardState {
+function place<S extends BoardState>(state: S, index: number, mark: "X" | "O"): S {
   const cells = state.cells.slice();
   cells[index] = mark;
-  const next: BoardState = { ...state, cells, moves: state.moves + 1 };
+  const next: S = { ...state, cells, moves: state.moves + 1 };
   if (wins(next, index)) next.winner = mark;
   else if (!cells.includes(".")) next.winner = "draw";
   return next;
@@ -267,31 +267,43 @@ export const gomoku = boardGame({
  * The legal actions are the free cells, so a policy that never saw the game (self-play from the generalist base)
  * plays only real moves from its first step. The single-player games declare none: their shipped bases write
  * legal moves already, and their templates' figures were measured unconstrained. The demonstrator (`demonstrate`,
- * for SFT and for a scripted seat) wins where it can, else blocks, else plays its builder move: it misses forks,
- * which leaves self-play something to learn.
+ * for SFT and for a scripted seat) wins where it can, else blocks, else plays its builder move, except that one
+ * such move in four (by the move's draw, made at reset) goes to a free cell at random: the games it shows vary,
+ * and it misses forks, which leaves self-play something to learn.
+ *
+ * `opener`: "X" opens unless the row says O; "either": with no row naming the opener, the seed draws it, so a
+ * policy in self-play meets both openings (with X always opening, every game of a group starts from the same
+ * empty board).
  */
-function boardDuel(options: { name: string; size: number; line: number }): EnvironmentDefinition<BoardState & { toMove: "X" | "O" }, number> {
+function boardDuel(options: { name: string; size: number; line: number; opener: "X" | "either" }): EnvironmentDefinition<DuelState, number> {
   const { size, line } = options;
-  type DuelState = BoardState & { toMove: "X" | "O" };
   return defineEnvironment<DuelState, number>({
-    name: `${options.name}-duel`,
-    description: `${options.name} for two players: X and O take turns, ${line} in a row wins.`,
+    name: `${options.name}-${options.opener === "X" ? "duel" : "self-play"}`,
+    description: `${options.name} for two players: X and O take turns, ${line} in a row wins${options.opener === "X" ? "" : "; either may open"}.`,
     data: { kind: "free" },
     systemPrompt: (_sample, agent) => `${agent === "O" ? "O" : "X"} to play, ${line} in a row.`,
     maxTurns: size * size,
     invalidAction: { penalty: -1, endEpisode: true },
     scoreName: "x_win_rate",
-    reset({ sample }) {
-      const toMove = sample?.opens === "O" ? "O" : "X";
-      const state: DuelState = { size, line, cells: Array<Cell>(size * size).fill("."), winner: null, moves: 0, toMove };
+    reset({ sample, rng }) {
+      const draws = Array.from({ length: size * size }, () => rng.uniform());
+      const drawn = options.opener === "either" && sample?.opens === undefined && rng.uniform() < 0.5;
+      const toMove = sample?.opens === "O" || drawn ? "O" : "X";
+      const state: DuelState = { size, line, cells: Array<Cell>(size * size).fill("."), winner: null, moves: 0, toMove, draws };
       return { state, observation: renderBoard(state) };
     },
     toAct: (state) => state.toMove,
     actions: freeCells,
     demonstrate(state) {
       const mark = state.toMove;
-      const cell = completingCells(state, mark)[0] ?? completingCells(state, mark === "X" ? "O" : "X")[0] ?? builderMove(state, new Set(), mark)!;
-      return cellName(cell, size);
+      const line = completingCells(state, mark)[0] ?? completingCells(state, mark === "X" ? "O" : "X")[0];
+      if (line !== undefined) return cellName(line, size);
+      const draw = state.draws[state.moves] ?? 1;
+      if (draw < DEMONSTRATOR_SLIP) {
+        const free = freeCells(state);
+        return free[Math.floor((draw / DEMONSTRATOR_SLIP) * free.length)]!;
+      }
+      return cellName(builderMove(state, new Set(), mark)!, size);
     },
     parseAction: parseCell,
     step(state, index) {
@@ -309,5 +321,13 @@ function boardDuel(options: { name: string; size: number; line: number }): Envir
   });
 }
 
-export const ticTacToeDuel = boardDuel({ name: "tic-tac-toe", size: 3, line: 3 });
-export const gomokuDuel = boardDuel({ name: "gomoku", size: 6, line: 4 });
+/** A board for two: the side to move, and one uniform draw per move made at reset that only the demonstrator reads. */
+export type DuelState = BoardState & { toMove: "X" | "O"; draws: number[] };
+
+/** How often the duel's demonstrator plays a random free cell where it can neither win nor block. */
+const DEMONSTRATOR_SLIP = 0.25;
+
+export const ticTacToeDuel = boardDuel({ name: "tic-tac-toe", size: 3, line: 3, opener: "X" });
+export const gomokuDuel = boardDuel({ name: "gomoku", size: 6, line: 4, opener: "X" });
+/** Tic-tac-toe for one policy in both seats: the duel, with the opener drawn by the seed. */
+export const ticTacToeSelfPlay = boardDuel({ name: "tic-tac-toe", size: 3, line: 3, opener: "either" });

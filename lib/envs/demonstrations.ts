@@ -7,7 +7,7 @@
 import { Rng } from "@/lib/model/rng";
 import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type Trajectory } from "@/lib/sdk/protocol";
-import { builderMove, cellName, completesLine, completingCells, ticTacToeDuel, type BoardState } from "./board-games";
+import { builderMove, cellName, completesLine, completingCells, ticTacToeSelfPlay, type BoardState } from "./board-games";
 import { openRange, type GuessState } from "./guess-number";
 import type { UseCase } from "./index";
 import { kuhnPoker, kuhnPokerDuel } from "./kuhn-poker";
@@ -206,7 +206,7 @@ export const demonstrators: Record<string, Demonstrator> = {
   "signal-speaker": ownDemonstrator(signalSpeaker),
   "signal-listener": ownDemonstrator(signalListener),
   "split-pot": ownDemonstrator(splitPot),
-  "tic-tac-toe-duel": ownDemonstrator(ticTacToeDuel),
+  "tic-tac-toe-self-play": ownDemonstrator(ticTacToeSelfPlay),
   "kuhn-poker-duel": ownDemonstrator(kuhnPokerDuel),
 };
 

@@ -5,7 +5,7 @@ import type { Protocol } from "@/lib/sdk/protocol";
 import { GENERALIST_BASE } from "@/lib/sdk/agent";
 import { multiTurn, singleTurn, turnBased } from "@/lib/sdk/protocol";
 import { arithmetic } from "./arithmetic";
-import { gomoku, gomokuDuel, ticTacToe, ticTacToeDuel } from "./board-games";
+import { gomoku, gomokuDuel, ticTacToe, ticTacToeDuel, ticTacToeSelfPlay } from "./board-games";
 import { guessNumber } from "./guess-number";
 import { kuhnPoker, kuhnPokerDuel } from "./kuhn-poker";
 import { signalGame, signalListener, signalSpeaker } from "./signal-game";
@@ -175,11 +175,11 @@ export const gameUseCases: Record<string, UseCase> = {
  * win rate against the policy's own other seat; the episode player sets either seat to the policy or to a person.
  */
 const selfPlayUseCases: Record<string, UseCase> = {
-  "tic-tac-toe-duel": {
-    environment: ticTacToeDuel,
+  "tic-tac-toe-self-play": {
+    environment: ticTacToeSelfPlay,
     protocol: turnBased(["X", "O"], "last"),
     title: "Tic-tac-toe in self-play: one policy plays X and O",
-    template: selfPlayTemplate("tic-tac-toe-duel", ["X", "O"], 3),
+    template: selfPlayTemplate("tic-tac-toe-self-play", ["X", "O"], 3),
   },
   "kuhn-poker-duel": {
     environment: kuhnPokerDuel,

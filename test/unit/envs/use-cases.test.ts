@@ -363,6 +363,20 @@ describe("board games for two players (the episode player's duel)", () => {
     }
   });
 
+  it("self-play's tic-tac-toe lets the seed pick who opens, unless the row names the opener", () => {
+    const { environment } = useCases["tic-tac-toe-self-play"]!;
+    const opener = (seed: number, sample?: { opens: string }) => {
+      const session = new EnvironmentSession(environment);
+      session.reset(seed, sample, undefined, { agents: ["X", "O"], simultaneous: false });
+      return session.agent;
+    };
+    const oOpens = Array.from({ length: 400 }, (_, seed) => opener(seed)).filter((agent) => agent === "O").length;
+    expect(oOpens).toBeGreaterThan(160);
+    expect(oOpens).toBeLessThan(240);
+    expect(Array.from({ length: 20 }, (_, seed) => opener(seed, { opens: "X" }))).toEqual(Array(20).fill("X"));
+    expect(opener(3)).toBe(opener(3));
+  });
+
   it("answers a taken cell as an invalid move that costs its player and ends the game", async () => {
     const session = new EnvironmentSession(useCases.gomoku!.duel!.environment);
     session.reset(0);
