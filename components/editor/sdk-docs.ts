@@ -197,7 +197,11 @@ export const sdkExportDocs: Record<string, SdkDoc> = {
     doc: "Several agents acting at once: each round every agent is asked once, then the environment moves once on all their actions (`stepTogether`).",
   },
   EnvironmentDefinition: { kind: "type", detail: "type EnvironmentDefinition<State, Action>", doc: "What defineEnvironment takes." },
-  StepOutcome: { kind: "type", detail: "type StepOutcome<State>", doc: "What `step` returns: state, observation, reward, done, info, metrics." },
+  StepOutcome: {
+    kind: "type",
+    detail: "type StepOutcome<State>",
+    doc: "What `step` returns: state, observation, reward (or each agent's, `rewards`), done, info, metrics.",
+  },
   ParseResult: { kind: "type", detail: "type ParseResult<Action>", doc: "What `parseAction` returns: { ok: true, action } or { ok: false, error }." },
   EpisodeSummary: {
     kind: "type",
