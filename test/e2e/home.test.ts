@@ -92,7 +92,17 @@ describe("a fresh workbench", () => {
       const examplePage = await browser.newPage();
       await examplePage.goto(withExamples.url);
       const list = examplePage.getByRole("list", { name: "Experiments" });
-      for (const name of ["arithmetic-grpo", "guess-number-ppo", "tic-tac-toe-ppo", "tool-use-grpo", "text-world-ppo"]) {
+      for (const name of [
+        "arithmetic-grpo",
+        "guess-number-ppo",
+        "tic-tac-toe-ppo",
+        "tool-use-grpo",
+        "text-world-ppo",
+        "kuhn-poker-grpo",
+        "split-pot-grpo",
+        "tic-tac-toe-self-play-grpo",
+        "kuhn-poker-duel-grpo",
+      ]) {
         await list.getByText(name, { exact: true }).waitFor();
       }
       await examplePage.close();
