@@ -17,20 +17,19 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { builtInBaseDir, builtInBases } from "../../lib/envs/bases";
-import { cellName, ticTacToeDuel } from "../../lib/envs/board-games";
-import { signalGame } from "../../lib/envs/signal-game";
+import { freeCells, ticTacToeSelfPlay, type BoardState } from "../../lib/envs/board-games";
+import { COLOURS, signalGame, signalListener, signalSpeaker } from "../../lib/envs/signal-game";
 import { splitPotDuel } from "../../lib/envs/split-pot";
-import type { ChatMessage } from "../../lib/model/chat";
 import { Rng } from "../../lib/model/rng";
 import { evaluate } from "../../lib/rl/evaluate";
 import { League, matchRecords, playMatch } from "../../lib/rl/league";
 import type { PolicyModel } from "../../lib/rl/primitives";
 import type { EpisodePlayer } from "../../lib/rl/rollouts";
-import { sftBatch, sftStep } from "../../lib/rl/sft";
+import { demonstrationConversations, sftBatch, sftStep } from "../../lib/rl/sft";
 import { evaluationSpecs, trainRl } from "../../lib/rl/train";
 import { defineEnvironment, EnvironmentSession, type EnvironmentDefinition } from "../../lib/sdk/environment";
 import { defineExperiment, type ExperimentConfig, type ExperimentConfigInput } from "../../lib/sdk/experiment";
-import { runEpisodes, simultaneous, turnBased, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "../../lib/sdk/protocol";
+import { runEpisodes, simultaneous, singleTurn, turnBased, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "../../lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "../../server/runtime/index";
 
 export type MultiAgentKind = "self-play" | "cooperation" | "mixed-motive";
@@ -67,8 +66,12 @@ type MultiAgentCase = {
   /** The headline figure's name; `measure` returns it first. */
   metric: string;
   measure(policy: PolicyModel, config: ExperimentConfig): Promise<Record<string, number>>;
-  /** Whether snapshots play a league (two players with opposed interests: a win means something). */
-  league: boolean;
+  /**
+   * The league of snapshots, for two players with opposed interests (a win means something): how many snapshots
+   * (the first before RL, the last after it) and how many games each pair of them plays, seats swapped every game.
+   * Null: none (a cooperative game, where both players always score alike).
+   */
+  league: { snapshots: number; games: number } | null;
 };
 
 // ── measurement helpers ─────────────────────────────────────────────────────────────────────────────────────────
@@ -124,25 +127,40 @@ async function selfPlayed(policy: PolicyModel, useCase: MultiAgentCase, config: 
 
 // ── the games ───────────────────────────────────────────────────────────────────────────────────────────────────
 
-/** The free cells' names: the duel declares no legal actions, so sampling is held to these here. */
-const freeCells = (state: { size: number; cells: string[] }) => state.cells.flatMap((cell, i) => (cell === "." ? [cellName(i, state.size)] : []));
-
-/**
- * Tic-tac-toe for two with legal moves declared, and either side opening (by the seed): the duel alone always has X
- * open, so in self-play every game starts from the same empty board, and once one side wins every game the
- * groups carry no signal.
- */
-const ticTacToeSelfPlay = defineEnvironment({
-  ...ticTacToeDuel,
-  reset: ({ seed, rng }) => ticTacToeDuel.reset({ seed, rng, sample: { opens: seed % 2 === 0 ? "X" : "O" } }),
-  actions: (state) => freeCells(state),
-});
-
 /** The scripted tic-tac-toe player: a free cell at random (the opponent of the single-agent use case). */
-const randomCell = (state: { size: number; cells: string[] }, rng: Rng) => {
+const randomCell = (state: BoardState, rng: Rng) => {
   const free = freeCells(state);
   return free[Math.floor(rng.uniform() * free.length)]!;
 };
+
+/**
+ * One role of the signalling game against its scripted partner, which keeps the fixed code (lib/envs/signal-game.ts):
+ * 20 SFT steps on the role's demonstrator, which confuses gold with blue three times in five, then GRPO.
+ */
+function scriptedPartner(name: string, environment: EnvironmentDefinition<any, any, any>, maxTokens: number): MultiAgentCase {
+  const useCase: MultiAgentCase = {
+    kind: "cooperation",
+    environment,
+    protocol: singleTurn(),
+    template: {
+      name: `${name}-scripted-partner`,
+      environment: name,
+      agent: { base: "generalist-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens } },
+      protocol: { name: "single-turn", history: "last" },
+      sft: { steps: 20, demonstrations: 1000, learningRate: 1e-3 },
+      algorithm: { name: "grpo", steps: 20, groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, lrSchedule: "cosine" },
+      evaluation: { every: 0, episodes: 1 },
+    },
+    metric: "success",
+    league: null,
+    async measure(policy, config) {
+      const greedy = await selfPlayed(policy, useCase, config, 400, 0);
+      const sampled = await selfPlayed(policy, useCase, config, 400, 1);
+      return { success: mean(greedy.map((t) => t.score)), success_sampled: mean(sampled.map((t) => t.score)) };
+    },
+  };
+  return useCase;
+}
 
 /** Games per seat against the scripted opponent. */
 const SCRIPTED_GAMES = 200;
@@ -157,11 +175,12 @@ const cases: Record<string, MultiAgentCase> = {
       environment: "tic-tac-toe-duel",
       agent: { base: "tic-tac-toe-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "turn-based", agents: ["X", "O"], history: "last" },
-      algorithm: { name: "grpo", steps: 60, groupSize: 8, groupsPerStep: 16, learningRate: 1e-3, lrSchedule: "cosine" },
+      // The single-agent recipe (PPO, GAE λ 0.5: each move credited mostly by the next position's value), 32 groups.
+      algorithm: { name: "ppo", steps: 60, groupSize: 8, groupsPerStep: 32, learningRate: 1e-3, lrSchedule: "cosine", gaeLambda: 0.5 },
       evaluation: { every: 0, episodes: 1 },
     },
     metric: "win_rate",
-    league: true,
+    league: { snapshots: 7, games: 24 },
     // Greedy, as the single-agent use case is judged (the opponent's random moves vary the games), and sampled.
     async measure(policy, config) {
       const rates: Record<string, number> = {};
@@ -208,13 +227,19 @@ const cases: Record<string, MultiAgentCase> = {
       evaluation: { every: 0, episodes: 1 },
     },
     metric: "success",
-    league: false,
+    league: null,
     async measure(policy, config) {
       const greedy = await selfPlayed(policy, cases["signal-game"]!, config, 400, 0);
       const sampled = await selfPlayed(policy, cases["signal-game"]!, config, 400, 1);
-      return { success: mean(greedy.map((t) => t.score)), success_sampled: mean(sampled.map((t) => t.score)) };
+      // By target: a code that pools two colours on one signal fails one of them every time.
+      const byTarget = Object.fromEntries(
+        COLOURS.map((colour) => [`success_${colour}`, mean(greedy.filter((t) => t.turns[0]!.observation.includes(`Target: ${colour}.`)).map((t) => t.score))]),
+      );
+      return { success: mean(greedy.map((t) => t.score)), success_sampled: mean(sampled.map((t) => t.score)), ...byTarget };
     },
   },
+  "signal-speaker": scriptedPartner("signal-speaker", signalSpeaker, 2),
+  "signal-listener": scriptedPartner("signal-listener", signalListener, 6),
   "split-pot-duel": {
     kind: "mixed-motive",
     environment: splitPotDuel,
@@ -224,12 +249,15 @@ const cases: Record<string, MultiAgentCase> = {
       environment: "split-pot-duel",
       agent: { base: "generalist-base", training: { mode: "full" }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "simultaneous", agents: ["A", "B"], history: "last" },
-      sft: { steps: 60, demonstrations: 1000, learningRate: 1e-3 },
-      algorithm: { name: "grpo", steps: 40, groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, lrSchedule: "cosine" },
+      // No SFT: the generalist base, which has never seen the game, asks for little (1 of 10 greedily), so both
+      // payoffs start low; a demonstrator's fair split would leave RL nothing to raise.
+      sft: { steps: 0 },
+      algorithm: { name: "grpo", steps: 20, groupSize: 8, groupsPerStep: 16, learningRate: 3e-4, lrSchedule: "cosine" },
       evaluation: { every: 0, episodes: 1 },
     },
     metric: "joint_payoff",
-    league: true,
+    // Fewer and shorter than tic-tac-toe's: the generalist base samples slower than the tic-tac-toe base.
+    league: { snapshots: 5, games: 16 },
     // Sampled, as the policy plays: greedy, both seats make the same demand in every game.
     async measure(policy, config) {
       const games = await selfPlayed(policy, cases["split-pot-duel"]!, config, 400, 1);
@@ -246,7 +274,11 @@ const cases: Record<string, MultiAgentCase> = {
   },
 };
 
-export const multiAgentNames = Object.keys(cases);
+/**
+ * What `--multi-agent` runs unless told: the both-roles signalling game (`signal-game`) is left to `--only`, as it
+ * stays where its base starts (see docs/LEARNING.md).
+ */
+export const multiAgentNames = ["tic-tac-toe-duel", "signal-speaker", "signal-listener", "split-pot-duel"];
 
 /**
  * A shipped base's folder: a use case's (builtInBaseDir), or the generalist base beside them, which
@@ -278,26 +310,12 @@ async function snapshot(trainee: Trainee, dir: string): Promise<PolicyModel> {
   return { ...trainee.policy, primitives: copy };
 }
 
-/**
- * Conversations of the environment's demonstrator playing every seat, one per turn ("last" history) or per agent
- * and episode ("full"), each with the acting agent's own system prompt.
- */
-async function demonstrations(useCase: MultiAgentCase, count: number, seed: number): Promise<ChatMessage[][]> {
+/** Conversations of the environment's demonstrator playing every seat, each agent's under its own system prompt. */
+async function demonstrations(useCase: MultiAgentCase, count: number, seed: number) {
   const rng = new Rng(seed);
   const starts = Array.from({ length: count }, () => ({ session: new EnvironmentSession(useCase.environment), seed: rng.nextU32() % 1_000_000 }));
-  const trajectories = await runEpisodes(useCase.protocol, starts, async (requests) =>
-    requests.map(({ episode, agent }) => ({ text: starts[episode]!.session.demonstrate(agent) ?? "" })),
-  );
-  return trajectories.flatMap((trajectory) => {
-    const system = (agent: string): ChatMessage => ({ role: "system", content: trajectory.systemPrompts?.[agent] ?? trajectory.systemPrompt });
-    const exchange = (turn: Trajectory["turns"][number]): ChatMessage[] => [
-      { role: "user", content: turn.observation },
-      { role: "assistant", content: turn.action },
-    ];
-    if (useCase.protocol.history === "last") return trajectory.turns.map((turn) => [system(turn.agent), ...exchange(turn)]);
-    const agents = [...new Set(trajectory.turns.map((turn) => turn.agent))];
-    return agents.map((agent) => [system(agent), ...trajectory.turns.filter((turn) => turn.agent === agent).flatMap(exchange)]);
-  });
+  const { conversations } = await demonstrationConversations(useCase.protocol, starts, (episode, agent) => starts[episode]!.session.demonstrate(agent));
+  return conversations;
 }
 
 // ── the run ─────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -307,21 +325,18 @@ export type MultiAgentOptions = {
   steps?: number;
   /** Applied to each template before it is parsed (bench/learn.ts's --set). */
   adjust?: (template: Record<string, any>) => void;
-  /** Snapshots kept for the league, the first (before RL) and the last included. */
-  snapshots?: number;
   log?: (line: string) => void;
   verbose?: boolean;
   /** Where the trained policy goes as sampler weights. */
   save?: string;
 };
 
-/** Games a pair of league members plays (seats swapped every game), and against the initial self. */
-const LEAGUE_GAMES = 24;
+/** Games the final policy plays against its initial self, seats swapped every game. */
 const VERSUS_INITIAL_GAMES = 200;
 
 export async function runMultiAgentCase(name: string, options: MultiAgentOptions = {}): Promise<MultiAgentResult> {
   const useCase = cases[name];
-  if (!useCase) throw new Error(`no multi-agent use case '${name}'; multi-agent use cases: ${multiAgentNames.join(", ")}`);
+  if (!useCase) throw new Error(`no multi-agent use case '${name}'; multi-agent use cases: ${Object.keys(cases).join(", ")}`);
   const log = options.log ?? ((line: string) => console.error(line));
   const template = structuredClone(useCase.template) as Record<string, any>;
   if (options.steps) template.algorithm = { ...template.algorithm, steps: options.steps };
@@ -362,14 +377,13 @@ export async function runMultiAgentCase(name: string, options: MultiAgentOptions
     log(`${name} before: ${describe(before)}`);
 
     const steps = config.algorithm.steps;
-    const snapshotCount = useCase.league ? Math.max(2, options.snapshots ?? 7) : 1;
-    const snapshotEvery = Math.max(1, Math.round(steps / (snapshotCount - 1)));
+    const snapshotEvery = useCase.league ? Math.max(1, Math.round(steps / (useCase.league.snapshots - 1))) : Infinity;
     const members: { id: string; step: number; policy: PolicyModel }[] = [];
     const keep = async (step: number) => {
       const policy = await snapshot(trainee, path.join(work, `step-${step}`));
       members.push({ id: `step-${step}`, step, policy });
     };
-    await keep(0);
+    if (useCase.league) await keep(0);
 
     const started = performance.now();
     await timed(() =>
@@ -419,6 +433,7 @@ export async function runMultiAgentCase(name: string, options: MultiAgentOptions
       steps,
     };
     if (!useCase.league) return result;
+    const { games: gamesPerPairing } = useCase.league;
 
     const sampling = { temperature: 1, maxTokens: config.agent.sampling.maxTokens };
     // The final policy against the first snapshot, seats swapped every game.
@@ -434,24 +449,24 @@ export async function runMultiAgentCase(name: string, options: MultiAgentOptions
     const lostToInitial = mean(versus.map((game) => (game.winner !== null && game.winner !== finalSeat ? 1 : 0)));
     log(`${name}: final against initial self: won ${result.beats_initial_self.toFixed(3)}, lost ${lostToInitial.toFixed(3)} of ${versus.length}`);
 
-    // The league: every snapshot plays every other, LEAGUE_GAMES games a pairing, as league.nextPairings schedules.
+    // The league: every snapshot plays every other, as league.nextPairings schedules.
     const league = new League();
     for (const member of members) league.add({ id: member.id, label: `step ${member.step}`, step: member.step });
     const policyOf = new Map(members.map((member) => [member.id, member.policy]));
-    const pairings = league.nextPairings({ minGames: LEAGUE_GAMES * (members.length - 1), gamesPerPairing: LEAGUE_GAMES });
+    const pairings = league.nextPairings({ minGames: gamesPerPairing * (members.length - 1), gamesPerPairing });
     for (const [p, [a, b]] of pairings.entries()) {
       const games = await playMatch({
         protocol,
         environment,
         seats: { [protocol.agents[0]!]: policyOf.get(a)!, [protocol.agents[1]!]: policyOf.get(b)! },
         sampling: { ...sampling, seed: 100 + p },
-        seeds: heldOut(config, LEAGUE_GAMES).map((spec) => spec.seed + 10_000 * (p + 1)),
+        seeds: heldOut(config, gamesPerPairing).map((spec) => spec.seed + 10_000 * (p + 1)),
       });
       league.record(matchRecords(games, { [protocol.agents[0]!]: a, [protocol.agents[1]!]: b }));
     }
     const ratings = league.ratings({ anchor: { to: "member", id: members[0]!.id }, seed: 0 });
     log(
-      `${name} league (${pairings.length} pairings of ${LEAGUE_GAMES} games): ${ratings.map((r) => `${r.label} ${r.rating.toFixed(0)} [${r.low.toFixed(0)}, ${r.high.toFixed(0)}]`).join(", ")}`,
+      `${name} league (${pairings.length} pairings of ${gamesPerPairing} games): ${ratings.map((r) => `${r.label} ${r.rating.toFixed(0)} [${r.low.toFixed(0)}, ${r.high.toFixed(0)}]`).join(", ")}`,
     );
     const last = ratings.at(-1)!;
     result.elo_first = ratings[0]!.rating;
