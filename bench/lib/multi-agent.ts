@@ -27,7 +27,7 @@ import type { PolicyModel } from "../../lib/rl/primitives";
 import type { EpisodePlayer } from "../../lib/rl/rollouts";
 import { demonstrationConversations, sftBatch, sftStep } from "../../lib/rl/sft";
 import { evaluationSpecs, trainRl } from "../../lib/rl/train";
-import { defineEnvironment, EnvironmentSession, type EnvironmentDefinition } from "../../lib/sdk/environment";
+import { EnvironmentSession, type EnvironmentDefinition } from "../../lib/sdk/environment";
 import { defineExperiment, type ExperimentConfig, type ExperimentConfigInput } from "../../lib/sdk/experiment";
 import { runEpisodes, simultaneous, singleTurn, turnBased, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "../../lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "../../server/runtime/index";
