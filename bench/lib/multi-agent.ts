@@ -82,7 +82,11 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(xs.lengt
  * An episode player in which `agent` is played by a script that reads the episode's state (`move`, with an RNG of
  * the episode's own seed); every other agent's requests go to the policy's `act`. lib/ has no such seat yet.
  */
-function scriptedSeat<State>(environment: EnvironmentDefinition<State, any, any>, agent: string, move: (state: State, rng: Rng) => string): EpisodePlayer {
+export function scriptedSeat<State>(
+  environment: EnvironmentDefinition<State, any, any>,
+  agent: string,
+  move: (state: State, rng: Rng) => string,
+): EpisodePlayer {
   return async (protocol, starts, act, options) => {
     const sessions = starts.map(() => new EnvironmentSession(environment));
     const rngs = starts.map((start) => new Rng(start.seed ^ 0x5eed));
