@@ -57,7 +57,7 @@ describe("the episode player", () => {
     await play(page).click();
     const outcome = page.getByLabel("Outcome");
     for (let move = 0; move < 5 && !(await outcome.isVisible()); move++) {
-      // X (the policy) moves, then it is O's turn: take the first free cell by clicking its name on the board.
+      // X (the policy) moves, then it is O's turn: take the first free cell offered (the duel's legal actions).
       // Wait for X's move of this round first: until it lands, the board on the page is the one O just played on.
       const xMoved = page.getByText(new RegExp(`Turn ${2 * move + 1} · X · the policy`));
       await Promise.race([xMoved.waitFor({ timeout: 30_000 }), outcome.waitFor({ timeout: 30_000 })]);
@@ -65,12 +65,12 @@ describe("the episode player", () => {
       const board = page.getByLabel("What you see");
       await Promise.race([board.waitFor({ timeout: 30_000 }), outcome.waitFor({ timeout: 30_000 })]);
       if (await outcome.isVisible()) break;
-      const free = board.getByRole("button", { name: /^[a-c][1-3]$/ });
-      const cell = (await free.first().textContent())!;
-      await free.first().click();
-      await expect(page.getByLabel("Your action").inputValue()).resolves.toBe(cell);
+      const choice = page.getByRole("form", { name: "Your move" }).getByRole("button").first();
+      // A taken cell is never offered: the first choice is one the board shows free.
+      const cell = (await choice.textContent())!;
+      await expect(board.getByRole("button", { name: cell, exact: true }).count()).resolves.toBe(1);
       if (move === 0) await page.screenshot({ path: path.join(SCREENSHOTS, "episode-player-duel.png"), fullPage: true });
-      await page.getByRole("button", { name: "Send" }).click();
+      await choice.click();
       await page.getByText(new RegExp(`Turn ${2 * move + 2} · O · you`)).waitFor({ timeout: 10_000 });
     }
     await outcome.waitFor({ timeout: 30_000 });
