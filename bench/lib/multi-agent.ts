@@ -1,17 +1,16 @@
 /**
- * Does RL learn when several agents play? Three games, each trained by the RL loop (`trainRl`) with one policy in
- * every seat, and measured before and after:
+ * Does RL learn when several agents play? Multi-agent games, each trained by the RL loop (`trainRl`) and measured
+ * before and after:
  *
- * - self-play, tic-tac-toe for two (zero-sum): the win rate against a scripted opponent that moves at random,
- *   over both seats; how often the final policy beats its initial self; and Elo ratings of snapshots taken during
- *   training, played against each other in a league (lib/rl/league.ts) and fitted with lib/rl/ratings.ts.
- * - cooperation, the signalling game: speaker and listener share the reward; the success of the pair.
- * - mixed motives, split the pot: the two players' joint payoff and each one's own, and the same league as
- *   self-play (does the trained policy take more from its initial self than it gives?).
- *
- * Tic-tac-toe starts from the shipped tic-tac-toe base (trained as X only); the other two from the generalist base,
- * SFT'd first on the game's demonstrator, which slips as the environment documents (lib/envs/signal-game.ts,
- * lib/envs/split-pot.ts) so that RL has something to learn.
+ * - self-play, tic-tac-toe for two (zero-sum), one policy in both seats, from the shipped tic-tac-toe base (trained
+ *   as X only): the win rate against a scripted player that moves at random, over both seats; how often the final
+ *   policy beats its initial self; and the Elo of snapshots taken during training, played against each other in a
+ *   league (lib/rl/league.ts) and fitted with lib/rl/ratings.ts.
+ * - cooperation, the signalling game: each role against its scripted partner, from the generalist base SFT'd on
+ *   the role's demonstrator (which slips on gold); the success of the pair. Both roles in one policy is
+ *   `signal-game`, left out of the default list (it stays at its base's success).
+ * - mixed motives, split the pot, one policy as both players, from the generalist base without SFT: the two
+ *   players' joint payoff and each one's own, and the same league as self-play.
  */
 import fs from "node:fs";
 import os from "node:os";
