@@ -1,6 +1,7 @@
 import { apiKeysRouter } from "./routers/api-keys";
 import { checkpointsRouter } from "./routers/checkpoints";
 import { datasetsRouter } from "./routers/datasets";
+import { derivedRouter } from "./routers/derived";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { projectsRouter } from "./routers/projects";
@@ -23,6 +24,7 @@ export const appRouter = createTRPCRouter({
   shareLinks: shareLinksRouter,
   apiKeys: apiKeysRouter,
   sessions: sessionsRouter,
+  derived: derivedRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,60 @@
+/**
+ * A run's derived runs: the evaluations and exports of its checkpoints. Each is a run of its own (its job's kind
+ * "eval" or "export") whose base is one of the source run's checkpoints (server/experiments/launch.ts,
+ * queueFromCheckpoint), so the source run's page lists them with their scores and downloads. Read only.
+ */
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { checkpoints, type Database, jobs, metricPoints, runs } from "../db";
+
+const DERIVED_KINDS = ["eval", "export"] as const;
+export type DerivedKind = (typeof DERIVED_KINDS)[number];
+
+/**
+ * The evaluations and exports of `runId`'s checkpoints, newest first (at most `limit`): each with the checkpoint it
+ * started from, an evaluation's settings and score (its last `eval/score`, null until reported), and an export's
+ * files (the export checkpoints `/api/exports/<id>` downloads).
+ */
+export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
+  const source = checkpoints;
+  const rows = await db
+    .select({
+      id: runs.id,
+      name: runs.name,
+      status: runs.status,
+      reason: runs.reason,
+      createdAt: runs.createdAt,
+      finishedAt: runs.finishedAt,
+      config: runs.config,
+      checkpointId: source.id,
+      checkpointStep: source.step,
+      // A run has one job; `max` keeps one row should a run ever have had two.
+      kind: sql<DerivedKind>`max(${jobs.kind}::text)`,
+    })
+    .from(runs)
+    .innerJoin(source, eq(source.id, sql`${runs.config}->'agent'->>'base'`))
+    .innerJoin(jobs, eq(jobs.runId, runs.id))
+    .where(and(eq(source.runId, runId), inArray(jobs.kind, [...DERIVED_KINDS])))
+    .groupBy(runs.id, source.id)
+    .orderBy(desc(runs.createdAt))
+    .limit(limit);
+  if (rows.length === 0) return [];
+  const ids = rows.map((row) => row.id);
+  const [scores, files] = await Promise.all([
+    db
+      .selectDistinctOn([metricPoints.runId], { runId: metricPoints.runId, value: metricPoints.value })
+      .from(metricPoints)
+      .where(and(inArray(metricPoints.runId, ids), eq(metricPoints.name, "eval/score")))
+      .orderBy(metricPoints.runId, desc(metricPoints.step)),
+    db
+      .select({ runId: checkpoints.runId, id: checkpoints.id, sizeBytes: checkpoints.sizeBytes })
+      .from(checkpoints)
+      .where(and(inArray(checkpoints.runId, ids), eq(checkpoints.kind, "export"))),
+  ]);
+  const scoreOf = new Map(scores.map((s) => [s.runId, s.value]));
+  return rows.map(({ config, ...row }) => ({
+    ...row,
+    evaluation: row.kind === "eval" ? { episodes: config.evaluation.episodes, temperature: config.evaluation.temperature } : null,
+    score: scoreOf.get(row.id) ?? null,
+    downloads: files.filter((file) => file.runId === row.id).map(({ id, sizeBytes }) => ({ id, sizeBytes })),
+  }));
+}
