@@ -1,5 +1,6 @@
 import { apiKeysRouter } from "./routers/api-keys";
 import { checkpointsRouter } from "./routers/checkpoints";
+import { compareRouter } from "./routers/compare";
 import { datasetsRouter } from "./routers/datasets";
 import { derivedRouter } from "./routers/derived";
 import { experimentsRouter } from "./routers/experiments";
@@ -16,6 +17,7 @@ export const appRouter = createTRPCRouter({
   health: healthRouter,
   experiments: experimentsRouter,
   runs: runsRouter,
+  compare: compareRouter,
   checkpoints: checkpointsRouter,
   datasets: datasetsRouter,
   scheduler: schedulerRouter,

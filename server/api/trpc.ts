@@ -306,13 +306,14 @@ const refusalsKeepTheirCode = t.middleware(async ({ next, getRawInput }) => {
  * - `signedIn`: any signed-in caller; `person` excludes API keys (managing keys and memberships). Lists answer
  *   only what the caller's projects hold;
  * - a role on one object: the input field `input` holds the id of an object of kind `on`, and the caller needs at
- *   least `role` in its project. `shared` lets a share link's holder read the runs its link names.
+ *   least `role` in its project. `shared` lets a share link's holder read the runs its link names. With `many`, the
+ *   field holds a list of 1 to `many` such ids (several runs read at once), and the caller needs the role on each.
  */
 type AccessRule =
   | { anyone: true }
   | { worker: true }
   | { signedIn: true; person?: boolean }
-  | { role: ProjectRole; on: ObjectKind; input: string; shared?: boolean };
+  | { role: ProjectRole; on: ObjectKind; input: string; shared?: boolean; many?: number };
 
 type Meta = { access?: AccessRule };
 
@@ -332,11 +333,13 @@ const authorize = t.middleware(async ({ meta, ctx, path, getRawInput, next }) =>
     return next();
   }
   const raw = (await getRawInput()) as Record<string, unknown> | undefined;
-  const id = raw?.[rule.input];
-  if (typeof id !== "string" || id.length === 0 || id.length > 200) {
-    throw new TRPCError({ code: "BAD_REQUEST", message: `${rule.input}: expected the id of a ${rule.on} (a string)` });
+  const field = raw?.[rule.input];
+  const ids: unknown[] = rule.many ? (Array.isArray(field) ? field : []) : [field];
+  if (ids.length === 0 || ids.length > (rule.many ?? 1) || ids.some((id) => typeof id !== "string" || id.length === 0 || id.length > 200)) {
+    const expected = rule.many ? `a list of 1 to ${rule.many} ids of ${rule.on}s (strings)` : `the id of a ${rule.on} (a string)`;
+    throw new TRPCError({ code: "BAD_REQUEST", message: `${rule.input}: expected ${expected}` });
   }
-  await ctx.access.require(rule.role, { kind: rule.on, id }, { shared: rule.shared });
+  for (const id of new Set(ids as string[])) await ctx.access.require(rule.role, { kind: rule.on, id }, { shared: rule.shared });
   return next();
 });
 
@@ -372,6 +375,11 @@ export const personProcedure = withUser.meta({ access: { signedIn: true, person:
 /** Needs `role` in the project of the object whose id is in the input field `input` (`ctx.user` is set). */
 export function projectProcedure(role: ProjectRole, on: ObjectKind, input: string) {
   return withUser.meta({ access: { role, on, input } });
+}
+
+/** Reads several runs at once (a list of at most `many` ids in `input`): open to whoever may read each of them. */
+export function sharedRunsProcedure(input: string, many: number) {
+  return base.meta({ access: { role: "viewer", on: "run", input, shared: true, many } });
 }
 
 /** Reads one run (its id in `input`): open to the run's project members and to holders of a link sharing it. */

@@ -247,6 +247,8 @@ const TABLE: Record<string, Entry> = {
   "runs.promptAcrossSteps": { allowed: SHARED_READERS, input: () => ({ runId: fx.run, prompt: "1+1=" }) },
   "runs.logs": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
   "runs.byId": { allowed: SHARED_READERS, input: () => ({ id: fx.run }) },
+  "compare.series": { allowed: SHARED_READERS, input: () => ({ runIds: [fx.run], metrics: ["reward/mean"] }) },
+  "compare.sources": { allowed: SHARED_READERS, input: () => ({ runIds: [fx.run] }) },
   "runs.playable": { allowed: READERS, input: () => ({ runId: fx.run }) },
   "runs.playableRows": { allowed: READERS, input: () => ({ runId: fx.run, dataset: "word-problems" }) },
 

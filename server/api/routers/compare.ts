@@ -1,0 +1,36 @@
+/** The compare view's reads of several runs at once (server/runs/compare.ts). */
+import { z } from "zod";
+import { compareSeries, sourcesOfRuns } from "../../runs";
+import { createTRPCRouter, sharedRunsProcedure } from "../trpc";
+
+/** As many runs as the compare view draws. */
+export const MAX_COMPARED_RUNS = 12;
+
+const runIds = z
+  .array(z.string().min(1).max(200))
+  .min(1)
+  .max(MAX_COMPARED_RUNS)
+  .refine((ids) => new Set(ids).size === ids.length, { message: "each run may be named once" });
+
+export const compareRouter = createTRPCRouter({
+  /**
+   * The series a set of panels draws, for every run at once: each named metric (and with `tokens`, each run's tokens
+   * trained so far, for a tokens x-axis), each at most `maxPoints` points (a min/max downsample beyond), with every
+   * metric name each run has.
+   */
+  series: sharedRunsProcedure("runIds", MAX_COMPARED_RUNS)
+    .input(
+      z.object({
+        runIds,
+        metrics: z.array(z.string().min(1).max(200)).max(32, "at most 32 metrics at once"),
+        tokens: z.boolean().default(false),
+        maxPoints: z.number().int().min(2).max(10_000).default(1_000),
+      }),
+    )
+    .query(({ ctx, input }) => compareSeries(ctx.db, input)),
+
+  /** The source files of each run's experiment version, each version once, for the source diff. */
+  sources: sharedRunsProcedure("runIds", MAX_COMPARED_RUNS)
+    .input(z.object({ runIds }))
+    .query(({ ctx, input }) => sourcesOfRuns(ctx.db, input.runIds)),
+});

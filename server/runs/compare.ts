@@ -1,0 +1,121 @@
+/**
+ * What the compare view reads of several runs at once: their metric series for a set of panels in one query, and the
+ * source files of the experiment versions they ran.
+ */
+import { and, asc, eq, inArray } from "drizzle-orm";
+import { downsample } from "@/lib/series";
+import { type Database, experiments, experimentVersions, metricPoints, runs } from "../db";
+
+/** The metric whose per-step values add up to the tokens a run has trained on: the compare view's tokens axis. */
+export const TOKENS_METRIC = "train/tokens";
+
+/** One series as columns: each point's step, value, and seconds since the run's first metric point. */
+export type CompareSeries = { steps: number[]; values: number[]; seconds: number[]; count: number };
+
+export type CompareRunSeries = {
+  runId: string;
+  /** Every metric name the run has, for the panels' pickers. */
+  names: string[];
+  /** The series asked for that the run has, by name. */
+  series: Record<string, CompareSeries>;
+  /** The tokens trained on up to and including each step (a running sum of `train/tokens`), when asked for and recorded. */
+  tokens: { steps: number[]; values: number[] } | null;
+};
+
+/**
+ * The named series of several runs, read in one query: each at full resolution up to `maxPoints` points, beyond that
+ * as a min/max downsample (`count` is the true number). With `tokens`, each run's running sum of `train/tokens` too,
+ * summed over every point before it is downsampled.
+ */
+export async function compareSeries(
+  db: Database,
+  input: { runIds: string[]; metrics: string[]; tokens: boolean; maxPoints: number },
+): Promise<{ runs: CompareRunSeries[] }> {
+  const runIds = [...new Set(input.runIds)];
+  const wanted = [...new Set(input.tokens ? [...input.metrics, TOKENS_METRIC] : input.metrics)];
+  const [rows, firsts, names] = await Promise.all([
+    wanted.length === 0
+      ? []
+      : db
+          .select({ runId: metricPoints.runId, name: metricPoints.name, step: metricPoints.step, value: metricPoints.value, wallTime: metricPoints.wallTime })
+          .from(metricPoints)
+          .where(and(inArray(metricPoints.runId, runIds), inArray(metricPoints.name, wanted)))
+          .orderBy(asc(metricPoints.runId), asc(metricPoints.name), asc(metricPoints.step)),
+    // Time counts from each run's first metric point, as on the run page.
+    db
+      .selectDistinctOn([metricPoints.runId], { runId: metricPoints.runId, wallTime: metricPoints.wallTime })
+      .from(metricPoints)
+      .where(inArray(metricPoints.runId, runIds))
+      .orderBy(asc(metricPoints.runId), asc(metricPoints.seq)),
+    db
+      .selectDistinct({ runId: metricPoints.runId, name: metricPoints.name })
+      .from(metricPoints)
+      .where(inArray(metricPoints.runId, runIds))
+      .orderBy(asc(metricPoints.runId), asc(metricPoints.name)),
+  ]);
+  const origin = new Map(firsts.map((f) => [f.runId, f.wallTime.getTime()]));
+  type Point = { step: number; value: number; wallTime: number };
+  const grouped = new Map<string, Map<string, Point[]>>();
+  for (const row of rows) {
+    let byName = grouped.get(row.runId);
+    if (!byName) grouped.set(row.runId, (byName = new Map()));
+    let points = byName.get(row.name);
+    if (!points) byName.set(row.name, (points = []));
+    points.push({ step: row.step, value: row.value, wallTime: row.wallTime.getTime() });
+  }
+  return {
+    runs: runIds.map((runId) => {
+      const byName = grouped.get(runId) ?? new Map<string, Point[]>();
+      const start = origin.get(runId) ?? 0;
+      const series: Record<string, CompareSeries> = {};
+      for (const name of input.metrics) {
+        const points = byName.get(name);
+        if (!points) continue;
+        const drawn = downsample(points, input.maxPoints);
+        series[name] = {
+          steps: drawn.map((p) => p.step),
+          values: drawn.map((p) => p.value),
+          seconds: drawn.map((p) => (p.wallTime - start) / 1000),
+          count: points.length,
+        };
+      }
+      let tokens: CompareRunSeries["tokens"] = null;
+      const perStep = input.tokens ? byName.get(TOKENS_METRIC) : undefined;
+      if (perStep) {
+        let total = 0;
+        const drawn = downsample(
+          perStep.map((p) => ({ step: p.step, value: (total += p.value) })),
+          input.maxPoints,
+        );
+        tokens = { steps: drawn.map((p) => p.step), values: drawn.map((p) => p.value) };
+      }
+      return { runId, names: names.filter((n) => n.runId === runId).map((n) => n.name), series, tokens };
+    }),
+  };
+}
+
+/**
+ * The source files of each run's experiment version, each version once: what the compare view diffs file by file.
+ * Runs of one version share its entry.
+ */
+export async function sourcesOfRuns(db: Database, runIds: string[]) {
+  const rows = await db
+    .select({
+      runId: runs.id,
+      versionId: experimentVersions.id,
+      version: experimentVersions.version,
+      experimentId: experiments.id,
+      experimentName: experiments.name,
+      files: experimentVersions.files,
+    })
+    .from(runs)
+    .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
+    .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+    .where(inArray(runs.id, runIds));
+  const byRun = new Map(rows.map((row) => [row.runId, row]));
+  const versions: Record<string, { experimentId: string; experimentName: string; version: number; files: Record<string, string> }> = {};
+  for (const row of rows) {
+    versions[row.versionId] ??= { experimentId: row.experimentId, experimentName: row.experimentName, version: row.version, files: row.files };
+  }
+  return { runs: runIds.map((runId) => ({ runId, versionId: byRun.get(runId)?.versionId ?? null })), versions };
+}
