@@ -1,4 +1,4 @@
-import { relations } from "drizzle-orm";
+import { relations, sql } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
 import type { ApiKeyRole, ProjectRole } from "@/lib/lifecycle/roles";
 import type { RunConfig } from "@/lib/lifecycle/run-config";
@@ -296,6 +296,12 @@ export const runs = pgTable(
     totalSteps: integer("total_steps").notNull().default(0),
     /** The step its last resume started from (a checkpoint's), once it has resumed: where `step` went back to. */
     resumedFromStep: integer("resumed_from_step"),
+    /** The user's labels for the runs table's filters, each once, in the order they were added. */
+    tags: text("tags").array().notNull().default(sql`'{}'::text[]`),
+    /** The user's free-text notes on the run. */
+    notes: text("notes").notNull().default(""),
+    /** When the user archived it: the runs table hides it unless asked; null while it is not archived. */
+    archivedAt: timestamp("archived_at", { withTimezone: true }),
     createdAt: createdAt(),
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
@@ -324,7 +330,12 @@ export const metricPoints = pgTable(
     value: doublePrecision("value").notNull(),
     wallTime: timestamp("wall_time", { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex("metric_points_run_name_step_uq").on(t.runId, t.name, t.step), index("metric_points_run_seq_idx").on(t.runId, t.seq)],
+  (t) => [
+    uniqueIndex("metric_points_run_name_step_uq").on(t.runId, t.name, t.step),
+    index("metric_points_run_seq_idx").on(t.runId, t.seq),
+    // A series' best value (the runs table's max or min summary) is one index probe per run.
+    index("metric_points_run_name_value_idx").on(t.runId, t.name, t.value),
+  ],
 );
 
 export type RolloutTurn = {
@@ -512,7 +523,12 @@ export const jobs = pgTable(
     startedAt: timestamp("started_at", { withTimezone: true }),
     finishedAt: timestamp("finished_at", { withTimezone: true }),
   },
-  (t) => [index("jobs_status_priority_idx").on(t.status, t.priority, t.submittedAt), index("jobs_worker_idx").on(t.workerId)],
+  (t) => [
+    index("jobs_status_priority_idx").on(t.status, t.priority, t.submittedAt),
+    index("jobs_worker_idx").on(t.workerId),
+    // A run's latest job (its kind, what stops or resumes it).
+    index("jobs_run_idx").on(t.runId, t.submittedAt),
+  ],
 );
 
 // ── sharing ──────────────────────────────────────────────────────────────────────────────────────────────────
