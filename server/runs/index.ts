@@ -1,7 +1,6 @@
 /** What the workbench reads of runs (lists, one run, metrics and their live feed, rollouts, logs, checkpoints, what the playground plays); server/jobs writes them. */
 export { baseCheckpoints, baseLineageOfRun, checkpointsOfProjects, checkpointsOfRun, configAsSeen } from "./checkpoints";
 export { type CompareRunSeries, type CompareSeries, compareSeries, sourcesOfRuns, TOKENS_METRIC } from "./compare";
-export { type CompareRunSeries, type CompareSeries, compareSeries, sourcesOfRuns, TOKENS_METRIC } from "./compare";
 export { type DerivedKind, derivedRunsOf } from "./derived";
 export { metricFrames, metricSummary } from "./feed";
 export { playableRows, playableRun } from "./playable";
