@@ -5,8 +5,9 @@
 export { baseShapeFor } from "./base-shape";
 export type { Caller } from "./caller";
 export { ensureExampleExperiments } from "./examples";
-export { launchExperiment, queueFromCheckpoint, validateAhead } from "./launch";
+export { launchExperiment, queueFromCheckpoint, relaunchRun, validateAhead } from "./launch";
 export {
+  cloneRunAsVersion,
   createExperiment,
   listExperiments,
   listVersions,

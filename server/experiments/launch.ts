@@ -4,10 +4,10 @@
  * through server/jobs with its job kind's footprint and cost.
  */
 import { TRPCError } from "@trpc/server";
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { useCases } from "@/lib/envs";
 import { type ExperimentConfig, imitates, parseExperiment, totalSteps } from "@/lib/sdk/experiment";
-import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, runs } from "../db";
+import { baseCheckpointKinds, checkpoints, experiments, experimentVersions, jobs, runs } from "../db";
 import { datasetFiles } from "../datasets";
 import { JobRejectedError, jobCost, launchRun, runNameStamp } from "../jobs";
 import type { ValidationReport } from "../sandbox";
@@ -65,14 +65,71 @@ export async function launchExperiment(caller: Caller, experimentId: string, pri
 }
 
 /**
- * The validation a launch of `experimentId` (or, with `checkpointId`, an evaluation of that checkpoint) will ask
- * for, done now: a keyed launch runs in one transaction with its idempotency key (server/api/idempotency.ts), and
- * on PGlite (one connection) a transaction holds the whole database, heartbeats and pages included, while it is
- * open. Validated first, outside it, the launch inside reuses the report (`validateReusing`) at once. Answers
- * nothing and refuses nothing: the launch itself refuses what it must, in its words.
+ * Launches a run's experiment version again, source and config as they were, with another seed: `seed`, else one
+ * past the highest seed of that version's runs. A training run only: an evaluation or export is made again from its
+ * checkpoint, a remote session by its script.
  */
-export async function validateAhead(caller: Pick<Caller, "db" | "access">, of: { experimentId: string } | { checkpointId: string }): Promise<void> {
+export async function relaunchRun(caller: Caller, runId: string, seed: number | undefined, priority: number) {
+  const [run] = await caller.db
+    .select({
+      name: runs.name,
+      config: runs.config,
+      experimentId: runs.experimentId,
+      projectId: runs.projectId,
+      versionId: runs.experimentVersionId,
+      files: experimentVersions.files,
+      experimentName: experiments.name,
+      kind: sql<string | null>`(select ${jobs.kind}::text from ${jobs} where ${jobs.runId} = ${runs.id} order by ${jobs.submittedAt} desc limit 1)`,
+      highestSeed: sql<number>`(select max(r.seed) from ${runs} r where r.experiment_version_id = ${runs.experimentVersionId})`,
+    })
+    .from(runs)
+    .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
+    .innerJoin(experiments, eq(experiments.id, runs.experimentId))
+    .where(eq(runs.id, runId));
+  if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}'` });
+  if (run.kind !== null && run.kind !== "rl" && run.kind !== "sft") {
+    const instead =
+      run.kind === "session" ? "a remote session's run is made by its script: run the script again" : "make it again from its source run's checkpoints";
+    throw new TRPCError({ code: "BAD_REQUEST", message: `Run '${run.name}' is not a training run (its job is ${run.kind}); ${instead}` });
+  }
+  const nextSeed = seed ?? Number(run.highestSeed ?? 0) + 1;
+  const { session: _session, ...experiment } = run.config;
+  const { config, report } = await launchableOrRefuse(caller, { config: { ...experiment, seed: nextSeed }, files: run.files, projectId: run.projectId });
+  const newRunId = await queueRun(caller, {
+    experimentId: run.experimentId,
+    projectId: run.projectId,
+    experimentVersionId: run.versionId,
+    name: `${run.experimentName}-${config.environment}-s${config.seed}-${runNameStamp()}`,
+    config,
+    kind: config.algorithm.name === "sft" ? "sft" : "rl",
+    priority,
+    maxTurns: maxTurnsOf(config, report),
+  });
+  await touchExperiment(caller.db, run.experimentId);
+  return { runId: newRunId, seed: config.seed, diagnostics: report?.diagnostics ?? [] };
+}
+
+/**
+ * The validation a launch of `experimentId` (or, with `checkpointId`, an evaluation of that checkpoint; with `runId`,
+ * a re-run of that run) will ask for, done now: a keyed launch runs in one transaction with its idempotency key
+ * (server/api/idempotency.ts), and on PGlite (one connection) a transaction holds the whole database, heartbeats and
+ * pages included, while it is open. Validated first, outside it, the launch inside reuses the report
+ * (`validateReusing`) at once. Answers nothing and refuses nothing: the launch itself refuses what it must, in its
+ * words.
+ */
+export async function validateAhead(
+  caller: Pick<Caller, "db" | "access">,
+  of: { experimentId: string } | { checkpointId: string } | { runId: string },
+): Promise<void> {
   try {
+    if ("runId" in of) {
+      const [run] = await caller.db
+        .select({ config: runs.config, projectId: runs.projectId, versionId: runs.experimentVersionId })
+        .from(runs)
+        .where(eq(runs.id, of.runId));
+      if (run && run.config.environment === "custom") await validateVersion(caller, run.projectId, run.versionId, run.config);
+      return;
+    }
     if ("experimentId" in of) {
       const [version] = await caller.db
         .select({ config: experimentVersions.config, files: experimentVersions.files, projectId: experiments.projectId })

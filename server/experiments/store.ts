@@ -148,6 +148,22 @@ export async function saveVersion(db: Database, experimentId: string, version: {
   });
 }
 
+/**
+ * A run's exact source and config (its experiment version's files, the config it ran with) saved as its
+ * experiment's next version, to edit and launch again.
+ */
+export async function cloneRunAsVersion(db: Database, runId: string) {
+  const [run] = await db
+    .select({ name: runs.name, experimentId: runs.experimentId, config: runs.config, files: experimentVersions.files })
+    .from(runs)
+    .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))
+    .where(eq(runs.id, runId));
+  if (!run) throw new TRPCError({ code: "NOT_FOUND", message: `No run with id '${runId}'` });
+  const { session: _session, ...config } = run.config;
+  const saved = await saveVersion(db, run.experimentId, { files: run.files, config, message: `cloned from run ${run.name}` });
+  return { experimentId: run.experimentId, ...saved };
+}
+
 export async function renameExperiment(db: Database, id: string, name: string, description?: string) {
   const updated = await db
     .update(experiments)

@@ -47,3 +47,4 @@ export {
 } from "./sessions";
 export { jobCost, type JobCost, overCostLimit } from "./admission";
 export { mergeReports, REPORT_LIMITS, ReportQueue } from "./report-queue";
+export { deleteRun, renameRun, RunChangeError, setRunArchived, setRunNotes, tagRun } from "./run-meta";

@@ -37,13 +37,18 @@ export function runNameStamp(at: Date = new Date()): string {
   return at.toISOString().slice(0, 19).replace(/[-:]/g, "").replace("T", "-");
 }
 
+/** Takes the project's run-name lock until the transaction ends: launches and renames take turns under it. */
+export async function lockRunNames(tx: Database, projectId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`run names of ${projectId}`}, 0))`);
+}
+
 /**
  * `name`, or when a run of the project has it already, `name-2`, `name-3`, … (the first free one), so that no two
  * runs of a project share a name: a comparison's legend tells runs apart by name. A transaction-level advisory lock
  * per project makes launches at the same moment take turns, each seeing the names the ones before it wrote.
  */
 async function freeRunName(tx: Database, projectId: string, name: string): Promise<string> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`run names of ${projectId}`}, 0))`);
+  await lockRunNames(tx, projectId);
   const taken = await tx
     .select({ name: runs.name })
     .from(runs)

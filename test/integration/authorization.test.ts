@@ -251,6 +251,16 @@ const TABLE: Record<string, Entry> = {
   "compare.sources": { allowed: SHARED_READERS, input: () => ({ runIds: [fx.run] }) },
   "runs.playable": { allowed: READERS, input: () => ({ runId: fx.run }) },
   "runs.playableRows": { allowed: READERS, input: () => ({ runId: fx.run, dataset: "word-problems" }) },
+  "runs.table": { allowed: READERS, input: () => ({ projectId: fx.p1 }) },
+  "runs.tableChoices": { allowed: READERS, input: () => ({ projectId: fx.p1 }) },
+  "runs.tag": { allowed: EDITORS, input: () => ({ id: fx.run, add: ["authz"] }) },
+  "runs.setNotes": { allowed: EDITORS, input: () => ({ id: fx.run, notes: "" }) },
+  "runs.rename": { allowed: EDITORS, input: () => ({ id: fx.run, name: "adder-run" }) },
+  "runs.archive": { allowed: EDITORS, input: () => ({ id: fx.run, archived: false }) },
+  // Refused for want of the run's name (the run stays): allowed past the access check, which is what counts here.
+  "runs.delete": { allowed: EDITORS, input: () => ({ id: fx.run, confirmName: "not its name" }) },
+  "runs.clone": { allowed: EDITORS, input: () => ({ id: fx.run }) },
+  "runs.rerun": { allowed: EDITORS, input: () => ({ id: fx.run }) },
 
   "checkpoints.bases": { allowed: SIGNED_IN, input: () => ({}) },
   "checkpoints.list": { allowed: SIGNED_IN, input: () => ({}) },

@@ -1,9 +1,10 @@
 import { type TRPCError, tracked } from "@trpc/server";
 import { z } from "zod";
 import { runStatus } from "../../db";
-import { launchExperiment, queueFromCheckpoint, validateAhead } from "../../experiments";
+import { cloneRunAsVersion, launchExperiment, queueFromCheckpoint, relaunchRun, validateAhead } from "../../experiments";
 import { EVALUATION_LIMITS } from "@/lib/trpc/limits";
-import { resumeRun, stopRun } from "../../jobs";
+import { deleteRun, renameRun, resumeRun, setRunArchived, setRunNotes, stopRun, tagRun } from "../../jobs";
+import { CONDITION_OPS, DEFAULT_COLUMNS, MAX_TAGS, tagProblem } from "@/lib/runs-table";
 import { watchRunAccess } from "../../auth";
 import { metricStreamInput } from "../../metrics";
 import {
@@ -19,6 +20,8 @@ import {
   requireRun,
   rolloutsOfStep,
   configAsSeen,
+  runsTable,
+  tableChoices,
 } from "../../runs";
 import { idempotencyKeyField, idempotently } from "../idempotency";
 import { createTRPCRouter, projectProcedure, protectedProcedure, sharedRunProcedure } from "../trpc";
@@ -38,6 +41,115 @@ export const runsRouter = createTRPCRouter({
         .default({ limit: 50 }),
     )
     .query(async ({ ctx, input }) => listRuns(ctx.db, await ctx.access.visibleProjects(), input)),
+
+  /**
+   * One project's runs as the runs table shows them (server/runs/table.ts): any built-in, metric-summary
+   * (`metric:last|max|min|at<step>:<name>`) or config (`config:<dotted.path>`) column, sorted by any of them,
+   * filtered by status, tags, text and conditions on column values, grouped by a config field with each group's
+   * count and means, a page at a time. Evaluations and exports are left out unless `includeDerived`, archived runs
+   * unless `includeArchived`.
+   */
+  table: projectProcedure("viewer", "project", "projectId")
+    .input(
+      z.object({
+        projectId: z.string().min(1),
+        columns: z
+          .array(z.string().min(1).max(300))
+          .max(40)
+          .default([...DEFAULT_COLUMNS]),
+        sort: z.object({ column: z.string().min(1).max(300), order: z.enum(["asc", "desc"]).default("desc") }).optional(),
+        status: z.array(z.enum(runStatus.enumValues)).optional(),
+        tags: z.array(z.string().min(1).max(40)).max(MAX_TAGS).optional(),
+        text: z.string().trim().max(200).optional(),
+        where: z
+          .array(z.object({ column: z.string().min(1).max(300), op: z.enum(CONDITION_OPS), value: z.string().trim().min(1).max(200) }))
+          .max(20)
+          .optional(),
+        groupBy: z.string().min(1).max(300).optional().describe("a config field's dotted path"),
+        includeDerived: z.boolean().default(false).describe("list evaluations and exports too"),
+        includeArchived: z.boolean().default(false),
+        limit: z.number().int().min(1).max(1000).default(100),
+        offset: z.number().int().min(0).max(1_000_000).default(0),
+      }),
+    )
+    .query(({ ctx, input }) => runsTable(ctx.db, input)),
+
+  /** What the runs table's pickers offer for a project: its runs' metric names, config fields and tags. */
+  tableChoices: projectProcedure("viewer", "project", "projectId")
+    .input(z.object({ projectId: z.string().min(1) }))
+    .query(({ ctx, input }) => tableChoices(ctx.db, input.projectId)),
+
+  /** Adds and removes a run's tags; answers its tags. */
+  tag: projectProcedure("editor", "run", "id")
+    .input(
+      z.object({
+        id: z.string().min(1),
+        add: z
+          .array(z.string().refine((tag) => tagProblem(tag) === null, { error: (issue) => tagProblem(String(issue.input)) ?? "not a tag" }))
+          .max(MAX_TAGS)
+          .default([]),
+        remove: z.array(z.string().max(40)).max(100).default([]),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => ({ tags: await tagRun(ctx.db, input.id, input) })),
+
+  /** Sets a run's notes (free text). */
+  setNotes: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), notes: z.string().max(10_000) }))
+    .mutation(async ({ ctx, input }) => {
+      await setRunNotes(ctx.db, input.id, input.notes);
+      return { notes: input.notes };
+    }),
+
+  /** Renames a run; a name another run of its project has is refused (names are unique in a project). */
+  rename: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), name: z.string().trim().min(1, "a run's name cannot be empty").max(200) }))
+    .mutation(({ ctx, input }) => renameRun(ctx.db, input.id, input.name)),
+
+  /** Archives a run (the runs table hides it unless asked for archived runs), or brings it back. */
+  archive: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), archived: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      await setRunArchived(ctx.db, input.id, input.archived);
+      return { archived: input.archived };
+    }),
+
+  /**
+   * Deletes a run and all it recorded, once `confirmName` repeats its name. Refused, saying what, while the run is
+   * queued, running or paused, or while a run starts from its checkpoint, an imported model was made from one, or a
+   * share link shows it.
+   */
+  delete: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), confirmName: z.string().max(200).describe("the run's name, exactly, to confirm") }))
+    .mutation(({ ctx, input }) => deleteRun(ctx.db, input.id, input.confirmName)),
+
+  /** Saves a run's exact source and config as its experiment's next version, to edit and launch again. */
+  clone: projectProcedure("editor", "run", "id")
+    .input(z.object({ id: z.string().min(1), idempotencyKey: idempotencyKeyField }))
+    .mutation(({ ctx, input }) => idempotently(ctx, "runs.clone", input, (ctx) => cloneRunAsVersion(ctx.db, input.id))),
+
+  /**
+   * Launches the run's experiment version again, source and config as they were, with another seed (`seed`, else
+   * one past the highest seed of that version's runs). Refused for an evaluation, an export or a remote session.
+   */
+  rerun: projectProcedure("editor", "run", "id")
+    .input(
+      z.object({
+        id: z.string().min(1),
+        seed: z
+          .number()
+          .int()
+          .min(0)
+          .max(2 ** 31 - 1)
+          .optional(),
+        priority: z.number().int().min(-100).max(100).default(0),
+        idempotencyKey: idempotencyKeyField,
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      if (input.idempotencyKey) await validateAhead(ctx, { runId: input.id });
+      return idempotently(ctx, "runs.rerun", input, (ctx) => relaunchRun(ctx, input.id, input.seed, input.priority));
+    }),
 
   /**
    * Launches a run of an experiment's latest version: snapshots its source and config into the run, and queues a
