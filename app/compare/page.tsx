@@ -9,7 +9,7 @@ export const metadata: Metadata = { title: "Compare runs" };
 export default function ComparePage() {
   return (
     <>
-      <PageHeader title="Compare runs" subtitle="Curves of several runs on one chart, and how their configs differ." />
+      <PageHeader title="Compare runs" subtitle="Several runs' curves panel by panel, grouped by a config field if you like, and how their configs and sources differ." />
       <Suspense>
         <CompareView />
       </Suspense>

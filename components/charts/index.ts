@@ -1,1 +1,2 @@
-export { flatPadding, formatValue, type ValueAxis, valueAxis } from "./value-axis";
+export { extent, flatPadding, formatValue, type ValueAxis, valueAxis } from "./value-axis";
+export { secondsAxis, stepAxis } from "./x-axis";

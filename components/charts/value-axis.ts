@@ -3,6 +3,18 @@ import { scaleLinear } from "d3-scale";
 /** A chart's value (y) axis: its range, the values to mark on it, and how they are written. */
 export type ValueAxis = { domain: [number, number]; ticks: number[]; format: (value: number) => string };
 
+/** The range of the finite values given, or null when there is none. */
+export function extent(values: Iterable<number>): [number, number] | null {
+  let low = Infinity;
+  let high = -Infinity;
+  for (const value of values) {
+    if (!Number.isFinite(value)) continue;
+    if (value < low) low = value;
+    if (value > high) high = value;
+  }
+  return low > high ? null : [low, high];
+}
+
 /** About this many ticks on a value axis; d3 picks round values near it. */
 const TICK_COUNT = 5;
 
@@ -22,15 +34,8 @@ export function flatPadding(value: number): number {
  * within ±0.001 in exponent form (5e-5).
  */
 export function valueAxis(values: Iterable<number>): ValueAxis {
-  let low = Infinity;
-  let high = -Infinity;
-  for (const value of values) {
-    if (!Number.isFinite(value)) continue;
-    if (value < low) low = value;
-    if (value > high) high = value;
-  }
-  if (low > high) [low, high] = [0, 1];
-  else if (low === high) [low, high] = [low - flatPadding(low), high + flatPadding(high)];
+  let [low, high] = extent(values) ?? [0, 1];
+  if (low === high) [low, high] = [low - flatPadding(low), high + flatPadding(high)];
   const scale = scaleLinear().domain([low, high]).nice(TICK_COUNT);
   const [from, to] = scale.domain() as [number, number];
   const magnitude = Math.max(Math.abs(from), Math.abs(to));

@@ -16,7 +16,8 @@ function flattenConfig(value: unknown, prefix = "", out = new Map<string, unknow
 
 export type DiffRow = { path: string; values: (string | undefined)[]; differs: boolean };
 
-function diffConfigs(configs: unknown[]): DiffRow[] {
+/** One row per setting any of the configs has (dotted paths, sorted), with each config's value as JSON. */
+export function diffConfigs(configs: unknown[]): DiffRow[] {
   const flat = configs.map((config) => flattenConfig(config));
   const paths = [...new Set(flat.flatMap((map) => [...map.keys()]))].sort();
   return paths.map((path) => {
@@ -25,7 +26,16 @@ function diffConfigs(configs: unknown[]): DiffRow[] {
   });
 }
 
-export function ConfigDiff({ columns, differencesOnly }: { columns: ConfigColumn[]; differencesOnly: boolean }) {
+/** `sourceDiffers`: the runs' source files differ, which the config alone does not show. */
+export function ConfigDiff({
+  columns,
+  differencesOnly,
+  sourceDiffers = false,
+}: {
+  columns: ConfigColumn[];
+  differencesOnly: boolean;
+  sourceDiffers?: boolean;
+}) {
   const rows = diffConfigs(columns.map((c) => c.config));
   const shown = differencesOnly ? rows.filter((r) => r.differs) : rows;
   const differing = rows.filter((r) => r.differs).length;
@@ -69,7 +79,11 @@ export function ConfigDiff({ columns, differencesOnly }: { columns: ConfigColumn
       </table>
       {shown.length === 0 && (
         <p className="px-4 py-6 text-center text-sm text-slate-500">
-          {columns.length < 2 ? "Add another run to compare configs." : "The configs are identical."}
+          {columns.length < 2
+            ? "Add another run to compare configs."
+            : sourceDiffers
+              ? "The configs are identical; the runs' source files differ (see Source below)."
+              : "The configs are identical."}
         </p>
       )}
       <p className="border-t border-slate-100 px-4 py-2 text-xs text-slate-500">

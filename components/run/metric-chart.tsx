@@ -2,7 +2,7 @@
 
 import { memo, useMemo, useState } from "react";
 import { CartesianGrid, Line, LineChart, ReferenceArea, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { formatValue, valueAxis } from "@/components/charts";
+import { extent, formatValue, secondsAxis, stepAxis, valueAxis } from "@/components/charts";
 import { downsample, smooth, type SeriesPoint } from "@/lib/series";
 
 /** A range of the x-axis, [from, to], in the chart's x unit (steps or seconds). */
@@ -42,6 +42,8 @@ export const MetricChart = memo(function MetricChart({
   // The value axis over the points drawn (smoothing stays within their range); a single point or a flat series gets
   // a small band around its value.
   const axis = valueAxis(raw.map((p) => p.value));
+  // Whole steps or whole seconds over the range shown (the zoom's, else the data's).
+  const xAxis = (x === "time" ? secondsAxis : stepAxis)(zoom ?? extent(raw.map((p) => p.step)));
   const axisWidth = Math.max(52, 6 * Math.max(...axis.ticks.map((t) => axis.format(t).length)) + 24);
   const at = (label: string | number | undefined) => (label === undefined || label === "" ? null : Number(label));
   const endDrag = () => {
@@ -90,11 +92,11 @@ export const MetricChart = memo(function MetricChart({
             <XAxis
               dataKey="step"
               type="number"
-              domain={zoom ?? ["dataMin", "dataMax"]}
+              domain={xAxis.domain}
+              ticks={xAxis.ticks}
               allowDataOverflow={zoom !== null}
               tick={{ fontSize: 10 }}
-              allowDecimals={false}
-              tickFormatter={(v) => (x === "time" ? `${v}s` : String(v))}
+              tickFormatter={xAxis.format}
             />
             <YAxis tick={{ fontSize: 10 }} domain={axis.domain} ticks={axis.ticks} tickFormatter={axis.format} width={axisWidth} />
             <Tooltip

@@ -1,0 +1,132 @@
+/** What a compare panel draws: points paired with their x by step, groups' means and bands, smoothing. */
+import { describe, expect, it } from "vitest";
+import { configValue, groupBy, groupStatistics, pairByStep, pointAtStep, smoothPoints, valueAtStep } from "@/components/compare/panel-data";
+
+const series = (steps: number[], values: number[]) => ({ steps, values });
+
+describe("pairing a metric with its x by step", () => {
+  it("uses the step as x when the axis is the step", () => {
+    expect(pairByStep(series([1, 2, 3], [0.1, 0.2, 0.3]), null)).toEqual([
+      { step: 1, x: 1, y: 0.1 },
+      { step: 2, x: 2, y: 0.2 },
+      { step: 3, x: 3, y: 0.3 },
+    ]);
+  });
+
+  it("pairs another metric's value at the same step, between its points where it skips steps, and drops steps outside it", () => {
+    const reward = series([0, 1, 2, 3, 4], [0, 0.1, 0.2, 0.3, 0.4]);
+    const kl = series([1, 3], [10, 30]); // a downsample: step 2 is between its points, steps 0 and 4 outside them
+    expect(pairByStep(reward, kl)).toEqual([
+      { step: 1, x: 10, y: 0.1 },
+      { step: 2, x: 20, y: 0.2 },
+      { step: 3, x: 30, y: 0.3 },
+    ]);
+  });
+
+  it("reads a series at a step: its own value, the line between neighbours, or nothing outside", () => {
+    const s = series([2, 4, 8], [1, 3, 5]);
+    expect(valueAtStep(s, 4)).toBe(3);
+    expect(valueAtStep(s, 6)).toBe(4);
+    expect(valueAtStep(s, 1)).toBeNull();
+    expect(valueAtStep(s, 9)).toBeNull();
+    expect(valueAtStep(series([], []), 0)).toBeNull();
+  });
+});
+
+describe("grouping runs by a config field", () => {
+  const runs = [
+    { id: "a", config: { seed: 1, algorithm: { learningRate: 0.01 } } },
+    { id: "b", config: { seed: 2, algorithm: { learningRate: 0.02 } } },
+    { id: "c", config: { seed: 3, algorithm: { learningRate: 0.01 } } },
+    { id: "d", config: { seed: 4, algorithm: {} } },
+  ];
+
+  it("reads a dotted path, and nothing where it leads nowhere", () => {
+    expect(configValue(runs[0]!.config, "algorithm.learningRate")).toBe(0.01);
+    expect(configValue(runs[0]!.config, "algorithm.learningRate.x")).toBeUndefined();
+    expect(configValue(runs[0]!.config, "constructor")).toBeUndefined();
+  });
+
+  it("puts runs with the same value in one group, in order of first appearance, with the value as its label", () => {
+    const groups = groupBy(runs, (r) => configValue(r.config, "algorithm.learningRate"));
+    expect(groups.map((g) => [g.label, g.members.map((r) => r.id)])).toEqual([
+      ["0.01", ["a", "c"]],
+      ["0.02", ["b"]],
+      ["unset", ["d"]],
+    ]);
+  });
+});
+
+describe("a group's statistics", () => {
+  const run = (ys: number[], from = 0) => ys.map((y, i) => ({ step: from + i, x: from + i, y }));
+
+  it("draws the mean with its lowest and highest run as the band, counting the runs at each step", () => {
+    const stats = groupStatistics([run([1, 2, 3]), run([3, 4, 5]), run([2, 6], 1)], "minmax");
+    expect(stats).toEqual([
+      { step: 0, x: 0, y: 2, low: 1, high: 3, count: 2 },
+      { step: 1, x: 1, y: 8 / 3, low: 2, high: 4, count: 3 },
+      { step: 2, x: 2, y: 14 / 3, low: 3, high: 6, count: 3 },
+    ]);
+  });
+
+  it("draws ± one standard error of the mean, and no width for a lone run", () => {
+    const [at0] = groupStatistics([run([1]), run([2]), run([3]), run([6])], "sem");
+    // mean 3, sample variance (4 + 1 + 0 + 9) / 3, standard error its root over √4
+    expect(at0!.y).toBe(3);
+    expect(at0!.high - at0!.y).toBeCloseTo(Math.sqrt(14 / 3) / 2, 12);
+    expect(at0!.y - at0!.low).toBeCloseTo(Math.sqrt(14 / 3) / 2, 12);
+    expect(groupStatistics([run([5, 7])], "sem")).toEqual([
+      { step: 0, x: 0, y: 5, low: 5, high: 5, count: 1 },
+      { step: 1, x: 1, y: 7, low: 7, high: 7, count: 1 },
+    ]);
+  });
+
+  it("pairs runs whose downsamples kept different steps by the line between their points", () => {
+    const a = [
+      { step: 0, x: 0, y: 0 },
+      { step: 10, x: 10, y: 10 },
+    ];
+    const b = [
+      { step: 0, x: 0, y: 2 },
+      { step: 5, x: 5, y: 7 },
+      { step: 10, x: 10, y: 12 },
+    ];
+    expect(groupStatistics([a, b], "minmax")[1]).toEqual({ step: 5, x: 5, y: 6, low: 5, high: 7, count: 2 });
+  });
+});
+
+describe("smoothing", () => {
+  const points = [0, 1, 1, 1].map((y, step) => ({ step, x: step * 10, y }));
+
+  it("is W&B's debiased EMA: the first point stays, later ones lean on the past by the weight", () => {
+    const smoothed = smoothPoints(points, 0.5);
+    // EMA 0, 0.5, 0.75, 0.875 over the debiasing 1 - 0.5^(i+1)
+    const ys = smoothed.map((p) => p.y);
+    [0, 2 / 3, 6 / 7, 14 / 15].forEach((want, i) => expect(ys[i]).toBeCloseTo(want, 12));
+    expect(smoothed.map((p) => p.x)).toEqual([0, 10, 20, 30]);
+  });
+
+  it("leaves the points as they are at weight 0, and smooths a band's edges with its mean", () => {
+    expect(smoothPoints(points, 0)).toEqual(points);
+    const band = [
+      { step: 0, x: 0, y: 1, low: 0, high: 2, count: 2 },
+      { step: 1, x: 1, y: 3, low: 2, high: 4, count: 2 },
+    ];
+    const [, second] = smoothPoints(band, 0.5, ["y", "low", "high"]);
+    expect(second!.y).toBeCloseTo(7 / 3, 12);
+    expect(second!.low).toBeCloseTo(4 / 3, 12);
+    expect(second!.high).toBeCloseTo(10 / 3, 12);
+  });
+});
+
+describe("the point at a hovered step", () => {
+  it("is the line's point nearest the step, and none outside the line's steps", () => {
+    const line = [0, 10, 20].map((step) => ({ step, x: step, y: step / 10 }));
+    expect(pointAtStep(line, 11)?.step).toBe(10);
+    expect(pointAtStep(line, 16)?.step).toBe(20);
+    expect(pointAtStep(line, 20)?.step).toBe(20);
+    expect(pointAtStep(line, -5)).toBeNull();
+    expect(pointAtStep(line, 21)).toBeNull();
+    expect(pointAtStep([], 3)).toBeNull();
+  });
+});
