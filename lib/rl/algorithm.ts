@@ -4,10 +4,17 @@ import type { AlgorithmConfig } from "@/lib/sdk/experiment";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import { creditOf, type TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions } from "./primitives";
+import type { Seats } from "./seats";
 import { collectGroups, type EpisodeSpec, rolloutMetrics } from "./rollouts";
 
 export type StepContext = {
+  /** The policy that plays every agent and learns from every turn, unless `seats` says otherwise. */
   policy: PolicyModel;
+  /**
+   * Who plays each agent of each group and whether it learns (./seats.ts): separate policies, or a learner against
+   * frozen league members. Each trainable policy is then updated on its own agents' turns alone.
+   */
+  seats?: Seats;
   /** The environment: a definition run in this process, or (with playEpisodes) what a sandbox reports of one. */
   environment: EnvironmentInfo;
   protocol: Protocol;

@@ -4,8 +4,7 @@
  */
 import { groupNormalized, perTurnGroupNormalized } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { toTrainingBatch } from "./rollouts";
-import { policyUpdate } from "./update";
+import { updatePolicies } from "./update";
 
 export const grpo: RlAlgorithm = async (ctx) => {
   const { groups, metrics: episodeMetrics } = await stepRollouts(ctx, { groupRelative: true });
@@ -14,7 +13,7 @@ export const grpo: RlAlgorithm = async (ctx) => {
   const advantages = groupNormalized(groups, ctx.config.normalizeAdvantages);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
+  const update = await updatePolicies(ctx, groups, advantages);
   return { groups, advantages, metrics: { ...episodeMetrics, ...update } };
 };
 
@@ -26,6 +25,6 @@ export const grpoPerTurn: RlAlgorithm = async (ctx) => {
   const advantages = perTurnGroupNormalized(groups, ctx.config.discount, ctx.config.normalizeAdvantages);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
+  const update = await updatePolicies(ctx, groups, advantages);
   return { groups, advantages, metrics: { ...episodeMetrics, ...update } };
 };

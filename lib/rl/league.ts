@@ -7,12 +7,11 @@
  * A League holds data only (members and games, plain JSON: `toJSON` and `League.from` carry it through a
  * checkpoint); the policies themselves live wherever the caller keeps its snapshots, looked up by member id.
  */
-import type { ChatMessage } from "@/lib/model/chat";
 import type { Rng } from "@/lib/model/rng";
-import type { ActRequest, ActResponse, Protocol, Trajectory } from "@/lib/sdk/protocol";
+import type { ActRequest, Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { PolicyModel, SampleOptions } from "./primitives";
 import { fitRatings, type GameRecord, type Rating, type RatingOptions } from "./ratings";
-import { defaultPlayer, policyActor, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
+import { defaultPlayer, fitsEveryContext, routedActor, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
 
 export type LeagueMember = {
   id: string;
@@ -271,29 +270,10 @@ export async function playMatch(options: {
   }
   // game g: the agent at position i is played by the player whose home seat is position (i + g) mod n
   const seatings = seeds.map((_, g) => Object.fromEntries(agents.map((agent, i) => [agent, agents[(i + g) % agents.length]!])));
-  const actors = new Map<PolicyModel, ReturnType<typeof policyActor>>();
-  for (const policy of Object.values(seats)) if (!actors.has(policy)) actors.set(policy, policyActor(policy, sampling));
   const policyAt = (request: ActRequest) => seats[seatings[request.episode]![request.agent]!]!;
-
-  const act = async (requests: ActRequest[]): Promise<ActResponse[]> => {
-    const responses = new Array<ActResponse>(requests.length);
-    const byPolicy = new Map<PolicyModel, number[]>();
-    requests.forEach((request, i) => {
-      const policy = policyAt(request);
-      byPolicy.set(policy, [...(byPolicy.get(policy) ?? []), i]);
-    });
-    await Promise.all(
-      [...byPolicy].map(async ([policy, indices]) => {
-        const answers = await actors.get(policy)!(indices.map((i) => requests[i]!));
-        indices.forEach((index, k) => (responses[index] = answers[k]!));
-      }),
-    );
-    return responses;
-  };
-  // A prompt must fit the context of the policy that will read it.
-  const contexts = [...actors.keys()].map((policy) => policy.contextLength);
-  const fitsContext = (messages: ChatMessage[]) =>
-    [...actors.keys()].every((policy, i) => policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + sampling.maxTokens <= contexts[i]!);
+  const act = routedActor(policyAt, sampling);
+  // A prompt must fit the context of every policy that may read it.
+  const fitsContext = fitsEveryContext([...new Set(Object.values(seats))], sampling.maxTokens);
 
   const play = options.playEpisodes ?? defaultPlayer(options.environment);
   const trajectories = await play(

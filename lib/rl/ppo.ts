@@ -6,26 +6,34 @@
  */
 import { generalizedAdvantages, whiten } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { toTrainingBatch } from "./rollouts";
-import { policyUpdate } from "./update";
+import type { PolicyModel } from "./primitives";
+import { seatingOf, seatOf } from "./seats";
+import { updatePolicies } from "./update";
 
 export const ppo: RlAlgorithm = async (ctx) => {
   const { groups, metrics: episodeMetrics } = await stepRollouts(ctx, { groupRelative: false });
 
-  // The value of the state before each turn: the value head's output at the turn's first action token.
-  const turns = groups.flatMap((group) => group.flatMap((t) => t.turns.filter((turn) => turn.actionTokens.length > 0)));
+  // The value of the state before each turn: the value head's output at the turn's first action token, from the
+  // value head of the policy that played it (one forward per policy that trains; a frozen seat's turns keep 0,
+  // as they are never trained on and each agent's GAE chain reads its own turns' values only).
   const values: number[][][] = groups.map((group) => group.map((t) => t.turns.map(() => 0)));
-  if (turns.length > 0) {
-    const { values: predicted } = await ctx.policy.primitives.forward({ tokens: turns.map((turn) => [...turn.promptTokens, ...turn.actionTokens]) });
+  const valuedBy = new Map<PolicyModel, { g: number; i: number; t: number; tokens: number[]; at: number }[]>();
+  groups.forEach((group, g) =>
+    group.forEach((trajectory, i) =>
+      trajectory.turns.forEach((turn, t) => {
+        if (turn.actionTokens.length === 0) return;
+        const seat = seatingOf(trajectory) ? seatOf(trajectory, turn.agent) : { policy: ctx.policy, trains: true };
+        if (!seat?.trains) return;
+        const turns = valuedBy.get(seat.policy) ?? [];
+        turns.push({ g, i, t, tokens: [...turn.promptTokens, ...turn.actionTokens], at: turn.promptTokens.length });
+        valuedBy.set(seat.policy, turns);
+      }),
+    ),
+  );
+  for (const [policy, turns] of valuedBy) {
+    const { values: predicted } = await policy.primitives.forward({ tokens: turns.map((turn) => turn.tokens) });
     if (!predicted) throw new Error("ppo needs a value head: set agent.valueHead to true");
-    let k = 0;
-    groups.forEach((group, g) =>
-      group.forEach((trajectory, i) =>
-        trajectory.turns.forEach((turn, t) => {
-          if (turn.actionTokens.length > 0) values[g]![i]![t] = predicted[k++]![turn.promptTokens.length]!;
-        }),
-      ),
-    );
+    turns.forEach((turn, k) => (values[turn.g]![turn.i]![turn.t] = predicted[k]![turn.at]!));
   }
 
   // ── the estimator: what a user may change ─────────────────────────────────────────────────────────────────
@@ -33,8 +41,7 @@ export const ppo: RlAlgorithm = async (ctx) => {
   const advantages = whiten(gae.advantages, groups);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-  const batch = toTrainingBatch(groups, advantages, gae.returns);
-  const update = await policyUpdate(ctx.policy.primitives, batch, { ...ctx.config, loss: "ppo" }, ctx.sampling.temperature, ctx.updateMade);
+  const update = await updatePolicies(ctx, groups, advantages, { returns: gae.returns, config: { ...ctx.config, loss: "ppo" } });
   const meanValue = values.flat(2).reduce((a, b) => a + b, 0) / Math.max(values.flat(2).length, 1);
   return { groups, advantages, metrics: { ...episodeMetrics, ...update, "train/value_mean": meanValue } };
 };

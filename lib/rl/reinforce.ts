@@ -4,8 +4,7 @@
  */
 import { baselineSubtracted, creditOf } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { toTrainingBatch } from "./rollouts";
-import { policyUpdate } from "./update";
+import { updatePolicies } from "./update";
 
 /** How fast the baseline follows the mean return: b ← (1 − rate)·b + rate·mean. */
 const BASELINE_RATE = 0.1;
@@ -29,7 +28,7 @@ export const reinforce: RlAlgorithm = async (ctx) => {
   const advantages = baselineSubtracted(groups, ctx.config.discount, several ? baselines : baselines[credit.roles[0]!]!);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
+  const update = await updatePolicies(ctx, groups, advantages);
   const baselineMetrics = Object.fromEntries(credit.roles.map((role) => [several ? `train/baseline/${role}` : "train/baseline", baselines[role]!]));
   return { groups, advantages, metrics: { ...episodeMetrics, ...update, ...baselineMetrics } };
 };

@@ -1,8 +1,7 @@
 /** RLOO: REINFORCE where each sample's baseline is the mean return of the other samples of its prompt. */
 import { leaveOneOut } from "./advantages";
 import { type RlAlgorithm, stepRollouts } from "./algorithm";
-import { toTrainingBatch } from "./rollouts";
-import { policyUpdate } from "./update";
+import { updatePolicies } from "./update";
 
 export const rloo: RlAlgorithm = async (ctx) => {
   if (ctx.config.groupSize < 2) throw new Error(`rloo needs algorithm.groupSize ≥ 2 to have other samples; got ${ctx.config.groupSize}`);
@@ -12,6 +11,6 @@ export const rloo: RlAlgorithm = async (ctx) => {
   const advantages = leaveOneOut(groups);
   // ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-  const update = await policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages), ctx.config, ctx.sampling.temperature, ctx.updateMade);
+  const update = await updatePolicies(ctx, groups, advantages);
   return { groups, advantages, metrics: { ...episodeMetrics, ...update } };
 };

@@ -8,6 +8,7 @@ import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from 
 import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
 import { agentReturn, agentsOf, type TurnAdvantages } from "./advantages";
 import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
+import { recordSeating, type Seats } from "./seats";
 
 /**
  * One episode's prompt: its seed, dataset row and, for an environment that declares levels, its level of
@@ -84,6 +85,39 @@ export function policyActor(policy: PolicyModel, sampling: SampleOptions) {
   };
 }
 
+/**
+ * An actor that routes each request to the policy `policyAt` names for it, one sampling batch per distinct policy
+ * (a policy playing several agents samples them together), each policy with its own `policyActor`. A seeded
+ * actor gives each policy its own seed (the first policy to act keeps `sampling.seed`): with one seed, two policies
+ * with the same weights (a learner and its fresh snapshot) drew the same moves and every game mirrored.
+ */
+export function routedActor(policyAt: (request: ActRequest) => PolicyModel, sampling: SampleOptions) {
+  const actors = new Map<PolicyModel, ReturnType<typeof policyActor>>();
+  const samplingOf = (k: number) => (sampling.seed === undefined ? sampling : { ...sampling, seed: (sampling.seed + Math.imul(k, 0x9e3779b9)) >>> 0 });
+  return async (requests: ActRequest[]): Promise<ActResponse[]> => {
+    const responses = new Array<ActResponse>(requests.length);
+    const byPolicy = new Map<PolicyModel, number[]>();
+    requests.forEach((request, i) => {
+      const policy = policyAt(request);
+      byPolicy.set(policy, [...(byPolicy.get(policy) ?? []), i]);
+    });
+    await Promise.all(
+      [...byPolicy].map(async ([policy, indices]) => {
+        if (!actors.has(policy)) actors.set(policy, policyActor(policy, samplingOf(actors.size)));
+        const answers = await actors.get(policy)!(indices.map((i) => requests[i]!));
+        indices.forEach((index, k) => (responses[index] = answers[k]!));
+      }),
+    );
+    return responses;
+  };
+}
+
+/** Whether a prompt leaves room for the reply in the context of every one of `policies`. */
+export function fitsEveryContext(policies: readonly PolicyModel[], maxTokens: number) {
+  return (messages: ChatMessage[]) =>
+    policies.every((policy) => policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + maxTokens <= policy.contextLength);
+}
+
 function toResponse(prompt: number[], sample: { tokens: number[]; text: string; logprobs: number[]; allowedTokens?: number[][] }): ActResponse {
   const response: ActResponse = { text: sample.text, promptTokens: prompt, tokens: sample.tokens, logprobs: sample.logprobs };
   if (sample.allowedTokens) response.allowedTokens = sample.allowedTokens;
@@ -105,16 +139,31 @@ export async function collectGroups(options: {
   nextSpecs?: EpisodeSpec[];
   /** That batch's group size, when it is not this one's (an evaluation plays each spec once). */
   nextGroupSize?: number;
+  /** Who plays each agent of each group (./seats.ts); left out, `policy` plays every agent. */
+  seats?: Seats;
 }): Promise<Trajectory[][]> {
-  const { policy, specs, groupSize, sampling } = options;
+  const { policy, specs, groupSize, sampling, seats } = options;
   const play = options.playEpisodes ?? defaultPlayer(options.environment);
   const startsOf = (of: EpisodeSpec[], size: number) =>
     of.flatMap((spec) => Array.from({ length: size }, () => ({ seed: spec.seed, sample: spec.sample, difficulty: spec.difficulty })));
   const starts = startsOf(specs, groupSize);
-  const fitsContext = (messages: ChatMessage[]) =>
-    policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + sampling.maxTokens <= policy.contextLength;
   const next = options.nextSpecs && startsOf(options.nextSpecs, options.nextGroupSize ?? groupSize);
-  const trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext, next });
+  const seatings = seats ? specs.map((spec, g) => seats(g, spec)) : null;
+  let trajectories: Trajectory[];
+  if (!seatings) {
+    const fitsContext = fitsEveryContext([policy], sampling.maxTokens);
+    trajectories = await play(options.protocol, starts, policyActor(policy, sampling), { fitsContext, next });
+  } else {
+    const seatingAt = (episode: number) => seatings[Math.floor(episode / groupSize)]!;
+    for (const [g, seating] of seatings.entries()) {
+      const missing = options.protocol.agents.filter((agent) => !seating[agent]);
+      if (missing.length > 0) throw new Error(`group ${g} seats no policy at agent ${missing.join(", ")}; every agent of the protocol needs one`);
+    }
+    const policies = [...new Set(seatings.flatMap((seating) => Object.values(seating).map((seat) => seat.policy)))];
+    const act = routedActor((request) => seatingAt(request.episode)[request.agent]!.policy, sampling);
+    trajectories = await play(options.protocol, starts, act, { fitsContext: fitsEveryContext(policies, sampling.maxTokens), next });
+    trajectories.forEach((trajectory, i) => recordSeating(trajectory, seatingAt(i)));
+  }
   const groups: Trajectory[][] = [];
   for (let g = 0; g < specs.length; g++) groups.push(trajectories.slice(g * groupSize, (g + 1) * groupSize));
   return groups;
@@ -122,9 +171,15 @@ export async function collectGroups(options: {
 
 /**
  * One sequence per turn: the prompt the policy saw, then its action. Only the action's tokens carry weight, the
- * sampler's logprobs and the turn's advantage (and, for PPO, the value target).
+ * sampler's logprobs and the turn's advantage (and, for PPO, the value target). With `keep`, only the turns it
+ * keeps (a policy's own, when several played: ./seats.ts).
  */
-export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantages, returns?: TurnAdvantages): TrainingBatch {
+export function toTrainingBatch(
+  groups: Trajectory[][],
+  advantages: TurnAdvantages,
+  returns?: TurnAdvantages,
+  keep?: (trajectory: Trajectory, turn: Trajectory["turns"][number]) => boolean,
+): TrainingBatch {
   const constrained = groups.some((group) => group.some((trajectory) => trajectory.turns.some((turn) => turn.allowedTokens)));
   const batch: Required<Pick<TrainingBatch, "tokens" | "weights" | "samplingLogprobs" | "advantages">> & Pick<TrainingBatch, "returns" | "allowedTokens"> = {
     tokens: [],
@@ -137,7 +192,7 @@ export function toTrainingBatch(groups: Trajectory[][], advantages: TurnAdvantag
   groups.forEach((group, g) =>
     group.forEach((trajectory, i) =>
       trajectory.turns.forEach((turn, t) => {
-        if (turn.actionTokens.length === 0) return;
+        if (turn.actionTokens.length === 0 || (keep && !keep(trajectory, turn))) return;
         const p = turn.promptTokens.length;
         const zeros = new Array<number>(p).fill(0);
         const a = advantages[g]![i]![t]!;

@@ -1,7 +1,11 @@
 /** The optimizer update every policy-gradient algorithm ends with: forward-backward over chunks, then one step. */
 import type { AlgorithmConfig } from "@/lib/sdk/experiment";
+import type { Trajectory } from "@/lib/sdk/protocol";
+import type { TurnAdvantages } from "./advantages";
+import type { StepContext } from "./algorithm";
 import type { TrainingBatch, TrainingPrimitives } from "./primitives";
-import { chunkBatch } from "./rollouts";
+import { chunkBatch, toTrainingBatch } from "./rollouts";
+import { seatingOf, seatOf, trainingPolicies } from "./seats";
 
 /**
  * Sequences per forward-backward call; gradients accumulate across calls until the optimizer step. It keeps a
@@ -89,4 +93,63 @@ export async function madeTogether<P, S>(passes: Promise<P>[], stepped: Promise<
   if (results.status === "rejected") throw results.reason;
   if (step.status === "rejected") throw step.reason;
   return [results.value, step.value];
+}
+
+/**
+ * The step's update of every policy that learns from `groups`, the one call every algorithm ends with. Without
+ * seats (one policy played every agent), `ctx.policy` on every turn, as `policyUpdate`. With seats (./seats.ts),
+ * each policy that trains on the turns of the agents it sat at, one batch and one optimizer step per policy, all
+ * made before any is awaited (then `ctx.updateMade`); a frozen seat's turns are never trained on. The metrics are
+ * the policies' together (tokens and sequences summed, the largest gradient norm, other figures weighted by
+ * tokens), and with several policies training, each one's as `train/agent/ID/...` too.
+ */
+export async function updatePolicies(
+  ctx: Pick<StepContext, "policy" | "config" | "sampling" | "updateMade">,
+  groups: Trajectory[][],
+  advantages: TurnAdvantages,
+  options: { returns?: TurnAdvantages; config?: AlgorithmConfig } = {},
+): Promise<Record<string, number>> {
+  const config = options.config ?? ctx.config;
+  const temperature = ctx.sampling.temperature;
+  const policies = trainingPolicies(groups);
+  if (policies.length === 0 && groups.flat().some((trajectory) => seatingOf(trajectory))) {
+    // Played under seats, none of which trains: nothing to update.
+    ctx.updateMade?.();
+    return { "train/sequences": 0 };
+  }
+  if (policies.length === 0)
+    return policyUpdate(ctx.policy.primitives, toTrainingBatch(groups, advantages, options.returns), config, temperature, ctx.updateMade);
+  const updates = policies.map((seat) =>
+    policyUpdate(
+      seat.policy.primitives,
+      toTrainingBatch(groups, advantages, options.returns, (trajectory, turn) => seatOf(trajectory, turn.agent)?.id === seat.id),
+      config,
+      temperature,
+    ),
+  );
+  ctx.updateMade?.();
+  const results = await Promise.all(updates);
+  if (results.length === 1) return results[0]!;
+  const out: Record<string, number> = {};
+  results.forEach((metrics, i) => {
+    for (const [name, value] of Object.entries(metrics)) out[`train/agent/${policies[i]!.id}/${name.replace(/^train\//, "")}`] = value;
+  });
+  return { ...combinedUpdateMetrics(results), ...out };
+}
+
+/** Several policies' update metrics as one: counts summed, the largest gradient norm, the rest weighted by tokens. */
+function combinedUpdateMetrics(results: Record<string, number>[]): Record<string, number> {
+  const tokens = results.map((metrics) => metrics["train/tokens"] ?? 0);
+  const totalTokens = tokens.reduce((a, b) => a + b, 0);
+  const out: Record<string, number> = {};
+  for (const name of new Set(results.flatMap((metrics) => Object.keys(metrics)))) {
+    const values = results.map((metrics) => metrics[name]);
+    if (name === "train/tokens" || name === "train/sequences") out[name] = values.reduce<number>((a, v) => a + (v ?? 0), 0);
+    else if (name === "train/grad_norm") out[name] = Math.max(...values.map((v) => v ?? 0));
+    else if (name === "train/skipped") {
+      // Skipped only when every policy skipped.
+      if (values.every((v) => v === 1)) out[name] = 1;
+    } else if (totalTokens > 0) out[name] = values.reduce<number>((a, v, i) => a + (v ?? 0) * tokens[i]!, 0) / totalTokens;
+  }
+  return out;
 }
