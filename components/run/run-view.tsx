@@ -1,7 +1,6 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useRouter } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
@@ -10,6 +9,7 @@ import { formatDuration } from "@/components/ui/time";
 import { useKeyedMutation } from "@/components/trpc/keyed-mutation";
 import { useTRPC } from "@/components/trpc/provider";
 import type { SeriesPoint } from "@/lib/series";
+import { DerivedRuns } from "./derived-runs";
 import { EvaluateForm } from "./evaluate-form";
 import type { XRange } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
@@ -48,12 +48,20 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     retry: false,
   });
   const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
-  const router = useRouter();
-  const openRun = ({ runId: other }: { runId: string }) => router.push(`/runs/${other}`);
-  const evaluateCheckpoint = useKeyedMutation(trpc.runs.evaluate.mutationOptions({ onSuccess: openRun }));
+  // An evaluation or export is a run of its own, listed on this page (DerivedRuns) with its score or download: the
+  // page stays here and lists it at once.
+  const listDerived = () => queryClient.invalidateQueries({ queryKey: trpc.derived.ofRun.queryKey({ runId }) });
   // The checkpoint whose evaluation is being set up: Evaluate asks for episodes and temperature before it starts.
   const [evaluating, setEvaluating] = useState<string | null>(null);
-  const exportCheckpoint = useKeyedMutation(trpc.runs.export.mutationOptions({ onSuccess: openRun }));
+  const evaluateCheckpoint = useKeyedMutation(
+    trpc.runs.evaluate.mutationOptions({
+      onSuccess: () => {
+        setEvaluating(null);
+        return listDerived();
+      },
+    }),
+  );
+  const exportCheckpoint = useKeyedMutation(trpc.runs.export.mutationOptions({ onSuccess: listDerived }));
   const control = useMutation(
     trpc.runs.control.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.runs.byId.queryKey({ id: runId }) }) }),
   );
@@ -366,6 +374,7 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
             {exportCheckpoint.error && <span className="block text-red-700">Export: {exportCheckpoint.error.message}</span>}
           </p>
         </Card>
+        {(r.totalSteps > 0 || session) && <DerivedRuns runId={runId} mayDownload={r.role !== null} />}
         <Card title="Log">
           <ol id="run-log" aria-label="Log" className="max-h-96 scroll-mt-4 overflow-auto px-4 py-3 font-mono text-xs">
             {(logs.data ?? []).map((line) => (
