@@ -96,7 +96,7 @@ function browserTokensPerSecond(page: Page, contextLength: number): Promise<numb
 /** Opens the playground on the base and times its first tokens, and its tokens/s unless `rate` is false (then NaN). */
 async function inBrowser(page: Page, url: string, name: string, contextLength: number, rate = true): Promise<BrowserFigures> {
   const opened = performance.now();
-  await page.goto(`${url}/playground?model=${name}`);
+  await page.goto(`${url}/playground?model=${name}&backend=webgpu`); // WebGPU wherever the context offers an adapter, SwiftShader's too
   await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 120_000 });
   const { backend } = await page.evaluate(() => window.__tinkerlabPlayground!.ready);
   await page.evaluate((ids) => window.__tinkerlabPlayground!.generate(ids, { maxTokens: 1, temperature: 0 }), CHAT_PROMPT);
@@ -222,7 +222,7 @@ console.log(
     models: results.map((r) => ({
       name: r.name,
       wasm_tokens_per_s: r.wasm ? round(r.wasm.tokensPerSecond) : null,
-      webgpu_tokens_per_s: r.webgpu?.backend === "WebGPU" ? round(r.webgpu.tokensPerSecond) : null,
+      webgpu_tokens_per_s: r.webgpu?.backend.startsWith("WebGPU") ? round(r.webgpu.tokensPerSecond) : null,
       server_tokens_per_s: round(r.server),
       wasm_server_ratio: r.ratio === null ? null : Math.round(r.ratio * 100) / 100,
       first_token_ms: r.wasm ? round(r.wasm.firstTokenMs) : null,

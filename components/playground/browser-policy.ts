@@ -6,6 +6,7 @@
 import type { Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
+import type { BackendPreference } from "./backend-choice";
 import type { GeneratedToken, GenerationSummary, LoadedModel, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 
 /** Where the app serves a base's or checkpoint's ONNX export. */
@@ -44,7 +45,10 @@ export class BrowserPolicy {
   /** where stop() writes, read by the worker between tokens without waiting for a message (see the worker) */
   private readonly stopSignal = window.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
-  constructor(readonly modelName: string) {
+  constructor(
+    readonly modelName: string,
+    readonly backend: BackendPreference = "auto",
+  ) {
     const started = performance.now();
     this.worker = new Worker(new URL("./inference.worker.ts", import.meta.url), { type: "module" });
     this.ready = new Promise<LoadedModel>((resolve, reject) => {
@@ -60,7 +64,7 @@ export class BrowserPolicy {
       };
     });
     this.ready.catch(() => {}); // a caller that never awaits it must not see an unhandled rejection
-    this.send({ type: "load", url: modelUrl(modelName), stopSignal: this.stopSignal });
+    this.send({ type: "load", url: modelUrl(modelName), stopSignal: this.stopSignal, backend });
   }
 
   /** Generates from `prompt`; under a `constraint` (a turn's legal actions) only a legal action, then the end of the turn. */

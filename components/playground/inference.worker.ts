@@ -1,6 +1,7 @@
 /**
  * Runs an exported policy (GET /api/models/<name>.onnx) with onnxruntime-web, off the page's thread: WebGPU when
- * the browser offers an adapter, else WebAssembly, threaded when the page is cross-origin isolated. Generation is
+ * the browser offers an adapter on a GPU, else WebAssembly, threaded when the page is cross-origin isolated; or the
+ * backend the page asks for (backend-choice.ts). Generation is
  * incremental over the model's key/value cache (the prompt once, then one token per step) and each token goes to
  * the page as it is drawn, with its probability and the five most likely tokens at its position.
  *
@@ -10,6 +11,7 @@ import type * as Ort from "onnxruntime-web";
 import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
+import { type AdapterLike, type BackendPreference, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
 import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 import { drawToken } from "@/lib/model/sampling";
 import { tokenAutomaton } from "@/lib/model/token-automaton";
@@ -18,7 +20,7 @@ import { type TokenizerSpec, tokenizerFromSpec } from "@/lib/model/tokenizer-spe
 import { type ActionConstraint, automatonFor } from "@/lib/sdk/action-space";
 import { softmax, topChoices } from "./sampling";
 
-type GpuAdapterSource = { requestAdapter(): Promise<object | null> };
+type GpuAdapterSource = { requestAdapter(): Promise<AdapterLike | null> };
 
 const scope = self as unknown as {
   crossOriginIsolated: boolean;
@@ -33,34 +35,40 @@ const post = (message: WorkerEvent) => scope.postMessage(message);
 interface Capabilities {
   readonly threads: number;
   readonly crossOriginIsolated: boolean;
-  /** why WebGPU is not used, or null when an adapter was found */
-  readonly noWebGpu: string | null;
+  /** the WebGPU adapter, in software or on a GPU, or why there is none */
+  readonly webGpu: WebGpuProbe;
 }
 
 async function detectCapabilities(): Promise<Capabilities> {
   const crossOriginIsolated = scope.crossOriginIsolated;
   // Threads need SharedArrayBuffer, which only a cross-origin-isolated page has.
   const threads = crossOriginIsolated ? Math.min(4, scope.navigator.hardwareConcurrency || 1) : 1;
-  let noWebGpu: string | null = null;
+  let webGpu: WebGpuProbe;
   const gpu = scope.navigator.gpu;
-  if (!gpu) noWebGpu = "this browser has no WebGPU";
+  if (!gpu) webGpu = { kind: "none", reason: "this browser has no WebGPU" };
   else {
     try {
-      if (!(await gpu.requestAdapter())) noWebGpu = "no WebGPU adapter";
+      const adapter = await gpu.requestAdapter();
+      webGpu = adapter ? probeOfAdapter(adapter) : { kind: "none", reason: "no WebGPU adapter" };
     } catch (error) {
-      noWebGpu = `no WebGPU adapter: ${error instanceof Error ? error.message : String(error)}`;
+      webGpu = { kind: "none", reason: `no WebGPU adapter: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
-  return Object.freeze({ threads, crossOriginIsolated, noWebGpu });
+  return Object.freeze({ threads, crossOriginIsolated, webGpu });
 }
 
-function describeBackend(kind: BackendInfo["kind"], capabilities: Capabilities, webGpuFailure: string | null): BackendInfo {
-  if (kind === "webgpu") return { kind, threads: capabilities.threads, label: "WebGPU" };
-  const reasons = [capabilities.crossOriginIsolated ? null : "page not cross-origin isolated", webGpuFailure ?? capabilities.noWebGpu ?? null].filter(
-    (reason) => reason !== null,
-  );
+function describeBackend(
+  kind: BackendInfo["kind"],
+  preference: BackendPreference,
+  why: string | null,
+  capabilities: Capabilities,
+  webGpuFailure: string | null,
+): BackendInfo {
+  const base = { kind, preference, threads: capabilities.threads, webGpu: capabilities.webGpu };
+  if (kind === "webgpu") return { ...base, label: why ? `WebGPU (${why})` : "WebGPU" };
+  const reasons = [capabilities.crossOriginIsolated ? null : "page not cross-origin isolated", webGpuFailure ?? why].filter((reason) => reason !== null);
   const threads = `${capabilities.threads} thread${capabilities.threads === 1 ? "" : "s"}`;
-  return { kind, threads: capabilities.threads, label: `WASM, ${threads}${reasons.length > 0 ? ` (${reasons.join("; ")})` : ""}` };
+  return { ...base, label: `WASM, ${threads}${reasons.length > 0 ? ` (${reasons.join("; ")})` : ""}` };
 }
 
 type OrtRuntime = typeof Ort;
@@ -101,10 +109,11 @@ interface Policy {
 
 let policy: Policy | null = null;
 
-async function load(url: string, sharedStopSignal: Int32Array | null): Promise<ModelInfo> {
+async function load(url: string, sharedStopSignal: Int32Array | null, preference: BackendPreference): Promise<ModelInfo> {
   stopSignal = sharedStopSignal;
   const capabilities = await detectCapabilities();
-  const runtime = importRuntime(capabilities.noWebGpu === null ? "webgpu" : "wasm", capabilities.threads);
+  const chosen = chooseBackend(preference, capabilities.webGpu);
+  const runtime = importRuntime(chosen.kind, capabilities.threads);
   const response = await fetch(url);
   if (!response.ok) {
     const body = await response.text();
@@ -132,7 +141,7 @@ async function load(url: string, sharedStopSignal: Int32Array | null): Promise<M
   let session: Ort.InferenceSession | null = null;
   let kind: BackendInfo["kind"] = "wasm";
   let webGpuFailure: string | null = null;
-  if (capabilities.noWebGpu === null) {
+  if (chosen.kind === "webgpu") {
     try {
       // The cache stays on the GPU from step to step; only the logits come back.
       session = await ort.InferenceSession.create(bytes, {
@@ -150,7 +159,7 @@ async function load(url: string, sharedStopSignal: Int32Array | null): Promise<M
   for (const name of ["input_ids", ...pastNames]) {
     if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
   }
-  const backend = describeBackend(kind, capabilities, webGpuFailure);
+  const backend = describeBackend(kind, preference, chosen.why, capabilities, webGpuFailure);
   policy = { ort, session, config, tokenizer, backend, pastNames, presentNames };
   return { backend, config, tokenizer: spec, bytes: bytes.length };
 }
@@ -312,7 +321,7 @@ scope.onmessage = ({ data: request }) => {
   queue = queue.then(async () => {
     if (request.type === "load") {
       try {
-        post({ type: "loaded", model: await load(request.url, request.stopSignal) });
+        post({ type: "loaded", model: await load(request.url, request.stopSignal, request.backend ?? "auto") });
       } catch (error) {
         post({ type: "load-failed", message: message(error) });
       }

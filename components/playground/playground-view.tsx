@@ -8,13 +8,15 @@ import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { EpisodePlayer } from "@/components/episode/episode-player";
 import type { Tokenizer } from "@/lib/model/tokenizer";
+import { BACKEND_PREFERENCES, type BackendPreference } from "./backend-choice";
 import { BrowserPolicy, type Generation, exposePolicy, modelTokenizer } from "./browser-policy";
 import { ModelPicker } from "./model-picker";
 import { type ChatPrompt, PromptEditor } from "./prompt-editor";
-import type { GeneratedToken, GenerationSummary, LoadedModel } from "./protocol";
+import type { BackendInfo, GeneratedToken, GenerationSummary, LoadedModel } from "./protocol";
 import { defaultSampling, SamplingControls, type SamplingForm, samplingSettings } from "./sampling-controls";
 import { completionText, tokenLabels } from "./token-label";
 import { ProbabilityLegend, TokenList, TokenStream } from "./token-stream";
+import { useBackendPreference } from "./use-backend-preference";
 import { useCrossOriginIsolation } from "./use-cross-origin-isolation";
 
 type Mode = "prompt" | "episode";
@@ -25,13 +27,16 @@ const modes: [Mode, string][] = [
 
 type ModelState = { status: "idle" } | { status: "loading"; name: string } | { status: "ready"; model: LoadedModel } | { status: "failed"; message: string };
 
-/** The worker holding `name`'s model, started once the page knows whether it is cross-origin isolated. */
-function useBrowserPolicy(name: string, isolationKnown: boolean) {
+/**
+ * The worker holding `name`'s model on the preferred backend, started once the page knows whether it is
+ * cross-origin isolated and which backend it is asked for; another backend starts another worker.
+ */
+function useBrowserPolicy(name: string, isolationKnown: boolean, backend: BackendPreference | null) {
   const [policy, setPolicy] = useState<BrowserPolicy | null>(null);
   const [state, setState] = useState<ModelState>({ status: "idle" });
   useEffect(() => {
-    if (!name || !isolationKnown) return;
-    const created = new BrowserPolicy(name);
+    if (!name || !isolationKnown || backend === null) return;
+    const created = new BrowserPolicy(name, backend);
     const hide = exposePolicy(created);
     let current = true;
     setPolicy(created);
@@ -45,7 +50,7 @@ function useBrowserPolicy(name: string, isolationKnown: boolean) {
       hide();
       created.dispose();
     };
-  }, [name, isolationKnown]);
+  }, [name, isolationKnown, backend]);
   return { policy, state };
 }
 
@@ -105,7 +110,8 @@ export function PlaygroundView() {
   const [chosen, setChosen] = useState<string | null>(params.get("model"));
   const modelName = chosen ?? catalog.data?.builtin[0]?.name ?? "";
   const isolation = useCrossOriginIsolation();
-  const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending");
+  const [backend, setBackend] = useBackendPreference();
+  const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending", backend);
   const model = state.status === "ready" ? state.model : null;
   const { tokenizer, error: tokenizerError } = useModelTokenizer(model);
 
@@ -156,6 +162,13 @@ export function PlaygroundView() {
     setGenerationError(null);
     setChosen(name);
     setParam("model", name);
+  };
+  const chooseBackend = (next: BackendPreference) => {
+    generation?.stop();
+    latest.current += 1;
+    setSummary(null);
+    setGenerationError(null);
+    setBackend(next);
   };
   const chooseMode = (next: Mode) => {
     setMode(next);
@@ -238,7 +251,7 @@ export function PlaygroundView() {
       </Card>
 
       <div className="min-w-0 space-y-6">
-        <Card title="Runtime">
+        <Card title="Runtime" actions={<BackendPicker value={backend} loaded={model?.backend ?? null} onChange={chooseBackend} />}>
           <RuntimeStatus
             state={state}
             isolation={isolation}
@@ -300,6 +313,40 @@ export function PlaygroundView() {
   );
 }
 
+const BACKEND_NAMES: Record<BackendPreference, string> = { auto: "Automatic (fastest here)", webgpu: "WebGPU", wasm: "WebAssembly" };
+
+/**
+ * The backend to run on: automatic (WebGPU on a GPU's adapter, WASM when the only adapter is a software one), or
+ * either by hand. WebGPU is offered only where the browser has an adapter.
+ */
+function BackendPicker({ value, loaded, onChange }: { value: BackendPreference | null; loaded: BackendInfo | null; onChange(next: BackendPreference): void }) {
+  const webGpu = loaded?.webGpu ?? null;
+  return (
+    <label className="flex items-center gap-2 text-xs text-slate-600">
+      Backend
+      <select
+        value={value ?? "auto"}
+        disabled={value === null}
+        onChange={(event) => onChange(event.target.value as BackendPreference)}
+        className="rounded border border-slate-300 bg-white px-1 py-0.5 text-xs text-slate-800"
+      >
+        {BACKEND_PREFERENCES.map((option) => (
+          <option
+            key={option}
+            value={option}
+            disabled={option === "webgpu" && webGpu?.kind === "none" && value !== "webgpu"}
+            title={option === "webgpu" && webGpu ? (webGpu.kind === "none" ? webGpu.reason : `${webGpu.kind} adapter: ${webGpu.name}`) : undefined}
+          >
+            {BACKEND_NAMES[option]}
+            {option === "webgpu" && webGpu?.kind === "software" ? " (software adapter: slow)" : ""}
+            {option === "webgpu" && webGpu?.kind === "none" ? " (none here)" : ""}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 /** The tokenizer in a few words: what kind, how many ids, where a reply ends. */
 function describeTokenizer(tokenizer: Tokenizer): string {
   const kind = tokenizer.kind === "byte" ? "bytes and chat tokens" : "the model's own (Hugging Face)";
@@ -353,7 +400,7 @@ function RuntimeStatus({
       generating
         ? `Generating… ${count} token${count === 1 ? "" : "s"}`
         : summary
-          ? `${summary.tokensPerSecond.toFixed(0)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}`
+          ? `${formatRate(summary.tokensPerSecond)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}`
           : "—",
     ],
   ];
@@ -380,6 +427,9 @@ function RuntimeStatus({
     </div>
   );
 }
+
+/** Tokens per second with two significant digits below 10: a slow backend reads 0.42, not 0. */
+const formatRate = (rate: number) => (rate < 10 ? rate.toPrecision(2) : rate.toFixed(0));
 
 function finishWords(summary: GenerationSummary, tokenizer: Tokenizer | null): string {
   if (summary.finishReason === "length") return "cut at the token limit";

@@ -1,5 +1,6 @@
 /** The messages between the playground page and its inference worker (inference.worker.ts). */
 import type { GPTConfig } from "@/lib/model/config";
+import type { BackendPreference, WebGpuProbe } from "./backend-choice";
 import type { TokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
 
@@ -19,12 +20,19 @@ export interface SamplingSettings {
   seed?: number;
 }
 
-/** Where the model runs, chosen once per worker from what the browser offers. */
+/** Where the model runs, chosen once per worker from what the browser offers and the page's preference. */
 export interface BackendInfo {
   kind: "webgpu" | "wasm";
+  /** what the page asked for */
+  preference: BackendPreference;
+  /** the WebGPU adapter the browser offers (a GPU's or a software one), or why there is none */
+  webGpu: WebGpuProbe;
   /** WebAssembly threads (WebGPU runs its CPU-side operators on them too) */
   threads: number;
-  /** what the page shows: "WebGPU", "WASM, 4 threads", "WASM, 1 thread (page not cross-origin isolated)" */
+  /**
+   * what the page shows: "WebGPU", "WASM, 4 threads", "WASM, 1 thread (page not cross-origin isolated)",
+   * "WASM, 2 threads (WebGPU's only adapter runs in software (google swiftshader), slower than WASM)"
+   */
   label: string;
 }
 
@@ -65,7 +73,7 @@ export interface LoadedModel extends ModelInfo {
 
 export type WorkerRequest =
   /** `stopSignal`: an Int32Array on shared memory (cross-origin-isolated pages only) where the page writes the id of a generation to stop */
-  | { type: "load"; url: string; stopSignal: Int32Array | null }
+  | { type: "load"; url: string; stopSignal: Int32Array | null; backend?: BackendPreference }
   /** `constraint`: the turn's legal actions, which the tokens drawn are held to as the server's sampler holds them */
   | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings; constraint?: ActionConstraint | null }
   | { type: "stop"; id: number }

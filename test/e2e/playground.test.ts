@@ -1,8 +1,9 @@
 /**
  * The playground in Chromium: a run's checkpoint-free base (tiny-base) exported to ONNX by the server and run in the
- * page's worker with onnxruntime-web, once on WebAssembly (the default context, --disable-gpu) and once on WebGPU
- * (--enable-unsafe-webgpu). The last position's logits must equal the training runtime's to 1e-4, and greedy
- * generation the runtime's greedy sample, token for token. Also: the page is cross-origin isolated (so WASM runs
+ * page's worker with onnxruntime-web, once on WebAssembly (the default context, --disable-gpu) and once where
+ * Chromium offers a WebGPU adapter (--enable-unsafe-webgpu: without a GPU, its software one, SwiftShader): there the
+ * page picks WASM by itself and says why, and runs on WebGPU when it is picked by hand, and back. The last position's
+ * logits must equal the training runtime's to 1e-4, and greedy generation the runtime's greedy sample, token for token. Also: the page is cross-origin isolated (so WASM runs
  * threaded), the runtime's files come from the app, and tokens stream in as chips with their alternatives.
  */
 import fs from "node:fs";
@@ -205,9 +206,10 @@ describe("the playground on WebAssembly", () => {
   });
 });
 
-describe("the playground on WebGPU", () => {
+describe("the playground where WebGPU's adapter may be a software one", () => {
   let browser: BrowserContext;
   let page: Page;
+  let adapter: { kind: "none" | "hardware" | "software"; name: string };
   beforeAll(async () => {
     browser = await launchBrowser(["--enable-unsafe-webgpu"]);
     page = await browser.newPage();
@@ -216,25 +218,60 @@ describe("the playground on WebGPU", () => {
     await browser?.close();
   });
 
-  it("runs tiny-base on WebGPU with the runtime's logits and greedy tokens", async () => {
+  /** The backend of the page's model once it is `expected`'s (a switch starts a new worker; its hook replaces the old). */
+  const backendOnceReady = async (expected: RegExp) => {
+    await expect
+      .poll(
+        async () => {
+          await page.waitForFunction(() => window.__tinkerlabPlayground !== undefined, null, { timeout: 60_000 });
+          return (await page.evaluate(() => window.__tinkerlabPlayground!.ready)).backend;
+        },
+        { timeout: 90_000, interval: 500 },
+      )
+      .toMatch(expected);
+    const { backend } = await page.evaluate(() => window.__tinkerlabPlayground!.ready);
+    await expect.poll(() => page.getByLabel("Runtime").innerText(), { timeout: 30_000 }).toContain(backend);
+    return backend;
+  };
+  const picker = () => page.getByRole("combobox", { name: "Backend" });
+
+  it("picks WASM over a software WebGPU adapter by itself, and says so", async () => {
     const requested: string[] = [];
     browser.on("request", (request) => requested.push(new URL(request.url()).pathname));
     const backend = await openPlayground(page);
-    const adapter = await page.evaluate(async () => {
-      const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
-      return (await gpu?.requestAdapter()) != null;
+    adapter = await page.evaluate(async () => {
+      type Adapter = { info?: { vendor?: string; architecture?: string; isFallbackAdapter?: boolean } };
+      const gpu = (navigator as unknown as { gpu?: { requestAdapter(): Promise<Adapter | null> } }).gpu;
+      const found = await gpu?.requestAdapter();
+      if (!found) return { kind: "none" as const, name: "" };
+      const name = [found.info?.vendor, found.info?.architecture].filter(Boolean).join(" ");
+      return { kind: found.info?.isFallbackAdapter || /swiftshader|llvmpipe/i.test(name) ? ("software" as const) : ("hardware" as const), name };
     });
-    if (adapter) {
-      expect(backend).toBe("WebGPU");
-      // WebGPU needs onnxruntime-web's JSEP build.
-      expect(requested.filter((url) => url.includes("ort-wasm")).every((url) => url.includes(".jsep."))).toBe(true);
-    } else {
-      // This Chromium offers no adapter even with the flag: the page must say so rather than claim WebGPU.
-      console.warn("Chromium offered no WebGPU adapter with --enable-unsafe-webgpu; checking the WASM fallback instead");
-      expect(backend).toMatch(/^WASM, \d threads? \((this browser has no WebGPU|no WebGPU adapter)/);
-    }
+    console.log(`WebGPU adapter with --enable-unsafe-webgpu: ${adapter.kind} ${adapter.name}; automatic backend: ${backend}`);
+    if (adapter.kind === "software") {
+      expect(backend).toMatch(new RegExp(`^WASM, \\d threads? \\(WebGPU's only adapter runs in software \\(${adapter.name}\\), slower than WASM\\)$`));
+      // The plain WebAssembly build: the JSEP build WebGPU needs is not even downloaded.
+      expect(requested.filter((url) => url.includes("ort-wasm")).some((url) => url.includes(".jsep."))).toBe(false);
+    } else if (adapter.kind === "hardware") expect(backend).toBe("WebGPU");
+    else expect(backend).toMatch(/^WASM, \d threads? \((this browser has no WebGPU|no WebGPU adapter)/);
+    expect(await picker().inputValue()).toBe("auto");
+    await page.screenshot({ path: path.join(SCREENSHOTS, "playground-auto-backend.png"), fullPage: true });
     const worst = await checkParity(page);
     console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
+  });
+
+  it("switches to WebGPU by hand, keeps it in the address and the browser, and runs the runtime's logits there", async ({ skip }) => {
+    if (adapter.kind === "none") skip("this Chromium offers no WebGPU adapter even with --enable-unsafe-webgpu");
+    await picker().selectOption("webgpu");
+    const backend = await backendOnceReady(/^WebGPU/);
+    if (adapter.kind === "software") expect(backend).toBe(`WebGPU (chosen by hand; its adapter runs in software (${adapter.name}))`);
+    expect(new URL(page.url()).searchParams.get("backend")).toBe("webgpu");
+    const worst = await checkParity(page);
+    console.log(`playground parity on ${backend}: max |logit difference| ${worst.toExponential(2)}`);
+    // Opened again without the parameter: the browser remembers the choice.
+    await page.goto(`${server.url}/playground?model=tiny-base&run=${runId}`);
+    expect(await backendOnceReady(/^WebGPU/)).toBe(backend);
+    expect(await picker().inputValue()).toBe("webgpu");
   });
 
   it("stops a generation between two tokens", async () => {
@@ -258,5 +295,14 @@ describe("the playground on WebGPU", () => {
     if (shown.length < greedy.length) expect(await page.getByLabel("Runtime").innerText()).toContain("stopped");
     expect(shown).toEqual(greedy.slice(0, shown.length));
     await page.screenshot({ path: path.join(SCREENSHOTS, "playground-webgpu.png"), fullPage: true });
+  });
+
+  it("goes back to the automatic choice, which the address and the browser then forget", async () => {
+    await picker().selectOption("auto");
+    const backend = await backendOnceReady(adapter.kind === "hardware" ? /^WebGPU$/ : /^WASM/);
+    expect(new URL(page.url()).searchParams.has("backend")).toBe(false);
+    await page.reload();
+    expect(await backendOnceReady(adapter.kind === "hardware" ? /^WebGPU$/ : /^WASM/)).toBe(backend);
+    expect(await picker().inputValue()).toBe("auto");
   });
 });
