@@ -70,9 +70,10 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
     () => [...new Set(state.panels.flatMap((p) => [p.metric, ...(p.x.startsWith("metric:") ? [p.x.slice("metric:".length)] : [])]))].sort(),
     [state.panels],
   );
+  const time = state.panels.some((p) => p.x === "time");
   const tokens = state.panels.some((p) => p.x === "tokens");
   const series = useQuery({
-    ...trpc.compare.series.queryOptions({ runIds: state.runs, metrics: wanted, tokens, maxPoints: MAX_POINTS }),
+    ...trpc.compare.series.queryOptions({ runIds: state.runs, metrics: wanted, time, tokens, maxPoints: MAX_POINTS }),
     enabled: state.runs.length > 0,
     placeholderData: keepPreviousData,
     // A run still training keeps drawing; finished ones are read once.

@@ -162,7 +162,7 @@ export type RunData = {
   name: string;
   color: string;
   config: unknown;
-  series: Record<string, StepSeries & { seconds: readonly number[] }>;
+  series: Record<string, StepSeries & { seconds?: readonly number[] }>;
   tokens: StepSeries | null;
 };
 
@@ -174,7 +174,14 @@ function runPoints(panel: Panel, run: RunData): PanelPoint[] | null {
   const y = run.series[panel.metric];
   if (!y) return null;
   if (panel.x === "step") return pairByStep(y, null);
-  const x = panel.x === "time" ? { steps: y.steps, values: y.seconds } : panel.x === "tokens" ? run.tokens : run.series[panel.x.slice("metric:".length)];
+  const x =
+    panel.x === "time"
+      ? y.seconds
+        ? { steps: y.steps, values: y.seconds }
+        : null
+      : panel.x === "tokens"
+        ? run.tokens
+        : run.series[panel.x.slice("metric:".length)];
   return x ? pairByStep(y, x) : null;
 }
 

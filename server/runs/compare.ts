@@ -9,8 +9,8 @@ import { type Database, experiments, experimentVersions, metricPoints, runs } fr
 /** The metric whose per-step values add up to the tokens a run has trained on: the compare view's tokens axis. */
 export const TOKENS_METRIC = "train/tokens";
 
-/** One series as columns: each point's step, value, and seconds since the run's first metric point. */
-export type CompareSeries = { steps: number[]; values: number[]; seconds: number[]; count: number };
+/** One series as columns: each point's step and value, and when asked for, seconds since the run's first metric point. */
+export type CompareSeries = { steps: number[]; values: number[]; seconds?: number[]; count: number };
 
 export type CompareRunSeries = {
   runId: string;
@@ -24,12 +24,13 @@ export type CompareRunSeries = {
 
 /**
  * The named series of several runs, read in one query: each at full resolution up to `maxPoints` points, beyond that
- * as a min/max downsample (`count` is the true number). With `tokens`, each run's running sum of `train/tokens` too,
- * summed over every point before it is downsampled.
+ * as a min/max downsample (`count` is the true number). With `time`, each point's seconds since its run's first
+ * metric point (for a wall-time axis); with `tokens`, each run's running sum of `train/tokens`, summed over every point
+ * before it is downsampled.
  */
 export async function compareSeries(
   db: Database,
-  input: { runIds: string[]; metrics: string[]; tokens: boolean; maxPoints: number },
+  input: { runIds: string[]; metrics: string[]; time: boolean; tokens: boolean; maxPoints: number },
 ): Promise<{ runs: CompareRunSeries[] }> {
   const runIds = [...new Set(input.runIds)];
   const wanted = [...new Set(input.tokens ? [...input.metrics, TOKENS_METRIC] : input.metrics)];
@@ -75,7 +76,7 @@ export async function compareSeries(
         series[name] = {
           steps: drawn.map((p) => p.step),
           values: drawn.map((p) => p.value),
-          seconds: drawn.map((p) => (p.wallTime - start) / 1000),
+          ...(input.time ? { seconds: drawn.map((p) => (p.wallTime - start) / 1000) } : {}),
           count: points.length,
         };
       }

@@ -64,7 +64,12 @@ afterAll(() => db.close());
 
 describe("compare.series", () => {
   it("reads every run's series of a panel set in one call, downsampled past maxPoints with the spikes kept", async () => {
-    const { runs: read } = await callerFor(handle, ada).compare.series({ runIds: fx.runs, metrics: ["reward/mean", "loss/policy"], maxPoints: 200 });
+    const { runs: read } = await callerFor(handle, ada).compare.series({
+      runIds: fx.runs,
+      metrics: ["reward/mean", "loss/policy"],
+      time: true,
+      maxPoints: 200,
+    });
     expect(read.map((r) => r.runId)).toEqual(fx.runs);
     for (const [r, run] of read.entries()) {
       const reward = run.series["reward/mean"]!;
@@ -73,7 +78,7 @@ describe("compare.series", () => {
       expect(reward.steps.at(-1)).toBe(2999);
       expect(reward.values[reward.steps.indexOf(1234)]).toBeCloseTo(r + 1234 / 3000 + 50, 9);
       // Seconds count from the run's own first point, 0.5 s a step.
-      expect(reward.seconds[reward.steps.indexOf(2999)]).toBeCloseTo(1499.5, 6);
+      expect(reward.seconds![reward.steps.indexOf(2999)]).toBeCloseTo(1499.5, 6);
       expect(run.names).toEqual(r === 2 ? ["loss/policy", "reward/mean", "train/tokens"] : ["reward/mean", "train/tokens"]);
       expect(run.tokens).toBeNull();
     }
@@ -82,13 +87,15 @@ describe("compare.series", () => {
   });
 
   it("gives each run's running total of train/tokens for a tokens axis, summed before the downsample", async () => {
-    const { runs: read } = await callerFor(handle, ada).compare.series({ runIds: fx.runs, metrics: [], tokens: true, maxPoints: 100 });
+    const { runs: read } = await callerFor(handle, ada).compare.series({ runIds: fx.runs, metrics: ["reward/mean"], tokens: true, maxPoints: 100 });
     for (const [r, run] of read.entries()) {
       const tokens = run.tokens!;
       expect(tokens.steps.at(-1)).toBe(2999);
       expect(tokens.values.at(-1)).toBe(3000 * (10 + r));
       expect(tokens.values[tokens.steps.indexOf(0)]).toBe(10 + r);
       expect(tokens.steps.length).toBeLessThanOrEqual(101);
+      // Without `time`, no seconds are sent.
+      expect(run.series["reward/mean"]!.seconds).toBeUndefined();
     }
   });
 
@@ -117,7 +124,15 @@ describe("compare.sources", () => {
 
 describe("a share link's holder", () => {
   async function linkHolder(runIds: string[]) {
-    const { token } = await createShareLink(handle.db, { projectId: fx.project, kind: "compare", runIds, view: {}, title: "shared", createdBy: ada.id, expiresAt: null });
+    const { token } = await createShareLink(handle.db, {
+      projectId: fx.project,
+      kind: "compare",
+      runIds,
+      view: {},
+      title: "shared",
+      createdBy: ada.id,
+      expiresAt: null,
+    });
     return callerFor(handle, await authenticate(handle.db, new Headers({ [SHARE_HEADER]: token }), "team"));
   }
 

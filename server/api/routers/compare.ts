@@ -14,16 +14,17 @@ const runIds = z
 
 export const compareRouter = createTRPCRouter({
   /**
-   * The series a set of panels draws, for every run at once: each named metric (and with `tokens`, each run's tokens
-   * trained so far, for a tokens x-axis), each at most `maxPoints` points (a min/max downsample beyond), with every
-   * metric name each run has.
+   * The series a set of panels draws, for every run at once: each named metric (with `time`, each point's seconds
+   * since the run's start; with `tokens`, each run's tokens trained so far), each at most `maxPoints` points (a
+   * min/max downsample beyond), with every metric name each run has.
    */
   series: sharedRunsProcedure("runIds", MAX_COMPARED_RUNS)
     .input(
       z.object({
         runIds,
         metrics: z.array(z.string().min(1).max(200)).max(32, "at most 32 metrics at once"),
-        tokens: z.boolean().default(false),
+        time: z.boolean().default(false).describe("each point's seconds since its run's first metric point, for a wall-time axis"),
+        tokens: z.boolean().default(false).describe("each run's running total of train/tokens, for a tokens axis"),
         maxPoints: z.number().int().min(2).max(10_000).default(1_000),
       }),
     )
