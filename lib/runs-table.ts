@@ -27,7 +27,7 @@ export const BUILT_IN_COLUMNS = [
 export type BuiltInColumn = (typeof BUILT_IN_COLUMNS)[number];
 
 /** The columns a table shows until the user picks others (every row also carries its name, id and status). */
-export const DEFAULT_COLUMNS: readonly string[] = ["experiment", "status", "steps", "duration", "tokens", "base", "algorithm", "seed", "tags", "created"];
+export const DEFAULT_COLUMNS: readonly string[] = ["status", "steps", "duration", "base", "algorithm", "seed", "tags", "created"];
 
 /** What a column's values are: how they are compared, averaged over a group and shown. */
 export type ColumnType = "number" | "text" | "date" | "tags" | "json";

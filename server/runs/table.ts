@@ -1,7 +1,7 @@
 /**
  * The runs table: one project's runs with any built-in, metric-summary or config column (lib/runs-table.ts), sorted,
- * filtered and grouped in SQL. Two statements whatever the number of runs: the page's rows, and the groups (or the
- * count). Each metric summary is a probe per run of one of metric_points' indexes: (run, name, step) for a value at
+ * filtered and grouped in SQL. One statement whatever the number of runs: the page's rows, with the total and their
+ * groups' counts and means. Each metric summary is a probe per run of one of metric_points' indexes: (run, name, step) for a value at
  * a step or the latest, (run, name, value) for the highest or lowest.
  */
 import { TRPCError } from "@trpc/server";
@@ -67,9 +67,19 @@ export type TableRow = {
   values: Record<string, unknown>;
 };
 
+/** A group of rows: its value, how many rows it holds (on every page) and the means of its numeric columns. */
 export type TableGroup = { value: unknown; count: number; means: Record<string, number | null> };
 
-export type TableResult = { columns: TableColumn[]; rows: TableRow[]; total: number; groups: TableGroup[] | null };
+export type TableResult = {
+  columns: TableColumn[];
+  rows: TableRow[];
+  /** How many runs pass the filters, on every page. */
+  total: number;
+  /** When grouped: the groups of this page's rows, in the page's order. */
+  groups: TableGroup[] | null;
+  /** When grouped: how many groups there are on every page. */
+  groupCount: number | null;
+};
 
 const refuse = (message: string) => new TRPCError({ code: "BAD_REQUEST", message });
 
@@ -242,33 +252,33 @@ export async function runsTable(db: Database, query: TableQuery): Promise<TableR
     from ${runs} join ${experiments} on ${experiments.id} = ${runs.experimentId}
     where ${sql.join(filters, sql` and `)}`;
   const filtered = sql`with base as (${base}), filtered as (select * from base ${conditions.length ? sql`where ${sql.join(conditions, sql` and `)}` : sql``})`;
-  // A group's place is its first row's under the sort (any type sorts: no min or max of jsonb is needed).
-  const rowsSql = sql`${filtered}
-    select * from filtered
-    order by ${groupPath ? sql`first_value(${sortKey}) over (partition by g order by ${sortKey} ${order} nulls last) ${order} nulls last, g,` : sql``}
-             ${sortKey} ${order} nulls last, created_ms desc, id
-    limit ${query.limit} offset ${query.offset}`;
-
-  const numeric = computed.map((c, i) => ({ ...c, i })).filter((c, i) => i < shown.length && ["number", "json"].includes(columnType(c.spec)));
-  const groupsSql = groupPath
-    ? sql`${filtered}
-      select g, count(*)::int as n
-             ${sql.join(
-               numeric.map((c) => {
-                 const alias = sql.raw(`c${c.i}`);
-                 return sql`, avg(${columnType(c.spec) === "json" ? numberOf(alias) : alias})::float8 as ${sql.raw(`m${c.i}`)}`;
-               }),
-               sql``,
-             )}
-      , (array_agg(${sortKey} order by ${sortKey} ${order} nulls last))[1] as group_rank
-      from filtered group by g
-      order by group_rank ${order} nulls last, g`
-    : sql`${filtered} select count(*)::int as n from filtered`;
-
-  const [rowsResult, groupsResult] = [await db.execute(rowsSql), await db.execute(groupsSql)];
+  // Numeric columns get a mean per group (not the seed, a label), json ones (config fields) where their values are numbers.
+  const numeric = shown.map((c, i) => ({ ...c, i })).filter((c) => c.key !== "seed" && ["number", "json"].includes(columnType(c.spec)));
+  // One statement: the page's rows with the total and their groups' counts and means as window aggregates, which
+  // span every filtered row, not only the page's. A group's place is its first row's under the sort.
+  const groupRank = sql`first_value(${sortKey}) over (partition by g order by ${sortKey} ${order} nulls last)`;
+  const page = (limit: number, offset: number) => sql`${filtered}
+    select filtered.*, count(*) over ()::int as total
+      ${
+        groupPath
+          ? sql`, count(*) over (partition by g)::int as group_count, (select count(distinct g) from filtered)::int as group_total
+              ${sql.join(
+                numeric.map((c) => {
+                  const alias = sql.raw(`c${c.i}`);
+                  return sql`, avg(${columnType(c.spec) === "json" ? numberOf(alias) : alias}) over (partition by g)::float8 as ${sql.raw(`m${c.i}`)}`;
+                }),
+                sql``,
+              )}`
+          : sql``
+      }
+    from filtered
+    order by ${groupPath ? sql`${groupRank} ${order} nulls last, g,` : sql``} ${sortKey} ${order} nulls last, created_ms desc, id
+    limit ${limit} offset ${offset}`;
   type Raw = Record<string, unknown>;
-  const rawRows = (rowsResult as unknown as { rows: Raw[] }).rows;
-  const rawGroups = (groupsResult as unknown as { rows: Raw[] }).rows;
+  const rowsOf = (result: unknown) => (result as { rows: Raw[] }).rows;
+  const rawRows = rowsOf(await db.execute(page(query.limit, query.offset)));
+  // A page past the end holds no row to carry the totals: the first page's first row has them.
+  const totals = rawRows[0] ?? (query.offset > 0 ? rowsOf(await db.execute(page(1, 0)))[0] : undefined);
 
   const rows: TableRow[] = rawRows.map((r) => ({
     id: r.id as string,
@@ -289,19 +299,22 @@ export async function runsTable(db: Database, query: TableQuery): Promise<TableR
     ...(groupPath ? { group: r.g ?? null } : {}),
     values: Object.fromEntries(shown.map((c, i) => [c.key, clientValue(c.spec, r[`c${i}`])])),
   }));
-  const groups = groupPath
-    ? rawGroups.map((g) => ({
-        value: g.g ?? null,
-        count: Number(g.n),
-        means: Object.fromEntries(numeric.map((c) => [c.key, g[`m${c.i}`] === null || g[`m${c.i}`] === undefined ? null : Number(g[`m${c.i}`])])),
-      }))
-    : null;
-  const total = groups ? groups.reduce((sum, g) => sum + g.count, 0) : Number(rawGroups[0]?.n ?? 0);
+  // The groups the page shows, in its order, each once.
+  const groups = new Map<string, TableGroup>();
+  if (groupPath) {
+    for (const r of rawRows) {
+      const key = JSON.stringify(r.g ?? null);
+      if (groups.has(key)) continue;
+      const mean = (c: (typeof numeric)[number]) => (r[`m${c.i}`] === null || r[`m${c.i}`] === undefined ? null : Number(r[`m${c.i}`]));
+      groups.set(key, { value: r.g ?? null, count: Number(r.group_count), means: Object.fromEntries(numeric.map((c) => [c.key, mean(c)])) });
+    }
+  }
   return {
     columns: shown.map((c) => ({ key: c.key, label: columnLabel(c.spec), type: columnType(c.spec) })),
     rows,
-    total,
-    groups,
+    total: Number(totals?.total ?? 0),
+    groups: groupPath ? [...groups.values()] : null,
+    groupCount: groupPath ? Number(totals?.group_total ?? 0) : null,
   };
 }
 

@@ -175,9 +175,25 @@ describe("runs.table", () => {
     const caller = callerFor(handle);
     const page = (offset: number) =>
       caller.runs.table({ projectId: fx.projectId, sort: { column: "metric:last:reward/mean", order: "desc" }, limit: 4, offset });
-    const [first, second] = [await page(0), await page(4)];
-    expect([first.total, second.total]).toEqual([6, 6]);
+    const [first, second, past] = [await page(0), await page(4), await page(8)];
+    expect([first.total, second.total, past.total]).toEqual([6, 6, 6]);
     expect([...names(first), ...names(second)]).toEqual(["b", "c", "a", "d", "e", "f"]);
+    expect(past.rows).toEqual([]);
+    // Grouped, a page's groups carry their counts and means over every page.
+    const grouped = await caller.runs.table({
+      projectId: fx.projectId,
+      columns: ["steps"],
+      groupBy: "algorithm.learningRate",
+      sort: { column: "metric:last:reward/mean", order: "desc" },
+      limit: 2,
+      offset: 2,
+    });
+    expect(names(grouped)).toEqual(["a", "d"]);
+    expect(grouped.groups).toEqual([
+      { value: 0.01, count: 3, means: { steps: 3 } },
+      { value: 0.001, count: 3, means: { steps: 2 } },
+    ]);
+    expect([grouped.total, grouped.groupCount]).toEqual([6, 2]);
   });
 
   it("offers the metric names, config fields and tags the project's runs have", async () => {
