@@ -3,6 +3,7 @@ import type { EnvironmentInfo, EpisodePlayer } from "./rollouts";
 import type { Protocol, Trajectory } from "@/lib/sdk/protocol";
 import type { PolicyModel } from "./primitives";
 import { collectGroups, rolloutMetrics, type EpisodeSpec } from "./rollouts";
+import type { Seats } from "./seats";
 
 export async function evaluate(options: {
   policy: PolicyModel;
@@ -16,6 +17,8 @@ export async function evaluate(options: {
   playEpisodes?: EpisodePlayer;
   /** What is played next (the RL loop's next step: its specs and group size), for a player that resets ahead. */
   next?: { specs: EpisodeSpec[]; groupSize: number };
+  /** Who plays each agent (separate policies: each its own); left out, `policy` plays every agent. */
+  seats?: Seats;
 }): Promise<{ score: number; metrics: Record<string, number>; trajectories: Trajectory[] }> {
   const { next, ...rest } = options;
   const groups = await collectGroups({

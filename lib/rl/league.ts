@@ -319,6 +319,6 @@ export function matchRecords(games: readonly MatchGame[], members: Record<string
 }
 
 /** What a player with return `own` scores against one with `other`: the higher return wins, an equal one draws. */
-function pairScore(own: number, other: number): number {
+export function pairScore(own: number, other: number): number {
   return own > other ? 1 : own === other ? 0.5 : 0;
 }

@@ -19,6 +19,9 @@ import { RunHealth, type HealthWarning } from "./health";
 import { ppo } from "./ppo";
 import type { PolicyModel } from "./primitives";
 import { reinforce } from "./reinforce";
+import type { LeagueState } from "./league";
+import { type LeagueSnapshots, TrainingLeague } from "./league-training";
+import { separateSeats } from "./seats";
 import { rloo } from "./rloo";
 import { collectGroups, defaultPlayer, type EpisodeSpec } from "./rollouts";
 
@@ -33,8 +36,11 @@ export const rlAlgorithms: Record<Exclude<AlgorithmName, "sft">, RlAlgorithm> = 
 export type TrainingHooks = {
   onMetrics?(step: number, metrics: Record<string, number>): void | Promise<void>;
   onRollouts?(step: number, split: "train" | "eval", groups: Trajectory[][], advantages: TurnAdvantages | null): void | Promise<void>;
-  /** Save a resumable checkpoint after `step`; `memory` is the algorithm's state to save with it. */
-  onCheckpoint?(step: number, memory: Record<string, number>): void | Promise<void>;
+  /**
+   * Save a resumable checkpoint after `step`; `memory` is the algorithm's state to save with it, and `league` a
+   * league run's members and games (./league-training.ts).
+   */
+  onCheckpoint?(step: number, memory: Record<string, number>, extra?: { league?: LeagueState }): void | Promise<void>;
   /** A sign that the run cannot learn, the first time it shows (lib/rl/health.ts). */
   onWarning?(warning: HealthWarning): void | Promise<void>;
   /** Asked between steps; true ends the loop early (cancel, pause, preemption). */
@@ -99,9 +105,26 @@ export async function trainRl(options: {
   hooks?: TrainingHooks;
   /** Plays the episodes; the sandbox batches each round's steps into one crossing. Default: the definition, here. */
   playEpisodes?: EpisodePlayer;
-}): Promise<{ steps: number; evaluations: { step: number; score: number }[]; stopped: boolean; memory: Record<string, number> }> {
+  /**
+   * Separate policies (`protocol.policies: "separate"`): each agent's own, every one trained on its agent's turns
+   * and evaluated at its agent. `policy` is then the first agent's.
+   */
+  policies?: Record<string, PolicyModel>;
+  /** A league run (`algorithm.league`): where its frozen members are kept, and its state when resumed. */
+  league?: { snapshots: LeagueSnapshots; state?: LeagueState };
+}): Promise<{
+  steps: number;
+  evaluations: { step: number; score: number }[];
+  stopped: boolean;
+  memory: Record<string, number>;
+  /** A league run's members and games at the end, to save with its last checkpoint. */
+  league?: LeagueState;
+}> {
   const { config, policy, environment, protocol, hooks = {} } = options;
   if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");
+  if (config.protocol.policies === "separate" && !options.policies)
+    throw new Error('protocol.policies is "separate": pass trainRl a policy per agent (policies)');
+  const seats = options.policies ? separateSeats(checkSeparatePolicies(config, protocol, options.policies)) : undefined;
   if (environment.data.kind === "dataset" && !options.dataset) {
     throw new Error(`environment '${environment.name}' reads dataset '${environment.data.dataset}', but no rows were given`);
   }
@@ -120,6 +143,23 @@ export async function trainRl(options: {
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
   const rows = split?.train ?? null;
   const health = new RunHealth({ contextLength: policy.contextLength, maxTokens: sampling.maxTokens });
+  const leagueConfig = config.algorithm.league;
+  if (leagueConfig && !options.league) throw new Error("algorithm.league is set, but the run keeps no league snapshots: pass trainRl's league option");
+  if (leagueConfig && seats) throw new Error('algorithm.league trains one policy against its past selves: set protocol.policies to "shared"');
+  const league = leagueConfig
+    ? await TrainingLeague.open({
+        config: leagueConfig,
+        protocol,
+        seed: config.seed,
+        learner: policy,
+        snapshots: options.league!.snapshots,
+        step,
+        first: offset,
+        last: offset + config.algorithm.steps,
+        state: options.league!.state,
+      })
+    : null;
+  const done = (stopped: boolean) => ({ steps: step, evaluations, stopped, memory, ...(league ? { league: league.state } : {}) });
   /** The sampling temperature rises while steps find no signal (`algorithm.exploreTemperature`; ./exploration.ts). */
   const exploration = new Exploration(sampling.temperature, config.algorithm.exploreTemperature, memory);
   const samplingNow = () => (exploration.enabled ? { ...sampling, temperature: exploration.temperature } : sampling);
@@ -164,6 +204,7 @@ export async function trainRl(options: {
         maxTokens: sampling.maxTokens,
         temperature: config.evaluation.temperature,
         playEpisodes: options.playEpisodes,
+        seats,
         next: next && { specs: next, groupSize },
       },
       hooks,
@@ -193,13 +234,13 @@ export async function trainRl(options: {
    * of after a round trip. Not before an evaluation or a checkpoint, which see the policy between steps, and the
    * algorithms' RNG-drawing order is the same either way (the worker runs calls in the order made).
    */
-  const overlap = policy.primitives.overlapsCalls === true;
+  const overlap = policy.primitives.overlapsCalls === true && !league;
   /** The next step's rollouts when started ahead, and when the step before them ended (its time starts there). */
   let ahead: { rollouts: Promise<Trajectory[][]>; since: number; sampling: typeof sampling } | null = null;
 
   if (step === 0) await runEvaluation(step < steps ? specsOf(step) : undefined);
   while (step < steps) {
-    if (hooks.shouldStop?.()) return { steps: step, evaluations, stopped: true, memory };
+    if (hooks.shouldStop?.()) return done(true);
     const started = ahead?.since ?? performance.now();
     const learningRate = learningRateAt(config.algorithm, step - offset);
     const current = step;
@@ -222,6 +263,7 @@ export async function trainRl(options: {
       environment,
       protocol,
       specs: specsOf(current),
+      seats: league ? league.seats(current) : seats,
       ...playedAfter(current),
       config: { ...config.algorithm, learningRate },
       sampling: stepSampling,
@@ -239,6 +281,7 @@ export async function trainRl(options: {
                 environment,
                 protocol,
                 specs: specsOf(current + 1),
+                seats,
                 ...playedAfter(current + 1),
                 groupSize,
                 sampling: nextSampling,
@@ -257,8 +300,10 @@ export async function trainRl(options: {
     exploration.observe(output.metrics["train/signal_groups"] ?? 1, output.metrics["train/mastered_groups"] ?? 0);
     const seconds = (finished - started) / 1000;
     const sampled = output.groups.flat().reduce((a, t) => a + t.turns.reduce((s, turn) => s + turn.actionTokens.length, 0), 0);
+    const leagueMetrics = league ? { ...league.observe(output.groups), ...(await league.afterStep(step)) } : {};
     await hooks.onMetrics?.(step, {
       ...output.metrics,
+      ...leagueMetrics,
       "train/lr": learningRate,
       ...(level ? { "train/difficulty": level.level } : {}),
       ...(exploration.enabled ? { "train/temperature": stepSampling.temperature } : {}),
@@ -272,12 +317,27 @@ export async function trainRl(options: {
     if (evaluatesAfter(step)) await runEvaluation(step < steps ? specsOf(step) : undefined);
     // By time only when no rollouts were started ahead: a checkpoint sees the policy between steps.
     if (next ? checkpoints.dueByStep(step) : checkpoints.due(step)) {
-      await hooks.onCheckpoint?.(step, memory);
+      await hooks.onCheckpoint?.(step, memory, league ? { league: league.state } : undefined);
       checkpoints.saved();
     }
     // A turn of the event loop after every step: the engine's awaits resolve as microtasks, so without it a run
     // whose hooks do no I/O holds the loop for its whole length (timers, messages, a test runner's calls wait).
     await new Promise<void>((resolve) => setTimeout(resolve, 0));
   }
-  return { steps: step, evaluations, stopped: false, memory };
+  return done(false);
+}
+
+/** Separate policies as the config asks: one per agent of the protocol, each its own. */
+function checkSeparatePolicies(config: ExperimentConfig, protocol: Protocol, policies: Record<string, PolicyModel>): Record<string, PolicyModel> {
+  if (config.protocol.policies !== "separate") throw new Error(`trainRl was given a policy per agent, but protocol.policies is '${config.protocol.policies}'`);
+  const missing = protocol.agents.filter((agent) => !policies[agent]);
+  const extra = Object.keys(policies).filter((agent) => !protocol.agents.includes(agent));
+  if (missing.length > 0 || extra.length > 0) {
+    throw new Error(
+      `separate policies: one per agent of the protocol (${protocol.agents.join(", ")}); missing ${missing.join(", ") || "none"}, unknown ${extra.join(", ") || "none"}`,
+    );
+  }
+  const distinct = new Set(protocol.agents.map((agent) => policies[agent]!.primitives));
+  if (distinct.size < protocol.agents.length) throw new Error("separate policies: two agents were given the same training client; each agent needs its own");
+  return policies;
 }

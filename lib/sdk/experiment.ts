@@ -15,6 +15,33 @@ export type AlgorithmName = (typeof algorithmNames)[number];
 export const policyLosses = ["importance_sampling", "ppo", "cispo"] as const;
 export const lrSchedules = ["constant", "cosine", "linear"] as const;
 
+/** Where the learner sits in a league game: always at one agent, or each agent in turn, group by group. */
+export const LEARNER_BOTH_SEATS = "both-seats-alternating";
+
+const mixWeight = (what: string) => ranged(0, 1000).default(0).describe(what);
+
+export const leagueSchema = z.object({
+  every: rangedInt(1, 1_000_000).default(10).describe("snapshot the learner into the league every N steps (and after the last step)"),
+  mix: z
+    .object({
+      latest: mixWeight("weight of the newest member (plain self-play against its latest frozen self)"),
+      uniform: mixWeight("weight of every member alike (fictitious self-play: old strategies stay beaten)"),
+      pfsp: mixWeight("weight of members by how often they beat the learner: (1 − p)², p its win rate against each (prioritised fictitious self-play)"),
+    })
+    .default({ latest: 0, uniform: 0, pfsp: 1 })
+    .refine((mix) => mix.latest + mix.uniform + mix.pfsp > 0, "give at least one of latest, uniform, pfsp a weight above 0")
+    .describe("how the learner's opponent is drawn for each training group: weights, normalised"),
+  learner: z
+    .string()
+    .min(1, `name an agent, or "${LEARNER_BOTH_SEATS}"`)
+    .max(64)
+    .default(LEARNER_BOTH_SEATS)
+    .describe(`the agent the learner plays, or "${LEARNER_BOTH_SEATS}" to take each agent in turn so it learns both`),
+});
+export type LeagueConfig = z.infer<typeof leagueSchema>;
+
+export const policyModes = ["shared", "separate"] as const;
+
 export const algorithmSchema = z.object({
   name: z
     .enum(algorithmNames, `must be one of ${algorithmNames.join(", ")}`)
@@ -56,6 +83,12 @@ export const algorithmSchema = z.object({
       "exploration: while steps find no group whose rewards differ, the sampling temperature rises step by step up to this, and settles back once most groups differ (0, or not above agent.sampling.temperature = off)",
     ),
   normalizeAdvantages: z.boolean().default(true).describe("divide group advantages by the group's standard deviation (GRPO)"),
+  league: leagueSchema
+    .nullable()
+    .default(null)
+    .describe(
+      "self-play against a league of frozen past selves (two agents, shared policy): every `every` steps the learner is snapshotted into the league, and each training group seats it against a member drawn by `mix` (null = off: the policy plays itself)",
+    ),
 });
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
 
@@ -89,9 +122,22 @@ export const experimentSchema = z.object({
         .enum(["full", "last"], "must be full or last")
         .default("full")
         .describe("full: prompts hold the whole conversation; last: only the latest observation"),
+      policies: z
+        .enum(policyModes, `must be one of ${policyModes.join(", ")}`)
+        .default("shared")
+        .describe("several agents: shared (one policy plays every agent, its role in the prompt) or separate (each agent its own policy on the shared base)"),
     })
     .superRefine((protocol, context) => {
-      if (!hasSeveralAgents(protocol)) return;
+      if (!hasSeveralAgents(protocol)) {
+        if (protocol.policies === "separate") {
+          context.addIssue({
+            code: "custom",
+            path: ["policies"],
+            message: `separate policies need several agents (turn-based or simultaneous); ${protocol.name} has one`,
+          });
+        }
+        return;
+      }
       if (protocol.agents.length < 2) {
         context.addIssue({ code: "custom", path: ["agents"], message: `the ${protocol.name} protocol needs at least two agents, e.g. ["X", "O"]` });
       }
@@ -100,7 +146,7 @@ export const experimentSchema = z.object({
         context.addIssue({ code: "custom", path: ["agents"], message: `agents must have distinct names; '${repeated[0]}' appears more than once` });
       }
     })
-    .default({ name: "single-turn", agents: ["agent"], history: "full" })
+    .default({ name: "single-turn", agents: ["agent"], history: "full", policies: "shared" })
     .describe("how the agent(s) and the environment take turns"),
   algorithm: algorithmSchema.default(algorithmSchema.parse({})),
   evaluation: z
