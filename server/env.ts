@@ -72,6 +72,13 @@ export const serverEnvSchema = z.object({
     .max(16, "must be a whole number from 0 to 16")
     .default(1)
     .describe("worker processes the server starts on this machine"),
+  TINKERLAB_SERVE_IDLE_S: z.coerce
+    .number({ message: "must be a whole number of seconds from 5 to 86400" })
+    .int("must be a whole number of seconds from 5 to 86400")
+    .min(5, "must be a whole number of seconds from 5 to 86400")
+    .max(86_400, "must be a whole number of seconds from 5 to 86400")
+    .default(300)
+    .describe("a serving job (the /v1 endpoints) with no request for this long ends, freeing its place; the next request starts it again"),
   TINKERLAB_WORKER_MEMORY_SHARE: z.coerce
     .number({ message: "must be a number from 0.01 to 1" })
     .min(0.01, "must be a number from 0.01 to 1")

@@ -10,6 +10,7 @@ import type { ServerEnv } from "./env";
 import { ensureExampleExperiments } from "./experiments";
 import { startSchedulerLoop, workerProcessEnded } from "./jobs";
 import { createPackingPolicy } from "./scheduler";
+import { createServingRoutes, isServingRequest, ServingHub } from "./serving";
 import { announceRunData, followLiveRuns, isMetricStreamRequest, serveMetricStream } from "./metrics";
 import { listenAsServer, startLocalWorkers } from "./worker";
 
@@ -25,6 +26,7 @@ export async function startWebServer(
 ): Promise<RunningServer> {
   const root = path.resolve(options.root ?? process.cwd());
   let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>) | undefined;
+  let serving: ReturnType<typeof createServingRoutes> | undefined;
   const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     // The gate (server/api/limits.ts) writes the client's address from the socket, answers a tRPC request it refuses
     // (a batch over the cap, a body not JSON, a signed-out address past its rate), and holds each body to its
@@ -37,6 +39,11 @@ export async function startWebServer(
     // Live metric streams go from the run's feed straight to the socket, past Next.js (see server/metrics/stream-sse.ts).
     if (isMetricStreamRequest(req.method, req.url)) {
       serveMetricStream(req, res).catch((error) => (console.error("metric stream failed:", error), res.destroy()));
+      return;
+    }
+    // The OpenAI-compatible endpoints and serving jobs' exchanges, past Next.js (server/serving).
+    if (serving && isServingRequest(req.url)) {
+      void serving.serve(req, res);
       return;
     }
     // A remote session's calls, its worker's exchanges and workers' reports, past Next.js too (server/api/direct.ts).
@@ -98,6 +105,8 @@ export async function startWebServer(
   if (!(options.dev ?? false)) await warmRoutes(localUrl);
   const token = env.TINKERLAB_WORKER_TOKEN ?? randomBytes(24).toString("base64url");
   setWorkerToken(token);
+  const servingHub = new ServingHub();
+  serving = createServingRoutes(servingHub, { workerToken: token });
   const scheduler = startSchedulerLoop(database.db, createPackingPolicy(), {
     onError: (error) => console.error("scheduler pass failed:", error),
   });
@@ -120,6 +129,7 @@ export async function startWebServer(
     localWorkerPids: localWorkers.pids,
     async close() {
       scheduler.stop();
+      servingHub.close();
       stopFollowing();
       await notices?.close();
       await localWorkers.stop();

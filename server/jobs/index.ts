@@ -48,3 +48,4 @@ export {
 export { jobCost, type JobCost, overCostLimit } from "./admission";
 export { mergeReports, REPORT_LIMITS, ReportQueue } from "./report-queue";
 export { deleteRun, renameRun, RunChangeError, setRunArchived, setRunNotes, tagRun } from "./run-meta";
+export { ensureServing, SERVING_ENVIRONMENT, SERVING_TEMPLATE, servingJobOf, type ServingNeed, type ServingState } from "./serving";

@@ -6,6 +6,7 @@ import type { JobKind } from "@/lib/lifecycle";
 import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import { evaluationJob } from "./eval-job";
 import { exportJob } from "./export-job";
+import { runInferenceJob } from "./inference-job";
 import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";
 import { rlJob } from "./rl-job";
 import { runSessionJob } from "./session-job";
@@ -23,9 +24,7 @@ const jobsByKind: Record<JobKind, (options: JobOptions) => Promise<JobOutcome>> 
   // An export and a remote session have no environment: a session's calls drive it (./session-job.ts).
   export: exportJob,
   session: runSessionJob,
-  inference: async () => {
-    throw new Error("an inference job is served by the server's sampler, not run on a worker");
-  },
+  inference: runInferenceJob,
 };
 
 export async function runJob(given: JobOptions): Promise<JobOutcome> {

@@ -39,6 +39,8 @@ const SECOND_ENTRIES: Record<string, string[]> = {
   // Kept out of the worker's index, which the web server loads: these load the model code (run-job: a job run in
   // this process, as bench:newcomer does).
   "server/worker": ["worker-process", "base-models", "base-import", "run-job"],
+  // What a serving job on a worker and the web server's hub say to each other, without loading the hub.
+  "server/serving": ["protocol"],
 };
 
 const lineOf = (text: string, index: number) => text.slice(0, index).split("\n").length;
