@@ -1,6 +1,7 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
 import { useEffect, useMemo, useState } from "react";
 import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
@@ -48,6 +49,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
     retry: false,
   });
   const baseLineage = lineage.data?.lineage ?? (lineage.isError ? baseName : null);
+  // An evaluation or export belongs to the run whose checkpoint it took: its page links back there.
+  const trainsNothing = run.data !== undefined && run.data.totalSteps === 0;
+  const source = useQuery({ ...trpc.derived.sourceOf.queryOptions({ runId }), enabled: trainsNothing, staleTime: Infinity });
   // An evaluation or export is a run of its own, listed on this page (DerivedRuns) with its score or download: the
   // page stays here and lists it at once.
   const listDerived = () => queryClient.invalidateQueries({ queryKey: trpc.derived.ofRun.queryKey({ runId }) });
@@ -135,11 +139,20 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         <div className="flex items-center gap-3">
           <StatusBadge status={r.status} />
           <span className="text-sm tabular-nums text-slate-600">
-            {session
-              ? `a remote training session: ${step} optimizer step${step === 1 ? "" : "s"}`
-              : r.totalSteps > 0
-                ? `step ${step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
-                : "no training steps: it evaluates or exports its base"}
+            {session ? (
+              `a remote training session: ${step} optimizer step${step === 1 ? "" : "s"}`
+            ) : r.totalSteps > 0 ? (
+              `step ${step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
+            ) : source.data ? (
+              <>
+                {source.data.kind === "eval" ? "an evaluation" : "an export"} of step {source.data.checkpointStep} of{" "}
+                <Link className="text-brand-700 hover:underline" href={`/runs/${source.data.runId}`}>
+                  {source.data.name}
+                </Link>
+              </>
+            ) : (
+              "no training steps: it evaluates or exports its base"
+            )}
             {eta !== null && ` · ETA ${formatDuration(eta)}`}
             {tokensPerSecond !== undefined && ` · ${Math.round(tokensPerSecond).toLocaleString("en-US")} tokens/s`}
           </span>

@@ -4,6 +4,7 @@
  * queueFromCheckpoint), so the source run's page lists them with their scores and downloads. Read only.
  */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import { checkpoints, type Database, jobs, metricPoints, runs } from "../db";
 
 const DERIVED_KINDS = ["eval", "export"] as const;
@@ -57,4 +58,21 @@ export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
     score: scoreOf.get(row.id) ?? null,
     downloads: files.filter((file) => file.runId === row.id).map(({ id, sizeBytes }) => ({ id, sizeBytes })),
   }));
+}
+
+/**
+ * The run an evaluation or export was started from, and the step of the checkpoint it took; null for any other run
+ * (a training run, even one whose base is a checkpoint, is a run of its own).
+ */
+export async function sourceOfDerivedRun(db: Database, runId: string) {
+  const source = alias(runs, "source");
+  const [row] = await db
+    .select({ kind: sql<DerivedKind>`${jobs.kind}::text`, runId: source.id, name: source.name, checkpointStep: checkpoints.step })
+    .from(runs)
+    .innerJoin(jobs, and(eq(jobs.runId, runs.id), inArray(jobs.kind, [...DERIVED_KINDS])))
+    .innerJoin(checkpoints, eq(checkpoints.id, sql`${runs.config}->'agent'->>'base'`))
+    .innerJoin(source, eq(source.id, checkpoints.runId))
+    .where(eq(runs.id, runId))
+    .limit(1);
+  return row ?? null;
 }

@@ -1,7 +1,7 @@
 /** What the workbench reads of runs (lists, one run, metrics and their live feed, rollouts, logs, checkpoints, what the playground plays); server/jobs writes them. */
 export { baseCheckpoints, baseLineageOfRun, checkpointsOfProjects, checkpointsOfRun, configAsSeen } from "./checkpoints";
 export { type CompareRunSeries, type CompareSeries, compareSeries, sourcesOfRuns, TOKENS_METRIC } from "./compare";
-export { type DerivedKind, derivedRunsOf } from "./derived";
+export { type DerivedKind, derivedRunsOf, sourceOfDerivedRun } from "./derived";
 export { metricFrames, metricSummary } from "./feed";
 export { playableRows, playableRun } from "./playable";
 export { DERIVED_JOB_KINDS, runsTable, tableChoices, type TableGroup, type TableResult, type TableRow } from "./table";

@@ -104,6 +104,10 @@ describe("Evaluate on the run page", () => {
       // Each opens as a run of its own.
       await evaluationRow.getByRole("link", { name: "Open" }).click();
       await page.waitForURL((url) => url.pathname === `/runs/${evaluations[0]!.id}`);
+      // ...which names the run it comes from, and leads back there.
+      await page.getByText("an evaluation of step 5 of").waitFor();
+      await page.getByRole("link", { name, exact: true }).click();
+      await page.waitForURL((url) => url.pathname === `/runs/${runId}`);
     } finally {
       await browser.close();
     }

@@ -1,7 +1,8 @@
 /**
  * Evaluations and exports belong to their source run: `derived.ofRun` lists the runs started from a run's checkpoints
  * by Evaluate and Export, with the evaluation's settings and score and the export's file, and not a training run
- * that merely starts from one of its checkpoints. A share link's holder sees only the derived runs the link names.
+ * that merely starts from one of its checkpoints; `derived.sourceOf` names a derived run's source. A share link's
+ * holder sees only the runs the link names.
  */
 import { eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
@@ -53,7 +54,7 @@ describe("a run's evaluations and exports", () => {
       name: "continued",
       config: { ...experiment.config, name: "continued", agent: { ...experiment.config.agent, base: last!.id } },
     });
-    await caller.runs.launch({ experimentId: fromCheckpoint });
+    const { runId: continued } = await caller.runs.launch({ experimentId: fromCheckpoint });
 
     const [score] = await handle.db.select({ value: metricPoints.value }).from(metricPoints).where(eq(metricPoints.runId, evaluation));
     const [file] = (await caller.checkpoints.ofRun({ runId: exported })).filter((c) => c.kind === "export");
@@ -76,6 +77,12 @@ describe("a run's evaluations and exports", () => {
     });
     // Derived runs have none of their own: an evaluation's base is the source's checkpoint, not one of its own.
     expect(await caller.derived.ofRun({ runId: evaluation })).toEqual([]);
+    // Each names the run it comes from; the source, and a training run from its checkpoint, name none.
+    const source = { runId, name: (await caller.runs.byId({ id: runId })).name };
+    expect(await caller.derived.sourceOf({ runId: evaluation })).toEqual({ kind: "eval", ...source, checkpointStep: 5 });
+    expect(await caller.derived.sourceOf({ runId: exported })).toEqual({ kind: "export", ...source, checkpointStep: 6 });
+    expect(await caller.derived.sourceOf({ runId })).toBeNull();
+    expect(await caller.derived.sourceOf({ runId: continued })).toBeNull();
 
     // A share link of the source run alone shows none of them; one naming the evaluation too shows that one.
     const holder = async (runIds: string[]) => {
@@ -92,5 +99,8 @@ describe("a run's evaluations and exports", () => {
     };
     expect(await (await holder([runId])).derived.ofRun({ runId })).toEqual([]);
     expect((await (await holder([runId, evaluation])).derived.ofRun({ runId })).map((run) => run.id)).toEqual([evaluation]);
+    // A link to the evaluation alone does not reveal the run it comes from.
+    expect(await (await holder([evaluation])).derived.sourceOf({ runId: evaluation })).toBeNull();
+    expect(await (await holder([evaluation, runId])).derived.sourceOf({ runId: evaluation })).toMatchObject(source);
   }, 180_000);
 });
