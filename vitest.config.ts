@@ -48,8 +48,28 @@ export default defineConfig({
         test: {
           name: "integration-postgres",
           include: ["test/integration/**/*.test.ts"],
-          // The validation processes use no database: once, on PGlite, is enough.
-          exclude: [...configDefaults.exclude, "test/integration/validation-pool.test.ts"],
+          // Files whose database work is no more than any other file's (their subject is validation processes,
+          // request gates, HTTP routes, a client's retries, a game's training) run once, on PGlite, which is
+          // PostgreSQL too. Every file that exercises the database itself (jobs, leases, sessions, idempotency,
+          // access, accounts, LISTEN/NOTIFY, reports, names) runs on both.
+          exclude: [
+            ...configDefaults.exclude,
+            ...[
+              "validation-pool",
+              "validation-load",
+              "validate",
+              "rate-limits",
+              "request-limits",
+              "onnx-route",
+              "multi-agent-self-play",
+              "client-follow",
+              "idempotent-client",
+              "checkpoint-fallback",
+              "imported-bases",
+              "downloads",
+              "launch-refusals",
+            ].map((name) => `test/integration/${name}.test.ts`),
+          ],
           env: { TINKERLAB_TEST_DB: "postgres" },
         },
       },
