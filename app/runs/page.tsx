@@ -1,5 +1,7 @@
+import { TRPCError } from "@trpc/server";
 import type { Metadata } from "next";
-import { RunsTable } from "@/components/runs-table";
+import { RunsTableView } from "@/components/runs/runs-table-view";
+import { parseTableState, type SearchParams, tableInput } from "@/components/runs/table-state";
 import { Card, PageHeader } from "@/components/ui/card";
 import { EmptyState } from "@/components/ui/empty-state";
 import { serverCaller } from "@/server/api/rsc";
@@ -7,54 +9,41 @@ import { serverCaller } from "@/server/api/rsc";
 export const dynamic = "force-dynamic";
 export const metadata: Metadata = { title: "Runs" };
 
-const STATUSES = ["queued", "running", "paused", "completed", "failed", "cancelled"] as const;
-type Status = (typeof STATUSES)[number];
-
-export default async function RunsPage({ searchParams }: { searchParams: Promise<{ q?: string; status?: string }> }) {
-  const { q, status } = await searchParams;
-  const statuses = (status ?? "").split(",").filter((s): s is Status => (STATUSES as readonly string[]).includes(s));
+/** The runs table of one project; its whole state (columns, sort, filters, group, page) is in the URL. */
+export default async function RunsPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
+  const { state, problems } = parseTableState(await searchParams);
   const caller = await serverCaller();
-  const runs = await caller.runs.list({ search: q || undefined, status: statuses.length ? statuses : undefined, limit: 100 });
+  const projects = await caller.projects.list();
+  const project = projects.find((p) => p.id === state.project) ?? projects[0];
+  if (!project) {
+    return (
+      <>
+        <PageHeader title="Runs" />
+        <Card>
+          <EmptyState title="No runs yet">You are a member of no project yet: make one on the Projects page, or ask an owner to add you.</EmptyState>
+        </Card>
+      </>
+    );
+  }
+  let result = null;
+  let error: string | null = null;
+  try {
+    result = await caller.runs.table(tableInput(state, project.id));
+  } catch (cause) {
+    // A URL the table cannot show (a condition its column cannot answer): say why, keep the controls to change it.
+    if (!(cause instanceof TRPCError) || cause.code !== "BAD_REQUEST") throw cause;
+    error = cause.message;
+  }
   return (
     <>
       <PageHeader title="Runs" />
-      <search className="mb-4 block">
-        <form className="flex flex-wrap items-center gap-2">
-          <input
-            type="search"
-            name="q"
-            aria-label="Search runs"
-            defaultValue={q}
-            placeholder="Search by run, experiment or id"
-            className="w-72 rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm focus:border-brand-500 focus:outline-none"
-          />
-          <select
-            name="status"
-            defaultValue={statuses[0] ?? ""}
-            className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
-            aria-label="Status"
-          >
-            <option value="">Any status</option>
-            {STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-          <button type="submit" className="rounded-md border border-slate-300 bg-white px-3 py-1.5 text-sm font-medium hover:bg-slate-50">
-            Filter
-          </button>
-        </form>
-      </search>
-      <Card>
-        {runs.items.length > 0 ? (
-          <RunsTable runs={runs.items} />
-        ) : (
-          <EmptyState title={q || statuses.length ? "No runs match" : "No runs yet"}>
-            {q || statuses.length ? "Try another search or status." : "Runs appear here once you launch one from an experiment."}
-          </EmptyState>
-        )}
-      </Card>
+      <RunsTableView
+        state={{ ...state, project: state.project && project.id === state.project ? state.project : null }}
+        project={{ id: project.id, role: project.role }}
+        projects={projects.map((p) => ({ id: p.id, name: p.name }))}
+        result={result}
+        problems={error ? [...problems, error] : problems}
+      />
     </>
   );
 }
