@@ -12,6 +12,9 @@ import { demonstrate, demonstrators } from "@/lib/envs/demonstrations";
 import { builtInDatasets, readBuiltInDataset } from "@/lib/envs/datasets";
 import { Rng } from "@/lib/model/rng";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
+import type { LeagueState } from "@/lib/rl/league";
+import { samplerSnapshots } from "@/lib/rl/league-training";
+import type { PolicyModel } from "@/lib/rl/primitives";
 import type { HealthWarning } from "@/lib/rl/health";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
 import { demonstrationConversations, fitConversations, parseConversations, toConversations, type Conversation } from "@/lib/rl/sft";
@@ -21,12 +24,19 @@ import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
 import { type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
 import { hasSeveralAgents, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
 import { mergeReports, type ReportInput, ReportQueue } from "../jobs";
-import { CheckpointCorruptError } from "../runtime";
+import { CheckpointCorruptError, type TrainingClient } from "../runtime";
 import { runSandboxedEpisodes, SandboxedEnvironmentPool } from "../sandbox";
 import { loadBaseModel } from "./base-models";
 import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";
 
 const MEMORY_FILE = "algorithm-memory.json";
+/** A league run's members and games (lib/rl/league-training.ts), beside the algorithm's memory. */
+const LEAGUE_FILE = "league.json";
+/**
+ * With separate policies, each agent's training state after the first: `<checkpoint>/agents/<agent>`. The first
+ * agent's is the checkpoint's own, so the folder still reads as one policy (a base, an export, an evaluation).
+ */
+const agentStateDir = (checkpoint: string, agent: string) => path.join(checkpoint, "agents", agent);
 export const checkpointDirName = (step: number) => `step-${String(step).padStart(6, "0")}`;
 
 /** A training job made ready: what each kind's loop (./rl-job.ts, ./sft-job.ts, ./eval-job.ts) runs with. */
@@ -47,10 +57,20 @@ export async function prepareJob(options: JobOptions) {
   }
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
-  const newClient = () => newTrainingClient(base, config);
-  let client = newClient();
+  const separate = config.protocol.policies === "separate";
+  if (separate && sftStepsBeforeRl(config) > 0) {
+    throw new Error(
+      'protocol.policies "separate" takes no SFT steps before RL yet: set sft.steps to 0 (SFT trains one policy on every agent\'s conversations)',
+    );
+  }
+  /** Each agent's client on the one base (separate policies), else one: the run's agent. Seeds differ by agent. */
+  const newClients = (): TrainingClient[] =>
+    (separate ? protocol.agents : [protocol.agents[0]!]).map((_, i) => newTrainingClient(base, i === 0 ? config : { ...config, seed: config.seed + i }));
+  let clients = newClients();
+  let client = clients[0]!;
   let startStep = 0;
   let memory: Record<string, number> = {};
+  let leagueState: LeagueState | undefined;
   /** Restores the client, the step and the algorithm's memory from a checkpoint of this run. */
   const restore = async (resume: { path: string; step: number }) => {
     const sftSteps = sftStepsBeforeRl(config);
@@ -69,9 +89,21 @@ export async function prepareJob(options: JobOptions) {
     }
     // At the stage's first step the checkpoint is that policy itself, with the optimizer of the SFT steps.
     if (!(inRlStage && resume.step === sftSteps)) await client.loadState(resume.path);
+    for (const [i, agent] of protocol.agents.entries()) {
+      if (i === 0 || !separate) continue;
+      const dir = agentStateDir(resume.path, agent);
+      if (!fs.existsSync(dir)) {
+        throw new Error(
+          `cannot resume: checkpoint '${resume.path}' holds no policy for agent '${agent}' (${dir}); it was saved by a run whose agents shared one policy`,
+        );
+      }
+      await clients[i]!.loadState(dir);
+    }
     startStep = resume.step;
     const memoryFile = path.join(resume.path, MEMORY_FILE);
     if (fs.existsSync(memoryFile)) memory = JSON.parse(fs.readFileSync(memoryFile, "utf8"));
+    const leagueFile = path.join(resume.path, LEAGUE_FILE);
+    if (fs.existsSync(leagueFile)) leagueState = JSON.parse(fs.readFileSync(leagueFile, "utf8"));
   };
   // A damaged checkpoint (its checksum fails) is set aside, and the job resumes from the run's newest good one
   // before it, or from the base when there is none.
@@ -84,9 +116,11 @@ export async function prepareJob(options: JobOptions) {
       if (!(error instanceof CheckpointCorruptError) || !resume.id || path.resolve(error.dir) !== path.resolve(resume.path)) throw error;
       const reason = error.message;
       ({ next: resume } = await channel.setAside({ workerId, jobId, checkpointId: resume.id, reason }));
-      client = newClient(); // a load that failed part-way may have changed it
+      clients = newClients(); // a load that failed part-way may have changed them
+      client = clients[0]!;
       startStep = 0;
       memory = {};
+      leagueState = undefined;
     }
   }
   // The experiment's own environment runs in the sandbox, one slot per episode of a batch; a built-in one natively.
@@ -109,13 +143,19 @@ export async function prepareJob(options: JobOptions) {
 
   let stepReached = startStep;
   const reports = new ReportQueue<ReportInput>((report) => channel.report(report), { merge: mergeReports });
-  /** Writes a resumable checkpoint after everything reported so far is stored, then records it with the server. */
-  const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>) => {
+  /**
+   * Writes a resumable checkpoint after everything reported so far is stored, then records it with the server: the
+   * first agent's state (the only one, unless the agents have separate policies), each other agent's in
+   * `agents/<agent>`, the algorithm's memory and a league run's league.
+   */
+  const saveCheckpoint = async (step: number, algorithmMemory: Record<string, number>, league?: LeagueState) => {
     await reports.flush();
     const dir = path.resolve(options.artifactsDir, "runs", runId, checkpointDirName(step));
     await client.saveState(dir);
+    for (const [i, other] of clients.entries()) if (i > 0) await other.saveState(agentStateDir(dir, protocol.agents[i]!));
     fs.writeFileSync(path.join(dir, MEMORY_FILE), JSON.stringify(algorithmMemory));
-    const sizeBytes = fs.readdirSync(dir).reduce((sum, file) => sum + fs.statSync(path.join(dir, file)).size, 0);
+    if (league) fs.writeFileSync(path.join(dir, LEAGUE_FILE), JSON.stringify(league));
+    const sizeBytes = folderBytes(dir);
     await channel.checkpoint({ workerId, jobId, step, path: dir, sizeBytes });
   };
   const hooks = {
@@ -138,11 +178,34 @@ export async function prepareJob(options: JobOptions) {
     onWarning: (warning: HealthWarning) => {
       reports.push({ workerId, jobId, logs: [{ level: "warn", message: warning.message }], warnings: [warning] });
     },
-    onCheckpoint: saveCheckpoint,
+    onCheckpoint: (step: number, algorithmMemory: Record<string, number>, extra?: { league?: LeagueState }) =>
+      saveCheckpoint(step, algorithmMemory, extra?.league),
     shouldStop: () => options.stopRequested() !== null,
   };
-  const policy = { primitives: client, tokenizer: base.tokenizer, contextLength: base.config.contextLength };
-  const save = (memory: Record<string, number>) => (steps: number) => saveCheckpoint(steps, memory);
+  const policyOf = (primitives: TrainingClient): PolicyModel => ({ primitives, tokenizer: base.tokenizer, contextLength: base.config.contextLength });
+  const policy = policyOf(client);
+  /** Separate policies: each agent's, the first agent's being `policy`. */
+  const policies = separate ? Object.fromEntries(protocol.agents.map((agent, i) => [agent, i === 0 ? policy : policyOf(clients[i]!)])) : undefined;
+  /**
+   * A league run's frozen members: the learner's sampler weights in the run's `league/<member>` folders, each
+   * loaded into a client of its own on the base (no value head, a seed of its own), so a resumed run finds them.
+   */
+  const leagueDir = path.resolve(options.artifactsDir, "runs", runId, "league");
+  const league = config.algorithm.league
+    ? {
+        state: leagueState,
+        snapshots: samplerSnapshots({
+          dir: leagueDir,
+          save: (at) => client.saveWeightsForSampler(at),
+          async open(at, member) {
+            const frozen = newTrainingClient(base, { ...config, agent: { ...config.agent, valueHead: false }, seed: config.seed + 7_919 * (member.step + 1) });
+            await frozen.loadState(at);
+            return policyOf(frozen);
+          },
+        }),
+      }
+    : undefined;
+  const save = (memory: Record<string, number>, league?: LeagueState) => (steps: number) => saveCheckpoint(steps, memory, league);
   /** The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. */
   const imitation = async () => {
     const { conversations, scores } = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
@@ -175,7 +238,33 @@ export async function prepareJob(options: JobOptions) {
     return kept;
   };
 
-  return { config, protocol, base, client, startStep, memory, environment, playEpisodes, pool, dataset, reports, hooks, policy, save, imitation };
+  return {
+    config,
+    protocol,
+    base,
+    client,
+    startStep,
+    memory,
+    environment,
+    playEpisodes,
+    pool,
+    dataset,
+    reports,
+    hooks,
+    policy,
+    policies,
+    league,
+    save,
+    imitation,
+  };
+}
+
+/** The bytes of every file under `dir`, its agents' folders included. */
+function folderBytes(dir: string): number {
+  return fs.readdirSync(dir, { withFileTypes: true }).reduce((sum, entry) => {
+    const at = path.join(dir, entry.name);
+    return sum + (entry.isDirectory() ? folderBytes(at) : fs.statSync(at).size);
+  }, 0);
 }
 
 /** How a training loop's end becomes the job's outcome; paused or preempted work is saved first, to resume. */

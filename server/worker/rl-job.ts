@@ -1,6 +1,7 @@
 /**
  * An RL run: its SFT steps first when it takes any (sft.steps), then the RL loop from that policy, resumed in
- * either stage from the run's last checkpoint.
+ * either stage from the run's last checkpoint; with separate policies, each agent's, and with a league, against
+ * the run's frozen past selves.
  */
 import { trainSft } from "@/lib/rl/sft";
 import { trainRl } from "@/lib/rl/train";
@@ -12,7 +13,7 @@ export async function rlJob(options: JobOptions): Promise<JobOutcome> {
   const { workerId, spec } = options;
   const jobId = spec.job.id;
   const prepared = await prepareJob(options);
-  const { config, client, policy, environment, protocol, dataset, memory, hooks, playEpisodes, reports, save, imitation, pool } = prepared;
+  const { config, client, policy, policies, league, environment, protocol, dataset, memory, hooks, playEpisodes, reports, save, imitation, pool } = prepared;
   let { startStep } = prepared;
   try {
     // An RL run may first take SFT steps (sft.steps): RL then starts from the imitating policy, as a run from
@@ -49,9 +50,22 @@ export async function rlJob(options: JobOptions): Promise<JobOutcome> {
       client.beginStage();
       startStep = sftSteps;
     }
-    const result = await trainRl({ config, policy, environment, protocol, dataset, startStep, stepsBefore: sftSteps, memory, playEpisodes, hooks });
+    const result = await trainRl({
+      config,
+      policy,
+      policies,
+      league,
+      environment,
+      protocol,
+      dataset,
+      startStep,
+      stepsBefore: sftSteps,
+      memory,
+      playEpisodes,
+      hooks,
+    });
     await reports.flush();
-    return await endOf(result, save(result.memory), options.stopRequested);
+    return await endOf(result, save(result.memory, result.league), options.stopRequested);
   } finally {
     pool?.dispose();
   }

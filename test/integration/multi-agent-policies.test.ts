@@ -1,0 +1,162 @@
+/**
+ * Runs of a two-player game through the server with a policy per agent and with a league of frozen past selves:
+ * launched, paused (the job saves its checkpoint), resumed and finished by a worker. A checkpoint carries every
+ * agent's adapter and the league, and the resumed job goes on from them.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { eq } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import type { LeagueState } from "@/lib/rl/league";
+import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
+import { checkpoints, jobs, metricPoints, type DatabaseHandle } from "@/server/db";
+import { resumeRun, schedulerTick } from "@/server/jobs";
+import { BaseModel, TrainingClient } from "@/server/runtime";
+import { createPackingPolicy } from "@/server/scheduler";
+import { runJob } from "@/server/worker/run-job";
+import { callerFor } from "./support/database";
+import { channelOn, jobTestbed, registerTestWorker } from "./support/worker-channel";
+
+const bed = jobTestbed("policies");
+let worker: { channel: ReturnType<typeof channelOn>; workerId: string } | null = null;
+
+/** Places the run's job, runs it until `pauseAt` (a pause, as the server asks one) or its end, and says how it ended. */
+async function attempt(handle: DatabaseHandle, runId: string, pauseAt: number | null) {
+  if (!worker) {
+    const channel = channelOn(handle.db);
+    worker = { channel, workerId: await registerTestWorker(channel) };
+  }
+  const { channel, workerId } = worker;
+  await channel.heartbeat(workerId); // only a worker heard from lately is given work
+  await schedulerTick(handle.db, createPackingPolicy());
+  const [job] = await handle.db.select({ id: jobs.id }).from(jobs).where(eq(jobs.runId, runId));
+  const spec = await channel.claim(workerId, job!.id);
+  let step = 0;
+  try {
+    const outcome = await runJob({
+      channel,
+      workerId,
+      spec,
+      artifactsDir: bed.artifactsDir,
+      onStep: (s) => void (step = s),
+      stopRequested: () => (pauseAt !== null && step >= pauseAt ? "pause" : null),
+    });
+    await channel.finish({ workerId, jobId: job!.id, ...outcome });
+    return { spec, outcome };
+  } catch (error) {
+    await channel.finish({ workerId, jobId: job!.id, outcome: "failed", reason: (error as Error).message });
+    throw error;
+  }
+}
+
+async function launch(handle: DatabaseHandle, name: string, patch: Partial<ExperimentConfigInput>) {
+  const caller = callerFor(handle);
+  if (!fs.existsSync(path.join(bed.basesDir, "tiny-board-base"))) {
+    const base = BaseModel.create({ vocabSize: 262, contextLength: 96, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 3 });
+    await new TrainingClient(base).saveWeightsForSampler(path.join(bed.basesDir, "tiny-board-base"));
+  }
+  const experiment = await caller.experiments.create({
+    name,
+    config: {
+      name,
+      environment: "tic-tac-toe-self-play",
+      agent: { base: "tiny-board-base", training: { mode: "lora", rank: 4, alpha: 8 }, sampling: { temperature: 1, maxTokens: 3 } },
+      protocol: { name: "turn-based", agents: ["X", "O"], history: "last" },
+      algorithm: { name: "grpo", steps: 4, groupSize: 4, groupsPerStep: 2, learningRate: 1e-2 },
+      evaluation: { every: 0, episodes: 4 },
+      checkpointEvery: 0,
+      ...patch,
+    },
+  });
+  return (await caller.runs.launch({ experimentId: experiment.id })).runId;
+}
+
+async function metricsOf(handle: DatabaseHandle, runId: string) {
+  const points = await handle.db
+    .select({ name: metricPoints.name, step: metricPoints.step, value: metricPoints.value })
+    .from(metricPoints)
+    .where(eq(metricPoints.runId, runId));
+  return (name: string, step: number) => points.find((p) => p.name === name && p.step === step)?.value;
+}
+
+async function checkpointAt(handle: DatabaseHandle, runId: string, step: number) {
+  const rows = await handle.db.select({ step: checkpoints.step, path: checkpoints.path }).from(checkpoints).where(eq(checkpoints.runId, runId));
+  return rows.find((row) => row.step === step)!.path;
+}
+
+describe("separate policies through the server", () => {
+  it("saves each agent's adapter in a checkpoint, resumes both, and reports each agent's update", async () => {
+    const { handle } = bed;
+    const runId = await launch(handle, "separate", { protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" } });
+    const first = await attempt(handle, runId, 2);
+    expect(first.outcome.outcome).toBe("paused");
+    const dir = await checkpointAt(handle, runId, 2);
+    // X's state is the checkpoint's own (it still reads as one policy); O's is beside it.
+    expect(fs.existsSync(path.join(dir, "manifest.json"))).toBe(true);
+    expect(fs.existsSync(path.join(dir, "agents", "O", "manifest.json"))).toBe(true);
+    const savedO = fs.readFileSync(path.join(dir, "agents", "O", "weights.safetensors"));
+    expect(savedO.equals(fs.readFileSync(path.join(dir, "weights.safetensors")))).toBe(false);
+
+    await resumeRun(handle.db, runId);
+    const second = await attempt(handle, runId, null);
+    expect(second.spec.resume).toMatchObject({ step: 2 });
+    expect(second.outcome).toEqual({ outcome: "completed", reason: null });
+    expect(await callerFor(handle).runs.byId({ id: runId })).toMatchObject({ status: "completed", step: 4 });
+    const at = await metricsOf(handle, runId);
+    for (let step = 1; step <= 4; step++) {
+      // Each agent's policy trains on its own turns: every game has X's moves and O's.
+      expect(at("train/agent/X/sequences", step)).toBeGreaterThan(0);
+      expect(at("train/agent/O/sequences", step)).toBeGreaterThan(0);
+      expect(at("train/sequences", step)).toBe(at("train/agent/X/sequences", step)! + at("train/agent/O/sequences", step)!);
+    }
+    // The final checkpoint holds O's adapter, moved on from the one the pause saved.
+    const last = await checkpointAt(handle, runId, 4);
+    expect(fs.readFileSync(path.join(last, "agents", "O", "weights.safetensors")).equals(savedO)).toBe(false);
+  }, 180_000);
+});
+
+describe("a league run through the server", () => {
+  it("keeps frozen snapshots in the run's folder and its league in each checkpoint, and a resumed job continues it", async () => {
+    const { handle } = bed;
+    const runId = await launch(handle, "league", {
+      algorithm: {
+        name: "grpo",
+        steps: 4,
+        groupSize: 4,
+        groupsPerStep: 2,
+        learningRate: 1e-2,
+        league: { every: 2, mix: { latest: 1, uniform: 0, pfsp: 1 }, learner: "both-seats-alternating" },
+      },
+    });
+    expect((await attempt(handle, runId, 3)).outcome.outcome).toBe("paused");
+    const paused: LeagueState = JSON.parse(fs.readFileSync(path.join(await checkpointAt(handle, runId, 3), "league.json"), "utf8"));
+    expect(paused.members.map((m) => m.id)).toEqual(["step-0", "step-2", "step-4"]);
+    expect(paused.games).toHaveLength(3 * 8);
+    const snapshots = path.join(bed.artifactsDir, "runs", runId, "league");
+    expect(fs.readdirSync(snapshots).sort()).toEqual(["step-0", "step-2"]);
+
+    await resumeRun(handle.db, runId);
+    expect((await attempt(handle, runId, null)).outcome).toEqual({ outcome: "completed", reason: null });
+    const final: LeagueState = JSON.parse(fs.readFileSync(path.join(await checkpointAt(handle, runId, 4), "league.json"), "utf8"));
+    expect(final.members.map((m) => m.id)).toEqual(["step-0", "step-2", "step-4"]);
+    expect(final.games.slice(0, paused.games.length)).toEqual(paused.games);
+    expect(final.games).toHaveLength(4 * 8);
+    const at = await metricsOf(handle, runId);
+    expect([1, 2, 3, 4].map((step) => at("league/members", step))).toEqual([1, 2, 2, 3]);
+    expect(at("league/elo/latest", 4)).toBeTypeOf("number");
+    expect(at("league/win_rate/all", 4)).toBeGreaterThanOrEqual(0);
+  }, 180_000);
+});
+
+// Last: the job it fails keeps the worker's one slot.
+describe("a checkpoint without an agent's policy", () => {
+  it("is refused on resume from a checkpoint that lacks an agent's policy, naming the agent", async () => {
+    const { handle } = bed;
+    const runId = await launch(handle, "separate-lost", { protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" } });
+    expect((await attempt(handle, runId, 1)).outcome.outcome).toBe("paused");
+    // As a checkpoint of a run whose agents shared one policy would be.
+    fs.rmSync(path.join(await checkpointAt(handle, runId, 1), "agents"), { recursive: true });
+    await resumeRun(handle.db, runId);
+    await expect(attempt(handle, runId, null)).rejects.toThrow(/holds no policy for agent 'O'/);
+  }, 180_000);
+});
