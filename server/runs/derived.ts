@@ -16,7 +16,6 @@ export type DerivedKind = (typeof DERIVED_KINDS)[number];
  * files (the export checkpoints `/api/exports/<id>` downloads).
  */
 export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
-  const source = checkpoints;
   const rows = await db
     .select({
       id: runs.id,
@@ -26,16 +25,16 @@ export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
       createdAt: runs.createdAt,
       finishedAt: runs.finishedAt,
       config: runs.config,
-      checkpointId: source.id,
-      checkpointStep: source.step,
+      checkpointId: checkpoints.id,
+      checkpointStep: checkpoints.step,
       // A run has one job; `max` keeps one row should a run ever have had two.
       kind: sql<DerivedKind>`max(${jobs.kind}::text)`,
     })
     .from(runs)
-    .innerJoin(source, eq(source.id, sql`${runs.config}->'agent'->>'base'`))
+    .innerJoin(checkpoints, eq(checkpoints.id, sql`${runs.config}->'agent'->>'base'`))
     .innerJoin(jobs, eq(jobs.runId, runs.id))
-    .where(and(eq(source.runId, runId), inArray(jobs.kind, [...DERIVED_KINDS])))
-    .groupBy(runs.id, source.id)
+    .where(and(eq(checkpoints.runId, runId), inArray(jobs.kind, [...DERIVED_KINDS])))
+    .groupBy(runs.id, checkpoints.id)
     .orderBy(desc(runs.createdAt))
     .limit(limit);
   if (rows.length === 0) return [];
