@@ -27,6 +27,8 @@ export type ServeRequest = {
   /** Strings that end a choice, cut from its text. */
   stop: string[];
   seed: number | null;
+  /** Go on past the tokenizer's end of turn until maxTokens (vLLM's `ignore_eos`: benchmarks of a fixed length). */
+  ignoreEos: boolean;
   /** null: no logprobs; k ≥ 0: each token's logprob and its k most likely alternatives. */
   logprobs: number | null;
   constraint: ActionConstraint | null;

@@ -453,7 +453,7 @@ class ServingEngine {
     if (choice.automaton) {
       if (token === endOfTurn) finish = "stop";
       else choice.state = choice.automaton.next(choice.state, token);
-    } else if (tokenizer.stopTokens.includes(token)) finish = "stop";
+    } else if (!request.ignoreEos && tokenizer.stopTokens.includes(token)) finish = "stop";
     let text = tokenizer.decode(choice.tokens, { skipSpecial: true });
     for (const stop of request.stop) {
       const at = text.indexOf(stop);
