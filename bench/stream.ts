@@ -9,10 +9,13 @@
  *     parses every event and checks it got each step once, in order; the bench fails otherwise.
  *  3. The run page with 100,000 points (10 series of 10,000, reported while nobody watched): Chromium opens it and
  *     we time until every headline chart holds all its points and has drawn its curve.
+ *  4. The compare view of ten finished runs of 1,000 steps with four panels (against the step, wall time, tokens
+ *     and another metric): Chromium opens it and we time until every panel has drawn all ten runs' curves.
  *
  * The server runs as a child process (`tinkerlab start`) on a fresh embedded database. Options: --viewers N,
- * --trials N (runs without and with viewers, in turn; default 3), --rate-only, --cpu-prof DIR (V8 CPU profiles of
- * the server's processes, and DIR/trials.json with each trial's span on the profiles' clock).
+ * --trials N (runs without and with viewers, in turn; default 3), --rate-only, --compare-only (part 4 alone),
+ * --cpu-prof DIR (V8 CPU profiles of the server's processes, and DIR/trials.json with each trial's span on the
+ * profiles' clock).
  */
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -267,14 +270,15 @@ async function stepRate(url: string, watchers: number) {
   return (steps - 11) / ((lastAt - firstAt) / 1000); // steps/s after a 10-step warm-up
 }
 
-async function pageWith100kPoints(url: string) {
+/** A run of `steps` launched and claimed by this process as its worker (one worker per run), heartbeating until `stop`. */
+async function runForThisWorker(url: string, steps: number, name: string) {
   const { workerId } = await trpc<{ workerId: string }>(
     url,
     "worker.register",
     { hostname: "bench", pid: process.pid, backend: "bench", devices: [{ kind: "cpu", name: "bench-2", memoryMb: 4096, computeSlots: 1 }] },
     true,
   );
-  const runId = await createRun(url, 10_000, "page-100k");
+  const runId = await createRun(url, steps, name);
   let jobId: string | undefined;
   for (let i = 0; i < 100 && !jobId; i++) {
     jobId = (await trpc<{ assignments: string[] }>(url, "worker.heartbeat", { workerId, running: [] }, true)).assignments[0];
@@ -282,6 +286,29 @@ async function pageWith100kPoints(url: string) {
   }
   await trpc(url, "worker.claim", { workerId, jobId }, true);
   const heartbeat = setInterval(() => void trpc(url, "worker.heartbeat", { workerId, running: [{ jobId, step: 0 }] }, true).catch(() => {}), 2000);
+  return { runId, workerId, jobId, stop: () => clearInterval(heartbeat) };
+}
+
+function launchChromium() {
+  return chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "bench-chromium-")), {
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+}
+
+async function pageWith100kPoints(url: string) {
+  const { runId, workerId, jobId, stop } = await runForThisWorker(url, 10_000, "page-100k");
   const names = [
     "reward/mean",
     "eval/score",
@@ -300,20 +327,7 @@ async function pageWith100kPoints(url: string) {
       for (const name of names) metrics.push({ step, name, value: Math.sin(step / 500) + Math.random() * 0.1 });
     await trpc(url, "worker.report", { workerId, jobId, step: start + 999, metrics }, true);
   }
-  const context = await chromium.launchPersistentContext(fs.mkdtempSync(path.join(os.tmpdir(), "bench-chromium-")), {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  const context = await launchChromium();
   const page = await context.newPage();
   const started = performance.now();
   await page.goto(`${url}/runs/${runId}`, { waitUntil: "domcontentloaded" });
@@ -333,9 +347,60 @@ async function pageWith100kPoints(url: string) {
   const screenshots = path.join(root, "test-results", "screenshots");
   fs.mkdirSync(screenshots, { recursive: true });
   await page.screenshot({ path: path.join(screenshots, "run-page-100k-points.png"), fullPage: true });
-  clearInterval(heartbeat);
+  stop();
   await context.close();
   return { ms, documentMs };
+}
+
+/** The compare view's panels: four metrics against the step, wall time, tokens and another metric. */
+const COMPARE_PANELS = "reward/mean~step~0.6;loss/policy~time~0.6;loss/kl~tokens~0.6;reward/std~metric:reward/mean~0.6";
+const COMPARE_RUNS = 10;
+const COMPARE_STEPS = 1000;
+
+/**
+ * Ten finished runs of 1,000 steps, opened in the compare view with four panels (one per x-axis kind) in a fresh
+ * Chromium: the time until every panel has drawn all ten runs' curves.
+ */
+async function compareTenRuns(url: string) {
+  const runIds: string[] = [];
+  for (let r = 0; r < COMPARE_RUNS; r++) {
+    const { runId, workerId, jobId, stop } = await runForThisWorker(url, COMPARE_STEPS, `compare-${r}`);
+    const metrics = [];
+    for (let step = 1; step <= COMPARE_STEPS; step++) {
+      const progress = step / COMPARE_STEPS + r * 0.01;
+      metrics.push(
+        { step, name: "reward/mean", value: progress + Math.random() * 0.1 },
+        { step, name: "reward/std", value: 0.3 - progress * 0.1 + Math.random() * 0.02 },
+        { step, name: "loss/policy", value: 1 / (1 + step) + Math.random() * 0.01 },
+        { step, name: "loss/kl", value: progress * 0.02 + Math.random() * 0.002 },
+        { step, name: "train/tokens", value: 512 + r },
+      );
+    }
+    await trpc(url, "worker.report", { workerId, jobId, step: COMPARE_STEPS, metrics }, true);
+    await trpc(url, "worker.finish", { workerId, jobId, outcome: "completed", reason: null }, true);
+    stop();
+    runIds.push(runId);
+  }
+  const context = await launchChromium();
+  const page = await context.newPage();
+  const started = performance.now();
+  await page.goto(`${url}/compare?runs=${runIds.join(",")}&panels=${COMPARE_PANELS}`, { waitUntil: "domcontentloaded" });
+  // Interactive: every panel draws a line for each of the ten runs.
+  await page.waitForFunction(
+    (runs) => {
+      const figures = [...document.querySelectorAll("figure[data-lines]")];
+      return (
+        figures.length === 4 &&
+        figures.every((f) => f.getAttribute("data-lines") === String(runs) && f.querySelectorAll("path.recharts-line-curve[d]").length >= runs)
+      );
+    },
+    COMPARE_RUNS,
+    { timeout: 120_000, polling: 50 },
+  );
+  const ms = performance.now() - started;
+  await page.screenshot({ path: path.join(root, "test-results", "screenshots", "compare-10-runs.png"), fullPage: true });
+  await context.close();
+  return ms;
 }
 
 buildIfStale(root);
@@ -345,9 +410,18 @@ await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, d
 );
 
 const rateOnly = process.argv.includes("--rate-only");
+if (process.argv.includes("--compare-only")) {
+  const server = await startServer(0, basesDir);
+  const ms = await compareTenRuns(server.url);
+  await server.stop();
+  console.log(`load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(2)}`);
+  console.log(JSON.stringify({ compare_10_runs_ms: Math.round(ms) }));
+  process.exit(0);
+}
 const quiet = rateOnly ? null : await startServer(0, basesDir);
 const latency = quiet ? await measureLatency(quiet.url) : { p50: NaN, p95: NaN, received: 0 };
 const { ms: interactiveMs, documentMs } = quiet ? await pageWith100kPoints(quiet.url) : { ms: NaN, documentMs: NaN };
+const compareMs = quiet ? await compareTenRuns(quiet.url) : NaN;
 await quiet?.stop();
 
 const training = await startServer(1, basesDir);
@@ -400,6 +474,7 @@ console.log(
       ["load average (1 min) at the end", os.loadavg()[0]!.toFixed(2)],
       ["run page with 100,000 points: HTML parsed (ms)", documentMs],
       ["run page with 100,000 points: all charts full (ms)", interactiveMs],
+      [`compare view, ${COMPARE_RUNS} runs × 4 panels of ${COMPARE_STEPS} steps: every curve drawn (ms)`, compareMs],
     ],
   ),
 );
@@ -409,6 +484,7 @@ console.log(
     p95_ms: Math.round(latency.p95 * 10) / 10,
     step_rate_ratio_100_viewers: Math.round((watched / alone) * 1000) / 1000,
     run_page_interactive_ms_100k_points: Math.round(interactiveMs),
+    compare_10_runs_ms: Math.round(compareMs),
   }),
 );
 process.exit(0);
