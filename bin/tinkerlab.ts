@@ -7,6 +7,7 @@
  *   tinkerlab login                    keeps a server's URL and API key for the commands below
  *   tinkerlab run <dir|config.json>    saves, validates and launches an experiment, and follows the run
  *   tinkerlab runs ls|logs|export      lists runs, prints a run's log, exports its metrics, rollouts and checkpoints
+ *   tinkerlab runs tag|rename|archive|delete  manages runs as the workbench's runs table does
  *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
  *   tinkerlab export <model>           a base or checkpoint as an ONNX file
  *   tinkerlab bases ls|push|import     lists the bases; uploads a Hugging Face model folder to a server as a base;
@@ -16,11 +17,12 @@
  * the client commands' server from --url, TINKERLAB_URL or `tinkerlab login`, their key from --key,
  * TINKERLAB_API_KEY or `tinkerlab login`.
  */
-import { runStates } from "../lib/lifecycle";
+import { type RunState, runStates } from "../lib/lifecycle";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import * as commands from "./cli/commands";
+import * as runsTable from "./cli/runs-table";
 import { cliErrorOf, compactCount, EXIT, type GlobalOptions, parseContextLength } from "./cli/context";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -226,13 +228,45 @@ bases
   .option("--json", "print the import record as JSON")
   .action((dir: string, options: { name?: string; contextLength?: string; replace?: boolean; origin?: string; json?: boolean }) => importBase(dir, options));
 
-const runs = program.command("runs").description("runs: list, logs, export");
+const runs = program.command("runs").description("runs: list, logs, export, tag, rename, archive, delete");
 clientCommand(runs.command("ls"))
-  .description("list runs, newest first")
+  .description("list runs, newest first; with --sort or --tag, one project's runs as the workbench's runs table sorts and filters them")
   .option("--experiment <id>", "only this experiment's runs")
   .addOption(new Option("--status <status...>", "only runs in these states").choices(runStates))
+  .option("--sort <column>", "sort by a column: status, steps, duration, tokens, seed, created, …, metric:<last|max|min|at<step>>:<name>, config:<dotted.path>")
+  .addOption(new Option("--order <order>", "the sort's direction").choices(["asc", "desc"]).default("desc"))
+  .option("--tag <tag...>", "only runs with every one of these tags")
+  .option("--project <id>", "with --sort or --tag: the project (default: your first)")
   .option("--limit <n>", "at most this many", "20")
-  .action(action((options: GlobalOptions & { experiment?: string; status?: string[]; limit?: string }) => commands.runsList(options)));
+  .action(
+    action(
+      (options: GlobalOptions & { experiment?: string; status?: string[]; limit?: string; sort?: string; order?: string; tag?: string[]; project?: string }) =>
+        options.sort || options.tag || options.project
+          ? runsTable.runsTableList({ ...options, status: options.status?.filter((s): s is RunState => (runStates as readonly string[]).includes(s)) })
+          : commands.runsList(options),
+    ),
+  );
+clientCommand(runs.command("tag"))
+  .description("add tags to a run, or take them off")
+  .argument("<run>", "the run's id (run_…)")
+  .argument("[tags...]", "tags to add")
+  .option("--remove <tags...>", "tags to take off")
+  .action(action((runId: string, tags: string[], options: GlobalOptions & { remove?: string[] }) => runsTable.runsTag(runId, tags, options)));
+clientCommand(runs.command("rename"))
+  .description("rename a run (names are unique in a project)")
+  .argument("<run>", "the run's id (run_…)")
+  .argument("<name>", "its new name")
+  .action(action((runId: string, name: string, options: GlobalOptions) => runsTable.runsRename(runId, name, options)));
+clientCommand(runs.command("archive"))
+  .description("archive a run: the runs table hides it unless asked for archived runs")
+  .argument("<run>", "the run's id (run_…)")
+  .option("--undo", "bring it back")
+  .action(action((runId: string, options: GlobalOptions & { undo?: boolean }) => runsTable.runsArchive(runId, options)));
+clientCommand(runs.command("delete"))
+  .description("delete a finished run and all it recorded; refused while a run starts from its checkpoints or a share link shows it")
+  .argument("<run>", "the run's id (run_…)")
+  .option("--confirm <name>", "the run's name, to confirm")
+  .action(action((runId: string, options: GlobalOptions & { confirm?: string }) => runsTable.runsDelete(runId, options)));
 clientCommand(runs.command("logs"))
   .description("print a run's log")
   .argument("<run>", "the run's id (run_…)")

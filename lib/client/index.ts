@@ -195,6 +195,19 @@ export function createClient(options: ClientOptions) {
     /** Exports a checkpoint as one safetensors file: a run of its own (its id), whose checkpoints list the file. */
     exportCheckpoint: (checkpointId: string, options: { idempotencyKey?: string } = {}) =>
       write(options.idempotencyKey, (idempotencyKey) => api.runs.export.mutate({ checkpointId, idempotencyKey })),
+    /**
+     * One project's runs as the workbench's runs table shows them: columns (`metric:max:reward/mean`,
+     * `config:algorithm.learningRate`, …), sort, filters, groups, a page. Without `projectId`, the caller's first
+     * project.
+     */
+    table: (input: Omit<RouterInputs["runs"]["table"], "projectId"> & { projectId?: string }) =>
+      call(async () => api.runs.table.query({ ...input, projectId: input.projectId ?? (await api.projects.list.query())[0]?.id ?? "" })),
+    tag: (id: string, change: { add?: string[]; remove?: string[] }) => call(() => api.runs.tag.mutate({ id, ...change })),
+    rename: (id: string, name: string) => call(() => api.runs.rename.mutate({ id, name })),
+    /** Archives the run (the runs table hides it unless asked), or with `archived: false` brings it back. */
+    archive: (id: string, archived = true) => call(() => api.runs.archive.mutate({ id, archived })),
+    /** Deletes the run and all it recorded; `confirmName` must repeat its name. Refused while something depends on it. */
+    delete: (id: string, confirmName: string) => call(() => api.runs.delete.mutate({ id, confirmName })),
     cancel: (id: string) => call(() => api.runs.control.mutate({ id, action: "cancel" })),
     pause: (id: string) => call(() => api.runs.control.mutate({ id, action: "pause" })),
     resume: (id: string) => call(() => api.runs.control.mutate({ id, action: "resume" })),
