@@ -9,7 +9,7 @@
  */
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { createProject } from "../server/auth/projects";
+import { createProject } from "../server/auth";
 import { LOCAL_USER, openDatabase } from "../server/db";
 import { callerFor } from "../test/integration/support/database";
 import { formatTable } from "./lib/measure";
