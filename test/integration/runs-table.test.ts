@@ -1,8 +1,9 @@
 /**
  * The runs table and what it manages (runs.table, tag, setNotes, rename, archive, delete, clone, rerun): sorting by
  * a metric's summary, conditions on metrics and config fields, groups with their means, tags, unique names,
- * deletion refused while something depends on a run, archived and derived runs hidden unless asked, a clone's
- * version holding the run's exact source, and a re-run with a new seed. On PGlite and on PostgreSQL.
+ * deletion refused while something depends on a run (a run started from its checkpoint, an imported model made
+ * from one, a share link), archived and derived runs hidden unless asked, a clone's version holding the run's exact
+ * source, and a re-run with a new seed. On PGlite and on PostgreSQL.
  */
 import { testRunConfig } from "../support/run-config";
 import fs from "node:fs";
@@ -293,6 +294,18 @@ describe("managing runs", () => {
     });
     await expect(caller.runs.delete({ id: shared, confirmName: "shared" })).rejects.toThrow(/the share link 'for the paper' \(shr_\w+\) shows it/);
 
+    // An imported model converted from one of a run's checkpoint folders (ARTIFACTS_DIR/bases/<name>/import.json).
+    const imported = await fx.add({ name: "imported" });
+    const importedCheckpoint = await checkpointOf(imported);
+    const [{ path: checkpointDir }] = await handle.db.select({ path: checkpoints.path }).from(checkpoints).where(eq(checkpoints.id, importedCheckpoint));
+    const baseDir = path.join(folder, "bases", "from-checkpoint");
+    fs.mkdirSync(baseDir, { recursive: true });
+    fs.writeFileSync(path.join(baseDir, "manifest.json"), "{}");
+    fs.writeFileSync(path.join(baseDir, "import.json"), JSON.stringify({ source: checkpointDir, modelType: "llama", importedAt: new Date().toISOString() }));
+    await expect(caller.runs.delete({ id: imported, confirmName: "imported" })).rejects.toThrow(
+      /the imported model 'from-checkpoint' was made from one of its checkpoints/,
+    );
+
     const running = await fx.add({ name: "running", status: "running" });
     await expect(caller.runs.delete({ id: running, confirmName: "running" })).rejects.toThrow(/Run 'running' is running; cancel it first/);
 
@@ -303,7 +316,7 @@ describe("managing runs", () => {
     expect(await caller.runs.delete({ id: child, confirmName: "child" })).toEqual({ id: child, name: "child" });
     // With its dependant gone, the source may go too, its points and checkpoints with it.
     await caller.runs.delete({ id: source, confirmName: "source" });
-    expect(names(await caller.runs.table({ projectId: fx.projectId, sort: { column: "name", order: "asc" } }))).toEqual(["running", "shared"]);
+    expect(names(await caller.runs.table({ projectId: fx.projectId, sort: { column: "name", order: "asc" } }))).toEqual(["imported", "running", "shared"]);
     expect(await handle.db.select().from(checkpoints).where(eq(checkpoints.runId, source))).toEqual([]);
     expect(fs.existsSync(path.join(folder, "runs", source))).toBe(false);
   });
