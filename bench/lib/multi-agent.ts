@@ -5,7 +5,9 @@
  * - self-play, tic-tac-toe for two (zero-sum), one policy in both seats, from the shipped tic-tac-toe base (trained
  *   as X only): the win rate against a scripted player that moves at random, over both seats; how often the final
  *   policy beats its initial self; and the Elo of snapshots taken during training, played against each other in a
- *   league (lib/rl/league.ts) and fitted with lib/rl/ratings.ts.
+ *   league (lib/rl/league.ts) and fitted with lib/rl/ratings.ts. `tic-tac-toe-duel-league` trains the same policy
+ *   against a league of its frozen past selves instead (algorithm.league: PFSP, the learner in both seats in
+ *   turn), measured the same way, so the two read side by side.
  * - cooperation, the signalling game: each role against its scripted partner, from the generalist base SFT'd on
  *   the role's demonstrator (which slips on gold); the success of the pair. Both roles in one policy is
  *   `signal-game`, left out of the default list (it stays at its base's success).
@@ -22,6 +24,7 @@ import { splitPotDuel } from "../../lib/envs/split-pot";
 import { Rng } from "../../lib/model/rng";
 import { evaluate } from "../../lib/rl/evaluate";
 import { League, matchRecords, playMatch } from "../../lib/rl/league";
+import { samplerSnapshots } from "../../lib/rl/league-training";
 import type { PolicyModel } from "../../lib/rl/primitives";
 import type { EpisodePlayer } from "../../lib/rl/rollouts";
 import { demonstrationConversations, sftBatch, sftStep } from "../../lib/rl/sft";
@@ -280,10 +283,27 @@ const cases: Record<string, MultiAgentCase> = {
 };
 
 /**
+ * Self-play against a league instead of the latest self: the same recipe, each group against a frozen past self
+ * drawn by PFSP (a snapshot every 10 steps and at the last), the learner taking X and O in turn.
+ */
+function againstLeague(selfPlay: MultiAgentCase): MultiAgentCase {
+  const { template } = selfPlay;
+  return {
+    ...selfPlay,
+    template: {
+      ...template,
+      name: `${template.name}-league`,
+      algorithm: { ...template.algorithm, league: { every: 10, mix: { pfsp: 1 }, learner: "both-seats-alternating" } },
+    },
+  };
+}
+cases["tic-tac-toe-duel-league"] = againstLeague(cases["tic-tac-toe-duel"]!);
+
+/**
  * What `--multi-agent` runs unless told: the both-roles signalling game (`signal-game`) is left to `--only`, as it
  * stays where its base starts (see docs/LEARNING.md).
  */
-export const multiAgentNames = ["tic-tac-toe-duel", "signal-speaker", "signal-listener", "split-pot-duel"];
+export const multiAgentNames = ["tic-tac-toe-duel", "tic-tac-toe-duel-league", "signal-speaker", "signal-listener", "split-pot-duel"];
 
 /**
  * A shipped base's folder: a use case's (builtInBaseDir), or the generalist base beside them, which
@@ -391,14 +411,35 @@ export async function runMultiAgentCase(name: string, options: MultiAgentOptions
     if (useCase.league) await keep(0);
 
     const started = performance.now();
-    await timed(() =>
+    /** A league run's frozen past selves: sampler weights in the work folder, each in a client of its own. */
+    const trainingLeague = config.algorithm.league
+      ? {
+          snapshots: samplerSnapshots({
+            dir: path.join(work, "training-league"),
+            save: (at) => trainee.client.saveWeightsForSampler(at),
+            async open(at, member) {
+              const frozen = new TrainingClient(base, { seed: config.seed + 7_919 * (member.step + 1) });
+              await frozen.loadState(at);
+              return { ...trainee.policy, primitives: frozen };
+            },
+          }),
+        }
+      : undefined;
+    const leagueFigures: string[] = [];
+    const trained = await timed(() =>
       trainRl({
         config,
         policy: trainee.policy,
         environment,
         protocol,
+        league: trainingLeague,
         hooks: {
           onMetrics: (step, metrics) => {
+            if ("league/elo/latest" in metrics) {
+              leagueFigures.push(
+                `step ${step} ${metrics["league/elo/latest"]!.toFixed(0)} [${metrics["league/elo/latest_low"]!.toFixed(0)}, ${metrics["league/elo/latest_high"]!.toFixed(0)}] (won ${(metrics["league/win_rate/all"] ?? 0).toFixed(2)} of the step's games)`,
+              );
+            }
             if (!options.verbose || !("reward/mean" in metrics)) return;
             const shown = Object.keys(metrics).filter((k) => k.startsWith("reward/agent/") || k.startsWith("episode/win/") || k.startsWith("env/"));
             const figures = ["reward/mean", ...shown, "train/skipped", "perf/step_seconds"].filter((k) => k in metrics);
@@ -412,6 +453,11 @@ export async function runMultiAgentCase(name: string, options: MultiAgentOptions
         },
       }),
     );
+    if (trained.league) {
+      log(
+        `${name}: training league of ${trained.league.members.length} members, ${trained.league.games.length} games; Elo of each snapshot as it joined: ${leagueFigures.join(", ")}`,
+      );
+    }
     if (options.save) {
       await trainee.client.saveWeightsForSampler(path.join(options.save, name), { merge: true });
       log(`${name}: trained weights saved to ${path.join(options.save, name)}`);

@@ -58,9 +58,9 @@ export async function prepareJob(options: JobOptions) {
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
   const separate = config.protocol.policies === "separate";
-  if (separate && sftStepsBeforeRl(config) > 0) {
+  if (separate && (config.algorithm.name === "sft" || sftStepsBeforeRl(config) > 0)) {
     throw new Error(
-      'protocol.policies "separate" takes no SFT steps before RL yet: set sft.steps to 0 (SFT trains one policy on every agent\'s conversations)',
+      'protocol.policies "separate" takes no SFT yet (SFT trains one policy on every agent\'s conversations): set sft.steps to 0 and use an RL algorithm, or protocol.policies "shared"',
     );
   }
   /** Each agent's client on the one base (separate policies), else one: the run's agent. Seeds differ by agent. */
