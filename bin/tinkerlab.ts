@@ -10,6 +10,7 @@
  *   tinkerlab runs tag|rename|archive|delete  manages runs as the workbench's runs table does
  *   tinkerlab experiments ls|push|pull lists experiments, saves a folder as a version, writes a version to a folder
  *   tinkerlab export <model>           a base or checkpoint as an ONNX file
+ *   tinkerlab serve <model>            a base, checkpoint or run_…:latest through the server's /v1 endpoint
  *   tinkerlab bases ls|push|import     lists the bases; uploads a Hugging Face model folder to a server as a base;
  *                                      imports one on the server's own machine
  *
@@ -23,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import * as commands from "./cli/commands";
 import * as runsTable from "./cli/runs-table";
+import { serve } from "./cli/serve";
 import { cliErrorOf, compactCount, EXIT, type GlobalOptions, parseContextLength } from "./cli/context";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -203,6 +205,13 @@ clientCommand(program.command("export"))
   .argument("<model>", "a built-in base's name (e.g. arithmetic-base) or a checkpoint's id (ckpt_…)")
   .option("-o, --out <file>", "where to write it (default: <model>.onnx)")
   .action(action((name: string, options: GlobalOptions & { out?: string }) => commands.exportModel(name, options)));
+
+clientCommand(program.command("serve"))
+  .description("serve a model through the server's OpenAI-compatible endpoint (/v1): starts its serving job, waits while it loads, prints how to call it")
+  .argument("<model>", "a base (e.g. generalist-base), a checkpoint id (ckpt_…) or a run's latest weights (run_…:latest)")
+  .option("--no-wait", "print at once, without waiting for the model to load")
+  .option("--timeout <seconds>", "how long to wait for the model to load", "120")
+  .action(action((model: string, options: GlobalOptions & { wait?: boolean; timeout?: string }) => serve(model, options)));
 
 const bases = program.command("bases").description("bases: list them, import a Hugging Face model");
 clientCommand(bases.command("ls"))
