@@ -77,7 +77,7 @@ describe("a newcomer's own environment", () => {
       .getByText(/generic skills/)
       .waitFor();
     expect(await picker.locator("option:checked").innerText()).toMatch(/generalist-base · [\d.]+K params · context 256/);
-    await config.locator('[data-field="algorithm.steps"] input').fill("40");
+    await config.locator('[data-field="algorithm.steps"] input').fill("15");
     await page.screenshot({ path: path.join(SCREENSHOTS, "newcomer-config.png"), fullPage: true });
     await page.getByRole("button", { name: "Save & launch" }).click();
     await page.waitForURL(/\/runs\/run_[a-z0-9]+$/, { timeout: 60_000 });
@@ -94,13 +94,13 @@ describe("a newcomer's own environment", () => {
         .sort((a, b) => a.step - b.step)
         .map((p) => p.value);
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-    // The starter's defaults: 40 SFT steps on the demonstrator (the loss falls), then the 40 RL steps.
+    // The starter's defaults: 40 SFT steps on the demonstrator (the loss falls), then the 15 RL steps.
     const loss = series("loss/sft");
     expect(loss).toHaveLength(40);
     expect(mean(loss.slice(-5))).toBeLessThan(mean(loss.slice(0, 5)) / 2);
     const reward = series("reward/mean");
-    expect(points.filter((p) => p.name === "reward/mean").map((p) => p.step)).toContain(80);
-    expect(reward).toHaveLength(40);
+    expect(points.filter((p) => p.name === "reward/mean").map((p) => p.step)).toContain(55);
+    expect(reward).toHaveLength(15);
     const score = series("eval/score");
     console.log(
       `held-out accuracy ${score.map((s) => s.toFixed(2)).join(" → ")}; RL reward first 5 ${mean(reward.slice(0, 5)).toFixed(3)}, last 5 ${mean(reward.slice(-5)).toFixed(3)}`,

@@ -50,7 +50,7 @@ describe("a run's life", () => {
   it("trains to the end, pausing and resuming, with every step's metrics growing live on the run page", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
     servers.push(server);
-    const steps = 200;
+    const steps = 60;
     const runId = await launch(server, steps);
     // Paused part-way, so the page opens on a run that still has steps to go, however fast this machine trains.
     await waitFor(server, runId, (r) => r.step >= 5, 120);
@@ -89,7 +89,8 @@ describe("a run's life", () => {
   it("survives its worker being killed: the job resumes from the last checkpoint, no point lost or doubled", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
     servers.push(server);
-    const steps = 300;
+    // Enough steps that the run is still going when the worker is killed, right after step 12 shows.
+    const steps = 80;
     const runId = await launch(server, steps);
     await waitFor(server, runId, (r) => r.step >= 12, 120);
     const { workers } = (await (await fetch(`${server.url}/api/health`)).json()).training as { workers: { id: string }[] };
@@ -188,7 +189,7 @@ describe("a run's life", () => {
     const artifacts = tempDir("artifacts");
     const env = { TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: artifacts, PGLITE_DATA_DIR: dataDir };
     const first = await startServer(env);
-    const steps = 200;
+    const steps = 80;
     const runId = await launch(first, steps);
     await waitFor(first, runId, (r) => r.step >= 12, 120);
     await first.stop();
@@ -224,7 +225,7 @@ describe("a run's life", () => {
       if (Date.now() > deadline) throw new Error(`${workers.length} of 2 workers registered after 120 s:\n${server.output().slice(-3000)}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const steps = 150;
+    const steps = 80;
     const runs = [await launch(server, steps, "a"), await launch(server, steps, "b")];
     // At once: both running mid-way at the same moment.
     let overlap = false;
