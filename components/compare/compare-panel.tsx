@@ -1,6 +1,6 @@
 "use client";
 
-import { type KeyboardEvent, memo, type MouseEvent } from "react";
+import { type KeyboardEvent, memo, type MouseEvent, useMemo } from "react";
 import {
   Area,
   CartesianGrid,
@@ -17,7 +17,10 @@ import {
 import { extent, formatValue, secondsAxis, stepAxis, type ValueAxis, valueAxis } from "@/components/charts";
 import { formatDuration } from "@/components/ui/time";
 import type { XAxisKind } from "./compare-state";
-import { type BandPoint, type DrawnLine, type PanelPoint, pointAtStep } from "./panel-data";
+import { type BandPoint, type DrawnLine, type PanelPoint, pointAtStep, thinPoints } from "./panel-data";
+
+/** At most this many points of a line are drawn: about one a pixel column of a panel. */
+const DRAWN_POINTS = 500;
 
 /** What a panel's x-axis is called. */
 export function xAxisName(x: XAxisKind): string {
@@ -108,6 +111,11 @@ export const ComparePanel = memo(function ComparePanel({
   hoveredStep: number | null;
   onHover: (step: number | null) => void;
 }) {
+  // What is drawn is thinned to about a point a pixel column; the hover reads `lines` at full resolution.
+  const drawn = useMemo(
+    () => lines.map((line) => ({ ...line, points: thinPoints(line.points, DRAWN_POINTS), raw: line.raw && thinPoints(line.raw, DRAWN_POINTS) })),
+    [lines],
+  );
   const xAxis = xScale(x, lines);
   const yAxis = valueAxis(
     lines.flatMap((line) => [...line.points.flatMap((p) => ("low" in p ? [p.low, p.high, p.y] : [p.y])), ...(line.raw ?? []).map((p) => p.y)]),
@@ -133,7 +141,7 @@ export const ComparePanel = memo(function ComparePanel({
               label={{ value: xAxisName(x), position: "insideBottomRight", offset: -12, fontSize: 11, fill: "#64748b" }}
             />
             <YAxis tick={{ fontSize: 11 }} domain={yAxis.domain} ticks={yAxis.ticks} tickFormatter={yAxis.format} width={yWidth} />
-            {lines.map(
+            {drawn.map(
               (line) =>
                 line.band && (
                   <Area
@@ -149,7 +157,7 @@ export const ComparePanel = memo(function ComparePanel({
                   />
                 ),
             )}
-            {lines.map(
+            {drawn.map(
               (line) =>
                 line.raw && (
                   <Line
@@ -164,7 +172,7 @@ export const ComparePanel = memo(function ComparePanel({
                   />
                 ),
             )}
-            {lines.map((line) => (
+            {drawn.map((line) => (
               <Line
                 key={line.id}
                 className="compare-line"

@@ -3,7 +3,7 @@
  * against the panel's x-axis, paired with the x by step; runs grouped by a config value into a mean with a band;
  * EMA smoothing over each line.
  */
-import { smooth } from "@/lib/series";
+import { downsample, smooth } from "@/lib/series";
 import type { Band, Panel } from "./compare-state";
 
 /** A series as columns by step, ascending. */
@@ -230,4 +230,16 @@ export function panelLines(panel: Panel, runs: readonly RunData[], grouping: Gro
     });
   }
   return lines;
+}
+
+/**
+ * About `max` of a line's points for drawing: a min/max downsample by value (lib/series), so spikes stay. A chart a
+ * few hundred pixels wide shows no more; the hover still reads every point.
+ */
+export function thinPoints<P extends PanelPoint>(points: P[], max: number): P[] {
+  if (points.length <= max) return points;
+  return downsample(
+    points.map((point) => ({ step: point.step, value: point.y, point })),
+    max,
+  ).map((kept) => kept.point);
 }

@@ -2,7 +2,7 @@
  * What the compare view reads of several runs at once: their metric series for a set of panels in one query, and the
  * source files of the experiment versions they ran.
  */
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { downsample } from "@/lib/series";
 import { type Database, experiments, experimentVersions, metricPoints, runs } from "../db";
 
@@ -21,6 +21,25 @@ export type CompareRunSeries = {
   /** The tokens trained on up to and including each step (a running sum of `train/tokens`), when asked for and recorded. */
   tokens: { steps: number[]; values: number[] } | null;
 };
+
+/**
+ * Every metric name of each run, found by stepping through the (run, name, step) index one name at a time rather
+ * than reading every point: a run of 10 series of 10,000 points costs 10 index probes, not 100,000 rows.
+ */
+async function metricNamesOf(db: Database, runIds: string[]): Promise<{ runId: string; name: string }[]> {
+  const ids = sql.join(
+    runIds.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  const result = await db.execute(sql`
+    with recursive names(run_id, name) as (
+      select r.id, (select min(m.name) from ${metricPoints} m where m.run_id = r.id) from ${runs} r where r.id in (${ids})
+      union all
+      select n.run_id, (select min(m.name) from ${metricPoints} m where m.run_id = n.run_id and m.name > n.name) from names n where n.name is not null
+    )
+    select run_id, name from names where name is not null order by run_id, name`);
+  return (result as unknown as { rows: { run_id: string; name: string }[] }).rows.map((row) => ({ runId: row.run_id, name: row.name }));
+}
 
 /**
  * The named series of several runs, read in one query: each at full resolution up to `maxPoints` points, beyond that
@@ -48,11 +67,7 @@ export async function compareSeries(
       .from(metricPoints)
       .where(inArray(metricPoints.runId, runIds))
       .orderBy(asc(metricPoints.runId), asc(metricPoints.seq)),
-    db
-      .selectDistinct({ runId: metricPoints.runId, name: metricPoints.name })
-      .from(metricPoints)
-      .where(inArray(metricPoints.runId, runIds))
-      .orderBy(asc(metricPoints.runId), asc(metricPoints.name)),
+    metricNamesOf(db, runIds),
   ]);
   const origin = new Map(firsts.map((f) => [f.runId, f.wallTime.getTime()]));
   type Point = { step: number; value: number; wallTime: number };

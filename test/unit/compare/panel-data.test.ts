@@ -1,6 +1,6 @@
 /** What a compare panel draws: points paired with their x by step, groups' means and bands, smoothing. */
 import { describe, expect, it } from "vitest";
-import { configValue, groupBy, groupStatistics, pairByStep, pointAtStep, smoothPoints, valueAtStep } from "@/components/compare/panel-data";
+import { configValue, groupBy, groupStatistics, pairByStep, pointAtStep, smoothPoints, thinPoints, valueAtStep } from "@/components/compare/panel-data";
 
 const series = (steps: number[], values: number[]) => ({ steps, values });
 
@@ -128,5 +128,16 @@ describe("the point at a hovered step", () => {
     expect(pointAtStep(line, -5)).toBeNull();
     expect(pointAtStep(line, 21)).toBeNull();
     expect(pointAtStep([], 3)).toBeNull();
+  });
+});
+
+describe("thinning a line for drawing", () => {
+  it("keeps about `max` points with the spikes, the last point, and every field of each point", () => {
+    const line = Array.from({ length: 1000 }, (_, step) => ({ step, x: step * 2, y: step === 500 ? 9 : Math.sin(step / 50), low: -1, high: 1, count: 2 }));
+    const thinned = thinPoints(line, 100);
+    expect(thinned.length).toBeLessThanOrEqual(101);
+    expect(thinned.find((p) => p.step === 500)).toEqual({ step: 500, x: 1000, y: 9, low: -1, high: 1, count: 2 });
+    expect(thinned.at(-1)!.step).toBe(999);
+    expect(thinPoints(line.slice(0, 50), 100)).toHaveLength(50);
   });
 });
