@@ -92,6 +92,13 @@ function specOf(key: string, field: string): ColumnSpec {
   }
 }
 
+/** Values as a list of parameters: `$1, $2, …`. */
+const listOf = (values: readonly string[]) =>
+  sql.join(
+    values.map((v) => sql`${v}`),
+    sql`, `,
+  );
+
 /** A jsonb value as a number where it is one (null otherwise): CASE keeps the cast from seeing a string. */
 const numberOf = (json: SQL) => sql`(case when jsonb_typeof(${json}) = 'number' then (${json} #>> '{}')::float8 end)`;
 
@@ -211,28 +218,9 @@ export async function runsTable(db: Database, query: TableQuery): Promise<TableR
 
   const filters: SQL[] = [sql`${runs.projectId} = ${query.projectId}`];
   if (!query.includeArchived) filters.push(sql`${runs.archivedAt} is null`);
-  if (!query.includeDerived) {
-    filters.push(
-      sql`not exists (select 1 from ${jobs} j where j.run_id = ${runs.id} and j.kind in (${sql.join(
-        DERIVED_JOB_KINDS.map((k) => sql`${k}`),
-        sql`, `,
-      )}))`,
-    );
-  }
-  if (query.status?.length)
-    filters.push(
-      sql`${runs.status}::text in (${sql.join(
-        query.status.map((s) => sql`${s}`),
-        sql`, `,
-      )})`,
-    );
-  if (query.tags?.length)
-    filters.push(
-      sql`${runs.tags} @> array[${sql.join(
-        query.tags.map((t) => sql`${t}`),
-        sql`, `,
-      )}]::text[]`,
-    );
+  if (!query.includeDerived) filters.push(sql`not exists (select 1 from ${jobs} j where j.run_id = ${runs.id} and j.kind in (${listOf(DERIVED_JOB_KINDS)}))`);
+  if (query.status?.length) filters.push(sql`${runs.status}::text in (${listOf(query.status)})`);
+  if (query.tags?.length) filters.push(sql`${runs.tags} @> array[${listOf(query.tags)}]::text[]`);
   if (query.text) {
     const pattern = `%${query.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     filters.push(sql`(${runs.name} ilike ${pattern} or ${experiments.name} ilike ${pattern} or ${runs.id} ilike ${pattern} or ${runs.notes} ilike ${pattern})`);
