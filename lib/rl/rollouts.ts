@@ -112,10 +112,15 @@ export function routedActor(policyAt: (request: ActRequest) => PolicyModel, samp
   };
 }
 
-/** Whether a prompt leaves room for the reply in the context of every one of `policies`. */
+/**
+ * Whether a prompt leaves room for the reply in the context of every one of `policies`: encoded once per tokenizer
+ * (a learner and its frozen snapshots share one), against the smallest context among the policies using it.
+ */
 export function fitsEveryContext(policies: readonly PolicyModel[], maxTokens: number) {
+  const contexts = new Map<PolicyModel["tokenizer"], number>();
+  for (const policy of policies) contexts.set(policy.tokenizer, Math.min(contexts.get(policy.tokenizer) ?? Infinity, policy.contextLength));
   return (messages: ChatMessage[]) =>
-    policies.every((policy) => policy.tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + maxTokens <= policy.contextLength);
+    [...contexts].every(([tokenizer, context]) => tokenizer.encodeChat(messages, { addGenerationPrompt: true }).length + maxTokens <= context);
 }
 
 function toResponse(prompt: number[], sample: { tokens: number[]; text: string; logprobs: number[]; allowedTokens?: number[][] }): ActResponse {
