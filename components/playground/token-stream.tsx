@@ -48,7 +48,7 @@ function TokenChip({ token, labels }: { token: GeneratedToken; labels: TokenLabe
       <span
         id={tooltip}
         role="tooltip"
-        className="invisible absolute top-full left-0 z-20 mt-1 w-44 rounded-md border border-slate-200 bg-white p-2 text-xs text-slate-700 shadow-lg group-focus-within:visible group-hover:visible"
+        className="absolute top-full left-0 z-20 mt-1 hidden w-44 rounded-md border border-slate-200 bg-white p-2 text-xs text-slate-700 shadow-lg group-focus-within:block group-hover:block"
       >
         <span className="mb-1 block font-sans font-medium text-slate-900">
           “{label}” {percent(token.probability)}

@@ -106,6 +106,7 @@ describe("Evaluate on the run page", () => {
       await page.waitForURL((url) => url.pathname === `/runs/${evaluations[0]!.id}`);
       // ...which names the run it comes from, and leads back there.
       await page.getByText("an evaluation of step 5 of").waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, "run-derived-source.png") });
       await page.getByRole("link", { name, exact: true }).click();
       await page.waitForURL((url) => url.pathname === `/runs/${runId}`);
     } finally {

@@ -294,6 +294,8 @@ describe("the playground where WebGPU's adapter may be a software one", () => {
     // On a fast GPU the generation may end before Stop lands; on SwiftShader (about 20 tokens/s) it is stopped.
     if (shown.length < greedy.length) expect(await page.getByLabel("Runtime").innerText()).toContain("stopped");
     expect(shown).toEqual(greedy.slice(0, shown.length));
+    // The chips' hidden tooltips take no room: a row of chips reaching the card's edge does not widen the page.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
     await page.screenshot({ path: path.join(SCREENSHOTS, "playground-webgpu.png"), fullPage: true });
   });
 
