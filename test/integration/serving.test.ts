@@ -24,6 +24,8 @@ import { type ServingServer, startServingServer } from "./support/serving-server
 const basesDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-serving-bases-"));
 const artifactsDir = fs.mkdtempSync(path.join(os.tmpdir(), "tinkerlab-serving-artifacts-"));
 process.env.TINKERLAB_BASES_DIR = basesDir;
+// Serving jobs pause after 8 s without a request (the last test waits for it; the client's retries wait out a restart).
+process.env.TINKERLAB_SERVE_IDLE_S = "8";
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let handle: DatabaseHandle;
@@ -322,3 +324,29 @@ describe("serving adapters of a base", () => {
     await invoke(sessionId, "close", {});
   }, 180_000);
 });
+
+describe("an idle serving job", () => {
+  it("ends paused, freeing its place, and the next request queues the same run again", async () => {
+    await client.chat.completions.create({ model: "tiny-base", messages, max_tokens: 2 });
+    const { runId } = (await servedStatus()).find((s) => s.base === "tiny-base")!;
+    const caller = callerFor(handle);
+    let run = await caller.runs.byId({ id: runId });
+    for (let tries = 0; tries < 120 && run.status !== "paused"; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      run = await caller.runs.byId({ id: runId });
+    }
+    expect(run).toMatchObject({ status: "paused", reason: expect.stringMatching(/^idle for \d+ s; the next request starts it again$/) });
+    expect((await servedStatus()).find((s) => s.base === "tiny-base")).toBeUndefined();
+
+    const again = await client.chat.completions.create({ model: "tiny-base", messages, max_tokens: 2 });
+    expect(again.choices).toHaveLength(1);
+    expect((await servedStatus()).find((s) => s.base === "tiny-base")!.runId).toBe(runId);
+    expect(await caller.runs.byId({ id: runId })).toMatchObject({ status: "running" });
+  }, 120_000);
+});
+
+async function servedStatus(): Promise<{ runId: string; base: string }[]> {
+  return (
+    (await (await fetch(`${server.url}/v1/serving`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: { runId: string; base: string }[] }
+  ).data;
+}
