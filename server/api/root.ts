@@ -6,6 +6,7 @@ import { derivedRouter } from "./routers/derived";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
 import { projectsRouter } from "./routers/projects";
+import { reportsRouter } from "./routers/reports";
 import { runsRouter } from "./routers/runs";
 import { schedulerRouter } from "./routers/scheduler";
 import { sessionsRouter } from "./routers/sessions";
@@ -27,6 +28,7 @@ export const appRouter = createTRPCRouter({
   apiKeys: apiKeysRouter,
   sessions: sessionsRouter,
   derived: derivedRouter,
+  reports: reportsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -10,7 +10,19 @@
  */
 import { TRPCError } from "@trpc/server";
 import { and, asc, eq } from "drizzle-orm";
-import { checkpoints, type Database, datasets, experiments, projectInvitations, projectMembers, type ProjectRole, projects, runs, shareLinks } from "../db";
+import {
+  checkpoints,
+  type Database,
+  datasets,
+  experiments,
+  projectInvitations,
+  projectMembers,
+  type ProjectRole,
+  projects,
+  reports,
+  runs,
+  shareLinks,
+} from "../db";
 
 export type User = { id: string; name: string; email: string };
 
@@ -47,7 +59,7 @@ export const SHARE_LINKS_DOWNLOAD_NO_FILES =
   "A share link shows a run's view, never its files: models and exports are for the project's members. Sign in, or send an API key as 'Authorization: Bearer tl_…'.";
 
 /** What a per-object check can name, and the input field that holds its id. */
-export type ObjectKind = "project" | "experiment" | "run" | "checkpoint" | "dataset" | "shareLink" | "invitation";
+export type ObjectKind = "project" | "experiment" | "run" | "checkpoint" | "dataset" | "shareLink" | "invitation" | "report";
 
 const NOUN: Record<ObjectKind, string> = {
   project: "project",
@@ -57,6 +69,7 @@ const NOUN: Record<ObjectKind, string> = {
   dataset: "dataset",
   shareLink: "share link",
   invitation: "invitation",
+  report: "report",
 };
 
 /** What each role may do, in words, for the refusal a member with too weak a role gets. */
@@ -195,5 +208,7 @@ export async function projectOf(db: Database, ref: { kind: ObjectKind; id: strin
       return one(db.select({ projectId: shareLinks.projectId }).from(shareLinks).where(eq(shareLinks.id, ref.id)));
     case "invitation":
       return one(db.select({ projectId: projectInvitations.projectId }).from(projectInvitations).where(eq(projectInvitations.id, ref.id)));
+    case "report":
+      return one(db.select({ projectId: reports.projectId }).from(reports).where(eq(reports.id, ref.id)));
   }
 }

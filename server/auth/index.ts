@@ -36,6 +36,20 @@ export {
 export { type AuthMode, authenticate, signInMessage } from "./request";
 export { announceRevocation } from "./revocation";
 export { authSecret, authSecretFile } from "./secret";
-export { createShareLink, LINK_GONE, listedShareLink, listShareLinks, openShareLink, principalForShareToken, revokeShareLink, shareRuns } from "./share-links";
+export {
+  createShareLink,
+  LINK_GONE,
+  listedShareLink,
+  listReportLinks,
+  listShareLinks,
+  openShareLink,
+  principalForShareToken,
+  reportOfLink,
+  retargetReportLinks,
+  revokeReportLinks,
+  revokeShareLink,
+  shareReport,
+  shareRuns,
+} from "./share-links";
 export { RECHECK_MS, runAccessLost, watchRunAccess } from "./stream-access";
 export { daysFromNow, hashToken, looksLikeToken, newToken } from "./tokens";

@@ -34,6 +34,7 @@ export async function shareRuns(
   options: { kind: ShareKind; runIds: string[]; view: Record<string, string>; title?: string; createdBy: string; expiresAt: Date | null },
 ): Promise<{ id: string; token: string }> {
   const { kind } = options;
+  if (kind === "report") throw new TRPCError({ code: "BAD_REQUEST", message: "kind: a report is shared from its page (reports.share), not by its runs" });
   if (kind !== "compare" && options.runIds.length !== 1) {
     throw new TRPCError({ code: "BAD_REQUEST", message: `runIds: a ${kind} link shows one run; a comparison shows several` });
   }
@@ -45,6 +46,40 @@ export async function shareRuns(
   const title = options.title || (kind === "compare" ? `Comparison of ${runIds.length} runs` : (names[0]?.name ?? runIds[0]!));
   const { view, createdBy, expiresAt } = options;
   return createShareLink(db, { projectId: [...projectIds][0]!, kind, runIds, view, title, createdBy, expiresAt });
+}
+
+/** The report a "report" link shows (its `view.report`), or null for a link of another kind. */
+export function reportOfLink(link: { kind: ShareKind; view: Record<string, string> }): string | null {
+  return link.kind === "report" ? (link.view.report ?? null) : null;
+}
+
+const linksOfReport = (reportId: string) => and(eq(shareLinks.kind, "report"), sql`${shareLinks.view}->>'report' = ${reportId}`);
+
+/**
+ * Makes a link to a report: its holder reads the report and the runs its panels show (`runIds`, kept current by
+ * `retargetReportLinks` as the report changes). The caller checks that the maker may edit the report.
+ */
+export async function shareReport(
+  db: Database,
+  options: { projectId: string; reportId: string; runIds: string[]; title: string; createdBy: string; expiresAt: Date | null },
+): Promise<{ id: string; token: string }> {
+  const { reportId, ...rest } = options;
+  return createShareLink(db, { ...rest, kind: "report", view: { report: reportId } });
+}
+
+/** A saved report's links read the runs its panels show now, no more. Announced, so open streams of a removed run end. */
+export async function retargetReportLinks(db: Database, reportId: string, runIds: string[]): Promise<void> {
+  await db.update(shareLinks).set({ runIds }).where(linksOfReport(reportId));
+  announceRevocation();
+}
+
+/** Every link to a report, revoked: what deleting it does first. */
+export async function revokeReportLinks(db: Database, reportId: string): Promise<void> {
+  await db
+    .update(shareLinks)
+    .set({ revokedAt: new Date() })
+    .where(and(linksOfReport(reportId), isNull(shareLinks.revokedAt)));
+  announceRevocation();
 }
 
 export async function revokeShareLink(db: Database, id: string): Promise<void> {
@@ -94,6 +129,16 @@ export async function listShareLinks(db: Database, projectId: string, runId?: st
     .from(shareLinks)
     .innerJoin(users, eq(users.id, shareLinks.createdBy))
     .where(and(eq(shareLinks.projectId, projectId), runId ? sql`${shareLinks.runIds} @> ${JSON.stringify([runId])}::jsonb` : undefined))
+    .orderBy(desc(shareLinks.createdAt));
+}
+
+/** The links to a report, newest first (revoked and expired ones too). */
+export async function listReportLinks(db: Database, reportId: string) {
+  return db
+    .select(listedColumns)
+    .from(shareLinks)
+    .innerJoin(users, eq(users.id, shareLinks.createdBy))
+    .where(linksOfReport(reportId))
     .orderBy(desc(shareLinks.createdAt));
 }
 

@@ -2,6 +2,7 @@ import { relations, sql } from "drizzle-orm";
 import { jobKinds, jobStates, runStates } from "@/lib/lifecycle";
 import type { ApiKeyRole, ProjectRole } from "@/lib/lifecycle/roles";
 import type { RunConfig } from "@/lib/lifecycle/run-config";
+import type { ReportBlock } from "@/lib/reports/blocks";
 import type { ExperimentConfig } from "@/lib/sdk/experiment";
 import type { Footprint } from "../scheduler";
 import { bigint, bigserial, boolean, doublePrecision, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
@@ -532,8 +533,8 @@ export const jobs = pgTable(
 );
 
 // ── sharing ──────────────────────────────────────────────────────────────────────────────────────────────────
-/** What a share link shows: one run, a comparison of runs, or one trajectory of a run. */
-export const shareKinds = ["run", "compare", "trajectory"] as const;
+/** What a share link shows: one run, a comparison of runs, one trajectory of a run, or a report (its `view.report`). */
+export const shareKinds = ["run", "compare", "trajectory", "report"] as const;
 export type ShareKind = (typeof shareKinds)[number];
 
 /**
@@ -563,6 +564,29 @@ export const shareLinks = pgTable(
     lastOpenedAt: timestamp("last_opened_at", { withTimezone: true }),
   },
   (t) => [index("share_links_project_idx").on(t.projectId)],
+);
+
+// ── reports ──────────────────────────────────────────────────────────────────────────────────────────────────
+/**
+ * A saved page of a project: a title and an ordered list of blocks (markdown notes and metric panels over chosen
+ * runs of the project), validated by lib/reports/blocks.ts before it is stored. Written only by server/reports.
+ */
+export const reports = pgTable(
+  "reports",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    title: text("title").notNull(),
+    blocks: jsonb("blocks").$type<ReportBlock[]>().notNull().default([]),
+    createdBy: text("created_by")
+      .notNull()
+      .references(() => users.id),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("reports_project_idx").on(t.projectId, t.updatedAt)],
 );
 
 // ── idempotent writes ────────────────────────────────────────────────────────────────────────────────────────

@@ -39,6 +39,7 @@ import {
   users,
 } from "@/server/db";
 import { createDataset } from "@/server/datasets";
+import { createReport } from "@/server/reports";
 import { callerFor, openTestDatabase } from "./support/database";
 
 // Routes read the mode from the environment: "apikey" makes a request without credentials anonymous, as on a team
@@ -80,6 +81,7 @@ const fx = {
   exportId: "",
   dataset: "",
   shareToken: "",
+  report: "",
   bobKey: "",
   keys: {} as Record<"viewer" | "editor" | "owner" | "other", string>,
 };
@@ -168,6 +170,7 @@ beforeAll(async () => {
   fx.shareToken = (
     await createShareLink(d, { projectId: fx.p1, kind: "run", runIds: [fx.run], view: {}, title: "adder-run", createdBy: alice.id, expiresAt: null })
   ).token;
+  fx.report = (await freshReport()).id;
   const key = await createApiKey(d, { userId: bob.id, name: "ci", projectId: fx.p1, role: "editor" });
   fx.bobKey = key.key;
   for (const [who, user, projectId, role] of [
@@ -214,6 +217,19 @@ async function freshMember() {
 /** A dataset of P1's to rename or delete. */
 async function freshDataset() {
   return (await createDataset(handle.db, folder, { projectId: fx.p1, ownerId: alice.id, name: `d-${newId("ds").slice(3)}`, text: '{"x":1}\n' })).id;
+}
+
+/** A report of P1's: a note and a panel over its run. */
+function freshReport() {
+  return createReport(handle.db, {
+    projectId: fx.p1,
+    title: "Adder notes",
+    blocks: [
+      { kind: "note", id: "n1", markdown: "It adds." },
+      { kind: "panel", id: "p1", runIds: [fx.run], metric: "reward/mean", x: "step", smoothing: 0, group: null },
+    ],
+    createdBy: alice.id,
+  });
 }
 
 type Entry = { allowed: Who[]; input: (who: Who) => unknown | Promise<unknown> };
@@ -327,6 +343,13 @@ const TABLE: Record<string, Entry> = {
         .id,
     }),
   },
+  "reports.list": { allowed: SIGNED_IN, input: () => ({}) },
+  "reports.byId": { allowed: READERS, input: () => ({ id: fx.report }) },
+  "reports.create": { allowed: EDITORS, input: () => ({ projectId: fx.p1, title: "New" }) },
+  "reports.update": { allowed: EDITORS, input: () => ({ id: fx.report, title: "Adder notes" }) },
+  "reports.delete": { allowed: EDITORS, input: async () => ({ id: (await freshReport()).id }) },
+  "reports.share": { allowed: EDITORS, input: () => ({ id: fx.report }) },
+  "reports.links": { allowed: READERS, input: () => ({ id: fx.report }) },
   "sessions.create": { allowed: EDITORS, input: () => ({ base: "arithmetic-base", projectId: fx.p1 }) },
   "sessions.invoke": { allowed: EDITORS, input: () => ({ sessionId: fx.session, callId: "call-authorization", method: "forward", args: {}, waitMs: 0 }) },
   "sessions.invokeMany": {
