@@ -8,6 +8,7 @@ const links = [
   { href: "/", label: "Experiments", match: (path: string) => path === "/" || path.startsWith("/experiments") },
   { href: "/runs", label: "Runs", match: (path: string) => path.startsWith("/runs") },
   { href: "/compare", label: "Compare", match: (path: string) => path.startsWith("/compare") },
+  { href: "/reports", label: "Reports", match: (path: string) => path.startsWith("/reports") },
   { href: "/datasets", label: "Datasets", match: (path: string) => path.startsWith("/datasets") },
   { href: "/models", label: "Models", match: (path: string) => path.startsWith("/models") },
   { href: "/scheduler", label: "Scheduler", match: (path: string) => path.startsWith("/scheduler") },

@@ -30,7 +30,7 @@ import { configValue, type Grouping, panelLines, type RunData, runGroups } from 
 import { SourceDiff } from "./source-diff";
 
 /** One colour per compared run, or per group (MAX_COMPARED of them). */
-const PALETTE = ["#3b57e0", "#e8590c", "#0ca678", "#d6336c", "#7048e8", "#1098ad", "#f59f00", "#495057", "#74b816", "#ae3ec9", "#8d6e63", "#e03131"];
+export const PALETTE = ["#3b57e0", "#e8590c", "#0ca678", "#d6336c", "#7048e8", "#1098ad", "#f59f00", "#495057", "#74b816", "#ae3ec9", "#8d6e63", "#e03131"];
 
 /** Points per series a panel set asks for: the charts draw no more than this across their width. */
 const MAX_POINTS = 1000;

@@ -1,14 +1,17 @@
 "use client";
 
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { inferRouterOutputs } from "@trpc/server";
 import { useEffect, useRef, useState } from "react";
 import { currentView } from "@/components/run/view-params";
 import { Button } from "@/components/ui/button";
 import { accessStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
+import type { AppRouter } from "@/server/api";
 
-type Kind = "run" | "compare" | "trajectory";
+type Kind = "run" | "compare" | "trajectory" | "report";
+type ListedLink = inferRouterOutputs<AppRouter>["shareLinks"]["ofRun"][number];
 
 const EXPIRIES = [
   { label: "never (until revoked)", days: null },
@@ -19,12 +22,14 @@ const EXPIRIES = [
 
 /**
  * "Share": a view-only link to this run, comparison or trajectory, opening the view as it is now (the page's URL
- * parameters, plus `view`). Its holder needs no account and sees only what the link names. The panel lists the
- * links already made for these runs, each revocable; a new link's address is shown once (only its hash is kept).
+ * parameters, plus `view`), or to a report (`reportId`: its notes and live panels). Its holder needs no account and
+ * sees only what the link names. The panel lists the links already made for these runs (or this report), each
+ * revocable; a new link's address is shown once (only its hash is kept).
  */
 export function ShareButton({
   kind,
   runIds,
+  reportId,
   canCreate,
   view = {},
   label = "Share",
@@ -32,6 +37,8 @@ export function ShareButton({
 }: {
   kind: Kind;
   runIds: string[];
+  /** With kind "report": the report shared (`runIds` is then unused: the link reads the runs its panels show). */
+  reportId?: string;
   /** Editors and owners make and revoke links; viewers see the list. */
   canCreate: boolean;
   view?: Record<string, string>;
@@ -62,32 +69,49 @@ export function ShareButton({
           {label}
         </Button>
       )}
-      {open && <SharePanel kind={kind} runIds={runIds} canCreate={canCreate} view={view} />}
+      {open && <SharePanel kind={kind} runIds={runIds} reportId={reportId} canCreate={canCreate} view={view} />}
     </div>
   );
 }
 
-function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: string[]; canCreate: boolean; view: Record<string, string> }) {
+function SharePanel({
+  kind,
+  runIds,
+  reportId,
+  canCreate,
+  view,
+}: {
+  kind: Kind;
+  runIds: string[];
+  reportId?: string;
+  canCreate: boolean;
+  view: Record<string, string>;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const [days, setDays] = useState<number | null>(null);
   const [made, setMade] = useState<string | null>(null);
   const [copied, setCopied] = useState(false);
-  // The links listed are those of the first run (a comparison's links show on each of its runs' pages).
-  const listKey = trpc.shareLinks.ofRun.queryKey({ runId: runIds[0]! });
-  const links = useQuery(trpc.shareLinks.ofRun.queryOptions({ runId: runIds[0]! }));
+  // The links listed are those of the report, or of the first run (a comparison's links show on each of its runs' pages).
+  const listKey = reportId ? trpc.reports.links.queryKey({ id: reportId }) : trpc.shareLinks.ofRun.queryKey({ runId: runIds[0]! });
+  const runLinks = useQuery({ ...trpc.shareLinks.ofRun.queryOptions({ runId: runIds[0] ?? "" }), enabled: !reportId });
+  const reportLinks = useQuery({ ...trpc.reports.links.queryOptions({ id: reportId ?? "" }), enabled: !!reportId });
+  const links = reportId ? reportLinks : runLinks;
   const refresh = () => queryClient.invalidateQueries({ queryKey: listKey });
-  const create = useMutation(
-    trpc.shareLinks.create.mutationOptions({
-      onSuccess: ({ path, link }) => {
-        setMade(`${window.location.origin}${path}`);
-        setCopied(false);
-        // The new link heads the list at once; the list is then read again for the rest.
-        if (link) queryClient.setQueryData(listKey, (listed) => [link, ...(listed ?? []).filter((other) => other.id !== link.id)]);
-        void refresh();
-      },
-    }),
-  );
+  const onSuccess = ({ path, link }: { path: string; link: ListedLink | null }) => {
+    setMade(`${window.location.origin}${path}`);
+    setCopied(false);
+    // The new link heads the list at once; the list is then read again for the rest.
+    if (link) queryClient.setQueryData<ListedLink[]>(listKey, (listed) => [link, ...(listed ?? []).filter((other) => other.id !== link.id)]);
+    void refresh();
+  };
+  const createForRuns = useMutation(trpc.shareLinks.create.mutationOptions({ onSuccess }));
+  const createForReport = useMutation(trpc.reports.share.mutationOptions({ onSuccess }));
+  const create = reportId ? createForReport : createForRuns;
+  const makeLink = () =>
+    reportId
+      ? createForReport.mutate({ id: reportId, expiresInDays: days })
+      : createForRuns.mutate({ kind, runIds, view: { ...currentView(), ...view }, expiresInDays: days });
   const revoke = useMutation(trpc.shareLinks.revoke.mutationOptions({ onSuccess: () => void refresh() }));
   const copy = async () => {
     if (!made) return;
@@ -102,8 +126,9 @@ function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: str
       className="absolute right-0 z-20 mt-2 w-[28rem] space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-sm shadow-lg"
     >
       <p className="text-slate-600">
-        A view-only link to this {kind === "compare" ? "comparison" : kind}, opening the view as it is now. Whoever has it sees these runs without an account,
-        live, and nothing else.
+        {kind === "report"
+          ? "A view-only link to this report: whoever has it reads its notes and live panels without an account, and nothing else."
+          : `A view-only link to this ${kind === "compare" ? "comparison" : kind}, opening the view as it is now. Whoever has it sees these runs without an account, live, and nothing else.`}
       </p>
       {canCreate ? (
         <div className="flex items-center gap-2">
@@ -122,11 +147,7 @@ function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: str
               ))}
             </select>
           </label>
-          <Button
-            className="ml-auto"
-            disabled={create.isPending}
-            onClick={() => create.mutate({ kind, runIds, view: { ...currentView(), ...view }, expiresInDays: days })}
-          >
+          <Button className="ml-auto" disabled={create.isPending} onClick={makeLink}>
             {create.isPending ? "Making…" : "Make link"}
           </Button>
         </div>
@@ -151,7 +172,7 @@ function SharePanel({ kind, runIds, canCreate, view }: { kind: Kind; runIds: str
         </div>
       )}
       <div>
-        <h3 className="mb-1 text-xs font-semibold text-slate-700">Links to this run</h3>
+        <h3 className="mb-1 text-xs font-semibold text-slate-700">Links to this {kind === "report" ? "report" : "run"}</h3>
         {listed.length === 0 ? (
           <p className="text-xs text-slate-500">{links.isLoading ? "Loading…" : "None yet."}</p>
         ) : (

@@ -4,14 +4,16 @@ import { useQuery } from "@tanstack/react-query";
 import { Suspense } from "react";
 import { CompareView } from "@/components/compare/compare-view";
 import { RolloutsPanel } from "@/components/run/rollouts-panel";
+import { ReportBlocks } from "@/components/reports/report-view";
 import { RunView } from "@/components/run/run-view";
 import { PageHeader } from "@/components/ui/card";
 import { RelativeTime } from "@/components/ui/time";
 import { useTRPC } from "@/components/trpc/provider";
+import type { ReportBlock } from "@/lib/reports/blocks";
 
 /**
  * What a share link shows, view-only: a run (its live curves, rollouts, config, checkpoints and log), a comparison,
- * or one trajectory. Every request of this page carries the link's token (components/trpc/provider.tsx), so the
+ * one trajectory, or a report (its notes and live panels). Every request of this page carries the link's token (components/trpc/provider.tsx), so the
  * server answers it as the link's holder: these runs' reads, nothing else.
  */
 export function SharedView({
@@ -19,11 +21,14 @@ export function SharedView({
   runIds,
   title,
   expiresAt,
+  report,
 }: {
-  kind: "run" | "compare" | "trajectory";
+  kind: "run" | "compare" | "trajectory" | "report";
   runIds: string[];
   title: string;
   expiresAt: Date | null;
+  /** With kind "report": the report as saved when the page was opened. */
+  report?: { blocks: ReportBlock[] };
 }) {
   const note = (
     <span role="note" aria-label="Shared view">
@@ -43,6 +48,7 @@ export function SharedView({
         {kind === "run" && <RunView runId={runIds[0]!} />}
         {kind === "compare" && <CompareView shared />}
         {kind === "trajectory" && <SharedTrajectory runId={runIds[0]!} />}
+        {kind === "report" && report && <ReportBlocks blocks={report.blocks} />}
       </Suspense>
     </>
   );

@@ -3,6 +3,7 @@ import { notFound, redirect } from "next/navigation";
 import { SharedView } from "@/components/share/shared-view";
 import { openShareLink } from "@/server/auth";
 import { getDatabase } from "@/server/db";
+import { reportOfShareLink } from "@/server/reports";
 
 export const dynamic = "force-dynamic";
 
@@ -20,12 +21,18 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
 }
 
 /**
- * A share link (`/s/<token>`): the run, comparison or trajectory it names, view-only, for anyone holding it. It opens
- * with the view it was made with (its parameters join the URL, where the page keeps its view from then on).
+ * A share link (`/s/<token>`): the run, comparison, trajectory or report it names, view-only, for anyone holding it.
+ * It opens with the view it was made with (its parameters join the URL, where the page keeps its view from then on);
+ * a report is read as it is saved now.
  */
 export default async function SharedPage({ params, searchParams }: Props) {
   const { token } = await params;
   const link = await load(token);
+  if (link.kind === "report") {
+    const report = await reportOfShareLink((await getDatabase()).db, link);
+    if (!report) notFound();
+    return <SharedView kind="report" runIds={link.runIds} title={report.title} expiresAt={link.expiresAt} report={report} />;
+  }
   const query = await searchParams;
   // A comparison shows exactly its runs, whatever view it was made with.
   const view = link.kind === "compare" ? { ...link.view, runs: link.runIds.join(",") } : link.view;
