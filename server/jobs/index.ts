@@ -48,4 +48,12 @@ export {
 export { jobCost, type JobCost, overCostLimit } from "./admission";
 export { mergeReports, REPORT_LIMITS, ReportQueue } from "./report-queue";
 export { deleteRun, renameRun, RunChangeError, setRunArchived, setRunNotes, tagRun } from "./run-meta";
-export { ensureServing, SERVING_ENVIRONMENT, SERVING_TEMPLATE, servingJobOf, type ServingNeed, type ServingState } from "./serving";
+export {
+  ensureServing,
+  SERVING_ENVIRONMENT,
+  SERVING_RETRY_AFTER_FAILURE_S,
+  SERVING_TEMPLATE,
+  servingJobOf,
+  type ServingNeed,
+  type ServingState,
+} from "./serving";

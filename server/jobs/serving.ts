@@ -33,8 +33,14 @@ export type ServingNeed = {
   rows: number;
 };
 
-/** Where the serving job of a project's base stands after `ensureServing`. */
-export type ServingState = { runId: string; jobId: string; status: JobState; started: "launched" | "resumed" | "already" };
+/**
+ * Where the serving job of a project's base stands after `ensureServing`: launched, queued again, already on its
+ * way, or `failed` lately (its reason), when no new one is launched for a while.
+ */
+export type ServingState = { runId: string; jobId: string; status: JobState; started: "launched" | "resumed" | "already" | "failed"; reason: string | null };
+
+/** After a serving job fails, requests for its base are told why for this long before another is launched. */
+export const SERVING_RETRY_AFTER_FAILURE_S = 60;
 
 /**
  * Makes sure a job serves `base` for the project: the latest serving run of that base is left alone while its job
@@ -46,13 +52,18 @@ export async function ensureServing(db: Database, need: ServingNeed): Promise<Se
   return inTransaction(db, async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`serving ${need.projectId} ${need.base}`}, 0))`);
     const [latest] = await tx
-      .select({ runId: runs.id, jobId: jobs.id, status: jobs.status })
+      .select({ runId: runs.id, jobId: jobs.id, status: jobs.status, reason: runs.reason, finishedAt: jobs.finishedAt })
       .from(runs)
       .innerJoin(jobs, eq(jobs.runId, runs.id))
       .where(and(eq(runs.experimentId, experimentId), sql`${runs.config}->'agent'->>'base' = ${need.base}`))
       .orderBy(desc(runs.createdAt), desc(jobs.submittedAt))
       .limit(1);
     if (latest && ["queued", "placing", "running"].includes(latest.status)) return { ...latest, started: "already" as const };
+    // A job that failed lately (a worker that cannot serve, a base that does not load) is not started again at once:
+    // every request would launch a run that fails the same way.
+    if (latest?.status === "failed" && latest.finishedAt && Date.now() - latest.finishedAt.getTime() < SERVING_RETRY_AFTER_FAILURE_S * 1000) {
+      return { ...latest, started: "failed" as const };
+    }
     if (latest?.status === "paused") {
       const [resumed] = await moveJobs(tx, "queued", and(eq(jobs.id, latest.jobId), eq(jobs.status, "paused")), {
         job: { reason: "a request named one of its models", stopRequested: null },
@@ -61,7 +72,7 @@ export async function ensureServing(db: Database, need: ServingNeed): Promise<Se
       if (resumed) {
         await tx.insert(runLogs).values({ runId: latest.runId, level: "info", message: "Queued again: a request named one of its models." });
         await notifyJobs(tx, { queued: true });
-        return { runId: latest.runId, jobId: latest.jobId, status: "queued" as const, started: "resumed" as const };
+        return { runId: latest.runId, jobId: latest.jobId, status: "queued" as const, started: "resumed" as const, reason: null };
       }
     }
     const [version] = await tx
@@ -102,7 +113,7 @@ export async function ensureServing(db: Database, need: ServingNeed): Promise<Se
       },
       { priority: 0, resources },
     );
-    return { runId, jobId, status: "queued" as const, started: "launched" as const };
+    return { runId, jobId, status: "queued" as const, started: "launched" as const, reason: null };
   });
 }
 

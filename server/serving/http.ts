@@ -14,7 +14,7 @@ import { Access, authenticate, signInMessage } from "../auth";
 import { getDatabase } from "../db";
 import { serverEnv } from "../env";
 import { baseShapeFor } from "../experiments";
-import { ensureServing, JobRejectedError, servingJobOf } from "../jobs";
+import { ensureServing, JobRejectedError, SERVING_RETRY_AFTER_FAILURE_S, servingJobOf } from "../jobs";
 import { WORKER_TOKEN_HEADER } from "../worker-protocol";
 import { type ServingHub, STALE_MS } from "./hub";
 import { listModels, type ModelTarget, resolveModel, UnknownModelError } from "./models";
@@ -161,6 +161,18 @@ export function createServingRoutes(hub: ServingHub, options: { workerToken: str
           code: "model_unservable",
         });
       throw error;
+    }
+    if (state.started === "failed") {
+      return new HttpError(
+        503,
+        {
+          message: `The model '${found.model}' cannot be served now: its serving job (run ${state.runId}) failed: ${state.reason ?? "no reason given"}. Another is tried ${SERVING_RETRY_AFTER_FAILURE_S} s after it failed.`,
+          type: "server_error",
+          param: "model",
+          code: "model_failed",
+        },
+        { "retry-after": String(SERVING_RETRY_AFTER_FAILURE_S) },
+      );
     }
     const what = found.adapter ? `base '${found.base}' (with checkpoint '${found.adapter.id}')` : `'${found.base}'`;
     return new HttpError(
