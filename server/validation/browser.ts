@@ -4,7 +4,7 @@
  * CLI or another page cannot launch what the editor refuses. It reads the config, the source files and the last
  * validation's report (experiments.validate); it has no Node.js in it, because the editor runs it in the browser.
  */
-import { experimentSchema, imitates } from "@/lib/sdk/experiment";
+import { experimentSchema, imitates, LEARNER_BOTH_SEATS, sftStepsBeforeRl } from "@/lib/sdk/experiment";
 
 /** The file a custom environment's run loads (server/worker/run-job.ts). */
 export const CUSTOM_ENTRY = "environment.ts";
@@ -37,7 +37,31 @@ export function configIssues(config: unknown, { files, report, builtInEnvironmen
     for (const issue of parsed.error.issues) add(issue.path.map(String).join("."), issue.message);
     return issues;
   }
-  const { environment } = parsed.data;
+  const { environment, protocol, algorithm } = parsed.data;
+  // Fields that depend on each other across the config (the schema checks each part alone): what the worker
+  // would refuse at the run's start (server/worker/job-setup.ts, lib/rl/league-training.ts) is refused here first.
+  if (algorithm.league) {
+    if (protocol.agents.length !== 2) {
+      add(
+        "algorithm.league",
+        `a league needs a game of two agents (protocol.agents); got ${protocol.agents.length} (${protocol.agents.join(", ")}): set algorithm.league to null, or name two agents`,
+      );
+    } else if (algorithm.league.learner !== LEARNER_BOTH_SEATS && !protocol.agents.includes(algorithm.league.learner)) {
+      add(
+        "algorithm.league.learner",
+        `'${algorithm.league.learner}' is not an agent of the protocol; accepted: ${[...protocol.agents, LEARNER_BOTH_SEATS].join(", ")}`,
+      );
+    }
+    if (protocol.policies === "separate") {
+      add("algorithm.league", 'a league trains one policy against its past selves: use protocol.policies "shared", or set algorithm.league to null');
+    }
+  }
+  if (protocol.policies === "separate" && (algorithm.name === "sft" || sftStepsBeforeRl(parsed.data) > 0)) {
+    add(
+      "protocol.policies",
+      'separate policies take no SFT yet (SFT trains one policy on every agent\'s conversations): set sft.steps to 0 and use an RL algorithm, or protocol.policies "shared"',
+    );
+  }
   if (environment === "custom") {
     if (!(CUSTOM_ENTRY in files)) {
       add(
