@@ -16,7 +16,7 @@ import { serverEnv } from "../env";
 import { baseShapeFor } from "../experiments";
 import { ensureServing, JobRejectedError, SERVING_RETRY_AFTER_FAILURE_S, servingJobOf } from "../jobs";
 import { WORKER_TOKEN_HEADER } from "../worker-protocol";
-import { type ServingHub, STALE_MS } from "./hub";
+import type { ServingHub } from "./hub";
 import { listModels, type ModelTarget, resolveModel, UnknownModelError } from "./models";
 import { type ChoiceDelta, type ExchangeInput, SERVING_EXCHANGE_PATH, type ServeEvent, type ServeRequest } from "./protocol";
 import { BadRequestError, chatBodySchema, chatRequest, completionBodySchema, completionRequest, parseBody } from "./requests";
@@ -291,7 +291,6 @@ export function createServingRoutes(hub: ServingHub, options: { workerToken: str
         );
       }
     },
-    staleAfterMs: STALE_MS,
   };
 }
 

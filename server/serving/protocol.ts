@@ -91,6 +91,12 @@ export type ExchangeInput = {
 
 export type ExchangeAnswer = { requests: ServeRequest[]; cancelled: string[] };
 
+/**
+ * Most bytes of events one exchange carries (the rest go with the next): under the 256 KiB the web server's gate
+ * lets a request body hold (server/api/limits.ts), with room for the rest of the exchange.
+ */
+export const EXCHANGE_EVENT_BYTES = 192 * 1024;
+
 /** The most choices one request may ask for, and the longest wait of an idle job's exchange. */
 export const MAX_CHOICES = 16;
 export const MAX_EXCHANGE_WAIT_MS = 1_000;

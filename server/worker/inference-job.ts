@@ -26,6 +26,7 @@ import { type BaseModel, readCheckpoint } from "../runtime";
 import {
   type ChoiceDelta,
   type ExchangeAnswer,
+  EXCHANGE_EVENT_BYTES,
   type ExchangeInput,
   MAX_EXCHANGE_WAIT_MS,
   SERVING_EXCHANGE_PATH,
@@ -54,8 +55,6 @@ type Active = {
   request: ServeRequest;
   lane: Lane;
   rng: Rng;
-  /** Per prompt, its tokens (prefilled once, copied into each of its n rows). */
-  prompts: number[][];
   choices: Choice[];
   /** The request's client went away: its rows are freed at the next step. */
   cancelled: boolean;
@@ -162,8 +161,9 @@ export async function runInferenceJob(options: JobOptions): Promise<JobOutcome> 
   const end = async (outcome: JobOutcome, why: string): Promise<JobOutcome> => {
     if (inFlight) await inFlight.promise;
     engine.abandonAll(why);
-    // The closing exchange: the last events, and the hub stops sending this job requests.
-    await exchange(engine.takeEvents(), 0, true).catch(() => {});
+    // The last events, then the closing exchange: the hub stops sending this job requests.
+    while (engine.hasEvents()) await exchange(engine.takeEvents(), 0).catch(() => {});
+    await exchange([], 0, true).catch(() => {});
     engine.dispose();
     void log("info", `Serving ended: ${outcome.reason ?? outcome.outcome}.`);
     return outcome;
@@ -229,10 +229,16 @@ class ServingEngine {
     return this.events.length > 0;
   }
 
+  /** The events made since the last exchange, oldest first, up to EXCHANGE_EVENT_BYTES (at least one); the rest wait. */
   takeEvents(): ServeEvent[] {
-    const events = this.events;
-    this.events = [];
-    return events;
+    let bytes = 0;
+    let count = 0;
+    while (count < this.events.length) {
+      bytes += JSON.stringify(this.events[count]).length;
+      if (count > 0 && bytes > EXCHANGE_EVENT_BYTES) break;
+      count++;
+    }
+    return this.events.splice(0, count);
   }
 
   enqueue(request: ServeRequest): void {
@@ -424,7 +430,7 @@ class ServingEngine {
       }
     });
     lane.usedAt = Date.now();
-    this.active.push({ request, lane, rng: new Rng(request.seed ?? Math.floor(Math.random() * 2 ** 31)), prompts, choices, cancelled: false });
+    this.active.push({ request, lane, rng: new Rng(request.seed ?? Math.floor(Math.random() * 2 ** 31)), choices, cancelled: false });
     this.events.push({ id: request.id, type: "started", promptTokens: prompts.map((prompt) => prompt.length) });
   }
 
