@@ -122,7 +122,8 @@ export async function runInferenceJob(options: JobOptions): Promise<JobOutcome> 
     return (await response.json()) as ExchangeAnswer;
   };
 
-  let lastRequestAt = Date.now();
+  /** The last moment a request came or a row was decoding: the idle time counts from it. */
+  let lastBusyAt = Date.now();
   type Flight = { done: boolean; answer: ExchangeAnswer | null; failure: unknown; promise: Promise<void> };
   let inFlight = null as Flight | null;
   let failures = 0;
@@ -153,7 +154,7 @@ export async function runInferenceJob(options: JobOptions): Promise<JobOutcome> 
     }
     failures = 0;
     const answer = flight.answer!;
-    if (answer.requests.length > 0) lastRequestAt = Date.now();
+    if (answer.requests.length > 0) lastBusyAt = Date.now();
     for (const request of answer.requests) engine.enqueue(request);
     for (const id of answer.cancelled) engine.cancel(id);
   };
@@ -178,13 +179,14 @@ export async function runInferenceJob(options: JobOptions): Promise<JobOutcome> 
     if (!busy) {
       if (!inFlight && engine.hasEvents()) send(0);
       if (!inFlight) {
-        const quiet = Date.now() - lastRequestAt;
+        const quiet = Date.now() - lastBusyAt;
         if (quiet >= idleMs) return end({ outcome: "paused", reason: `idle for ${Math.round(quiet / 1000)} s; the next request starts it again` }, "");
         send(Math.min(MAX_EXCHANGE_WAIT_MS, idleMs - quiet));
       }
       await inFlight!.promise;
       continue;
     }
+    lastBusyAt = Date.now();
     if (!inFlight) send(0);
     await engine.step();
     // A turn of the event loop: the exchange's response is read, and stop requests arrive.
