@@ -98,7 +98,7 @@ export function RunsTableView({
       <Card className={pending ? "opacity-60 transition-opacity" : ""}>
         {result && result.rows.length > 0 ? (
           <div className="overflow-x-auto">
-            <table className="w-full text-sm" aria-label="Runs" aria-busy={pending}>
+            <table className="w-full text-sm [&_td]:whitespace-nowrap [&_td]:px-3 [&_td]:py-1.5" aria-label="Runs" aria-busy={pending}>
               <thead className="border-b border-slate-200 text-left text-xs uppercase tracking-wide text-slate-500">
                 <tr>
                   <th className="w-8 py-2 pl-4 font-medium">
@@ -205,7 +205,7 @@ function SortHeader({ label, sorted, right = false, onSort }: { label: string; s
 function Row({ row, columns, editor, onAction }: { row: TableRow; columns: TableColumn[]; editor: boolean; onAction(action: RunAction): void }) {
   return (
     <tr className={`hover:bg-slate-50 ${row.archived ? "text-slate-400" : ""}`} data-run={row.id}>
-      <td className="py-1.5 pl-4">
+      <td className="pl-4">
         <RunCheckbox id={row.id} name={row.name} />
       </td>
       <th scope="row" className="max-w-80 px-3 py-1.5 text-left font-medium">
@@ -221,7 +221,7 @@ function Row({ row, columns, editor, onAction }: { row: TableRow; columns: Table
         <ValueCell key={column.key} row={row} column={column} />
       ))}
       {editor && (
-        <td className="px-2 py-1.5 text-right">
+        <td className="text-right">
           <RunActionsMenu run={row} onPick={onAction} />
         </td>
       )}
@@ -254,7 +254,7 @@ function GroupRow({
         const mean = group.means[column.key];
         const numeric = column.type === "number" || column.type === "json";
         return (
-          <td key={column.key} className={`whitespace-nowrap px-3 py-1.5 ${alignsRight(column) ? "text-right tabular-nums" : ""}`}>
+          <td key={column.key} className={alignsRight(column) ? "text-right tabular-nums" : undefined}>
             {numeric && mean !== null && mean !== undefined ? (
               <span title={`mean of ${group.count}`}>
                 <span className="text-xs text-slate-400">μ </span>
