@@ -44,6 +44,8 @@ import type { JobOptions, JobOutcome } from "./job";
 const MAX_ROWS_PER_MODEL = 64;
 /** Adapters kept loaded; the least recently used beyond this are dropped. */
 const MAX_ADAPTERS = 32;
+/** How often a busy job says in its run's log what it served. */
+const TRAFFIC_LOG_MS = 60_000;
 /** A model's decoder with no row for this long is given back. */
 const LANE_IDLE_MS = 60_000;
 const DEFAULT_IDLE_SECONDS = 300;
@@ -166,11 +168,28 @@ export async function runInferenceJob(options: JobOptions): Promise<JobOutcome> 
     while (engine.hasEvents()) await exchange(engine.takeEvents(), 0).catch(() => {});
     await exchange([], 0, true).catch(() => {});
     engine.dispose();
-    void log("info", `Serving ended: ${outcome.reason ?? outcome.outcome}.`);
+    // Stored before the job finishes: a report of a finished job is refused.
+    await logTraffic();
+    await log("info", `Serving ended: ${outcome.reason ?? outcome.outcome}.`);
     return outcome;
   };
 
+  let trafficSince = Date.now();
+  /** What the job served since the last such line, in its run's log (its page shows it). */
+  const logTraffic = async () => {
+    const { requests, tokens } = engine.takeTraffic();
+    const seconds = Math.max(1, (Date.now() - trafficSince) / 1000);
+    trafficSince = Date.now();
+    if (requests > 0 || tokens > 0) {
+      await log(
+        "info",
+        `Served ${requests} request${requests === 1 ? "" : "s"} and ${tokens} tokens in ${Math.round(seconds)} s (${Math.round(tokens / seconds)} tokens/s).`,
+      );
+    }
+  };
+
   for (;;) {
+    if (Date.now() - trafficSince >= TRAFFIC_LOG_MS) void logTraffic();
     const stop = options.stopRequested();
     if (stop === "cancel") return end({ outcome: "cancelled", reason: null }, "its serving job was cancelled");
     if (stop) return end({ outcome: stop === "pause" ? "paused" : "preempted", reason: null }, "its serving job was stopped; retry");
@@ -203,6 +222,7 @@ class ServingEngine {
   private readonly active: Active[] = [];
   private events: ServeEvent[] = [];
   private cancelledCount = 0;
+  private traffic = { requests: 0, tokens: 0 };
   private readonly V: number;
   private readonly probs: Float64Array;
   private readonly masked: Float32Array;
@@ -221,6 +241,13 @@ class ServingEngine {
     let rows = 0;
     for (const lane of this.lanes.values()) rows += lane.rows - lane.free.length;
     return { rows, waiting: this.waiting.length, adapters: [...this.adapters.keys()], cancelled: this.cancelledCount };
+  }
+
+  /** Requests started and tokens written since the last call. */
+  takeTraffic(): { requests: number; tokens: number } {
+    const traffic = this.traffic;
+    this.traffic = { requests: 0, tokens: 0 };
+    return traffic;
   }
 
   busy(): boolean {
@@ -434,6 +461,7 @@ class ServingEngine {
     lane.usedAt = Date.now();
     this.active.push({ request, lane, rng: new Rng(request.seed ?? Math.floor(Math.random() * 2 ** 31)), choices, cancelled: false });
     this.events.push({ id: request.id, type: "started", promptTokens: prompts.map((prompt) => prompt.length) });
+    this.traffic.requests++;
   }
 
   /** Draws a choice's next token, under its constraint, and notes what it adds. */
@@ -456,6 +484,7 @@ class ServingEngine {
     const temperature = request.temperature === 0 ? 1 : request.temperature;
     const info = request.logprobs !== null ? this.logprobsOf(source, offset, temperature, token, request.logprobs) : null;
     choice.tokens.push(token);
+    this.traffic.tokens++;
     this.rowToken.get(lane)!.set(choice.row, token);
     let finish: Finish | null = null;
     if (choice.automaton) {

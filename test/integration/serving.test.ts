@@ -337,6 +337,10 @@ describe("an idle serving job", () => {
     }
     expect(run).toMatchObject({ status: "paused", reason: expect.stringMatching(/^idle for \d+ s; the next request starts it again$/) });
     expect((await servedStatus()).find((s) => s.base === "tiny-base")).toBeUndefined();
+    // Its log says what it served and why it ended.
+    const log = (await caller.runs.logs({ runId })).map((line) => line.message);
+    expect(log).toContainEqual(expect.stringMatching(/^Served \d+ requests? and \d+ tokens in \d+ s \(\d+ tokens\/s\)\.$/));
+    expect(log).toContainEqual(expect.stringMatching(/^Serving ended: idle for \d+ s; the next request starts it again\.$/));
 
     const again = await client.chat.completions.create({ model: "tiny-base", messages, max_tokens: 2 });
     expect(again.choices).toHaveLength(1);
