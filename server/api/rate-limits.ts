@@ -23,10 +23,10 @@ export type RateLimit = {
 
 /**
  * The costly procedures' limits, per caller. Each starts work that takes a process, a job or disk: a validation runs
- * the environment in a sandbox (with a type-check, seconds of CPU); a launch, an evaluation, an export and a session
- * queue a job; create and save store a version of up to 2 MiB; an upload stores up to 16 MiB. The `bases.*` names
- * are the base routes (app/api/bases/…): a file upload (a model folder has a few to a few dozen files) and the
- * import, which converts a whole model.
+ * the environment in a sandbox (with a type-check, seconds of CPU); a launch, a re-run, an evaluation, an export and a
+ * session queue a job; create, save and a run's clone store a version of up to 2 MiB; an upload stores up to 16 MiB.
+ * The `bases.*` names are the base routes (app/api/bases/…): a file upload (a model folder has a few to a few dozen
+ * files) and the import, which converts a whole model.
  */
 export const RATE_LIMITS = {
   // The editor validates 800 ms after each pause in typing; 30 a minute keeps a fast typist's pace.
@@ -34,6 +34,9 @@ export const RATE_LIMITS = {
   "experiments.create": { perMinute: 60, burst: 60 },
   "experiments.save": { perMinute: 60, burst: 60 },
   "runs.launch": { perMinute: 30, burst: 30 },
+  // A re-run queues a job as a launch does; a clone stores a version as a save does.
+  "runs.rerun": { perMinute: 30, burst: 30 },
+  "runs.clone": { perMinute: 60, burst: 60 },
   "runs.evaluate": { perMinute: 30, burst: 30 },
   "runs.export": { perMinute: 10, burst: 10 },
   "datasets.upload": { perMinute: 20, burst: 20 },
