@@ -4,7 +4,7 @@ export { type CompareRunSeries, type CompareSeries, compareSeries, sourcesOfRuns
 export { type DerivedKind, derivedRunsOf, sourceOfDerivedRun } from "./derived";
 export { metricFrames, metricSummary } from "./feed";
 export { playableRows, playableRun } from "./playable";
-export { DERIVED_JOB_KINDS, runsTable, tableChoices, type TableGroup, type TableResult, type TableRow } from "./table";
+export { DERIVED_JOB_KINDS, runsTable, tableChoices, type TableColumn, type TableGroup, type TableResult, type TableRow } from "./table";
 export { hasRolloutsAt, ROLLOUT_SPLITS, type RolloutSplit, rolloutLines, rolloutSpan } from "./rollout-lines";
 export {
   listRuns,
