@@ -25,6 +25,8 @@ export const DEFAULT_SMOOTHING = 0.6;
 /** As many runs as the compare API reads at once (server/api/routers/compare.ts), each a colour of its own. */
 export const MAX_COMPARED = 12;
 export const MAX_PANELS = 8;
+/** Points per series a panel set asks for: about one a pixel column of a panel. */
+export const MAX_POINTS = 500;
 const DEFAULT_PANEL: Panel = { metric: DEFAULT_METRIC, x: "step", smoothing: DEFAULT_SMOOTHING };
 
 /** Panels in the URL: `metric~x~smoothing`, separated by `;` (`reward/mean~step~0.6;loss/policy~metric:reward/mean~0`). */
@@ -108,4 +110,20 @@ export function compareQuery(state: CompareState): string {
 
 export function compareHref(runs: string[]): string {
   return `/compare?${compareQuery({ ...parseCompareState(new URLSearchParams()), runs })}`;
+}
+
+/**
+ * What `compare.series` is asked for a state: every panel's metric and any metric a panel takes as x, seconds when a
+ * panel's x is wall time, tokens when one's is tokens. The page prefetches with it and the view reads with it, so
+ * both name the same query.
+ */
+export function seriesInput(state: CompareState) {
+  const metrics = [...new Set(state.panels.flatMap((p) => [p.metric, ...(p.x.startsWith("metric:") ? [p.x.slice("metric:".length)] : [])]))].sort();
+  return {
+    runIds: state.runs,
+    metrics,
+    time: state.panels.some((p) => p.x === "time"),
+    tokens: state.panels.some((p) => p.x === "tokens"),
+    maxPoints: MAX_POINTS,
+  };
 }

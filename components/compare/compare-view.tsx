@@ -23,6 +23,7 @@ import {
   MAX_PANELS,
   type Panel,
   parseCompareState,
+  seriesInput,
   type XAxisKind,
 } from "./compare-state";
 import { ConfigDiff, diffConfigs } from "./config-diff";
@@ -31,9 +32,6 @@ import { SourceDiff } from "./source-diff";
 
 /** One colour per compared run, or per group (MAX_COMPARED of them). */
 export const PALETTE = ["#3b57e0", "#e8590c", "#0ca678", "#d6336c", "#7048e8", "#1098ad", "#f59f00", "#495057", "#74b816", "#ae3ec9", "#8d6e63", "#e03131"];
-
-/** Points per series a panel set asks for: the charts draw no more than this across their width. */
-const MAX_POINTS = 1000;
 
 /** The metric that holds each step's trained tokens (server/runs/compare.ts), which a tokens axis needs. */
 const TOKENS_METRIC = "train/tokens";
@@ -65,15 +63,10 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
 
   const runQueries = useQueries({ queries: state.runs.map((id) => ({ ...trpc.runs.byId.queryOptions({ id }), retry: false })) });
   const active = runQueries.some((q) => ACTIVE.has(q.data?.status ?? ""));
-  // One request for every series the panels draw: each panel's metric and any metric it takes as x.
-  const wanted = useMemo(
-    () => [...new Set(state.panels.flatMap((p) => [p.metric, ...(p.x.startsWith("metric:") ? [p.x.slice("metric:".length)] : [])]))].sort(),
-    [state.panels],
-  );
-  const time = state.panels.some((p) => p.x === "time");
-  const tokens = state.panels.some((p) => p.x === "tokens");
+  // One request for every series the panels draw.
+  const input = useMemo(() => seriesInput(state), [state]);
   const series = useQuery({
-    ...trpc.compare.series.queryOptions({ runIds: state.runs, metrics: wanted, time, tokens, maxPoints: MAX_POINTS }),
+    ...trpc.compare.series.queryOptions(input),
     enabled: state.runs.length > 0,
     placeholderData: keepPreviousData,
     // A run still training keeps drawing; finished ones are read once.
@@ -111,7 +104,9 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
 
   const configColumns = runData.filter((run) => run.config !== null).map((run) => ({ id: run.id, name: run.name, color: run.color, config: run.config }));
   const configPaths = diffConfigs(configColumns.map((c) => c.config)).sort((a, b) => Number(b.differs) - Number(a.differs));
-  const versionIds = new Set((sources.data?.runs ?? []).map((r) => r.versionId));
+  // Whether the runs' source files differ (versions may differ in their config alone).
+  const sourceDiffers =
+    new Set((sources.data?.runs ?? []).map((r) => JSON.stringify(r.versionId ? sources.data?.versions[r.versionId]?.files : null))).size > 1;
   const addable = (recent.data?.items ?? []).filter((r) => !state.runs.includes(r.id));
   const addPanel = () => {
     const shown = new Set(state.panels.map((p) => p.metric));
@@ -296,7 +291,7 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
               </label>
             }
           >
-            <ConfigDiff differencesOnly={state.differencesOnly} columns={configColumns} sourceDiffers={versionIds.size > 1} />
+            <ConfigDiff differencesOnly={state.differencesOnly} columns={configColumns} sourceDiffers={sourceDiffers} />
           </Card>
 
           <Card title="Source">
