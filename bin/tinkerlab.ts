@@ -272,7 +272,9 @@ clientCommand(runs.command("archive"))
   .option("--undo", "bring it back")
   .action(action((runId: string, options: GlobalOptions & { undo?: boolean }) => runsTable.runsArchive(runId, options)));
 clientCommand(runs.command("delete"))
-  .description("delete a finished run and all it recorded; refused while a run starts from its checkpoints or a share link shows it")
+  .description(
+    "delete a finished run, all it recorded and its evaluations and exports; refused while a run starts from its checkpoints or a share link shows it",
+  )
   .argument("<run>", "the run's id (run_…)")
   .option("--confirm <name>", "the run's name, to confirm")
   .action(action((runId: string, options: GlobalOptions & { confirm?: string }) => runsTable.runsDelete(runId, options)));

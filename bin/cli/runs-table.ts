@@ -71,7 +71,7 @@ export async function runsArchive(runId: string, options: GlobalOptions & { undo
   else console.log(options.undo ? `${runId} is back in the runs table.` : `Archived ${runId}: the runs table shows it only with archived runs.`);
 }
 
-/** `runs delete <run> --confirm <its name>`: the name confirms it, as the workbench's dialog asks. */
+/** `runs delete <run> --confirm <its name>`: the name confirms it, as the workbench's dialog asks; its evaluations and exports go with it. */
 export async function runsDelete(runId: string, options: GlobalOptions & { confirm?: string }) {
   const client = clientFor(options);
   if (options.confirm === undefined) {
@@ -80,5 +80,8 @@ export async function runsDelete(runId: string, options: GlobalOptions & { confi
   }
   const deleted = await client.runs.delete(runId, options.confirm);
   if (options.json) printJson(deleted);
-  else console.log(`Deleted ${deleted.name} (${deleted.id}).`);
+  else {
+    const withIt = deleted.withIt.map((d) => `${d.name} (${d.id})`);
+    console.log(`Deleted ${deleted.name} (${deleted.id})${withIt.length ? `, and its evaluations and exports: ${withIt.join(", ")}` : ""}.`);
+  }
 }

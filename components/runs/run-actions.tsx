@@ -272,7 +272,14 @@ function ArchiveDialog({ run, archive, onClose, onDone }: Props & { archive: boo
 function DeleteDialog({ run, onClose, onDone }: Props) {
   const trpc = useTRPC();
   const [typed, setTyped] = useState("");
-  const remove = useMutation(trpc.runs.delete.mutationOptions({ onSuccess: () => onDone(`Deleted ${run.name}.`) }));
+  const remove = useMutation(
+    trpc.runs.delete.mutationOptions({
+      onSuccess: ({ withIt }) =>
+        onDone(
+          `Deleted ${run.name}${withIt.length ? ` and its ${withIt.length === 1 ? "evaluation or export" : `${withIt.length} evaluations and exports`}` : ""}.`,
+        ),
+    }),
+  );
   const finished = FINISHED.includes(run.status);
   return (
     <Dialog
@@ -286,7 +293,10 @@ function DeleteDialog({ run, onClose, onDone }: Props) {
     >
       {finished ? (
         <>
-          <p>Deletes the run with its metrics, rollouts, logs and checkpoints. This cannot be undone; archiving hides a run and keeps it.</p>
+          <p>
+            Deletes the run with its metrics, rollouts, logs and checkpoints, and its evaluations and exports. This cannot be undone; archiving hides a run and
+            keeps it.
+          </p>
           <label className="block">
             <span className="font-medium">Type the run's name to confirm</span>
             <input className={`mt-1 font-mono ${inputClass}`} value={typed} autoComplete="off" onChange={(e) => setTyped(e.target.value)} />

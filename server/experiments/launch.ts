@@ -79,8 +79,9 @@ export async function relaunchRun(caller: Caller, runId: string, seed: number | 
       versionId: runs.experimentVersionId,
       files: experimentVersions.files,
       experimentName: experiments.name,
-      kind: sql<string | null>`(select ${jobs.kind}::text from ${jobs} where ${jobs.runId} = ${runs.id} order by ${jobs.submittedAt} desc limit 1)`,
-      highestSeed: sql<number>`(select max(r.seed) from ${runs} r where r.experiment_version_id = ${runs.experimentVersionId})`,
+      // Spelled out with aliases: drizzle leaves a column unqualified where it thinks no other table is in sight.
+      kind: sql<string | null>`(select j.kind::text from ${jobs} j where j.run_id = ${runs}.id order by j.submitted_at desc limit 1)`,
+      highestSeed: sql<number>`(select max(r.seed) from ${runs} r where r.experiment_version_id = ${runs}.experiment_version_id)`,
     })
     .from(runs)
     .innerJoin(experimentVersions, eq(experimentVersions.id, runs.experimentVersionId))

@@ -8,7 +8,7 @@ import path from "node:path";
 import { and, eq, gt, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import { terminalRunStates, type RunState } from "@/lib/lifecycle";
 import { importedBaseNames, importRecord } from "../bases";
-import { type Database, checkpoints, runs, shareLinks } from "../db";
+import { type Database, checkpoints, jobs, runs, shareLinks } from "../db";
 import { serverEnv } from "../env";
 import { tagProblem, MAX_TAGS } from "@/lib/runs-table";
 import { lockRunNames } from "./lifecycle";
@@ -90,11 +90,16 @@ export async function setRunArchived(db: Database, runId: string, archived: bool
 
 /**
  * Deletes a run with everything it recorded (points, rollouts, logs, checkpoints, jobs) and its files, once
- * `confirmName` repeats its name. Refused, saying what, while it is queued, running or paused (cancel it first), or
- * while something depends on it: a run (an evaluation or export among them) that starts from one of its
- * checkpoints, an imported model made from one, or a share link that shows it.
+ * `confirmName` repeats its name, and with it its finished evaluations and exports, which belong to it. Refused,
+ * saying what, while it (or one of its evaluations or exports) is queued, running or paused (cancel it first), or
+ * while something else depends on it: a training run that starts from one of its checkpoints, an imported model made
+ * from one, or a share link that shows it or one of its evaluations or exports.
  */
-export async function deleteRun(db: Database, runId: string, confirmName: string): Promise<{ id: string; name: string }> {
+export async function deleteRun(
+  db: Database,
+  runId: string,
+  confirmName: string,
+): Promise<{ id: string; name: string; withIt: { id: string; name: string; kind: string }[] }> {
   const deleted = await inTransaction(db, async (tx) => {
     const run = await lockedRun(tx, runId);
     if (confirmName !== run.name) {
@@ -103,40 +108,58 @@ export async function deleteRun(db: Database, runId: string, confirmName: string
     if (!terminalRunStates.has(run.status as RunState)) {
       throw new RunChangeError(`Run '${run.name}' is ${run.status}; cancel it first, then delete it`, "CONFLICT");
     }
-    const dependants = await dependantsOf(tx, runId);
+    const { dependants, derived } = await dependantsOf(tx, runId);
     if (dependants.length > 0) {
       throw new RunChangeError(
         `Run '${run.name}' cannot be deleted: ${dependants.join("; ")}. Delete or revoke those first, or archive this run instead`,
         "CONFLICT",
       );
     }
-    await tx.delete(runs).where(eq(runs.id, runId));
-    return { id: run.id, name: run.name };
+    await tx.delete(runs).where(inArray(runs.id, [run.id, ...derived.map((d) => d.id)]));
+    return { id: run.id, name: run.name, withIt: derived };
   });
-  // Its checkpoints and exports, all under its own folder of the artifact store (workers write them there).
-  fs.rmSync(path.resolve(serverEnv().ARTIFACTS_DIR, "runs", deleted.id), { recursive: true, force: true });
+  // Their checkpoints and exports, each run's under its own folder of the artifact store (workers write them there).
+  for (const id of [deleted.id, ...deleted.withIt.map((d) => d.id)]) {
+    fs.rmSync(path.resolve(serverEnv().ARTIFACTS_DIR, "runs", id), { recursive: true, force: true });
+  }
   return deleted;
 }
 
-/** What keeps a run from being deleted, in words: runs started from its checkpoints, imported models, share links. */
-async function dependantsOf(tx: Database, runId: string): Promise<string[]> {
+/**
+ * What keeps a run from being deleted, in words (runs started from its checkpoints, imported models, share links),
+ * and its finished evaluations and exports, which go with it.
+ */
+async function dependantsOf(tx: Database, runId: string) {
   const ownCheckpoints = await tx.select({ id: checkpoints.id, path: checkpoints.path }).from(checkpoints).where(eq(checkpoints.runId, runId));
   const said: string[] = [];
+  const derived: { id: string; name: string; kind: string }[] = [];
   if (ownCheckpoints.length > 0) {
+    const base = sql<string>`${runs.config} -> 'agent' ->> 'base'`;
     const started = await tx
-      .select({ id: runs.id, name: runs.name, base: sql<string>`${runs.config} -> 'agent' ->> 'base'` })
+      .select({
+        id: runs.id,
+        name: runs.name,
+        status: runs.status,
+        base,
+        // Spelled out: in a select from one table, drizzle writes its columns unqualified, and `id` would be the job's.
+        kind: sql<string | null>`(select j.kind::text from ${jobs} j where j.run_id = ${runs}.id order by j.submitted_at desc limit 1)`,
+      })
       .from(runs)
       .where(
         and(
           ne(runs.id, runId),
           inArray(
-            sql`${runs.config} -> 'agent' ->> 'base'`,
+            base,
             ownCheckpoints.map((c) => c.id),
           ),
         ),
-      )
-      .limit(10);
-    for (const r of started) said.push(`run '${r.name}' (${r.id}) starts from its checkpoint ${r.base}`);
+      );
+    for (const r of started) {
+      const belongs = r.kind === "eval" || r.kind === "export";
+      if (belongs && terminalRunStates.has(r.status)) derived.push({ id: r.id, name: r.name, kind: r.kind! });
+      else if (belongs) said.push(`its ${r.kind === "eval" ? "evaluation" : "export"} '${r.name}' (${r.id}) is ${r.status}; cancel it first`);
+      else said.push(`run '${r.name}' (${r.id}) starts from its checkpoint ${r.base}`);
+    }
     for (const name of importedBaseNames()) {
       const source = importRecord(name)?.source;
       if (source && ownCheckpoints.some((c) => source === c.path || source.startsWith(`${c.path}${path.sep}`))) {
@@ -144,16 +167,24 @@ async function dependantsOf(tx: Database, runId: string): Promise<string[]> {
       }
     }
   }
+  const shown = [runId, ...derived.map((d) => d.id)];
   const links = await tx
-    .select({ id: shareLinks.id, title: shareLinks.title })
+    .select({ id: shareLinks.id, title: shareLinks.title, runIds: shareLinks.runIds })
     .from(shareLinks)
     .where(
       and(
-        sql`${shareLinks.runIds} @> ${JSON.stringify([runId])}::jsonb`,
+        sql`jsonb_exists_any(${shareLinks.runIds}, array[${sql.join(
+          shown.map((id) => sql`${id}`),
+          sql`, `,
+        )}]::text[])`,
         isNull(shareLinks.revokedAt),
         or(isNull(shareLinks.expiresAt), gt(shareLinks.expiresAt, new Date())),
       ),
     );
-  for (const link of links) said.push(`the share link '${link.title}' (${link.id}) shows it`);
-  return said;
+  for (const link of links) {
+    const other = derived.find((d) => link.runIds.includes(d.id));
+    const what = link.runIds.includes(runId) || !other ? "it" : `its ${other.kind === "eval" ? "evaluation" : "export"} '${other.name}'`;
+    said.push(`the share link '${link.title}' (${link.id}) shows ${what}`);
+  }
+  return { dependants: said, derived };
 }

@@ -271,7 +271,7 @@ describe("managing runs", () => {
     ]);
   });
 
-  it("deletes a finished run only when its name confirms it and nothing depends on it, saying what does", async () => {
+  it("deletes a finished run with its evaluations, only when its name confirms it and nothing else depends on it, saying what does", async () => {
     const fx = await project("delete");
     const caller = callerFor(handle);
     const source = await fx.add({ name: "source" });
@@ -313,10 +313,22 @@ describe("managing runs", () => {
       code: "BAD_REQUEST",
       message: expect.stringContaining("to delete run 'child', confirm with its name"),
     });
-    expect(await caller.runs.delete({ id: child, confirmName: "child" })).toEqual({ id: child, name: "child" });
-    // With its dependant gone, the source may go too, its points and checkpoints with it.
-    await caller.runs.delete({ id: source, confirmName: "source" });
-    expect(names(await caller.runs.table({ projectId: fx.projectId, sort: { column: "name", order: "asc" } }))).toEqual(["imported", "running", "shared"]);
+    expect(await caller.runs.delete({ id: child, confirmName: "child" })).toEqual({ id: child, name: "child", withIt: [] });
+
+    // Its evaluations belong to it and go with it, once finished.
+    const evaluation = await caller.runs.evaluate({ checkpointId });
+    await expect(caller.runs.delete({ id: source, confirmName: "source" })).rejects.toThrow(
+      new RegExp(`its evaluation 'source-eval-step4' \\(${evaluation.runId}\\) is queued; cancel it first`),
+    );
+    await caller.runs.control({ id: evaluation.runId, action: "cancel" });
+    // With its dependant gone, the source may go too, its points, checkpoints and evaluation with it.
+    expect(await caller.runs.delete({ id: source, confirmName: "source" })).toEqual({
+      id: source,
+      name: "source",
+      withIt: [{ id: evaluation.runId, name: "source-eval-step4", kind: "eval" }],
+    });
+    const left = await caller.runs.table({ projectId: fx.projectId, sort: { column: "name", order: "asc" }, includeDerived: true });
+    expect(names(left)).toEqual(["imported", "running", "shared"]);
     expect(await handle.db.select().from(checkpoints).where(eq(checkpoints.runId, source))).toEqual([]);
     expect(fs.existsSync(path.join(folder, "runs", source))).toBe(false);
   });
