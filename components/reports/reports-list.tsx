@@ -81,7 +81,8 @@ function NewReport({ initial, onCancel }: { initial: CompareState; onCancel(): v
     const names = [...new Set(metrics.split(",").map((m) => m.trim()))].filter(Boolean);
     // Panels from a comparison keep their x-axis and smoothing; a metric typed here gets the step and no smoothing.
     const panels = names.map((metric) => initial.panels.find((p) => p.metric === metric) ?? { metric, x: "step" as const, smoothing: 0 });
-    create.mutate({ title, projectId: projectId || undefined, blocks: runIds.length ? startingBlocks(runIds, panels) : [] });
+    // A report of runs goes to their project; one without runs yet to the project chosen.
+    create.mutate({ title, projectId: runIds.length ? undefined : projectId || undefined, blocks: runIds.length ? startingBlocks(runIds, panels) : [] });
   };
   return (
     <Card title="New report">
@@ -102,7 +103,7 @@ function NewReport({ initial, onCancel }: { initial: CompareState; onCancel(): v
             className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5"
           />
         </label>
-        <ProjectSelect value={projectId} onChange={setProjectId} />
+        {runIds.length === 0 && <ProjectSelect value={projectId} onChange={setProjectId} />}
         <label className="block text-sm">
           <span className="font-medium text-slate-700">Panels: metrics, comma-separated (one panel each)</span>
           <input

@@ -88,6 +88,10 @@ describe("reports", () => {
     expect(edited.blocks[1]).toMatchObject({ markdown: "Both converge." });
     expect(edited.updatedAt.getTime()).toBeGreaterThanOrEqual(made.updatedAt.getTime());
 
+    // Named no project, a report of runs goes to theirs.
+    const fromRuns = await callerFor(handle, ed).reports.create({ title: "From runs", blocks: [panel("p1", [fx.runB])] });
+    expect((await callerFor(handle, val).reports.byId({ id: fromRuns.id })).projectId).toBe(fx.p);
+
     const listed = await callerFor(handle, val).reports.list({ projectId: fx.p });
     expect(listed.find((r) => r.id === id)).toMatchObject({ title: "LR sweep", panels: 1, notes: 2, runs: 2, mayEdit: false });
     expect((await callerFor(handle, ed).reports.list({})).find((r) => r.id === id)?.mayEdit).toBe(true);

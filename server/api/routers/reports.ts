@@ -3,7 +3,7 @@
  * its editors make, change, delete and share them; a report's share link opens it read-only (app/s/[token]).
  */
 import { z } from "zod";
-import { reportBlocksSchema, reportTitleSchema } from "@/lib/reports/blocks";
+import { reportBlocksSchema, reportTitleSchema, runsOfBlocks } from "@/lib/reports/blocks";
 import { daysFromNow, listedShareLink, listReportLinks, shareReport } from "../../auth";
 import { createReport, deleteReport, listReports, reportById, runsOfReport, updateReport } from "../../reports";
 import { createTRPCRouter, projectProcedure, protectedProcedure } from "../trpc";
@@ -25,11 +25,16 @@ export const reportsRouter = createTRPCRouter({
       return { ...report, mayEdit: (await ctx.access.editableAmong([report.projectId])).has(report.projectId) };
     }),
 
-  /** A new report in a project the caller edits in (its first such project when none is named). */
+  /**
+   * A new report in a project the caller edits in: the one named, else that of its panels' runs, else the caller's
+   * first such project.
+   */
   create: protectedProcedure
     .input(z.object({ projectId: z.string().min(1).optional(), title: reportTitleSchema, blocks: reportBlocksSchema.default([]) }))
     .mutation(async ({ ctx, input }) => {
-      const projectId = input.projectId ?? (await ctx.access.defaultProject());
+      const [firstRun] = runsOfBlocks(input.blocks);
+      const projectId =
+        input.projectId ?? (firstRun ? (await ctx.access.require("editor", { kind: "run", id: firstRun })).projectId : await ctx.access.defaultProject());
       await ctx.access.require("editor", { kind: "project", id: projectId });
       return createReport(ctx.db, { projectId, title: input.title, blocks: input.blocks, createdBy: ctx.user.id });
     }),
