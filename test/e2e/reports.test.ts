@@ -172,6 +172,14 @@ describe("a report", () => {
     const listed = page.getByRole("list", { name: "Reports" }).getByRole("listitem").filter({ hasText: "Adder: two seeds" });
     await listed.getByText("2 panels · 1 note · 2 runs").waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "reports-list.png"), fullPage: true });
-    expect(done.runId).toMatch(/^run_/);
+
+    // "Save as report" from a comparison: the new report's form holds its runs and its panels' metrics.
+    await page.goto(`${server.url}/compare?runs=${done.runId},${training.runId}&panels=reward/mean~step~0.6;loss/policy~step~0`);
+    await page.getByRole("link", { name: "Save as report" }).click();
+    await page.waitForURL(/\/reports\?new=1&/);
+    await expect.poll(() => page.getByLabel("Metrics").inputValue()).toBe("reward/mean, loss/policy");
+    const boxes = page.getByRole("group", { name: /Runs/ }).getByRole("checkbox");
+    await expect.poll(() => boxes.evaluateAll((inputs) => inputs.filter((input) => (input as HTMLInputElement).checked).length)).toBe(2);
+    await page.screenshot({ path: path.join(SCREENSHOTS, "report-from-compare.png"), fullPage: true });
   }, 300_000);
 });
