@@ -122,6 +122,9 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
   const canEdit = r.role === "editor" || r.role === "owner";
   // A remote training session (a script's calls on a worker) has no environment: nothing to evaluate or play.
   const session = (r.config as { environment?: string }).environment === "remote-session";
+  // A serving run (server/jobs/serving.ts): an inference job that answers /v1 requests with its base's weights.
+  const serving = (r.config as { environment?: string }).environment === "serving";
+  const servedBase = (r.config as { agent?: { base?: string } }).agent?.base;
   // The run's recorded step goes back when its job starts over (from a checkpoint, or from scratch without one), while
   // the metrics of the steps it had reached stay on the charts: the page shows the furthest step either shows.
   const step = Math.max(r.step, r.totalSteps > 0 ? Math.min(metricStep, r.totalSteps) : metricStep);
@@ -141,6 +144,8 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
           <span className="text-sm tabular-nums text-slate-600">
             {session ? (
               `a remote training session: ${step} optimizer step${step === 1 ? "" : "s"}`
+            ) : serving ? (
+              `serves ${servedBase ?? "its base"} and adapters on it at /v1 (OpenAI-compatible); no training steps`
             ) : r.totalSteps > 0 ? (
               `step ${step} of ${r.totalSteps}${r.resumedFromStep !== null ? ` · resumed from step ${r.resumedFromStep}` : ""}`
             ) : source.data ? (

@@ -98,6 +98,8 @@ describe("serving from the workbench and the CLI", () => {
       .getByText(/Serving generalist-base/)
       .first()
       .waitFor();
+    // It says what it is, not "evaluates or exports its base".
+    await page.getByText(/serves generalist-base and adapters on it at \/v1/).waitFor();
     await page.screenshot({ path: path.join(SCREENSHOTS, "serve-run.png"), fullPage: true });
   }, 180_000);
 });
