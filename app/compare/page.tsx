@@ -3,6 +3,7 @@ import type { Metadata } from "next";
 import { Suspense } from "react";
 import { parseCompareState, seriesInput } from "@/components/compare/compare-state";
 import { CompareView } from "@/components/compare/compare-view";
+import { SaveAsReportLink } from "@/components/reports/reports-list";
 import { PageHeader } from "@/components/ui/card";
 import { getQueryClient, trpc } from "@/server/api/rsc";
 
@@ -31,6 +32,11 @@ export default async function ComparePage({ searchParams }: Props) {
       <PageHeader
         title="Compare runs"
         subtitle="Several runs' curves panel by panel, grouped by a config field if you like, and how their configs and sources differ."
+        actions={
+          <Suspense>
+            <SaveAsReportLink />
+          </Suspense>
+        }
       />
       <HydrationBoundary state={dehydrate(queryClient)}>
         <Suspense>
