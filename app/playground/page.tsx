@@ -11,7 +11,7 @@ export default function PlaygroundPage() {
     <>
       <PageHeader
         title="Playground"
-        subtitle="Try a base or a checkpoint in this browser: the model runs here with onnxruntime-web, on WebGPU when the browser has a GPU's adapter, else on WebAssembly (or either, picked under Runtime)."
+        subtitle="Try a base or a checkpoint in this browser: the model runs here with onnxruntime-web, on WebGPU when the browser has a GPU's adapter, else on WebAssembly (or either, picked under Runtime), or on this workbench's /v1 endpoint, served by a worker (Server, under Runtime)."
       />
       <Suspense>
         <PlaygroundView />

@@ -3,11 +3,14 @@
  * offer an adapter: a software rasteriser (Chromium's SwiftShader, Mesa's llvmpipe or lavapipe, Windows' WARP) that
  * runs the shaders on the CPU, where onnxruntime-web's WebAssembly kernels decode far faster (tiny-base, headless
  * Chromium on 2 cores: docs/BROWSER.md). So "auto" takes WebGPU only on a hardware adapter; the user may still pick
- * either by hand.
+ * either by hand. "server" decodes nowhere in the browser: the prompt goes to the workbench's `/v1/chat/completions`,
+served by an inference job on a worker (server-generation.ts).
  */
 
-export const BACKEND_PREFERENCES = ["auto", "webgpu", "wasm"] as const;
+export const BACKEND_PREFERENCES = ["auto", "webgpu", "wasm", "server"] as const;
 export type BackendPreference = (typeof BACKEND_PREFERENCES)[number];
+/** The preferences that run the model in this browser (onnxruntime-web), which its inference worker takes. */
+export type BrowserBackend = Exclude<BackendPreference, "server">;
 
 /** Where the preference lives: the page's `?backend=` (a link says which), else this browser's last choice. */
 export const BACKEND_PARAM = "backend";
@@ -39,7 +42,7 @@ export function probeOfAdapter(adapter: AdapterLike): WebGpuProbe {
 }
 
 /** The backend to create the session on, and why when it is not the one the preference would suggest first. */
-export function chooseBackend(preference: BackendPreference, webGpu: WebGpuProbe): { kind: "webgpu" | "wasm"; why: string | null } {
+export function chooseBackend(preference: BrowserBackend, webGpu: WebGpuProbe): { kind: "webgpu" | "wasm"; why: string | null } {
   if (preference === "wasm") return { kind: "wasm", why: "chosen by hand" };
   if (webGpu.kind === "none") return { kind: "wasm", why: preference === "webgpu" ? `WebGPU was asked for, but ${webGpu.reason}` : webGpu.reason };
   if (preference === "webgpu")

@@ -6,7 +6,7 @@
 import type { Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerFromSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
-import type { BackendPreference } from "./backend-choice";
+import type { BrowserBackend } from "./backend-choice";
 import type { GeneratedToken, GenerationSummary, LoadedModel, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
 
 /** Where the app serves a base's or checkpoint's ONNX export. */
@@ -47,7 +47,7 @@ export class BrowserPolicy {
 
   constructor(
     readonly modelName: string,
-    readonly backend: BackendPreference = "auto",
+    readonly backend: BrowserBackend = "auto",
   ) {
     const started = performance.now();
     this.worker = new Worker(new URL("./inference.worker.ts", import.meta.url), { type: "module" });

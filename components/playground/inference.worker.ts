@@ -11,8 +11,17 @@ import type * as Ort from "onnxruntime-web";
 import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
-import { type AdapterLike, type BackendPreference, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
-import type { BackendInfo, GeneratedToken, GenerationSummary, ModelInfo, SamplingSettings, WorkerEvent, WorkerRequest } from "./protocol";
+import { type AdapterLike, type BrowserBackend, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
+import {
+  type BackendInfo,
+  CHIP_ALTERNATIVES,
+  type GeneratedToken,
+  type GenerationSummary,
+  type ModelInfo,
+  type SamplingSettings,
+  type WorkerEvent,
+  type WorkerRequest,
+} from "./protocol";
 import { drawToken } from "@/lib/model/sampling";
 import { tokenAutomaton } from "@/lib/model/token-automaton";
 import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
@@ -59,7 +68,7 @@ async function detectCapabilities(): Promise<Capabilities> {
 
 function describeBackend(
   kind: BackendInfo["kind"],
-  preference: BackendPreference,
+  preference: BrowserBackend,
   why: string | null,
   capabilities: Capabilities,
   webGpuFailure: string | null,
@@ -109,7 +118,7 @@ interface Policy {
 
 let policy: Policy | null = null;
 
-async function load(url: string, sharedStopSignal: Int32Array | null, preference: BackendPreference): Promise<ModelInfo> {
+async function load(url: string, sharedStopSignal: Int32Array | null, preference: BrowserBackend): Promise<ModelInfo> {
   stopSignal = sharedStopSignal;
   const capabilities = await detectCapabilities();
   const chosen = chooseBackend(preference, capabilities.webGpu);
@@ -267,7 +276,7 @@ async function generate(id: number, prompt: number[], settings: SamplingSettings
       softmax(logits, settings.temperature === 0 ? 1 : settings.temperature, probs);
       tokens.push(token);
       if (tokens.length === 1) firstTokenAt = performance.now();
-      const generated: GeneratedToken = { token, probability: probs[token]!, alternatives: topChoices(probs, 5) };
+      const generated: GeneratedToken = { token, probability: probs[token]!, alternatives: topChoices(probs, CHIP_ALTERNATIVES) };
       post({ type: "token", id, token: generated });
       if (automaton ? token === endOfTurn : stop.has(token)) {
         finishReason = "stop";

@@ -8,13 +8,14 @@ import { Button } from "@/components/ui/button";
 import { Card } from "@/components/ui/card";
 import { EpisodePlayer } from "@/components/episode/episode-player";
 import type { Tokenizer } from "@/lib/model/tokenizer";
-import { BACKEND_PREFERENCES, type BackendPreference } from "./backend-choice";
+import { BACKEND_PREFERENCES, type BackendPreference, type BrowserBackend } from "./backend-choice";
 import { BrowserPolicy, type Generation, exposePolicy, modelTokenizer } from "./browser-policy";
 import { ModelPicker } from "./model-picker";
 import { type ChatPrompt, PromptEditor } from "./prompt-editor";
 import type { BackendInfo, GeneratedToken, GenerationSummary, LoadedModel } from "./protocol";
 import { defaultSampling, SamplingControls, type SamplingForm, samplingSettings } from "./sampling-controls";
-import { completionText, tokenLabels } from "./token-label";
+import { generateOnServer, type ServerGenerationSummary, type ServerWait } from "./server-generation";
+import { completionText, type TokenLabels, tokenLabels } from "./token-label";
 import { ProbabilityLegend, TokenList, TokenStream } from "./token-stream";
 import { useBackendPreference } from "./use-backend-preference";
 import { useCrossOriginIsolation } from "./use-cross-origin-isolation";
@@ -31,7 +32,7 @@ type ModelState = { status: "idle" } | { status: "loading"; name: string } | { s
  * The worker holding `name`'s model on the preferred backend, started once the page knows whether it is
  * cross-origin isolated and which backend it is asked for; another backend starts another worker.
  */
-function useBrowserPolicy(name: string, isolationKnown: boolean, backend: BackendPreference | null) {
+function useBrowserPolicy(name: string, isolationKnown: boolean, backend: BrowserBackend | null) {
   const [policy, setPolicy] = useState<BrowserPolicy | null>(null);
   const [state, setState] = useState<ModelState>({ status: "idle" });
   useEffect(() => {
@@ -99,6 +100,13 @@ function useModelTokenizer(model: LoadedModel | null): { tokenizer: Tokenizer | 
   }, [model]);
 }
 
+/**
+ * The generation shown: its chips' labels (the model's tokenizer, or the endpoint's names for a served one), its
+ * text, and the prompt as the model read it when it ran in this browser. Kept apart from the model picked now, so
+ * that its chips keep their labels if another model is picked meanwhile.
+ */
+type Shown = { labels: TokenLabels; text(tokens: readonly GeneratedToken[]): string; prompt: { tokens: number[]; tokenizer: Tokenizer } | null };
+
 const formatBytes = (bytes: number) => (bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${Math.round(bytes / 1e3)} kB`);
 
 export function PlaygroundView() {
@@ -111,7 +119,8 @@ export function PlaygroundView() {
   const modelName = chosen ?? catalog.data?.builtin[0]?.name ?? "";
   const isolation = useCrossOriginIsolation();
   const [backend, setBackend] = useBackendPreference();
-  const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending", backend);
+  const onServer = backend === "server";
+  const { policy, state } = useBrowserPolicy(modelName, isolation !== "pending", onServer ? null : backend);
   const model = state.status === "ready" ? state.model : null;
   const { tokenizer, error: tokenizerError } = useModelTokenizer(model);
 
@@ -140,13 +149,14 @@ export function PlaygroundView() {
   }, [tokenizer, prompt]);
   const promptTokens = rendered.tokens;
   const stream = useTokenStream();
-  // The prompt and tokenizer of the generation shown: its chips keep their labels if another model is picked meanwhile.
-  const [shown, setShown] = useState<{ prompt: number[]; tokenizer: Tokenizer } | null>(null);
+  const [shown, setShown] = useState<Shown | null>(null);
   const [generation, setGeneration] = useState<Generation | null>(null);
   // Counts generations; a generation's tokens and outcome are shown only while it is the latest (not after a model change).
   const latest = useRef(0);
-  const [summary, setSummary] = useState<GenerationSummary | null>(null);
+  const [summary, setSummary] = useState<GenerationSummary | ServerGenerationSummary | null>(null);
   const [generationError, setGenerationError] = useState<string | null>(null);
+  // A generation on the server that waits for a worker to load its model (the endpoint's 503).
+  const [serverWait, setServerWait] = useState<ServerWait | null>(null);
 
   const setParam = (name: string, value: string) => {
     const query = new URLSearchParams(window.location.search);
@@ -166,6 +176,7 @@ export function PlaygroundView() {
   const chooseBackend = (next: BackendPreference) => {
     generation?.stop();
     latest.current += 1;
+    setServerWait(null);
     setSummary(null);
     setGenerationError(null);
     setBackend(next);
@@ -175,15 +186,42 @@ export function PlaygroundView() {
     setParam("mode", next);
   };
 
+  /** Starts a generation: in this browser on the loaded model, or on the server's `/v1/chat/completions`. */
+  const start = (isLatest: () => boolean): Generation | null => {
+    const onToken = (token: GeneratedToken) => isLatest() && stream.push(token);
+    if (onServer) {
+      if (!modelName) return null;
+      const { stop: _stopTokens, ...settings } = samplingSettings(sampling, []);
+      const messages = [
+        { role: "system" as const, content: prompt.system },
+        { role: "user" as const, content: prompt.user },
+      ];
+      const started = generateOnServer({ model: modelName, messages, settings }, { onToken, onWait: (wait) => isLatest() && setServerWait(wait) });
+      setShown({ labels: started.labels, text: () => started.text(), prompt: null });
+      return started;
+    }
+    if (!policy || !model || !tokenizer || !promptTokens) return null;
+    setShown({
+      labels: tokenLabels(tokenizer),
+      text: (tokens) =>
+        completionText(
+          tokenizer,
+          tokens.map((t) => t.token),
+        ),
+      prompt: { tokens: promptTokens, tokenizer },
+    });
+    return policy.generate(promptTokens, samplingSettings(sampling, [...tokenizer.stopTokens]), onToken);
+  };
+
   const generate = () => {
-    if (!policy || !model || !tokenizer || !promptTokens) return;
     stream.reset();
     setSummary(null);
     setGenerationError(null);
-    setShown({ prompt: promptTokens, tokenizer });
+    setServerWait(null);
     const number = ++latest.current;
     const isLatest = () => latest.current === number;
-    const started = policy.generate(promptTokens, samplingSettings(sampling, [...tokenizer.stopTokens]), (token) => isLatest() && stream.push(token));
+    const started = start(isLatest);
+    if (!started) return;
     setGeneration(started);
     started.done
       .then(
@@ -198,7 +236,7 @@ export function PlaygroundView() {
 
   const contextLength = model?.config.contextLength ?? null;
   const roomLeft = contextLength !== null && promptTokens ? contextLength - promptTokens.length + 1 : null;
-  const shownLabels = shown ? tokenLabels(shown.tokenizer) : null;
+  const canGenerate = onServer ? modelName !== "" : model !== null && promptTokens !== null && (roomLeft === null || roomLeft >= 1);
 
   return (
     <div className="grid gap-6 lg:grid-cols-[22rem_1fr]">
@@ -231,15 +269,16 @@ export function PlaygroundView() {
               value={prompt}
               onChange={setPrompt}
               runId={runId}
-              promptTokens={promptTokens?.length ?? null}
-              promptError={rendered.error}
-              contextLength={contextLength}
+              promptTokens={onServer ? null : (promptTokens?.length ?? null)}
+              promptError={onServer ? null : rendered.error}
+              contextLength={onServer ? null : contextLength}
+              onServer={onServer}
             />
           )}
           <SamplingControls value={sampling} onChange={setSampling} contextRoom={mode === "prompt" ? roomLeft : null} />
           {mode === "prompt" && (
             <div className="flex gap-2">
-              <Button type="submit" disabled={!model || !promptTokens || generation !== null || (roomLeft !== null && roomLeft < 1)}>
+              <Button type="submit" disabled={!canGenerate || generation !== null}>
                 Generate
               </Button>
               <Button type="button" variant="secondary" disabled={generation === null} onClick={() => generation?.stop()}>
@@ -253,56 +292,62 @@ export function PlaygroundView() {
       <div className="min-w-0 space-y-6">
         <Card title="Runtime" actions={<BackendPicker value={backend} loaded={model?.backend ?? null} onChange={chooseBackend} />}>
           <RuntimeStatus
+            server={onServer ? { model: modelName, wait: serverWait } : null}
             state={state}
             isolation={isolation}
             tokenizer={tokenizer}
             tokenizerError={tokenizerError}
             summary={summary}
-            summaryTokenizer={shown?.tokenizer ?? null}
+            summaryTokenizer={shown?.prompt?.tokenizer ?? null}
             generating={generation !== null}
             count={stream.tokens.length}
           />
         </Card>
-        {mode === "episode" ? (
+        {mode === "episode" && onServer ? (
+          <Card title="Episode">
+            <p className="p-4 text-sm text-slate-600">
+              Episodes are played by the model in this browser. Pick Automatic, WebGPU or WebAssembly under Runtime to play one.
+            </p>
+          </Card>
+        ) : mode === "episode" ? (
           <EpisodePlayer policy={policy} model={model} tokenizer={tokenizer} sampling={sampling} runId={runId} />
         ) : (
           <Card title="Output" actions={<ProbabilityLegend />}>
             <div className="space-y-4 p-4">
-              {stream.tokens.length === 0 || !shownLabels ? (
+              {serverWait && generation ? (
+                <ServerWaitNotice wait={serverWait} />
+              ) : stream.tokens.length === 0 || !shown ? (
                 <p className="text-sm text-slate-500">
                   {generation
                     ? "Waiting for the first token…"
                     : "Generated tokens appear here, coloured by their probability; hover or focus one for the alternatives."}
                 </p>
               ) : (
-                <TokenStream tokens={stream.tokens} labels={shownLabels} />
+                <TokenStream tokens={stream.tokens} labels={shown.labels} />
               )}
               {generationError && (
                 <p role="alert" className="text-sm text-red-700">
                   {generationError}
                 </p>
               )}
-              {stream.tokens.length > 0 && shown && shownLabels && (
+              {stream.tokens.length > 0 && shown && (
                 <>
                   <div>
                     <h3 className="text-xs font-medium tracking-wide text-slate-500 uppercase">Text</h3>
                     <figure aria-label="Generated text" className="mt-1">
-                      <pre className="font-mono text-sm whitespace-pre-wrap text-slate-900">
-                        {completionText(
-                          shown.tokenizer,
-                          stream.tokens.map((t) => t.token),
-                        )}
-                      </pre>
+                      <pre className="font-mono text-sm whitespace-pre-wrap text-slate-900">{shown.text(stream.tokens)}</pre>
                     </figure>
                   </div>
-                  <details>
-                    <summary className="cursor-pointer text-xs font-medium tracking-wide text-slate-500 uppercase">
-                      Prompt as the model read it · {shown.prompt.length} tokens
-                    </summary>
-                    <div className="mt-2">
-                      <TokenList tokens={shown.prompt} labels={shownLabels} label="Prompt tokens" />
-                    </div>
-                  </details>
+                  {shown.prompt && (
+                    <details>
+                      <summary className="cursor-pointer text-xs font-medium tracking-wide text-slate-500 uppercase">
+                        Prompt as the model read it · {shown.prompt.tokens.length} tokens
+                      </summary>
+                      <div className="mt-2">
+                        <TokenList tokens={shown.prompt.tokens} labels={shown.labels} label="Prompt tokens" />
+                      </div>
+                    </details>
+                  )}
                 </>
               )}
             </div>
@@ -313,7 +358,27 @@ export function PlaygroundView() {
   );
 }
 
-const BACKEND_NAMES: Record<BackendPreference, string> = { auto: "Automatic (fastest here)", webgpu: "WebGPU", wasm: "WebAssembly" };
+const BACKEND_NAMES: Record<BackendPreference, string> = {
+  auto: "Automatic (fastest here)",
+  webgpu: "WebGPU",
+  wasm: "WebAssembly",
+  server: "Server (/v1)",
+};
+
+/** A served generation waiting for its model: a worker loads it (the endpoint's 503), or its job failed and is tried again. */
+function ServerWaitNotice({ wait }: { wait: ServerWait }) {
+  const retry = `Asking again in ${wait.retryInS} s.`;
+  return wait.code === "model_loading" ? (
+    <div role="status" className="space-y-1 text-sm">
+      <p className="font-medium text-slate-800">Loading the model on a worker…</p>
+      <p className="text-slate-500">{wait.message}</p>
+    </div>
+  ) : (
+    <p role="status" className="text-sm text-amber-800">
+      {wait.message} {retry}
+    </p>
+  );
+}
 
 /**
  * The backend to run on: automatic (WebGPU on a GPU's adapter, WASM when the only adapter is a software one), or
@@ -355,6 +420,7 @@ function describeTokenizer(tokenizer: Tokenizer): string {
 }
 
 function RuntimeStatus({
+  server,
   state,
   isolation,
   tokenizer,
@@ -364,46 +430,55 @@ function RuntimeStatus({
   generating,
   count,
 }: {
+  /** the model generates on the server's `/v1` (and what it waits for), not in this browser */
+  server: { model: string; wait: ServerWait | null } | null;
   state: ModelState;
   isolation: ReturnType<typeof useCrossOriginIsolation>;
   tokenizer: Tokenizer | null;
   tokenizerError: string | null;
-  summary: GenerationSummary | null;
+  summary: GenerationSummary | ServerGenerationSummary | null;
   /** the tokenizer of the generation summarized, to name the token it stopped at */
   summaryTokenizer: Tokenizer | null;
   generating: boolean;
   count: number;
 }) {
   const model = state.status === "ready" ? state.model : null;
-  const rows: [string, string][] = [
-    [
-      "Backend",
-      model
-        ? model.backend.label
-        : isolation === "pending"
-          ? "Checking cross-origin isolation…"
-          : state.status === "failed"
-            ? "—"
-            : "Starting onnxruntime-web…",
-    ],
-    [
-      "Model",
-      model
-        ? `${model.config.architecture === "llama" ? "Llama block, " : ""}${model.config.nLayers} layer${model.config.nLayers === 1 ? "" : "s"} × ${model.config.dModel} wide, context ${model.config.contextLength} · ${formatBytes(model.bytes)} loaded in ${(model.loadMs / 1000).toFixed(2)} s`
-        : state.status === "loading"
-          ? `Loading ${state.name}…`
-          : "—",
-    ],
-    ["Tokenizer", tokenizer ? describeTokenizer(tokenizer) : state.status === "loading" ? "Read from the model's file once it is loaded…" : "—"],
-    [
-      "Speed",
-      generating
-        ? `Generating… ${count} token${count === 1 ? "" : "s"}`
-        : summary
-          ? `${formatRate(summary.tokensPerSecond)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}`
-          : "—",
-    ],
-  ];
+  const speed = generating
+    ? server?.wait
+      ? "Waiting for a worker to serve the model…"
+      : `Generating… ${count} token${count === 1 ? "" : "s"}`
+    : summary
+      ? `${formatRate(summary.tokensPerSecond)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}${"promptTokens" in summary && summary.promptTokens !== null ? ` · prompt ${summary.promptTokens} tokens` : ""}`
+      : "—";
+  const rows: [string, string][] = server
+    ? [
+        ["Backend", "Server: this workbench's /v1/chat/completions, decoded by an inference job on a worker"],
+        ["Model", server.wait?.code === "model_loading" ? `${server.model}, loading on a worker…` : server.model],
+        ["Tokenizer", "the served model's own: chips are its tokens as the endpoint names them"],
+        ["Speed", speed],
+      ]
+    : [
+        [
+          "Backend",
+          model
+            ? model.backend.label
+            : isolation === "pending"
+              ? "Checking cross-origin isolation…"
+              : state.status === "failed"
+                ? "—"
+                : "Starting onnxruntime-web…",
+        ],
+        [
+          "Model",
+          model
+            ? `${model.config.architecture === "llama" ? "Llama block, " : ""}${model.config.nLayers} layer${model.config.nLayers === 1 ? "" : "s"} × ${model.config.dModel} wide, context ${model.config.contextLength} · ${formatBytes(model.bytes)} loaded in ${(model.loadMs / 1000).toFixed(2)} s`
+            : state.status === "loading"
+              ? `Loading ${state.name}…`
+              : "—",
+        ],
+        ["Tokenizer", tokenizer ? describeTokenizer(tokenizer) : state.status === "loading" ? "Read from the model's file once it is loaded…" : "—"],
+        ["Speed", speed],
+      ];
   return (
     <div className="p-4">
       <dl aria-label="Runtime" className="grid grid-cols-[6rem_1fr] gap-x-4 gap-y-1.5 text-sm">

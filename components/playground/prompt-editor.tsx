@@ -36,6 +36,7 @@ export function PromptEditor({
   promptTokens,
   promptError,
   contextLength,
+  onServer = false,
 }: {
   value: ChatPrompt;
   onChange(prompt: ChatPrompt): void;
@@ -45,6 +46,8 @@ export function PromptEditor({
   /** why the prompt cannot be rendered in the model's chat template */
   promptError: string | null;
   contextLength: number | null;
+  /** the prompt goes to the server, which counts its tokens (the model is not loaded here to count them) */
+  onServer?: boolean;
 }) {
   const run = useRunObservations(runId);
   const tooLong = contextLength !== null && promptTokens !== null && promptTokens > contextLength;
@@ -95,6 +98,8 @@ export function PromptEditor({
         <p role="alert" className="text-xs text-red-700">
           {promptError}
         </p>
+      ) : onServer ? (
+        <p className="text-xs text-slate-500">The server renders the prompt in the model's chat template and counts its tokens.</p>
       ) : promptTokens === null ? (
         <p className="text-xs text-slate-500">Prompt tokens are counted in the model's chat template once it is loaded.</p>
       ) : (

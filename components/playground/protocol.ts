@@ -1,6 +1,6 @@
 /** The messages between the playground page and its inference worker (inference.worker.ts). */
 import type { GPTConfig } from "@/lib/model/config";
-import type { BackendPreference, WebGpuProbe } from "./backend-choice";
+import type { BrowserBackend, WebGpuProbe } from "./backend-choice";
 import type { TokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { ActionConstraint } from "@/lib/sdk/action-space";
 
@@ -24,7 +24,7 @@ export interface SamplingSettings {
 export interface BackendInfo {
   kind: "webgpu" | "wasm";
   /** what the page asked for */
-  preference: BackendPreference;
+  preference: BrowserBackend;
   /** the WebGPU adapter the browser offers (a GPU's or a software one), or why there is none */
   webGpu: WebGpuProbe;
   /** WebAssembly threads (WebGPU runs its CPU-side operators on them too) */
@@ -42,7 +42,10 @@ export interface TokenChoice {
   probability: number;
 }
 
-/** One generated token with the five most likely tokens at its position (itself among them when it is). */
+/** How many of the most likely tokens a chip shows as the alternatives at its position. */
+export const CHIP_ALTERNATIVES = 5;
+
+/** One generated token with the CHIP_ALTERNATIVES most likely tokens at its position (itself among them when it is). */
 export interface GeneratedToken extends TokenChoice {
   alternatives: TokenChoice[];
 }
@@ -73,7 +76,7 @@ export interface LoadedModel extends ModelInfo {
 
 export type WorkerRequest =
   /** `stopSignal`: an Int32Array on shared memory (cross-origin-isolated pages only) where the page writes the id of a generation to stop */
-  | { type: "load"; url: string; stopSignal: Int32Array | null; backend?: BackendPreference }
+  | { type: "load"; url: string; stopSignal: Int32Array | null; backend?: BrowserBackend }
   /** `constraint`: the turn's legal actions, which the tokens drawn are held to as the server's sampler holds them */
   | { type: "generate"; id: number; prompt: number[]; settings: SamplingSettings; constraint?: ActionConstraint | null }
   | { type: "stop"; id: number }

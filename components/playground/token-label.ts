@@ -34,6 +34,57 @@ const visible: Record<string, string> = { " ": "␣", "\n": "↵", "\t": "⇥" }
 const invisible = /[ \n\t]|\p{Cc}/gu;
 const hexByte = (c: string) => `<0x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}>`;
 
+/** Text with whitespace made visible as the byte tokenizer's chips show it, and control characters as `<0x04>`. */
+const visibleText = (text: string) => text.replace(invisible, (c) => visible[c] ?? hexByte(c));
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A token as the serving endpoint names it (`/v1/chat/completions` logprobs: its text and the bytes it writes) as a
+ * chip shows it, without the model's tokenizer: one byte as the byte tokenizer's chip (`␣`, `a`, `\xe2`), a longer
+ * token as its text with whitespace made visible, and bytes that are not whole UTF-8 characters (part of a character
+ * split across tokens) as `<0xE2><0x82>`.
+ */
+export function servedTokenLabel(token: { text: string; bytes: readonly number[] }): string {
+  if (token.bytes.length === 1) return tokenLabel(token.bytes[0]!);
+  if (token.bytes.length === 0) return visibleText(token.text);
+  try {
+    strictUtf8.decode(new Uint8Array(token.bytes));
+  } catch {
+    return token.bytes.map((byte) => `<0x${byte.toString(16).toUpperCase().padStart(2, "0")}>`).join("");
+  }
+  return visibleText(token.text);
+}
+
+/**
+ * Chip labels for the tokens a serving endpoint streamed, which names them by text and bytes, not by id: each
+ * distinct token gets an id of this generation's own (the same token, the same id, so a chip's alternative that is
+ * the token drawn is marked as such).
+ */
+export class ServedTokenLabels implements TokenLabels {
+  private readonly ids = new Map<string, number>();
+  private readonly tokens: { label: string; endsLine: boolean }[] = [];
+
+  id(token: { text: string; bytes: readonly number[] }): number {
+    const key = `${token.bytes.join(",")} ${token.text}`;
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.tokens.length;
+      this.tokens.push({ label: servedTokenLabel(token), endsLine: token.text.endsWith("\n") });
+      this.ids.set(key, id);
+    }
+    return id;
+  }
+
+  label(id: number): string {
+    return this.tokens[id]?.label ?? `<${id}>`;
+  }
+
+  endsLine(id: number): boolean {
+    return this.tokens[id]?.endsLine ?? false;
+  }
+}
+
 /**
  * Chip labels for `tokenizer`'s tokens. A BPE token is its text (`tokenText`) with whitespace made visible as the byte
  * tokenizer's chips show it (` the` → `␣the`), since a chip would otherwise drop a leading space and a token that is
@@ -48,7 +99,7 @@ export function tokenLabels(tokenizer: Tokenizer): TokenLabels {
         const text = tokenizer.tokenText(token);
         // An id past the tokenizer's vocabulary (the model's embedding table is often padded) is shown as tokenText names it.
         if (text === `<id ${token}>`) return text;
-        return text.replace(invisible, (c) => visible[c] ?? hexByte(c));
+        return visibleText(text);
       },
       endsLine: (token) => tokenizer.tokenText(token).endsWith("\n"),
     };
