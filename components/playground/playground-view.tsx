@@ -447,9 +447,11 @@ function RuntimeStatus({
     ? server?.wait
       ? "Waiting for a worker to serve the model…"
       : `Generating… ${count} token${count === 1 ? "" : "s"}`
-    : summary
-      ? `${formatRate(summary.tokensPerSecond)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}${"promptTokens" in summary && summary.promptTokens !== null ? ` · prompt ${summary.promptTokens} tokens` : ""}`
-      : "—";
+    : summary?.tokens.length === 0
+      ? `no tokens, ${finishWords(summary, summaryTokenizer)}`
+      : summary
+        ? `${formatRate(summary.tokensPerSecond)} tokens/s · first token in ${summary.firstTokenMs.toFixed(0)} ms · ${summary.tokens.length} tokens, ${finishWords(summary, summaryTokenizer)}${"promptTokens" in summary && summary.promptTokens !== null ? ` · prompt ${summary.promptTokens} tokens` : ""}`
+        : "—";
   const rows: [string, string][] = server
     ? [
         ["Backend", "Server: this workbench's /v1/chat/completions, decoded by an inference job on a worker"],
