@@ -185,6 +185,9 @@ function runPoints(panel: Panel, run: RunData): PanelPoint[] | null {
   return x ? pairByStep(y, x) : null;
 }
 
+/** A smoothed panel of at most this many runs draws each one's raw curve faint behind it. */
+export const MAX_RAW_LINES = 4;
+
 /** The groups of runs by a config path, with their legend label (`seed = 3 · 2 runs`) and colour. */
 export function runGroups(runs: readonly RunData[], grouping: Grouping) {
   return groupBy(runs, (run) => configValue(run.config, grouping.path)).map((group, i) => ({
@@ -196,12 +199,14 @@ export function runGroups(runs: readonly RunData[], grouping: Grouping) {
 }
 
 /**
- * What a panel draws: each run's line (smoothed, the raw one behind), or with a grouping one line per group, the
+ * What a panel draws: each run's line (smoothed, the raw one behind for a few runs), or with a grouping one line per group, the
  * mean of its runs with their band (a group of one run has no band).
  */
 export function panelLines(panel: Panel, runs: readonly RunData[], grouping: Grouping | null): DrawnLine[] {
   const lines: DrawnLine[] = [];
   if (!grouping) {
+    // Past a few runs the raw curves would bury the smoothed ones (and double what is drawn): only those then.
+    const withRaw = panel.smoothing > 0 && runs.length <= MAX_RAW_LINES;
     for (const run of runs) {
       const points = runPoints(panel, run);
       if (!points?.length) continue;
@@ -210,7 +215,7 @@ export function panelLines(panel: Panel, runs: readonly RunData[], grouping: Gro
         label: run.name,
         color: run.color,
         points: smoothPoints(points, panel.smoothing),
-        raw: panel.smoothing > 0 ? points : null,
+        raw: withRaw ? points : null,
         band: false,
       });
     }

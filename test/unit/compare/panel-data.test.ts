@@ -1,6 +1,17 @@
 /** What a compare panel draws: points paired with their x by step, groups' means and bands, smoothing. */
 import { describe, expect, it } from "vitest";
-import { configValue, groupBy, groupStatistics, pairByStep, pointAtStep, smoothPoints, thinPoints, valueAtStep } from "@/components/compare/panel-data";
+import {
+  configValue,
+  groupBy,
+  groupStatistics,
+  MAX_RAW_LINES,
+  pairByStep,
+  panelLines,
+  pointAtStep,
+  smoothPoints,
+  thinPoints,
+  valueAtStep,
+} from "@/components/compare/panel-data";
 
 const series = (steps: number[], values: number[]) => ({ steps, values });
 
@@ -139,5 +150,48 @@ describe("thinning a line for drawing", () => {
     expect(thinned.find((p) => p.step === 500)).toEqual({ step: 500, x: 1000, y: 9, low: -1, high: 1, count: 2 });
     expect(thinned.at(-1)!.step).toBe(999);
     expect(thinPoints(line.slice(0, 50), 100)).toHaveLength(50);
+  });
+});
+
+describe("a panel's lines", () => {
+  const run = (i: number, seed: number) => ({
+    id: `r${i}`,
+    name: `run ${i}`,
+    color: `#00000${i}`,
+    config: { seed },
+    series: {
+      "reward/mean": { steps: [1, 2, 3], values: [i, i + 1, i + 2], seconds: [10, 20, 30] },
+      "loss/kl": { steps: [1, 3], values: [0.1, 0.3] },
+    },
+    tokens: { steps: [1, 2, 3], values: [100, 200, 300] },
+  });
+  const panel = (x: "step" | "time" | "tokens" | "metric:loss/kl", smoothing = 0) => ({ metric: "reward/mean", x, smoothing });
+
+  it("puts each run against the panel's x: step, seconds, tokens, or another metric paired by step", () => {
+    const runs = [run(0, 0)];
+    expect(panelLines(panel("step"), runs, null)[0]!.points.map((p) => p.x)).toEqual([1, 2, 3]);
+    expect(panelLines(panel("time"), runs, null)[0]!.points.map((p) => p.x)).toEqual([10, 20, 30]);
+    expect(panelLines(panel("tokens"), runs, null)[0]!.points.map((p) => p.x)).toEqual([100, 200, 300]);
+    expect(panelLines(panel("metric:loss/kl"), runs, null)[0]!.points.map((p) => [p.x, p.y])).toEqual([
+      [0.1, 0],
+      [0.2, 1],
+      [0.3, 2],
+    ]);
+  });
+
+  it("draws one line per group, with a band only where the group holds several runs", () => {
+    const lines = panelLines(panel("step"), [run(0, 0), run(1, 1), run(2, 0)], { path: "seed", band: "minmax", colors: ["#a", "#b"] });
+    expect(lines.map((l) => [l.label, l.color, l.band])).toEqual([
+      ["seed = 0 · 2 runs", "#a", true],
+      ["seed = 1 · 1 run", "#b", false],
+    ]);
+    expect((lines[0]!.points as { y: number; low: number; high: number }[])[0]).toMatchObject({ y: 1, low: 0, high: 2 });
+  });
+
+  it("draws raw curves behind smoothed ones for a few runs only", () => {
+    const few = Array.from({ length: MAX_RAW_LINES }, (_, i) => run(i, i));
+    expect(panelLines(panel("step", 0.6), few, null).every((l) => l.raw !== null)).toBe(true);
+    expect(panelLines(panel("step", 0.6), [...few, run(9, 9)], null).every((l) => l.raw === null)).toBe(true);
+    expect(panelLines(panel("step", 0), few, null).every((l) => l.raw === null)).toBe(true);
   });
 });
