@@ -1,5 +1,6 @@
 /** An evaluation run: the base (usually another run's checkpoint) plays the run's held-out episodes once. */
 import { evaluateAndReport } from "@/lib/rl/evaluate";
+import { separateSeats } from "@/lib/rl/seats";
 import { evaluationSpecs, splitDataset } from "@/lib/rl/train";
 import type { JobOptions, JobOutcome } from "./job";
 import { prepareJob } from "./job-setup";
@@ -7,7 +8,7 @@ import { prepareJob } from "./job-setup";
 export async function evaluationJob(options: JobOptions): Promise<JobOutcome> {
   const { workerId, spec } = options;
   const jobId = spec.job.id;
-  const { config, dataset, policy, environment, protocol, playEpisodes, hooks, reports, pool } = await prepareJob(options);
+  const { config, dataset, policy, policies, environment, protocol, playEpisodes, hooks, reports, pool } = await prepareJob(options);
   try {
     // An evaluation run: the base (usually another run's checkpoint) plays the held-out episodes once.
     const specs = evaluationSpecs(config, dataset ? splitDataset(dataset).test : null);
@@ -21,6 +22,8 @@ export async function evaluationJob(options: JobOptions): Promise<JobOutcome> {
         maxTokens: config.agent.sampling.maxTokens,
         temperature: config.evaluation.temperature,
         playEpisodes,
+        // Separate policies: each agent plays with its own, as the run's own evaluations did.
+        seats: policies ? separateSeats(policies) : undefined,
       },
       hooks,
     );

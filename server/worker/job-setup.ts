@@ -105,6 +105,22 @@ export async function prepareJob(options: JobOptions) {
     const leagueFile = path.join(resume.path, LEAGUE_FILE);
     if (fs.existsSync(leagueFile)) leagueState = JSON.parse(fs.readFileSync(leagueFile, "utf8"));
   };
+  // An evaluation of a checkpoint of a run whose agents had separate policies: the base holds the first agent's
+  // policy, and each other agent's is in the checkpoint's agents/<agent>, trained on the same base.
+  const source = spec.base;
+  if (separate && spec.job.kind === "eval" && source?.kind === "checkpoint") {
+    for (const [i, agent] of protocol.agents.entries()) {
+      if (i === 0) continue;
+      const dir = agentStateDir(source.path, agent);
+      if (!fs.existsSync(dir)) {
+        throw new Error(`checkpoint '${source.id}' holds no policy for agent '${agent}' (${dir}): it was saved by a run whose agents shared one policy`);
+      }
+      // The agent's state read as a checkpoint base of its own (its adapter folded into the run's base), as the
+      // first agent's is: the evaluation's client plays it as it is.
+      const agentBase = loadBaseModel({ ...source, id: `${source.id}/agents/${agent}`, path: dir });
+      clients[i] = newTrainingClient(agentBase, { ...config, seed: config.seed + i });
+    }
+  }
   // A damaged checkpoint (its checksum fails) is set aside, and the job resumes from the run's newest good one
   // before it, or from the base when there is none.
   let resume: { id?: string; path: string; step: number } | null = spec.resume;

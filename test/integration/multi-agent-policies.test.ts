@@ -5,7 +5,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { LeagueState } from "@/lib/rl/league";
 import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
@@ -112,6 +112,19 @@ describe("separate policies through the server", () => {
     // The final checkpoint holds O's adapter, moved on from the one the pause saved.
     const last = await checkpointAt(handle, runId, 4);
     expect(fs.readFileSync(path.join(last, "agents", "O", "weights.safetensors")).equals(savedO)).toBe(false);
+
+    // Evaluate on its last checkpoint plays each agent with its own policy: the evaluation run scores exactly as
+    // the run's own evaluation after step 4 (the same held-out games, greedy, on a deterministic engine).
+    const [checkpoint] = await handle.db
+      .select({ id: checkpoints.id })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.runId, runId), eq(checkpoints.step, 4), eq(checkpoints.kind, "state")));
+    const { runId: evaluation } = await callerFor(handle).runs.evaluate({ checkpointId: checkpoint!.id });
+    expect((await attempt(handle, evaluation, null)).outcome).toEqual({ outcome: "completed", reason: null });
+    const evaluated = await metricsOf(handle, evaluation);
+    expect(evaluated("eval/score", 0)).toBeTypeOf("number");
+    expect(evaluated("eval/score", 0)).toBe(at("eval/score", 4));
+    expect(evaluated("eval/reward/agent/O", 0)).toBe(at("eval/reward/agent/O", 4));
   }, 180_000);
 });
 
