@@ -180,7 +180,8 @@ describe("the runs table", () => {
     await page.goto(`${server.url}/runs`);
     const table = page.getByRole("table", { name: "Runs" });
     const menuOf = async (name: string, item: string) => {
-      const summary = page.getByLabel(`Actions for ${name}`);
+      // Exact names: runs launched in the same second are `name` and `name-2`.
+      const summary = page.getByLabel(`Actions for ${name}`, { exact: true });
       const button = page.getByRole("button", { name: item, exact: true });
       await clickUntil(
         () => summary.click(),
@@ -201,15 +202,15 @@ describe("the runs table", () => {
       .waitFor();
     await dialog.getByLabel("Name").fill("best of the sweep");
     await dialog.getByRole("button", { name: "Rename" }).click();
-    await table.getByRole("link", { name: "best of the sweep" }).waitFor();
+    await table.getByRole("link", { name: "best of the sweep", exact: true }).waitFor();
     expect(await page.getByRole("dialog").count()).toBe(0);
 
     dialog = await menuOf(second!.name, "Archive…");
     await dialog.getByRole("button", { name: "Archive" }).click();
-    await table.getByRole("link", { name: second!.name }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: second!.name, exact: true }).waitFor({ state: "detached" });
     await page.getByLabel("Archived").check();
     await page.waitForURL((url) => url.searchParams.get("archived") === "1");
-    expect(await table.locator("tr", { has: page.getByRole("link", { name: second!.name }) }).innerText()).toContain("archived");
+    expect(await table.locator("tr", { has: page.getByRole("link", { name: second!.name, exact: true }) }).innerText()).toContain("archived");
 
     dialog = await menuOf(third!.name, "Delete…");
     const confirm = dialog.getByRole("button", { name: "Delete for good" });
@@ -217,7 +218,7 @@ describe("the runs table", () => {
     await dialog.getByLabel("Type the run's name to confirm").fill(third!.name);
     await page.screenshot({ path: path.join(SCREENSHOTS, "runs-table-delete.png") });
     await confirm.click();
-    await table.getByRole("link", { name: third!.name }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: third!.name, exact: true }).waitFor({ state: "detached" });
     await page
       .getByRole("status")
       .filter({ hasText: `Deleted ${third!.name}.` })
