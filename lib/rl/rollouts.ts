@@ -4,17 +4,14 @@
  */
 import type { ChatMessage } from "@/lib/model/chat";
 import { Rng } from "@/lib/model/rng";
-import { EnvironmentSession, type DatasetRow, type EnvironmentDefinition } from "@/lib/sdk/environment";
+import { EnvironmentSession, type EnvironmentDefinition } from "@/lib/sdk/environment";
 import { runEpisodes, type ActRequest, type ActResponse, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
 import { agentReturn, agentsOf, type TurnAdvantages } from "./advantages";
+import type { EpisodeSpec } from "./episode-spec";
 import type { PolicyModel, SampleOptions, TrainingBatch } from "./primitives";
 import { recordSeating, type Seats } from "./seats";
 
-/**
- * One episode's prompt: its seed, dataset row and, for an environment that declares levels, its level of
- * difficulty (the curriculum's, lib/rl/curriculum.ts; left out, the environment's evaluation level).
- */
-export type EpisodeSpec = { seed: number; sample?: DatasetRow; difficulty?: number };
+export type { EpisodeSpec };
 
 /** What the RL loop needs to know of an environment besides its sessions. */
 export type EnvironmentInfo = Pick<EnvironmentDefinition<any, any, any>, "name" | "data" | "scoreName" | "difficulty">;

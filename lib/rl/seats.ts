@@ -9,7 +9,7 @@
  */
 import type { Trajectory } from "@/lib/sdk/protocol";
 import type { PolicyModel } from "./primitives";
-import type { EpisodeSpec } from "./rollouts";
+import type { EpisodeSpec } from "./episode-spec";
 
 export type SeatedPolicy = {
   /** Names the policy in metrics (`train/agent/ID/...`) and in a league. */
