@@ -388,10 +388,6 @@ async function compareTenRuns(url: string) {
   }
   const context = await launchChromium();
   const page = await context.newPage();
-  let seriesMs = Number.NaN;
-  page.on("requestfinished", (request) => {
-    if (request.url().includes("compare.series")) seriesMs = performance.now() - started;
-  });
   const started = performance.now();
   await page.goto(`${url}/compare?runs=${runIds.join(",")}&panels=${COMPARE_PANELS}`, { waitUntil: "domcontentloaded" });
   // Interactive: every panel draws a line for each of the ten runs.
@@ -407,9 +403,11 @@ async function compareTenRuns(url: string) {
     { timeout: 120_000, polling: 50 },
   );
   const ms = performance.now() - started;
+  // The page reads its data as it renders (app/compare/page.tsx): its HTML's arrival is the server's share.
+  const htmlMs = await page.evaluate(() => (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).responseEnd);
   await page.screenshot({ path: path.join(root, "test-results", "screenshots", "compare-10-runs.png"), fullPage: true });
   await context.close();
-  return { ms, seriesMs };
+  return { ms, htmlMs };
 }
 
 buildIfStale(root);
@@ -421,16 +419,16 @@ await new TrainingClient(BaseModel.create({ vocabSize: 262, contextLength: 48, d
 const rateOnly = process.argv.includes("--rate-only");
 if (process.argv.includes("--compare-only")) {
   const server = await startServer(0, basesDir);
-  const { ms, seriesMs } = await compareTenRuns(server.url);
+  const { ms, htmlMs } = await compareTenRuns(server.url);
   await server.stop();
-  console.log(`compare.series answered at ${Math.round(seriesMs)} ms; load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(2)}`);
+  console.log(`HTML with the data received at ${Math.round(htmlMs)} ms; load average (1 min) at the end: ${os.loadavg()[0]!.toFixed(2)}`);
   console.log(JSON.stringify({ compare_10_runs_ms: Math.round(ms) }));
   process.exit(0);
 }
 const quiet = rateOnly ? null : await startServer(0, basesDir);
 const latency = quiet ? await measureLatency(quiet.url) : { p50: NaN, p95: NaN, received: 0 };
 const { ms: interactiveMs, documentMs } = quiet ? await pageWith100kPoints(quiet.url) : { ms: NaN, documentMs: NaN };
-const compare = quiet ? await compareTenRuns(quiet.url) : { ms: NaN, seriesMs: NaN };
+const compare = quiet ? await compareTenRuns(quiet.url) : { ms: NaN, htmlMs: NaN };
 await quiet?.stop();
 
 const training = await startServer(1, basesDir);
@@ -483,7 +481,7 @@ console.log(
       ["load average (1 min) at the end", os.loadavg()[0]!.toFixed(2)],
       ["run page with 100,000 points: HTML parsed (ms)", documentMs],
       ["run page with 100,000 points: all charts full (ms)", interactiveMs],
-      [`compare view, ${COMPARE_RUNS} runs × 4 panels of ${COMPARE_STEPS} steps: compare.series answered (ms)`, compare.seriesMs],
+      [`compare view, ${COMPARE_RUNS} runs × 4 panels of ${COMPARE_STEPS} steps: HTML with the data received (ms)`, compare.htmlMs],
       [`compare view, ${COMPARE_RUNS} runs × 4 panels of ${COMPARE_STEPS} steps: every curve drawn (ms)`, compare.ms],
     ],
   ),
