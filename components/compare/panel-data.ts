@@ -199,8 +199,8 @@ export function runGroups(runs: readonly RunData[], grouping: Grouping) {
 }
 
 /**
- * What a panel draws: each run's line (smoothed, the raw one behind for a few runs), or with a grouping one line per group, the
- * mean of its runs with their band (a group of one run has no band).
+ * What a panel draws: each run's line (smoothed, the raw one behind for a few runs), or with a grouping one line
+ * per group, the mean of its runs with their band (a group of one run has no band).
  */
 export function panelLines(panel: Panel, runs: readonly RunData[], grouping: Grouping | null): DrawnLine[] {
   const lines: DrawnLine[] = [];
