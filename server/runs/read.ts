@@ -3,7 +3,7 @@
  * the one writer of runs and jobs.
  */
 import { TRPCError } from "@trpc/server";
-import { and, asc, desc, eq, gt, gte, ilike, inArray, lt, lte, max, min, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, ilike, inArray, isNull, lt, lte, max, min, or, type SQL, sql } from "drizzle-orm";
 import type { RunState } from "@/lib/lifecycle";
 import { downsample } from "@/lib/series";
 import { importedTokenizerOf } from "../base-tokenizers";
@@ -27,13 +27,15 @@ const runColumns = {
   finishedAt: runs.finishedAt,
 };
 
-export type RunFilters = { experimentId?: string; status?: RunState[]; search?: string; limit: number; cursor?: Date };
+export type RunFilters = { experimentId?: string; status?: RunState[]; search?: string; limit: number; cursor?: Date; includeArchived?: boolean };
 
 /** Runs of these projects, newest first; `cursor` is the createdAt of the last run of the previous page. */
 export async function listRuns(db: Database, projectIds: string[], input: RunFilters) {
   if (projectIds.length === 0) return { items: [], nextCursor: null };
   const filters: SQL[] = [inArray(runs.projectId, projectIds)];
   if (input.experimentId) filters.push(eq(runs.experimentId, input.experimentId));
+  // Archived runs are put out of sight (the runs table's Archive): shown only when asked for, as there.
+  if (!input.includeArchived) filters.push(isNull(runs.archivedAt));
   if (input.status?.length) filters.push(inArray(runs.status, input.status));
   if (input.search) {
     const pattern = `%${input.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -250,8 +250,14 @@ describe("managing runs", () => {
       ["current", false],
       ["old", true],
     ]);
+    // The home and experiment pages' list (runs.list) hides it too, unless asked.
+    const listed = async (includeArchived?: boolean) =>
+      (await caller.runs.list({ experimentId: fx.experiment.id, limit: 50, includeArchived })).items.map((r) => r.name).sort();
+    expect(await listed()).toEqual(["current"]);
+    expect(await listed(true)).toEqual(["current", "old"]);
     await caller.runs.archive({ id, archived: false });
     expect(names(await caller.runs.table({ projectId: fx.projectId }))).toEqual(["current", "old"]);
+    expect(await listed()).toEqual(["current", "old"]);
   });
 
   it("hides evaluations and exports unless asked for them", async () => {

@@ -37,8 +37,9 @@ export const runsRouter = createTRPCRouter({
           search: z.string().trim().max(200).optional(),
           limit: z.number().int().min(1).max(200).default(50),
           cursor: z.date().optional(),
+          includeArchived: z.boolean().default(false).describe("archived runs too (hidden by default, as in the runs table)"),
         })
-        .default({ limit: 50 }),
+        .default({ limit: 50, includeArchived: false }),
     )
     .query(async ({ ctx, input }) => listRuns(ctx.db, await ctx.access.visibleProjects(), input)),
 
