@@ -27,7 +27,7 @@ import {
   type XAxisKind,
 } from "./compare-state";
 import { ConfigDiff, diffConfigs } from "./config-diff";
-import { configValue, type Grouping, panelLines, type RunData, runGroups } from "./panel-data";
+import { configValue, type Grouping, panelLines, type RunData, runDataOf, runGroups } from "./panel-data";
 import { SourceDiff } from "./source-diff";
 
 /** One colour per compared run, or per group (MAX_COMPARED of them). */
@@ -77,21 +77,16 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
 
   const runsKey = runQueries.map((q) => q.dataUpdatedAt).join(",");
   // biome-ignore lint/correctness/useExhaustiveDependencies: the run queries' results are new objects only when runsKey changes
-  const runData = useMemo((): RunData[] => {
-    const byId = new Map((series.data?.runs ?? []).map((r) => [r.runId, r]));
-    return state.runs.map((id, i) => {
-      const run = runQueries[i]?.data;
-      const read = byId.get(id);
-      return {
-        id,
-        name: run?.name ?? id,
-        color: PALETTE[i % PALETTE.length]!,
-        config: run?.config ?? null,
-        series: read?.series ?? {},
-        tokens: read?.tokens ?? null,
-      };
-    });
-  }, [state.runs, series.data, runsKey]);
+  const runData = useMemo(
+    (): RunData[] =>
+      runDataOf(
+        state.runs,
+        runQueries.map((q) => q.data),
+        series.data,
+        PALETTE,
+      ),
+    [state.runs, series.data, runsKey],
+  );
   const metricNames = useMemo(() => [...new Set((series.data?.runs ?? []).flatMap((r) => r.names))].sort(), [series.data]);
 
   const grouping: Grouping | null = useMemo(() => (state.group ? { path: state.group, band: state.band, colors: PALETTE } : null), [state.group, state.band]);

@@ -166,6 +166,31 @@ export type RunData = {
   tokens: StepSeries | null;
 };
 
+/**
+ * The compared runs' data in their order: each run's name and config as its own query read them (its id until
+ * then), its colour by its place, and its series and tokens from one `compare.series` answer.
+ */
+export function runDataOf(
+  runIds: readonly string[],
+  runs: readonly ({ name: string; config: unknown } | undefined)[],
+  read: { runs: readonly { runId: string; series: RunData["series"]; tokens: StepSeries | null }[] } | undefined,
+  palette: readonly string[],
+): RunData[] {
+  const byId = new Map((read?.runs ?? []).map((r) => [r.runId, r]));
+  return runIds.map((id, i) => {
+    const run = runs[i];
+    const series = byId.get(id);
+    return {
+      id,
+      name: run?.name ?? id,
+      color: palette[i % palette.length]!,
+      config: run?.config ?? null,
+      series: series?.series ?? {},
+      tokens: series?.tokens ?? null,
+    };
+  });
+}
+
 /** Runs grouped by the value at a config path, each group drawn as its mean with a band, coloured by its place. */
 export type Grouping = { path: string; band: Band; colors: readonly string[] };
 

@@ -4,7 +4,7 @@ import { keepPreviousData, useQueries, useQuery } from "@tanstack/react-query";
 import { useCallback, useMemo, useState } from "react";
 import { ComparePanel, xAxisName } from "@/components/compare/compare-panel";
 import { PALETTE } from "@/components/compare/compare-view";
-import { type Grouping, panelLines, type RunData } from "@/components/compare/panel-data";
+import { type Grouping, panelLines, type RunData, runDataOf } from "@/components/compare/panel-data";
 import { useTRPC } from "@/components/trpc/provider";
 import type { PanelBlock } from "@/lib/reports/blocks";
 
@@ -44,21 +44,16 @@ export function ReportPanel({ block }: { block: PanelBlock }) {
   });
   const runsKey = runQueries.map((q) => q.dataUpdatedAt).join(",");
   // biome-ignore lint/correctness/useExhaustiveDependencies: the run queries' results are new objects only when runsKey changes
-  const runData = useMemo((): RunData[] => {
-    const byId = new Map((series.data?.runs ?? []).map((r) => [r.runId, r]));
-    return block.runIds.map((id, i) => {
-      const run = runQueries[i]?.data;
-      const read = byId.get(id);
-      return {
-        id,
-        name: run?.name ?? id,
-        color: PALETTE[i % PALETTE.length]!,
-        config: run?.config ?? null,
-        series: read?.series ?? {},
-        tokens: read?.tokens ?? null,
-      };
-    });
-  }, [block.runIds, series.data, runsKey]);
+  const runData = useMemo(
+    (): RunData[] =>
+      runDataOf(
+        block.runIds,
+        runQueries.map((q) => q.data),
+        series.data,
+        PALETTE,
+      ),
+    [block.runIds, series.data, runsKey],
+  );
   const grouping: Grouping | null = useMemo(() => (block.group ? { path: block.group, band: "minmax", colors: PALETTE } : null), [block.group]);
   const lines = useMemo(() => panelLines(block, runData, grouping), [block, runData, grouping]);
   const [hoveredStep, setHoveredStep] = useState<number | null>(null);

@@ -62,21 +62,20 @@ export async function deleteReport(db: Database, id: string): Promise<void> {
   await db.delete(reports).where(eq(reports.id, id));
 }
 
+/** What a read of a report returns: the report and the name of who made it. */
+const reportColumns = {
+  id: reports.id,
+  projectId: reports.projectId,
+  title: reports.title,
+  blocks: reports.blocks,
+  createdBy: users.name,
+  createdAt: reports.createdAt,
+  updatedAt: reports.updatedAt,
+};
+
 /** One report with who made it, or NOT_FOUND. */
 export async function reportById(db: Database, id: string) {
-  const [row] = await db
-    .select({
-      id: reports.id,
-      projectId: reports.projectId,
-      title: reports.title,
-      blocks: reports.blocks,
-      createdBy: users.name,
-      createdAt: reports.createdAt,
-      updatedAt: reports.updatedAt,
-    })
-    .from(reports)
-    .innerJoin(users, eq(users.id, reports.createdBy))
-    .where(eq(reports.id, id));
+  const [row] = await db.select(reportColumns).from(reports).innerJoin(users, eq(users.id, reports.createdBy)).where(eq(reports.id, id));
   if (!row) throw notFound(id);
   return row;
 }
@@ -85,15 +84,7 @@ export async function reportById(db: Database, id: string) {
 export async function listReports(db: Database, projectIds: string[]) {
   if (projectIds.length === 0) return [];
   const rows = await db
-    .select({
-      id: reports.id,
-      projectId: reports.projectId,
-      title: reports.title,
-      blocks: reports.blocks,
-      createdBy: users.name,
-      createdAt: reports.createdAt,
-      updatedAt: reports.updatedAt,
-    })
+    .select(reportColumns)
     .from(reports)
     .innerJoin(users, eq(users.id, reports.createdBy))
     .where(inArray(reports.projectId, projectIds))
