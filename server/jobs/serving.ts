@@ -5,13 +5,12 @@
  * So the runs list holds one "serving" run per base a project has served, not one per start.
  */
 import { and, desc, eq, sql } from "drizzle-orm";
-import { GENERALIST_BASE } from "@/lib/sdk/agent";
-import { parseExperiment } from "@/lib/sdk/experiment";
 import { parseRunConfig } from "@/lib/lifecycle/run-config";
 import type { JobState } from "@/lib/lifecycle";
-import { type Database, experiments, experimentVersions, jobs, newId, runLogs, runs } from "../db";
+import { type Database, experimentVersions, jobs, runLogs, runs } from "../db";
 import { launchRun, runNameStamp } from "./lifecycle";
 import { notifyJobs } from "./notify";
+import { projectExperiment } from "./project-experiments";
 import type { SubmitJob } from "./scheduling";
 import { inTransaction, moveJobs } from "./transitions";
 
@@ -48,7 +47,7 @@ export const SERVING_RETRY_AFTER_FAILURE_S = 60;
  * Serialised per project and base by a transaction-level advisory lock, so requests at the same moment start one.
  */
 export async function ensureServing(db: Database, need: ServingNeed): Promise<ServingState> {
-  const experimentId = await servingExperiment(db, need.projectId, need.userId);
+  const experimentId = await projectExperiment(db, need.projectId, need.userId, SERVING_EXPERIMENT);
   return inTransaction(db, async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`serving ${need.projectId} ${need.base}`}, 0))`);
     const [latest] = await tx
@@ -118,46 +117,13 @@ export async function ensureServing(db: Database, need: ServingNeed): Promise<Se
 }
 
 /** The project's experiment for serving runs, made on first use. */
-async function servingExperiment(db: Database, projectId: string, userId: string): Promise<string> {
-  const find = async () =>
-    (
-      await db
-        .select({ id: experiments.id })
-        .from(experiments)
-        .where(and(eq(experiments.projectId, projectId), eq(experiments.template, SERVING_TEMPLATE)))
-        .limit(1)
-    )[0]?.id;
-  const existing = await find();
-  if (existing) return existing;
-  const id = newId("exp");
-  await inTransaction(db, async (tx) => {
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`serving experiment ${projectId}`}, 0))`);
-    const [again] = await tx
-      .select({ id: experiments.id })
-      .from(experiments)
-      .where(and(eq(experiments.projectId, projectId), eq(experiments.template, SERVING_TEMPLATE)))
-      .limit(1);
-    if (again) return;
-    await tx.insert(experiments).values({
-      id,
-      projectId,
-      ownerId: userId,
-      name: "Serving",
-      description: "Models served through the OpenAI-compatible endpoints (/v1): each run serves one base and the adapters on it.",
-      template: SERVING_TEMPLATE,
-      latestVersion: 1,
-    });
-    await tx.insert(experimentVersions).values({
-      id: newId("ver"),
-      experimentId: id,
-      version: 1,
-      files: {},
-      config: parseExperiment({ name: "Serving", environment: SERVING_ENVIRONMENT, agent: { base: GENERALIST_BASE } }),
-      message: "made for serving",
-    });
-  });
-  return (await find())!;
-}
+const SERVING_EXPERIMENT = {
+  template: SERVING_TEMPLATE,
+  name: "Serving",
+  description: "Models served through the OpenAI-compatible endpoints (/v1): each run serves one base and the adapters on it.",
+  environment: SERVING_ENVIRONMENT,
+  message: "made for serving",
+};
 
 /** Whether a job of this worker is a running inference job: a worker's first exchange is checked with it. */
 export async function servingJobOf(db: Database, workerId: string, jobId: string): Promise<{ runId: string; projectId: string } | null> {

@@ -12,14 +12,13 @@
  * server, is seen at the next poll (every `POLL_MS`).
  */
 import type { SessionMethod } from "@/lib/rl/session-calls";
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { asc, eq, inArray, sql } from "drizzle-orm";
 import { type JobState, terminalJobStates } from "@/lib/lifecycle";
-import { GENERALIST_BASE } from "@/lib/sdk/agent";
-import { parseExperiment } from "@/lib/sdk/experiment";
 import { parseRunConfig } from "@/lib/lifecycle/run-config";
-import { type Database, experiments, experimentVersions, jobs, newId, runs, sessionCalls } from "../db";
+import { type Database, experimentVersions, jobs, runs, sessionCalls } from "../db";
 import { RunStateError } from "./errors";
 import { launchRun, runNameStamp } from "./lifecycle";
+import { projectExperiment } from "./project-experiments";
 import type { SubmitJob } from "./scheduling";
 
 /** The primitives a session answers, and `close`, which saves the session and ends it. */
@@ -104,7 +103,7 @@ type CallRow = NonNullable<Awaited<ReturnType<typeof readCall>>>;
 
 /** Opens a session: its run (under the project's "Remote sessions" experiment) and its job, queued for a place. */
 export async function openSession(db: Database, input: OpenSession): Promise<{ sessionId: string; jobId: string }> {
-  const experimentId = await sessionsExperiment(db, input.projectId, input.userId);
+  const experimentId = await projectExperiment(db, input.projectId, input.userId, SESSIONS_EXPERIMENT);
   const [version] = await db
     .select({ id: experimentVersions.id })
     .from(experimentVersions)
@@ -150,35 +149,13 @@ export async function openSession(db: Database, input: OpenSession): Promise<{ s
 }
 
 /** The project's experiment for remote sessions, made on first use. */
-async function sessionsExperiment(db: Database, projectId: string, userId: string): Promise<string> {
-  const [existing] = await db
-    .select({ id: experiments.id })
-    .from(experiments)
-    .where(and(eq(experiments.projectId, projectId), eq(experiments.template, SESSIONS_TEMPLATE)))
-    .limit(1);
-  if (existing) return existing.id;
-  const id = newId("exp");
-  await db.transaction(async (tx) => {
-    await tx.insert(experiments).values({
-      id,
-      projectId,
-      ownerId: userId,
-      name: "Remote sessions",
-      description: "Training sessions opened by scripts (tinkerlab/client): each run is one session and its calls.",
-      template: SESSIONS_TEMPLATE,
-      latestVersion: 1,
-    });
-    await tx.insert(experimentVersions).values({
-      id: newId("ver"),
-      experimentId: id,
-      version: 1,
-      files: {},
-      config: parseExperiment({ name: "Remote sessions", environment: "remote-session", agent: { base: GENERALIST_BASE } }),
-      message: "made for remote sessions",
-    });
-  });
-  return id;
-}
+const SESSIONS_EXPERIMENT = {
+  template: SESSIONS_TEMPLATE,
+  name: "Remote sessions",
+  description: "Training sessions opened by scripts (tinkerlab/client): each run is one session and its calls.",
+  environment: "remote-session",
+  message: "made for remote sessions",
+};
 
 /** The session's job state, or a NOT_FOUND when `sessionId` is no session. */
 async function sessionJob(db: Database, sessionId: string): Promise<{ status: JobState; reason: string | null }> {
