@@ -12,30 +12,11 @@ import { samplerSnapshots } from "@/lib/rl/league-training";
 import type { PolicyModel } from "@/lib/rl/primitives";
 import { seatOf } from "@/lib/rl/seats";
 import { trainRl } from "@/lib/rl/train";
-import { defineEnvironment } from "@/lib/sdk/environment";
 import { defineExperiment, type ExperimentConfigInput, parseExperiment } from "@/lib/sdk/experiment";
-import { turnBased } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
+import { byteDuel, byteDuelProtocol } from "../../support/byte-duel";
 
-const byte = (text: string) => text.charCodeAt(0) || 0;
-
-/** A then B reply once; the higher first byte wins (+1 / −1), equal ones draw. */
-const byteDuel = defineEnvironment<{ a: number }, string>({
-  name: "byte-duel",
-  data: { kind: "free" },
-  systemPrompt: "",
-  maxTurns: 2,
-  reset: () => ({ state: { a: 0 }, observation: "go" }),
-  parseAction: (text) => ({ ok: true, action: text }),
-  step: (state, text, { agent }) => {
-    if (agent === "A") return { state: { a: byte(text) }, observation: "go", rewards: { A: 0, B: 0 }, done: false };
-    const score = Math.sign(state.a - byte(text));
-    return { state, rewards: { A: score, B: -score }, done: true };
-  },
-  score: ({ state }) => state.a / 256,
-});
-
-const protocol = turnBased(["A", "B"]);
+const protocol = byteDuelProtocol;
 const base = BaseModel.create({ vocabSize: 262, contextLength: 32, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 });
 const lora = { rank: 4, alpha: 8 };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "league-training-"));

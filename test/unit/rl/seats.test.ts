@@ -9,31 +9,11 @@ import { toTrainingBatch } from "@/lib/rl/rollouts";
 import { fixedSeats, seatOf, separateSeats } from "@/lib/rl/seats";
 import { rlAlgorithms } from "@/lib/rl/train";
 import { policyUpdate } from "@/lib/rl/update";
-import { defineEnvironment } from "@/lib/sdk/environment";
 import { type AlgorithmName, defineExperiment } from "@/lib/sdk/experiment";
-import { turnBased } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
+import { byteDuel, byteDuelProtocol } from "../../support/byte-duel";
 
-/** The first byte of a reply (0 for none). */
-const byte = (text: string) => text.charCodeAt(0) || 0;
-
-/** A then B reply once; the reply with the higher first byte wins (+1 / −1), equal ones draw: zero-sum. */
-const byteDuel = defineEnvironment<{ a: number }, string>({
-  name: "byte-duel",
-  data: { kind: "free" },
-  systemPrompt: "",
-  maxTurns: 2,
-  reset: () => ({ state: { a: 0 }, observation: "go" }),
-  parseAction: (text) => ({ ok: true, action: text }),
-  step: (state, text, { agent }) => {
-    if (agent === "A") return { state: { a: byte(text) }, observation: "go", rewards: { A: 0, B: 0 }, done: false };
-    const score = Math.sign(state.a - byte(text));
-    return { state, rewards: { A: score, B: -score }, done: true };
-  },
-  score: () => 0,
-});
-
-const protocol = turnBased(["A", "B"]);
+const protocol = byteDuelProtocol;
 const base = BaseModel.create({ vocabSize: 262, contextLength: 32, dModel: 32, nLayers: 1, nHeads: 2 }, { seed: 1 });
 
 function adapter(seed: number, valueHead = false): { client: TrainingClient; policy: PolicyModel } {
