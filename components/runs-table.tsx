@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { RunCheckbox, RunSelection } from "@/components/compare/run-selection";
-import { StatusBadge } from "@/components/ui/status-badge";
+import { RunStatus } from "@/components/ui/status-badge";
 import { RelativeTime } from "@/components/ui/time";
 
 export type RunRow = {
@@ -49,17 +49,7 @@ export function RunsTable({ runs }: { runs: RunRow[] }) {
                 </Link>
               </td>
               <td className="px-4 py-2">
-                <StatusBadge status={run.status} />
-                {run.warnings.length > 0 && (
-                  <span
-                    role="img"
-                    className="ml-1.5 text-amber-600"
-                    title={run.warnings.map((w) => w.message).join("\n")}
-                    aria-label={`${run.warnings.length} health warning${run.warnings.length === 1 ? "" : "s"}`}
-                  >
-                    ⚠
-                  </span>
-                )}
+                <RunStatus status={run.status} warnings={run.warnings} />
               </td>
               <td className="px-4 py-2 tabular-nums text-slate-600">
                 {run.totalSteps > 0 ? `${run.step} / ${run.totalSteps}` : run.step > 0 ? `${run.step} steps` : "—"}

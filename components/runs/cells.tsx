@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { formatValue } from "@/components/charts";
-import { StatusBadge } from "@/components/ui/status-badge";
+import { RunStatus } from "@/components/ui/status-badge";
 import { formatDuration, RelativeTime } from "@/components/ui/time";
 import type { TableColumn, TableRow } from "@/server/runs";
 
@@ -25,21 +25,7 @@ export function ValueCell({ row, column }: { row: TableRow; column: TableColumn 
 function cellContent(row: TableRow, column: TableColumn, value: unknown) {
   switch (column.key) {
     case "status":
-      return (
-        <>
-          <StatusBadge status={row.status} />
-          {row.warnings.length > 0 && (
-            <span
-              role="img"
-              className="ml-1.5 text-amber-600"
-              title={row.warnings.map((w) => w.message).join("\n")}
-              aria-label={`${row.warnings.length} health warning${row.warnings.length === 1 ? "" : "s"}`}
-            >
-              ⚠
-            </span>
-          )}
-        </>
-      );
+      return <RunStatus status={row.status} warnings={row.warnings} />;
     case "steps":
       return <span className="text-slate-600">{row.totalSteps > 0 ? `${row.step} / ${row.totalSteps}` : row.step > 0 ? `${row.step}` : "—"}</span>;
     case "duration":

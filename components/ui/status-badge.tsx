@@ -30,3 +30,22 @@ export function StatusBadge({ status }: { status: string }) {
     </span>
   );
 }
+
+/** A run's status, and a ⚠ whose tooltip lists its health warnings when it has any (lib/rl/health.ts). */
+export function RunStatus({ status, warnings }: { status: string; warnings: readonly { message: string }[] }) {
+  return (
+    <>
+      <StatusBadge status={status} />
+      {warnings.length > 0 && (
+        <span
+          role="img"
+          className="ml-1.5 text-amber-600"
+          title={warnings.map((w) => w.message).join("\n")}
+          aria-label={`${warnings.length} health warning${warnings.length === 1 ? "" : "s"}`}
+        >
+          ⚠
+        </span>
+      )}
+    </>
+  );
+}
