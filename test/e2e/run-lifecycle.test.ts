@@ -50,7 +50,8 @@ describe("a run's life", () => {
   it("trains to the end, pausing and resuming, with every step's metrics growing live on the run page", async () => {
     const server = await startServer({ TINKERLAB_BASES_DIR: basesDir, TINKERLAB_EXAMPLES: "off", ARTIFACTS_DIR: tempDir("artifacts") });
     servers.push(server);
-    const steps = 60;
+    // Enough steps that the pause, asked once step 5 shows, lands before the end on a fast, idle machine.
+    const steps = 200;
     const runId = await launch(server, steps);
     // Paused part-way, so the page opens on a run that still has steps to go, however fast this machine trains.
     await waitFor(server, runId, (r) => r.step >= 5, 120);
