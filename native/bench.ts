@@ -5,19 +5,14 @@
  *
  *   npx tsx native/bench.ts [--rounds 8]
  *
- * The peak: bench/lib/fma-peak.cc, built with g++ once for each instruction set the native kernel runs here, runs
- * 16 independent chains of FMAs on the widest vectors of that set (2 operations per lane of each FMA), on one
- * thread (timed by the thread's CPU time) and on every core at once (wall clock, and per CPU-second); best of
- * --rounds runs of 200 ms. The kernels: each in turn in this process, timed by its CPU time (best of --rounds), on
+ * The peak (bench/lib/fma-peak.ts) of each instruction set the native kernel runs here, on one thread (timed by
+ * the thread's CPU time) and on every core at once (wall clock, and per CPU-second); best of --rounds runs of
+ * 200 ms. The kernels: each in turn in this process, timed by its CPU time (best of --rounds), on
  * one thread; each one's share is of the one-thread peak of the widest vectors this CPU runs, the most one core can
  * do. The header names the CPU, its cores and the load average before and after; the last line is JSON.
  */
-import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import os from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fmaPeak } from "@/bench/lib/fma-peak";
 import { formatTable } from "@/bench/lib/measure";
 import { Rng } from "@/lib/model/rng";
 import { type MatrixView, rowMajor, simdGemm, transposed } from "@/lib/model/simd-gemm";
@@ -35,42 +30,11 @@ const loadBefore = os.loadavg()[0]!;
 
 // ---- the FMA peak ----
 
-const peakSource = fileURLToPath(new URL("../bench/lib/fma-peak.cc", import.meta.url));
-const peakFlags: Record<NativeIsa, string[]> = { avx512: ["-mavx512f", "-mfma"], avx2: ["-mavx2", "-mfma"] };
-
-/** The peak program for `isa`, built into the kernel's cache folder unless it is there already. */
-function peakProgram(isa: NativeIsa): string {
-  const flags = ["-O2", "-std=c++17", "-pthread", ...peakFlags[isa]];
-  const key = createHash("sha256").update(readFileSync(peakSource)).update(flags.join(" ")).digest("hex").slice(0, 16);
-  const dir = fileURLToPath(new URL("../node_modules/.cache/tinkerlab-native/", import.meta.url));
-  const program = join(dir, `fma-peak-${isa}-${key}`);
-  if (!existsSync(program)) {
-    mkdirSync(dir, { recursive: true });
-    execFileSync("g++", [...flags, peakSource, "-o", `${program}.${process.pid}`], { stdio: ["ignore", "ignore", "pipe"] });
-    renameSync(`${program}.${process.pid}`, program);
-  }
-  return program;
-}
-
-type PeakRun = { flops: number; wall_s: number; cpu_s: number };
-/** Best GFLOP/s of `rounds` runs: per second of the threads' CPU time, and per second of wall time. */
-function peak(program: string, threads: number): { cpu: number; wall: number } {
-  let cpu = 0;
-  let wall = 0;
-  for (let r = 0; r < rounds; r++) {
-    const run = JSON.parse(execFileSync(program, [String(threads), "200"], { encoding: "utf8" })) as PeakRun;
-    cpu = Math.max(cpu, run.flops / run.cpu_s / 1e9);
-    wall = Math.max(wall, run.flops / run.wall_s / 1e9);
-  }
-  return { cpu, wall };
-}
-
 const peaks: { isa: NativeIsa; oneThread: number; allThreads: { cpu: number; wall: number } }[] = [];
 if (native.kernel) {
   for (const isa of native.kernel.supported()) {
     try {
-      const program = peakProgram(isa);
-      peaks.push({ isa, oneThread: peak(program, 1).cpu, allThreads: peak(program, cores) });
+      peaks.push({ isa, oneThread: fmaPeak(isa, 1, rounds).cpu, allThreads: fmaPeak(isa, cores, rounds) });
     } catch (error) {
       console.error(`the FMA peak of ${isa} was not measured: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
     }

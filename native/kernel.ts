@@ -40,7 +40,7 @@ const units: { source: string; flags: string[] }[] = [
   { source: "gemm-avx512.cc", flags: ["-mavx512f", "-mfma"] },
   { source: "gemm-avx2.cc", flags: ["-mavx2", "-mfma"] },
 ];
-const headers = ["gemm.h", "gemm-kernel.h"];
+const headers = ["gemm.h", "gemm-kernel.h", "ops-kernel.h"];
 const buildTimeoutMs = 180_000;
 
 const run = promisify(execFile);

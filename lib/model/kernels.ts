@@ -3,6 +3,7 @@
  * to repay copying go to the WebAssembly SIMD kernel (simd-gemm.ts, about 20x faster than plain loops here);
  * the rest run as loops whose innermost index walks contiguous memory, which V8 turns into fast code.
  */
+import { disableNativeOps } from "./native-ops";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
 import { geluC, geluK, layerNormEps, tanhClamp, tanhDenominator, tanhNumerator } from "./simd-ops";
 
@@ -19,6 +20,7 @@ const simdMinWork = 16384;
  */
 export function setSimdMode(mode: SimdMode): void {
   simdMode = mode;
+  disableNativeOps(mode === "never");
 }
 
 /** Whether products of this size run on the SIMD kernel. */

@@ -11,9 +11,12 @@
  * attention code, SIMD kernels and key/value cache serve both architectures.
  */
 import type { GPTConfig, ModelShape, RopeScaling } from "./config";
+import { nativeOps } from "./native-ops";
 
 /** out = x * rstd * gain per row of x[M, C], keeping rstd for the backward pass. */
 export function rmsNormForward(out: Float32Array, rstd: Float32Array, x: Float32Array, gain: Float32Array, M: number, C: number, eps: number): void {
+  const native = nativeOps();
+  if (native) return native.rmsNormForward(out, rstd, x, gain, M, C, eps);
   for (let i = 0; i < M; i++) {
     const r = i * C;
     let ss = 0;
@@ -35,6 +38,8 @@ export function rmsNormBackward(
   M: number,
   C: number,
 ): void {
+  const native = nativeOps();
+  if (native) return native.rmsNormBackward(dx, dGain, dy, x, rstd, gain, M, C);
   for (let i = 0; i < M; i++) {
     const r = i * C;
     const s = rstd[i];
@@ -130,6 +135,12 @@ function rotateBackAdd(dst: Float32Array, to: number, src: Float32Array, from: n
   }
 }
 
+function positionsOf(N: number, position: (n: number) => number): Int32Array {
+  const out = new Int32Array(N);
+  for (let n = 0; n < N; n++) out[n] = position(n);
+  return out;
+}
+
 /**
  * From the projection's output raw[N, C + 2 * kvDim] (q, k, v) to qkv[N, 3C]: queries and keys turned to their
  * positions, and each key/value head copied to every query head it serves.
@@ -145,6 +156,8 @@ export function ropeAndExpand(
   table: RopeTable,
 ): void {
   const hd = shape.headDim;
+  const native = nativeOps();
+  if (native) return native.ropeAndExpand(qkv, raw, positionsOf(N, position), N, H, shape.nKvHeads, hd, table.cos, table.sin);
   const half = hd / 2;
   const group = H / shape.nKvHeads;
   const rawWidth = C + 2 * shape.kvDim;
@@ -176,6 +189,8 @@ export function ropeAndExpandBackward(
   table: RopeTable,
 ): void {
   const hd = shape.headDim;
+  const native = nativeOps();
+  if (native) return native.ropeAndExpandBackward(dRaw, dQkv, positionsOf(N, position), N, H, shape.nKvHeads, hd, table.cos, table.sin);
   const half = hd / 2;
   const group = H / shape.nKvHeads;
   const rawWidth = C + 2 * shape.kvDim;
@@ -198,6 +213,8 @@ export function ropeAndExpandBackward(
 
 /** act[N, F] = silu(gate) * up, where fc[N, 2F] holds gate then up on each row. */
 export function swigluForward(act: Float32Array, fc: Float32Array, N: number, F: number): void {
+  const native = nativeOps();
+  if (native) return native.swigluForward(act, fc, N, F);
   for (let n = 0; n < N; n++) {
     const r = n * 2 * F;
     const o = n * F;
@@ -210,6 +227,8 @@ export function swigluForward(act: Float32Array, fc: Float32Array, N: number, F:
 
 /** dFc[N, 2F] (overwritten) from dAct[N, F]. */
 export function swigluBackward(dFc: Float32Array, dAct: Float32Array, fc: Float32Array, N: number, F: number): void {
+  const native = nativeOps();
+  if (native) return native.swigluBackward(dFc, dAct, fc, N, F);
   for (let n = 0; n < N; n++) {
     const r = n * 2 * F;
     const o = n * F;

@@ -18,6 +18,7 @@
  * operands are prepared exactly as for the WebAssembly kernel and only the call that computes changes.
  */
 
+import { type NativeOps, setNativeOps } from "./native-ops";
 import { type SimdOps, bindOps, opFunctions } from "./simd-ops";
 import { type WasmFunction, addTo, c32, encodeModule, f32, get, i32, memarg, op, set, simd, uleb, v128, voidBlock, whileNot } from "./wasm-encoder";
 
@@ -358,7 +359,7 @@ export type GemmArgs = [number, number, number, number, number, number, number, 
  * A native kernel working in place in this module's shared memory (native/src/addon.cc). Calls are written
  * to `calls`, 13 slots each as GemmArgs (the scale as float32 bits), and run together.
  */
-export interface NativeGemm {
+export interface NativeGemm extends NativeOps {
   /** heap: a view of the whole memory; calls: the slots `run` reads */
   bind(heap: Float32Array, calls: Int32Array): void;
   /** runs the first `count` calls (each call whole on one thread, or cut by rows and columns between two) */
@@ -617,6 +618,7 @@ function createSimdGemm(): SimdGemm | null {
     setNative(kernel) {
       if (kernel && !shared) throw new Error("the native kernel needs the shared WebAssembly memory (SharedArrayBuffer is unavailable)");
       native = kernel;
+      setNativeOps(kernel);
       nativeSlots = new Int32Array(64 * slotsPerCall);
       nativeScales = new Float32Array(nativeSlots.buffer);
       native?.bind(heap, nativeSlots);

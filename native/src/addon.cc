@@ -335,6 +335,246 @@ napi_value helperPieces(napi_env env, napi_callback_info) {
   return result;
 }
 
+
+// ---- elementwise and per-row operations (ops-kernel.h) over any Float32Arrays ----
+
+/** Reads argument i as a Float32Array (or null, when allowNull and the argument is null or undefined). */
+bool floatArray(napi_env env, napi_value value, float** data, size_t* length, bool allowNull = false) {
+  napi_valuetype type;
+  if (allowNull && napi_typeof(env, value, &type) == napi_ok && (type == napi_null || type == napi_undefined)) {
+    *data = nullptr;
+    *length = 0;
+    return true;
+  }
+  bool isTyped = false;
+  napi_is_typedarray(env, value, &isTyped);
+  if (!isTyped) return false;
+  napi_typedarray_type t;
+  void* p = nullptr;
+  if (napi_get_typedarray_info(env, value, &t, length, &p, nullptr, nullptr) != napi_ok || t != napi_float32_array) return false;
+  *data = static_cast<float*>(p);
+  return true;
+}
+
+/** The arguments of one call: arrays (F), whole numbers (I) and numbers (D), checked as they are read. */
+struct Args {
+  napi_env env;
+  napi_value argv[16];
+  size_t argc = 16;
+  std::string error;
+  const char* name;
+  Args(napi_env e, napi_callback_info info, const char* n) : env(e), name(n) { napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr); }
+  float* F(size_t i, size_t* length, bool allowNull = false) {
+    float* data = nullptr;
+    if (error.empty() && (i >= argc || !floatArray(env, argv[i], &data, length, allowNull))) {
+      error = std::string(name) + ": argument " + std::to_string(i) + " must be a Float32Array" + (allowNull ? " or null" : "");
+    }
+    return data;
+  }
+  int64_t I(size_t i) {
+    int64_t v = 0;
+    if (error.empty() && (i >= argc || napi_get_value_int64(env, argv[i], &v) != napi_ok || v < 0)) {
+      error = std::string(name) + ": argument " + std::to_string(i) + " must be a whole number >= 0";
+    }
+    return v;
+  }
+  double D(size_t i) {
+    double v = 0;
+    if (error.empty() && (i >= argc || napi_get_value_double(env, argv[i], &v) != napi_ok)) {
+      error = std::string(name) + ": argument " + std::to_string(i) + " must be a number";
+    }
+    return v;
+  }
+  /** Records an error unless an array of `length` floats holds `need`. */
+  void fits(size_t length, double need, const char* what) {
+    if (error.empty() && (double)length < need) {
+      error = std::string(name) + ": " + what + " holds " + std::to_string(length) + " floats, fewer than the " + std::to_string((size_t)need) + " needed";
+    }
+  }
+};
+
+const Ops& opsOf(napi_env env) { return kernelOf(env)->isa.ops; }
+
+napi_value swigluForwardJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "swigluForward");
+  size_t nAct, nFc;
+  float* act = a.F(0, &nAct);
+  const float* fc = a.F(1, &nFc);
+  const int64_t rows = a.I(2), F = a.I(3);
+  a.fits(nAct, (double)rows * F, "act");
+  a.fits(nFc, 2.0 * rows * F, "fc");
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).swigluForward(act, fc, (int)rows, (int)F);
+  return nullptr;
+}
+
+napi_value swigluBackwardJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "swigluBackward");
+  size_t nD, nDa, nFc;
+  float* dFc = a.F(0, &nD);
+  const float* dAct = a.F(1, &nDa);
+  const float* fc = a.F(2, &nFc);
+  const int64_t rows = a.I(3), F = a.I(4);
+  a.fits(nD, 2.0 * rows * F, "dFc");
+  a.fits(nDa, (double)rows * F, "dAct");
+  a.fits(nFc, 2.0 * rows * F, "fc");
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).swigluBackward(dFc, dAct, fc, (int)rows, (int)F);
+  return nullptr;
+}
+
+napi_value rmsNormForwardJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "rmsNormForward");
+  size_t nOut, nR, nX, nG;
+  float* out = a.F(0, &nOut);
+  float* rstd = a.F(1, &nR);
+  const float* x = a.F(2, &nX);
+  const float* gain = a.F(3, &nG);
+  const int64_t rows = a.I(4), C = a.I(5);
+  const double eps = a.D(6);
+  a.fits(nOut, (double)rows * C, "out");
+  a.fits(nX, (double)rows * C, "x");
+  a.fits(nR, (double)rows, "rstd");
+  a.fits(nG, (double)C, "gain");
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).rmsNormForward(out, rstd, x, gain, (int)rows, (int)C, (float)eps);
+  return nullptr;
+}
+
+napi_value rmsNormBackwardJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "rmsNormBackward");
+  size_t nDx, nDg, nDy, nX, nR, nG;
+  float* dx = a.F(0, &nDx);
+  float* dGain = a.F(1, &nDg, true);
+  const float* dy = a.F(2, &nDy);
+  const float* x = a.F(3, &nX);
+  const float* rstd = a.F(4, &nR);
+  const float* gain = a.F(5, &nG);
+  const int64_t rows = a.I(6), C = a.I(7);
+  for (auto [n, what] : {std::pair<size_t, const char*>{nDx, "dx"}, {nDy, "dy"}, {nX, "x"}}) a.fits(n, (double)rows * C, what);
+  if (dGain) a.fits(nDg, (double)C, "dGain");
+  a.fits(nR, (double)rows, "rstd");
+  a.fits(nG, (double)C, "gain");
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).rmsNormBackward(dx, dGain, dy, x, rstd, gain, (int)rows, (int)C);
+  return nullptr;
+}
+
+napi_value adamwJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "adamw");
+  size_t nW, nG, nM, nV;
+  float* w = a.F(0, &nW);
+  float* g = a.F(1, &nG);
+  float* m = a.F(2, &nM);
+  float* v = a.F(3, &nV);
+  double p[7];
+  for (int i = 0; i < 7; i++) p[i] = a.D(4 + i);
+  for (auto [n, what] : {std::pair<size_t, const char*>{nG, "grad"}, {nM, "m"}, {nV, "v"}}) a.fits(n, (double)nW, what);
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).adamw(w, g, m, v, (ptrdiff_t)nW, (float)p[0], (float)p[1], (float)p[2], (float)p[3], (float)p[4], (float)p[5], (float)p[6]);
+  return nullptr;
+}
+
+napi_value sumOfSquaresJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "sumOfSquares");
+  size_t n;
+  const float* g = a.F(0, &n);
+  if (!a.error.empty()) return throwError(env, a.error);
+  napi_value result;
+  CHECK(napi_create_double(env, opsOf(env).sumOfSquares(g, (ptrdiff_t)n), &result));
+  return result;
+}
+
+/** softmaxRow(z, zOffset, n, invTau, probs | null, stats: Float64Array(2)) */
+napi_value softmaxRowJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "softmaxRow");
+  size_t nZ, nP;
+  const float* z = a.F(0, &nZ);
+  const int64_t at = a.I(1), n = a.I(2);
+  const double invTau = a.D(3);
+  float* probs = a.F(4, &nP, true);
+  a.fits(nZ, (double)at + n, "z");
+  if (probs) a.fits(nP, (double)n, "probs");
+  void* statsData = nullptr;
+  size_t statsLength = 0;
+  napi_typedarray_type t;
+  bool isTyped = false;
+  if (a.argc > 5) napi_is_typedarray(env, a.argv[5], &isTyped);
+  if (!isTyped || napi_get_typedarray_info(env, a.argv[5], &t, &statsLength, &statsData, nullptr, nullptr) != napi_ok || t != napi_float64_array ||
+      statsLength < 2) {
+    if (a.error.empty()) a.error = "softmaxRow: argument 5 must be a Float64Array of 2";
+  }
+  if (a.error.empty() && n == 0) a.error = "softmaxRow: a row needs at least one logit";
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).softmaxRow(z + at, (int)n, (float)invTau, probs, static_cast<double*>(statsData));
+  return nullptr;
+}
+
+/** lossGradientRow(d, dOffset, p, z, zOffset, n, target, scale, ent, invTau, logSumExp, entropy) */
+napi_value lossGradientRowJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "lossGradientRow");
+  size_t nD, nP, nZ;
+  float* d = a.F(0, &nD);
+  const int64_t dAt = a.I(1);
+  const float* p = a.F(2, &nP);
+  const float* z = a.F(3, &nZ);
+  const int64_t zAt = a.I(4), n = a.I(5), target = a.I(6);
+  double f[5];
+  for (int i = 0; i < 5; i++) f[i] = a.D(7 + i);
+  a.fits(nD, (double)dAt + n, "d");
+  a.fits(nP, (double)n, "p");
+  a.fits(nZ, (double)zAt + n, "z");
+  if (a.error.empty() && target >= n) a.error = "lossGradientRow: target " + std::to_string(target) + " is outside the row of " + std::to_string(n);
+  if (!a.error.empty()) return throwError(env, a.error);
+  opsOf(env).lossGradientRow(d + dAt, p, z + zAt, (int)n, (int)target, (float)f[0], (float)f[1], (float)f[2], (float)f[3], (float)f[4]);
+  return nullptr;
+}
+
+/** Reads argument i as an Int32Array. */
+const int32_t* intArray(Args& a, size_t i, size_t* length) {
+  bool isTyped = false;
+  napi_typedarray_type t;
+  void* p = nullptr;
+  if (a.error.empty() && (i >= a.argc || napi_is_typedarray(a.env, a.argv[i], &isTyped) != napi_ok || !isTyped ||
+                          napi_get_typedarray_info(a.env, a.argv[i], &t, length, &p, nullptr, nullptr) != napi_ok || t != napi_int32_array)) {
+    a.error = std::string(a.name) + ": argument " + std::to_string(i) + " must be an Int32Array";
+  }
+  return static_cast<const int32_t*>(p);
+}
+
+/** ropeAndExpand[Backward](out, in, positions: Int32Array(N), N, H, kvHeads, hd, cos, sin) */
+template <bool back>
+napi_value ropeJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, back ? "ropeAndExpandBackward" : "ropeAndExpand");
+  size_t nOut, nIn, nPos, nCos, nSin;
+  float* out = a.F(0, &nOut);
+  const float* in = a.F(1, &nIn);
+  const int32_t* positions = intArray(a, 2, &nPos);
+  const int64_t N = a.I(3), H = a.I(4), kv = a.I(5), hd = a.I(6);
+  const float* cos = a.F(7, &nCos);
+  const float* sin = a.F(8, &nSin);
+  if (a.error.empty() && (kv == 0 || H % kv != 0 || hd % 2 != 0)) a.error = std::string(a.name) + ": heads must be a multiple of key/value heads, and the head size even";
+  const double wide = 3.0 * N * H * hd, narrow = (double)N * (H + 2 * kv) * hd;
+  a.fits(back ? nIn : nOut, wide, back ? "dQkv" : "qkv");
+  a.fits(back ? nOut : nIn, narrow, back ? "dRaw" : "raw");
+  a.fits(nPos, (double)N, "positions");
+  if (a.error.empty()) {
+    int64_t most = 0;
+    for (int64_t n = 0; n < N; n++) {
+      if (positions[n] < 0) {
+        a.error = std::string(a.name) + ": position " + std::to_string(positions[n]) + " is negative";
+        break;
+      }
+      most = std::max<int64_t>(most, positions[n]);
+    }
+    a.fits(std::min(nCos, nSin), (double)(most + 1) * (hd / 2), "cos or sin");
+  }
+  if (!a.error.empty()) return throwError(env, a.error);
+  const Ops& ops = opsOf(env);
+  (back ? ops.ropeAndExpandBackward : ops.ropeAndExpand)(out, in, positions, (int)N, (int)H, (int)kv, (int)hd, cos, sin);
+  return nullptr;
+}
+
 napi_value init(napi_env env, napi_value exports) {
   Kernel* k = new Kernel();
   if (!k->packs[0] || !k->packs[1]) return throwError(env, "native kernel: out of memory");
@@ -348,6 +588,16 @@ napi_value init(napi_env env, napi_value exports) {
       {"run", nullptr, run, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"setThreads", nullptr, setThreads, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"helperPieces", nullptr, helperPieces, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"swigluForward", nullptr, swigluForwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"swigluBackward", nullptr, swigluBackwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"rmsNormForward", nullptr, rmsNormForwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"rmsNormBackward", nullptr, rmsNormBackwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"adamw", nullptr, adamwJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"sumOfSquares", nullptr, sumOfSquaresJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"softmaxRow", nullptr, softmaxRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"lossGradientRow", nullptr, lossGradientRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"ropeAndExpand", nullptr, ropeJs<false>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"ropeAndExpandBackward", nullptr, ropeJs<true>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
   };
   CHECK(napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties));
   return exports;

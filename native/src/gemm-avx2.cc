@@ -2,6 +2,7 @@
 // Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 #include "gemm-kernel.h"
+#include "ops-kernel.h"
 
 namespace tinkerlab {
 namespace {
@@ -23,10 +24,45 @@ struct Avx2 {
     if (n >= W) store(p, v);
     else _mm256_maskstore_ps(p, mask(n), v);
   }
+  static T loadPartialOr(const float* p, int n, float fill) {
+    return n >= W ? load(p) : _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, mask(n)), _mm256_castsi256_ps(mask(n)));
+  }
+  static T keep(T v, int n) { return n >= W ? v : _mm256_and_ps(v, _mm256_castsi256_ps(mask(n))); }
+  static T set(float x) { return _mm256_set1_ps(x); }
+  static T add(T a, T b) { return _mm256_add_ps(a, b); }
+  static T sub(T a, T b) { return _mm256_sub_ps(a, b); }
+  static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+  static T div(T a, T b) { return _mm256_div_ps(a, b); }
+  static T neg(T a) { return _mm256_sub_ps(_mm256_setzero_ps(), a); }
+  static T min(T a, T b) { return _mm256_min_ps(a, b); }
+  static T max(T a, T b) { return _mm256_max_ps(a, b); }
+  static T sqrt(T a) { return _mm256_sqrt_ps(a); }
+  static T round(T a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // p * 2^n for whole n in [-126, 127], through the exponent bits
+  static T scale2(T p, T n) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+  static float sum(T a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static float maxOf(T a) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
 };
 
 }  // namespace
 
-Isa avx2Isa() { return {"avx2", &runPiece<Avx2>, Avx2::MR, 2 * Avx2::W}; }
+Isa avx2Isa() {
+  return {"avx2", &runPiece<Avx2>, Avx2::MR, 2 * Avx2::W,
+          {&swigluForward<Avx2>, &swigluBackward<Avx2>, &rmsNormForward<Avx2>, &rmsNormBackward<Avx2>, &adamw<Avx2>, &sumOfSquares<Avx2>,
+          &softmaxRow<Avx2>, &lossGradientRow<Avx2>, &ropeAndExpand<Avx2>, &ropeAndExpandBackward<Avx2>}};
+}
 
 }  // namespace tinkerlab

@@ -18,10 +18,28 @@ struct GemmCall {
 /** Computes rows [row0, row1) and columns [col0, col1) of a call; pack holds packFloats floats. */
 using PieceFunction = void (*)(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1, float* pack);
 
+/** The elementwise and per-row operations of ops-kernel.h, compiled for one instruction set. */
+struct Ops {
+  void (*swigluForward)(float* act, const float* fc, int rows, int F);
+  void (*swigluBackward)(float* dFc, const float* dAct, const float* fc, int rows, int F);
+  void (*rmsNormForward)(float* out, float* rstd, const float* x, const float* gain, int rows, int C, float eps);
+  void (*rmsNormBackward)(float* dx, float* dGain, const float* dy, const float* x, const float* rstd, const float* gain, int rows, int C);
+  void (*adamw)(float* w, float* g, float* m, float* v, ptrdiff_t n, float clip, float b1, float b2, float stepSize, float invBc2,
+                float eps, float decay);
+  double (*sumOfSquares)(const float* g, ptrdiff_t n);
+  void (*softmaxRow)(const float* z, int n, float invTau, float* probs, double* stats);
+  void (*lossGradientRow)(float* d, const float* p, const float* z, int n, int target, float scale, float ent, float invTau, float logSumExp,
+                          float entropy);
+  void (*ropeAndExpand)(float* qkv, const float* raw, const int* positions, int N, int H, int kvHeads, int hd, const float* cos, const float* sin);
+  void (*ropeAndExpandBackward)(float* dRaw, const float* dQkv, const int* positions, int N, int H, int kvHeads, int hd, const float* cos,
+                                const float* sin);
+};
+
 struct Isa {
   const char* name;
   PieceFunction piece;
   int tileRows, tileColumns;
+  Ops ops;
 };
 
 Isa avx512Isa();

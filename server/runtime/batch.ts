@@ -1,3 +1,5 @@
+import { nativeOps } from "@/lib/model/native-ops";
+
 /**
  * The batch format of the primitives. Every per-token array is aligned with `tokens`: entry i is about token i,
  * predicted from tokens[0..i-1]. Entry 0 has no prefix, so it is ignored on input and reported as 0 on output.
@@ -82,6 +84,9 @@ export function packBatch(batch: Batch, vocabSize: number, contextLength: number
  * definition shared by `forward`, the losses and `sample`, so their logprobs agree. With `probs`, the row's
  * probabilities are written there too (the losses need them; this saves computing each exp twice).
  */
+/** The native softmax's log-sum-exp and entropy of the last row. */
+const rowStats = new Float64Array(2);
+
 export function logprobOf(
   logits: Float32Array,
   offset: number,
@@ -90,6 +95,12 @@ export function logprobOf(
   target: number,
   probs?: Float64Array,
 ): { logprob: number; logSumExp: number } {
+  const native = nativeOps();
+  if (native && !probs) {
+    const inv = 1 / temperature;
+    native.softmaxRow(logits, offset, V, inv, null, rowStats);
+    return { logprob: logits[offset + target] * inv - rowStats[0], logSumExp: rowStats[0] };
+  }
   const inv = 1 / temperature;
   let max = -Infinity;
   for (let j = 0; j < V; j++) {

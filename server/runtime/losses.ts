@@ -14,6 +14,7 @@
  * Every term is multiplied by the token's weight, summed, and divided by the summed weights ("tokens") or not
  * ("none").
  */
+import { nativeOps } from "@/lib/model/native-ops";
 import { z } from "zod";
 import { type Batch, type PackedBatch, logprobOf } from "./batch";
 
@@ -103,16 +104,26 @@ export function computeLoss(
     ratioMin = Infinity,
     ratioMax = -Infinity,
     clipped = 0;
-  const probs = new Float64Array(V);
+  const native = nativeOps();
+  const probs = new Float64Array(native ? 0 : V);
+  const probs32 = native ? new Float32Array(V) : null;
+  const stats = new Float64Array(2);
   for (let b = 0; b < B; b++) {
     for (let i = 1; i < lengths[b]; i++) {
       const w = batch.weights?.[b][i] ?? 1;
       if (w === 0) continue;
       const row = (b * T + i - 1) * V;
       const target = tokens[b * T + i];
-      const { logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target, probs);
-      let entropy = 0;
-      for (let j = 0; j < V; j++) if (probs[j] > 0) entropy -= probs[j] * (logits[row + j] / tau - logSumExp);
+      let logp: number, logSumExp: number, entropy: number;
+      if (native) {
+        native.softmaxRow(logits, row, V, 1 / tau, probs32!, stats);
+        [logSumExp, entropy] = stats;
+        logp = logits[row + target] * (1 / tau) - logSumExp;
+      } else {
+        ({ logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target, probs));
+        entropy = 0;
+        for (let j = 0; j < V; j++) if (probs[j] > 0) entropy -= probs[j] * (logits[row + j] / tau - logSumExp);
+      }
       entropySum += w * entropy;
 
       let l: number, g: number; // the token's loss and dℓ/dlogp
@@ -154,9 +165,14 @@ export function computeLoss(
         g += config.klCoef * (1 - e);
       }
       const scale = (w * g) / denom / tau;
-      for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
-      dLogits[row + target] += scale;
-      if (config.entropyCoef > 0) {
+      if (native) {
+        const e = config.entropyCoef > 0 ? (w * config.entropyCoef) / denom / tau : 0;
+        native.lossGradientRow(dLogits, row, probs32!, logits, row, V, target, scale, e, 1 / tau, logSumExp, entropy);
+      } else {
+        for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
+        dLogits[row + target] += scale;
+      }
+      if (config.entropyCoef > 0 && !native) {
         // d(−ηH)/dz_j = η·p_j·(log p_j + H)/τ: pushes the likely tokens down and the unlikely ones up.
         const e = (w * config.entropyCoef) / denom / tau;
         for (let j = 0; j < V; j++) if (probs[j] > 0) dLogits[row + j] += e * probs[j] * (logits[row + j] / tau - logSumExp + entropy);

@@ -1,5 +1,6 @@
 /** AdamW over the trainable Float32Arrays of one client, with global-norm gradient clipping. */
 import { z } from "zod";
+import { nativeOps } from "@/lib/model/native-ops";
 import type { NamedParameter } from "@/lib/model/weights";
 import type { TensorMap } from "@/lib/model/safetensors";
 
@@ -24,12 +25,14 @@ export interface TrainableParameter extends NamedParameter {
 // The loops live in small top-level functions with everything they use in locals: V8 compiles them to much
 // tighter code than the same loops inside a closure over the optimizer (measured 2.5x faster).
 function sumOfSquares(g: Float32Array): number {
+  const native = nativeOps();
+  if (native) return native.sumOfSquares(g);
   let sq = 0;
   for (let i = 0; i < g.length; i++) sq += g[i] * g[i];
   return sq;
 }
 
-/** m, v and w updated in place: w = w·decay - stepSize·m / (sqrt(v·invBc2) + eps). */
+/** m, v and w updated in place: w = w·decay - stepSize·m / (sqrt(v·invBc2) + eps); g is zeroed. */
 function adamUpdate(
   w: Float32Array,
   g: Float32Array,
@@ -43,6 +46,8 @@ function adamUpdate(
   eps: number,
   decay: number,
 ): void {
+  const native = nativeOps();
+  if (native) return native.adamw(w, g, m, v, clip, b1, b2, stepSize, invBc2, eps, decay);
   const c1 = 1 - b1,
     c2 = 1 - b2;
   for (let i = 0; i < w.length; i++) {
@@ -53,6 +58,7 @@ function adamUpdate(
     v[i] = vi;
     w[i] = w[i] * decay - (stepSize * mi) / (Math.sqrt(vi * invBc2) + eps);
   }
+  g.fill(0);
 }
 
 export class AdamW {
@@ -91,7 +97,6 @@ export class AdamW {
     const bc2 = 1 - b2 ** this.step;
     this.params.forEach((p, k) => {
       adamUpdate(p.data, p.grad, this.m[k], this.v[k], clip, b1, b2, lr / bc1, 1 / bc2, eps, p.decay ? 1 - lr * weightDecay : 1);
-      p.grad.fill(0);
     });
     return { gradNorm: norm, step: this.step };
   }
