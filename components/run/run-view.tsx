@@ -12,6 +12,7 @@ import { useTRPC } from "@/components/trpc/provider";
 import type { SeriesPoint } from "@/lib/series";
 import { DerivedRuns } from "./derived-runs";
 import { EvaluateForm } from "./evaluate-form";
+import { LeaguePanel } from "./league-panel";
 import type { XRange } from "./metric-chart";
 import { RolloutsPanel } from "./rollouts-panel";
 import { useMetricStream, type InitialMetrics } from "./use-metric-stream";
@@ -20,6 +21,8 @@ import { ShareButton } from "@/components/share/share-button";
 import { ZoomableChart } from "./zoomable-chart";
 
 const HEADLINE = ["reward/mean", "eval/score", "loss/policy", "entropy", "kl", "train/clip_frac", "episode/length", "perf/tokens_per_s", "loss", "grad_norm"];
+/** A league run's curves, drawn again beside its league table: the learner's win rates and its newest snapshot's Elo. */
+const LEAGUE_CHARTS = ["league/win_rate/all", "league/win_rate/latest", "league/elo/latest"];
 const ACTIVE = new Set(["queued", "running"]);
 
 export function RunView({ runId, initialMetrics = null }: { runId: string; initialMetrics?: InitialMetrics }) {
@@ -260,6 +263,12 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
         )}
       </section>
 
+      {(r.config as { algorithm?: { league?: unknown } }).algorithm?.league ? (
+        <LeaguePanel runId={runId} live={live}>
+          {LEAGUE_CHARTS.filter((name) => series.has(name)).map(chart)}
+        </LeaguePanel>
+      ) : null}
+
       <RolloutsPanel
         runId={runId}
         live={live}
@@ -288,7 +297,11 @@ export function RunView({ runId, initialMetrics = null }: { runId: string; initi
               c.kind === "export" ? (
                 <li key={c.id} className="flex items-baseline justify-between gap-3 py-0.5">
                   <span className="tabular-nums text-slate-700">step {c.step}</span>
-                  <span className="text-slate-600">exported model (safetensors)</span>
+                  <span className="text-slate-600">
+                    {(r.config as { protocol?: { policies?: string } }).protocol?.policies === "separate"
+                      ? "exported models (tar: a safetensors per agent)"
+                      : "exported model (safetensors)"}
+                  </span>
                   <span className="tabular-nums text-slate-400">{(c.sizeBytes / 1024).toFixed(0)} KiB</span>
                   {r.role !== null && (
                     <a className="text-brand-700 hover:underline" href={`/api/exports/${c.id}`} download>

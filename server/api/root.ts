@@ -5,6 +5,7 @@ import { datasetsRouter } from "./routers/datasets";
 import { derivedRouter } from "./routers/derived";
 import { experimentsRouter } from "./routers/experiments";
 import { healthRouter } from "./routers/health";
+import { leagueRouter } from "./routers/league";
 import { projectsRouter } from "./routers/projects";
 import { reportsRouter } from "./routers/reports";
 import { runsRouter } from "./routers/runs";
@@ -29,6 +30,7 @@ export const appRouter = createTRPCRouter({
   sessions: sessionsRouter,
   derived: derivedRouter,
   reports: reportsRouter,
+  league: leagueRouter,
 });
 
 export type AppRouter = typeof appRouter;

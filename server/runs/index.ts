@@ -17,3 +17,4 @@ export {
   rolloutsOfStep,
   type RunFilters,
 } from "./read";
+export { leagueOfRun } from "./league";

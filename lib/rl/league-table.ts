@@ -1,0 +1,75 @@
+/**
+ * A league run's table, as the run page shows it: every member (a snapshot of the learner) with its Elo and 95%
+ * bootstrap interval from the games recorded so far (the first member pinned at 1000, as the run's `league/elo/*`
+ * metrics are), its record, and how the learner scored against it in each training period.
+ *
+ * A training period is the steps between two snapshots: the learner's games in it are recorded under the member
+ * it became at the period's end (lib/rl/league-training.ts), so the learner's score against member m in period k is
+ * the score of member k against m in k's own games. The newest period is the current policy's.
+ */
+import type { LeagueMember, LeagueState } from "./league";
+import { fitRatings } from "./ratings";
+
+/** The league's state (members and games) in each checkpoint of a league run, beside the weights. */
+export const LEAGUE_FILE = "league.json";
+
+/** Bootstrap resamples of the table's intervals: as many as the run's own `league/elo/latest_low/high` use. */
+const RESAMPLES = 200;
+
+export type LeagueTableMember = LeagueMember & {
+  /** The learner itself, still training (its snapshot is due at `step`): its games are the current period's. */
+  training: boolean;
+  rating: number;
+  low: number;
+  high: number;
+  games: number;
+  wins: number;
+  draws: number;
+  losses: number;
+};
+
+/** The learner's results over one period against one member: points (a draw half) over games. */
+export type PeriodScore = { score: number; games: number };
+
+export type LeagueTable = {
+  /** In the order they joined (by step). */
+  members: LeagueTableMember[];
+  /**
+   * The training periods, oldest first: `learner` is the member the learner became (or is becoming) at `step`, and
+   * `scores` its score against each member it played in that period (by member id).
+   */
+  periods: { learner: string; label: string; step: number; scores: Record<string, PeriodScore> }[];
+  games: number;
+};
+
+/**
+ * The table of a league saved at checkpoint step `step`: members whose snapshot step lies after it are the learner,
+ * still training. Members dropped from the league (past its cap) are not in `state`, nor their games.
+ */
+export function leagueTable(state: LeagueState, step: number): LeagueTable {
+  const members = [...state.members];
+  if (members.length === 0) return { members: [], periods: [], games: 0 };
+  const ids = members.map((member) => member.id);
+  const ratings = fitRatings(ids, state.games, { anchor: { to: "member", id: ids[0]! }, resamples: RESAMPLES, seed: 0 });
+  const periods = members.slice(1).map((learner) => {
+    const scores: Record<string, PeriodScore> = {};
+    // The learner's games are recorded from its side (`a`); a later learner's games against this member, once frozen, are not its own.
+    for (const game of state.games) {
+      if (game.a !== learner.id) continue;
+      const entry = (scores[game.b] ??= { score: 0, games: 0 });
+      entry.score += game.score;
+      entry.games += 1;
+    }
+    for (const entry of Object.values(scores)) entry.score /= entry.games;
+    return { learner: learner.id, label: learner.label, step: learner.step, scores };
+  });
+  return {
+    members: members.map((member, i) => {
+      const { rating, low, high, games, wins, draws, losses } = ratings[i]!;
+      return { ...member, training: member.step > step, rating, low, high, games, wins, draws, losses };
+    }),
+    // A period whose learner has played nothing yet (its snapshot just taken, the next not begun) says nothing.
+    periods: periods.filter((period) => Object.keys(period.scores).length > 0),
+    games: state.games.length,
+  };
+}
