@@ -46,7 +46,7 @@ export function DerivedRuns({ runId, mayDownload }: { runId: string; mayDownload
               mayDownload &&
               run.downloads.map((file) => (
                 <a key={file.id} className="text-brand-700 hover:underline" href={`/api/exports/${file.id}`} download>
-                  Download safetensors ({(file.sizeBytes / 1024).toFixed(0)} KiB)
+                  Download {file.format === "tar" ? "tar (a safetensors per agent)" : "safetensors"} ({(file.sizeBytes / 1024).toFixed(0)} KiB)
                 </a>
               ))}
             {run.reason && run.status !== "completed" && <span className="text-slate-500">{run.reason}</span>}

@@ -46,7 +46,7 @@ export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
       .where(and(inArray(metricPoints.runId, ids), eq(metricPoints.name, "eval/score")))
       .orderBy(metricPoints.runId, desc(metricPoints.step)),
     db
-      .select({ runId: checkpoints.runId, id: checkpoints.id, sizeBytes: checkpoints.sizeBytes })
+      .select({ runId: checkpoints.runId, id: checkpoints.id, sizeBytes: checkpoints.sizeBytes, path: checkpoints.path })
       .from(checkpoints)
       .where(and(inArray(checkpoints.runId, ids), eq(checkpoints.kind, "export"))),
   ]);
@@ -55,7 +55,10 @@ export async function derivedRunsOf(db: Database, runId: string, limit = 100) {
     ...row,
     evaluation: row.kind === "eval" ? { episodes: config.evaluation.episodes, temperature: config.evaluation.temperature } : null,
     score: scoreOf.get(row.id) ?? null,
-    downloads: files.filter((file) => file.runId === row.id).map(({ id, sizeBytes }) => ({ id, sizeBytes })),
+    // "tar": one safetensors per agent, the export of a run whose agents had separate policies.
+    downloads: files
+      .filter((file) => file.runId === row.id)
+      .map(({ id, sizeBytes, path }) => ({ id, sizeBytes, format: path.endsWith(".tar") ? ("tar" as const) : ("safetensors" as const) })),
   }));
 }
 

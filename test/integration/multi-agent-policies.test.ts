@@ -3,13 +3,17 @@
  * launched, paused (the job saves its checkpoint), resumed and finished by a worker. A checkpoint carries every
  * agent's adapter and the league, and the resumed job goes on from them.
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { LeagueState } from "@/lib/rl/league";
 import type { ExperimentConfigInput } from "@/lib/sdk/experiment";
-import { checkpoints, jobs, metricPoints, type DatabaseHandle } from "@/server/db";
+import { GET as downloadExport } from "@/app/api/exports/[id]/route";
+import { decodeSafetensors, type TensorMap } from "@/lib/model/safetensors";
+import { listGPTParameters, parametersToTensorMap } from "@/lib/model/weights";
+import { checkpoints, jobs, metricPoints, setDatabase, type DatabaseHandle } from "@/server/db";
 import { resumeRun, schedulerTick } from "@/server/jobs";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { createPackingPolicy } from "@/server/scheduler";
@@ -128,8 +132,54 @@ describe("separate policies through the server", () => {
   }, 180_000);
 });
 
+describe("an export of a run with separate policies", () => {
+  it("downloads a tar of one safetensors per agent, each that agent's policy merged into the base", async () => {
+    const { handle } = bed;
+    setDatabase(handle);
+    const runId = await launch(handle, "separate-export", {
+      protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" },
+      algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2, learningRate: 1e-2 },
+    });
+    expect((await attempt(handle, runId, null)).outcome.outcome).toBe("completed");
+    const [checkpoint] = await handle.db
+      .select({ id: checkpoints.id, path: checkpoints.path })
+      .from(checkpoints)
+      .where(and(eq(checkpoints.runId, runId), eq(checkpoints.step, 2), eq(checkpoints.kind, "state")));
+    const { runId: exported } = await callerFor(handle).runs.export({ checkpointId: checkpoint!.id });
+    expect((await attempt(handle, exported, null)).outcome).toEqual({ outcome: "completed", reason: null });
+    const [file] = (await callerFor(handle).checkpoints.ofRun({ runId: exported })).filter((c) => c.kind === "export");
+    expect((await callerFor(handle).derived.ofRun({ runId }))[0]!.downloads).toEqual([{ id: file!.id, sizeBytes: file!.sizeBytes, format: "tar" }]);
+
+    const response = await downloadExport(new Request(`http://localhost/api/exports/${file!.id}`), { params: Promise.resolve({ id: file!.id }) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/x-tar");
+    expect(response.headers.get("content-disposition")).toMatch(/filename=".*\.tar"$/);
+    const bytes = Buffer.from(await response.arrayBuffer());
+    expect(bytes.length).toBe(file!.sizeBytes);
+    // A standard tar reads it: one file per agent, named by the agent.
+    const out = fs.mkdtempSync(path.join(bed.artifactsDir, "unpacked-"));
+    fs.writeFileSync(path.join(out, "export.tar"), bytes);
+    expect(execFileSync("tar", ["-tf", "export.tar"], { cwd: out, encoding: "utf8" }).trim().split("\n")).toEqual(["X.safetensors", "O.safetensors"]);
+    execFileSync("tar", ["-xf", "export.tar"], { cwd: out });
+    const read = (agent: string) => decodeSafetensors(new Uint8Array(fs.readFileSync(path.join(out, `${agent}.safetensors`))));
+    const [x, o] = [read("X"), read("O")];
+    expect([x.metadata.agent, o.metadata.agent]).toEqual(["X", "O"]);
+    expect(o.metadata.origin).toContain(`${checkpoint!.id}/agents/O`);
+    // Each file is its agent's policy: its adapter folded into the base, as the checkpoint holds it.
+    const tinyBoard = BaseModel.load(path.join(bed.basesDir, "tiny-board-base"));
+    const merged = (dir: string) => {
+      const model = BaseModel.fromCheckpoint(dir, tinyBoard);
+      return parametersToTensorMap(listGPTParameters(model.weights, model.config));
+    };
+    const tensors = (map: TensorMap) => Object.fromEntries([...map].map(([name, tensor]) => [name, Array.from(tensor.data)]));
+    expect(tensors(o.tensors)).toEqual(tensors(merged(path.join(checkpoint!.path, "agents", "O"))));
+    expect(tensors(x.tensors)).toEqual(tensors(merged(checkpoint!.path)));
+    expect(tensors(x.tensors)).not.toEqual(tensors(o.tensors));
+  }, 180_000);
+});
+
 describe("a league run through the server", () => {
-  it("keeps frozen snapshots in the run's folder and its league in each checkpoint, and a resumed job continues it", async () => {
+  it("keeps frozen snapshots in the run's folder and its league in each checkpoint, a resumed job continues it, and its page reads the table", async () => {
     const { handle } = bed;
     const runId = await launch(handle, "league", {
       algorithm: {
@@ -158,6 +208,22 @@ describe("a league run through the server", () => {
     expect([1, 2, 3, 4].map((step) => at("league/members", step))).toEqual([1, 2, 2, 3]);
     expect(at("league/elo/latest", 4)).toBeTypeOf("number");
     expect(at("league/win_rate/all", 4)).toBeGreaterThanOrEqual(0);
+
+    // The run page's league table: the league of the newest checkpoint, its members rated (the first at 1000), and
+    // the learner's score in each period (→2, →4) from the games it played then.
+    const table = (await callerFor(handle).league.ofRun({ runId }))!;
+    expect(table.checkpointStep).toBe(4);
+    expect(table.members.map((m) => [m.id, m.training])).toEqual([
+      ["step-0", false],
+      ["step-2", false],
+      ["step-4", false],
+    ]);
+    expect(table.members[0]).toMatchObject({ rating: 1000, low: 1000, high: 1000 });
+    expect(table.members[2]!.rating).toBeCloseTo(at("league/elo/latest", 4)!, 6);
+    expect(table.periods.map((p) => p.learner)).toEqual(["step-2", "step-4"]);
+    const played = (p: (typeof table.periods)[number]) => Object.values(p.scores).reduce((sum, s) => sum + s.games, 0);
+    expect(table.periods.map(played)).toEqual([2 * 8, 2 * 8]);
+    expect(table.games).toBe(final.games.length);
   }, 180_000);
 });
 

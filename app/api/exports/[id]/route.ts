@@ -1,5 +1,5 @@
 /**
- * Downloads an export (an export job's safetensors file) by its id: for members of its run's project, and the
+ * Downloads an export (an export job's safetensors file, or its tar of one safetensors per agent) by its id: for members of its run's project, and the
  * file streamed from disk, never held whole in memory.
  */
 import fs from "node:fs";
@@ -34,11 +34,13 @@ export async function GET(request: Request, context: { params: Promise<{ id: str
   const size = row && fs.existsSync(row.path) ? fs.statSync(row.path).size : null;
   if (!row || size === null) return gone;
   const body = Readable.toWeb(fs.createReadStream(row.path)) as ReadableStream<Uint8Array>;
+  // An export of a run with a policy per agent is a tar archive of one safetensors per agent (server/worker/export-job.ts).
+  const archive = row.path.endsWith(".tar");
   return new Response(body, {
     headers: {
-      "content-type": "application/octet-stream",
+      "content-type": archive ? "application/x-tar" : "application/octet-stream",
       "content-length": String(size),
-      "content-disposition": `attachment; filename="${row.runName.replace(/[^\w.-]/g, "_")}.safetensors"`,
+      "content-disposition": `attachment; filename="${row.runName.replace(/[^\w.-]/g, "_")}.${archive ? "tar" : "safetensors"}"`,
     },
   });
 }
