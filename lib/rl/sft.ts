@@ -9,6 +9,7 @@ import { evaluateAndReport } from "./evaluate";
 import type { PolicyModel } from "./primitives";
 import { chunkBatch, type EnvironmentInfo, type EpisodePlayer } from "./rollouts";
 import { evaluationSpecs, splitDataset, type TrainingHooks } from "./train";
+import { separateSeats } from "./seats";
 import { CHUNK_SEQUENCES, madeTogether } from "./update";
 
 export type Conversation = ChatMessage[];
@@ -58,6 +59,14 @@ export async function sftStep(
  * agent's prompt held only its own observations and actions.
  */
 export function toConversations(trajectories: Trajectory[], history: "full" | "last"): Conversation[] {
+  return toAgentConversations(trajectories, history).map(({ conversation }) => conversation);
+}
+
+/** A conversation and the agent whose turns it holds. */
+export type AgentConversation = { agent: string; conversation: Conversation };
+
+/** toConversations, each conversation with the agent whose turns it holds: what separate policies imitate, agent by agent. */
+export function toAgentConversations(trajectories: Trajectory[], history: "full" | "last"): AgentConversation[] {
   return trajectories.flatMap((trajectory) => {
     const agents = [...new Set(trajectory.turns.map((turn) => turn.agent))];
     return agents.flatMap((agent) => {
@@ -68,13 +77,15 @@ export function toConversations(trajectories: Trajectory[], history: "full" | "l
           { role: "user", content: turn.observation },
           { role: "assistant", content: turn.action },
         ]);
-      return history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+      const conversations: Conversation[] = history === "full" ? [[system, ...exchanges.flat()]] : exchanges.map((exchange) => [system, ...exchange]);
+      return conversations.map((conversation) => ({ agent, conversation }));
     });
   });
 }
 
 /**
- * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen: each
+ * Episodes played by a demonstrator through the protocol, as the conversations the policy would have seen (`agents`:
+ * the agent whose turns each holds): each
  * turn's action is `demonstrate(episode, agent)`, the environment's demonstrate(state, agent) in that episode's state for the
  * agent whose turn it is. With each
  * episode's score: how good the demonstrator itself is, which a run after SFT is measured against.
@@ -83,11 +94,12 @@ export async function demonstrationConversations(
   protocol: Protocol,
   starts: EpisodeStart[],
   demonstrate: (episode: number, agent: string) => string | null,
-): Promise<{ conversations: Conversation[]; scores: number[] }> {
+): Promise<{ conversations: Conversation[]; agents: string[]; scores: number[] }> {
   const trajectories = await runEpisodes(protocol, starts, async (requests) =>
     requests.map(({ episode, agent }) => ({ text: demonstrate(episode, agent) ?? "" })),
   );
-  return { conversations: toConversations(trajectories, protocol.history), scores: trajectories.map((t) => t.score) };
+  const tagged = toAgentConversations(trajectories, protocol.history);
+  return { conversations: tagged.map((c) => c.conversation), agents: tagged.map((c) => c.agent), scores: trajectories.map((t) => t.score) };
 }
 
 /** The conversations of one SFT step: a function of (seed, step) alone, so a resumed run sees the same ones. */
@@ -118,7 +130,14 @@ export function fitConversations(policy: PolicyModel, conversations: Conversatio
 export async function trainSft(options: {
   config: ExperimentConfig;
   policy: PolicyModel;
+  /** What `policy` imitates; with separate policies (`agents`), left empty. */
   conversations: Conversation[];
+  /**
+   * Separate policies (`protocol.policies: "separate"`): each agent's own policy and the conversations of that
+   * agent's turns, which it alone imitates; every step takes a batch of each, and evaluation seats each policy at
+   * its agent. `policy` is then the first agent's.
+   */
+  agents?: Record<string, { policy: PolicyModel; conversations: Conversation[] }>;
   environment: EnvironmentInfo;
   protocol: Protocol;
   /** The environment's dataset rows (its test split is what evaluation plays). */
@@ -127,8 +146,11 @@ export async function trainSft(options: {
   hooks?: TrainingHooks;
   playEpisodes?: EpisodePlayer;
 }): Promise<{ steps: number; stopped: boolean }> {
-  const { config, policy, conversations, hooks = {} } = options;
+  const { config, policy, conversations, agents, hooks = {} } = options;
   const { steps } = config.algorithm;
+  if (config.protocol.policies === "separate" && !agents)
+    throw new Error('protocol.policies is "separate": pass trainSft each agent\'s policy and conversations (agents)');
+  const seats = agents ? separateSeats(Object.fromEntries(Object.entries(agents).map(([agent, { policy }]) => [agent, policy]))) : undefined;
   const evaluation = evaluationSpecs(config, options.dataset ? splitDataset(options.dataset).test : null);
   const evaluatesAfter = (done: number) => done === steps || (config.evaluation.every > 0 && done % config.evaluation.every === 0);
   const runEvaluation = async (step: number) => {
@@ -143,6 +165,7 @@ export async function trainSft(options: {
         maxTokens: config.agent.sampling.maxTokens,
         temperature: config.evaluation.temperature,
         playEpisodes: options.playEpisodes,
+        seats,
       },
       hooks,
     );
@@ -154,11 +177,10 @@ export async function trainSft(options: {
     if (hooks.shouldStop?.()) return { steps: step, stopped: true };
     const started = performance.now();
     const learningRate = learningRateAt(config.algorithm, step);
-    const metrics = await sftStep(policy, sftBatch(conversations, config.seed, step, config.sft.batchSize), {
-      learningRate,
-      weightDecay: config.algorithm.weightDecay,
-      gradClip: config.algorithm.gradClip,
-    });
+    const settings = { learningRate, weightDecay: config.algorithm.weightDecay, gradClip: config.algorithm.gradClip };
+    const metrics = agents
+      ? await separateSftStep(agents, config.seed, step, config.sft.batchSize, settings)
+      : await sftStep(policy, sftBatch(conversations, config.seed, step, config.sft.batchSize), settings);
     step += 1;
     const seconds = (performance.now() - started) / 1000;
     await hooks.onMetrics?.(step, {
@@ -176,4 +198,31 @@ export async function trainSft(options: {
     await new Promise<void>((resolve) => setTimeout(resolve, 0));
   }
   return { steps: step, stopped: false };
+}
+
+/**
+ * One SFT step of separate policies: each agent's policy on a batch of its own conversations (`batchSize` each).
+ * Reports each agent's `train/agent/<agent>/loss/sft`, `.../tokens` and `.../grad_norm`, and over all of them
+ * `loss/sft` (per token), `train/tokens` and `train/grad_norm` (the norm of every agent's gradient together).
+ */
+async function separateSftStep(
+  agents: Record<string, { policy: PolicyModel; conversations: Conversation[] }>,
+  seed: number,
+  step: number,
+  batchSize: number,
+  settings: { learningRate: number; weightDecay: number; gradClip: number },
+): Promise<Record<string, number>> {
+  const metrics: Record<string, number> = {};
+  let lossSum = 0;
+  let tokens = 0;
+  let squaredNorm = 0;
+  for (const [agent, { policy, conversations }] of Object.entries(agents)) {
+    const own = await sftStep(policy, sftBatch(conversations, seed, step, batchSize), settings);
+    const [loss, agentTokens, norm] = [own["loss/sft"]!, own["train/tokens"]!, own["train/grad_norm"]!];
+    Object.assign(metrics, { [`train/agent/${agent}/loss/sft`]: loss, [`train/agent/${agent}/tokens`]: agentTokens, [`train/agent/${agent}/grad_norm`]: norm });
+    lossSum += loss * agentTokens;
+    tokens += agentTokens;
+    squaredNorm += norm * norm;
+  }
+  return { ...metrics, "loss/sft": lossSum / Math.max(tokens, 1), "train/grad_norm": Math.sqrt(squaredNorm), "train/tokens": tokens };
 }

@@ -4,7 +4,7 @@
  * CLI or another page cannot launch what the editor refuses. It reads the config, the source files and the last
  * validation's report (experiments.validate); it has no Node.js in it, because the editor runs it in the browser.
  */
-import { experimentSchema, imitates, LEARNER_BOTH_SEATS, sftStepsBeforeRl } from "@/lib/sdk/experiment";
+import { experimentSchema, imitates, LEARNER_BOTH_SEATS } from "@/lib/sdk/experiment";
 
 /** The file a custom environment's run loads (server/worker/run-job.ts). */
 export const CUSTOM_ENTRY = "environment.ts";
@@ -56,10 +56,10 @@ export function configIssues(config: unknown, { files, report, builtInEnvironmen
       add("algorithm.league", 'a league trains one policy against its past selves: use protocol.policies "shared", or set algorithm.league to null');
     }
   }
-  if (protocol.policies === "separate" && (algorithm.name === "sft" || sftStepsBeforeRl(parsed.data) > 0)) {
+  if (protocol.policies === "separate" && imitates(parsed.data) === "dataset") {
     add(
       "protocol.policies",
-      'separate policies take no SFT yet (SFT trains one policy on every agent\'s conversations): set sft.steps to 0 and use an RL algorithm, or protocol.policies "shared"',
+      `separate policies imitate each agent's own demonstrations, and an uploaded dataset's conversations name no agent: set sft.data to "demonstrator", sft.steps to 0, or protocol.policies "shared"`,
     );
   }
   if (environment === "custom") {

@@ -14,14 +14,15 @@ import { Rng } from "@/lib/model/rng";
 import type { TurnAdvantages } from "@/lib/rl/advantages";
 import type { LeagueState } from "@/lib/rl/league";
 import { samplerSnapshots } from "@/lib/rl/league-training";
+import { LEAGUE_FILE } from "@/lib/rl/league-table";
 import type { PolicyModel } from "@/lib/rl/primitives";
 import type { HealthWarning } from "@/lib/rl/health";
 import type { EnvironmentInfo, EpisodePlayer } from "@/lib/rl/rollouts";
-import { demonstrationConversations, fitConversations, parseConversations, toConversations, type Conversation } from "@/lib/rl/sft";
+import { demonstrationConversations, fitConversations, parseConversations, toAgentConversations, type Conversation } from "@/lib/rl/sft";
 import { splitDataset } from "@/lib/rl/train";
 import { parseDataset } from "@/lib/sdk/dataset";
 import type { DatasetRow, EnvironmentSession } from "@/lib/sdk/environment";
-import { type ExperimentConfig, sftStepsBeforeRl } from "@/lib/sdk/experiment";
+import { type ExperimentConfig, imitates, sftStepsBeforeRl } from "@/lib/sdk/experiment";
 import { hasSeveralAgents, type Protocol, type Trajectory } from "@/lib/sdk/protocol";
 import { mergeReports, type ReportInput, ReportQueue } from "../jobs";
 import { CheckpointCorruptError, type TrainingClient } from "../runtime";
@@ -30,8 +31,6 @@ import { loadBaseModel } from "./base-models";
 import { type JobOptions, type JobOutcome, type JobSpec, newTrainingClient, type StopReason } from "./job";
 
 const MEMORY_FILE = "algorithm-memory.json";
-/** A league run's members and games (lib/rl/league-training.ts), beside the algorithm's memory. */
-const LEAGUE_FILE = "league.json";
 /**
  * With separate policies, each agent's training state after the first: `<checkpoint>/agents/<agent>`. The first
  * agent's is the checkpoint's own, so the folder still reads as one policy (a base, an export, an evaluation).
@@ -58,9 +57,9 @@ export async function prepareJob(options: JobOptions) {
   const protocol: Protocol = { name: config.protocol.name, agents: config.protocol.agents, history: config.protocol.history };
   const base = loadBaseModel(spec.base ?? config.agent.base);
   const separate = config.protocol.policies === "separate";
-  if (separate && (config.algorithm.name === "sft" || sftStepsBeforeRl(config) > 0)) {
+  if (separate && imitates(config) === "dataset") {
     throw new Error(
-      'protocol.policies "separate" takes no SFT yet (SFT trains one policy on every agent\'s conversations): set sft.steps to 0 and use an RL algorithm, or protocol.policies "shared"',
+      `protocol.policies "separate": each agent's policy imitates that agent's demonstrations, and an uploaded dataset's conversations name no agent; set sft.data to "demonstrator", sft.steps to 0, or protocol.policies "shared"`,
     );
   }
   /** Each agent's client on the one base (separate policies), else one: the run's agent. Seeds differ by agent. */
@@ -79,8 +78,11 @@ export async function prepareJob(options: JobOptions) {
       // Resumed in the RL stage: the KL penalty's reference is the policy where RL began, saved at step sftSteps.
       const stageStart = path.join(path.dirname(resume.path), checkpointDirName(sftSteps));
       if (fs.existsSync(stageStart)) {
-        await client.loadState(stageStart);
-        client.beginStage();
+        // Each agent's policy where its RL began, with separate policies (its state beside the first agent's).
+        for (const [i, each] of clients.entries()) {
+          await each.loadState(i === 0 ? stageStart : agentStateDir(stageStart, protocol.agents[i]!));
+          each.beginStage();
+        }
       } else if (config.algorithm.klCoef > 0) {
         throw new Error(
           `cannot resume: the checkpoint where RL began (step ${sftSteps}, ${stageStart}) is gone, and the KL penalty's reference is that policy`,
@@ -222,10 +224,20 @@ export async function prepareJob(options: JobOptions) {
       }
     : undefined;
   const save = (memory: Record<string, number>, league?: LeagueState) => (steps: number) => saveCheckpoint(steps, memory, league);
-  /** The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. */
+  /**
+   * The conversations SFT steps imitate, fitted to the model's context; the run's log says what and how many. With
+   * separate policies, `agents` holds each agent's policy and the conversations of its own turns (`kept` is empty).
+   */
   const imitation = async () => {
-    const { conversations, scores } = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
-    const { kept, dropped } = fitConversations(policy, conversations);
+    const {
+      conversations,
+      agents: agentOf,
+      scores,
+    } = await sftConversations(config, protocol, useCase, pool, spec, dataset ? splitDataset(dataset).train : undefined);
+    const agents = policies ? byAgent(protocol, policies, conversations, agentOf!) : undefined;
+    const { kept, dropped } = agents
+      ? { kept: [] as Conversation[], dropped: conversations.length - Object.values(agents).reduce((n, a) => n + a.conversations.length, 0) }
+      : fitConversations(policy, conversations);
     // The demonstrator's own mean score on its episodes: what SFT can reach by imitation, and RL should pass.
     const demonstratorScore = scores.length > 0 ? scores.reduce((a, b) => a + b, 0) / scores.length : null;
     if (demonstratorScore !== null) {
@@ -240,7 +252,11 @@ export async function prepareJob(options: JobOptions) {
       config.sft.data === "demonstrator"
         ? `${config.sft.demonstrations} demonstration episodes${demonstratorScore !== null ? `, in which the demonstrator scored ${demonstratorScore.toFixed(3)}` : ""}`
         : `dataset '${config.sft.dataset}'`;
-    const note = `SFT on ${kept.length} conversations (${source})`;
+    const note = agents
+      ? `SFT of each agent's policy on its own turns: ${Object.entries(agents)
+          .map(([agent, { conversations }]) => `${agent} ${conversations.length}`)
+          .join(", ")} conversations (${source})`
+      : `SFT on ${kept.length} conversations (${source})`;
     reports.push({
       workerId,
       jobId,
@@ -251,7 +267,11 @@ export async function prepareJob(options: JobOptions) {
         },
       ],
     });
-    return kept;
+    return { conversations: kept, agents };
+  };
+  /** The RL stage begins (after SFT steps): each policy's reference for the KL penalty is where it is now. */
+  const beginStage = () => {
+    for (const each of clients) each.beginStage();
   };
 
   return {
@@ -272,7 +292,25 @@ export async function prepareJob(options: JobOptions) {
     league,
     save,
     imitation,
+    beginStage,
   };
+}
+
+/**
+ * Separate policies' demonstrations: each agent's conversations (`agentOf[i]` the agent of conversation i), fitted to
+ * its policy's context. An agent with none left cannot be taught: refused, naming it.
+ */
+function byAgent(protocol: Protocol, policies: Record<string, PolicyModel>, conversations: Conversation[], agentOf: string[]) {
+  return Object.fromEntries(
+    protocol.agents.map((agent) => {
+      const own = conversations.filter((_, i) => agentOf[i] === agent);
+      if (own.length === 0) {
+        throw new Error(`no demonstration has a turn of agent '${agent}': its own policy has nothing to imitate (protocol.policies "separate")`);
+      }
+      const { kept } = fitConversations(policies[agent]!, own);
+      return [agent, { policy: policies[agent]!, conversations: kept }];
+    }),
+  );
 }
 
 /** The bytes of every file under `dir`, its agents' folders included. */
@@ -323,7 +361,7 @@ async function sftConversations(
   spec: JobSpec,
   /** A dataset environment's training rows: each demonstration episode reads one. */
   rows: DatasetRow[] | undefined,
-): Promise<{ conversations: Conversation[]; scores: number[] }> {
+): Promise<{ conversations: Conversation[]; agents?: string[]; scores: number[] }> {
   if (config.sft.data === "dataset") {
     const file = spec.datasets?.[config.sft.dataset];
     if (!file) throw new Error(`sft.dataset: no uploaded dataset named '${config.sft.dataset}'; upload one on the Datasets page`);
@@ -335,7 +373,8 @@ async function sftConversations(
     const demonstrator = demonstrators[config.environment];
     if (!demonstrator) throw new Error(`environment '${config.environment}' has no demonstrator`);
     const trajectories = await demonstrate({ ...useCase, protocol }, demonstrator, count, config.seed, rows);
-    return { conversations: toConversations(trajectories, protocol.history), scores: trajectories.map((t) => t.score) };
+    const tagged = toAgentConversations(trajectories, protocol.history);
+    return { conversations: tagged.map((c) => c.conversation), agents: tagged.map((c) => c.agent), scores: trajectories.map((t) => t.score) };
   }
   if (!pool!.environment.hasDemonstrator) {
     throw new Error(
@@ -344,6 +383,7 @@ async function sftConversations(
   }
   const rng = new Rng(config.seed);
   const conversations: Conversation[] = [];
+  const agents: string[] = [];
   const scores: number[] = [];
   for (let start = 0; start < count; start += DEMONSTRATION_BATCH) {
     const size = Math.min(DEMONSTRATION_BATCH, count - start);
@@ -357,9 +397,10 @@ async function sftConversations(
     const several = hasSeveralAgents(protocol);
     const played = await demonstrationConversations(protocol, starts, (episode, agent) => pool!.demonstrate(episode, several ? agent : undefined));
     conversations.push(...played.conversations);
+    agents.push(...played.agents);
     scores.push(...played.scores);
   }
-  return { conversations, scores };
+  return { conversations, agents, scores };
 }
 
 /**

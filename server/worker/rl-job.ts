@@ -13,7 +13,8 @@ export async function rlJob(options: JobOptions): Promise<JobOutcome> {
   const { workerId, spec } = options;
   const jobId = spec.job.id;
   const prepared = await prepareJob(options);
-  const { config, client, policy, policies, league, environment, protocol, dataset, memory, hooks, playEpisodes, reports, save, imitation, pool } = prepared;
+  const { config, policy, policies, league, environment, protocol, dataset, memory, hooks, playEpisodes, reports, save, imitation, beginStage, pool } =
+    prepared;
   let { startStep } = prepared;
   try {
     // An RL run may first take SFT steps (sft.steps): RL then starts from the imitating policy, as a run from
@@ -34,7 +35,7 @@ export async function rlJob(options: JobOptions): Promise<JobOutcome> {
       const outcome = await trainSft({
         config: stage,
         policy,
-        conversations: await imitation(),
+        ...(await imitation()),
         environment,
         protocol,
         dataset,
@@ -47,7 +48,7 @@ export async function rlJob(options: JobOptions): Promise<JobOutcome> {
         return await endOf(outcome, save({}), options.stopRequested);
       }
       reports.push({ workerId, jobId, logs: [{ level: "info", message: `SFT done after ${sftSteps} steps; RL starts from this policy.` }] });
-      client.beginStage();
+      beginStage();
       startStep = sftSteps;
     }
     const result = await trainRl({

@@ -1,4 +1,7 @@
-/** An SFT run: the policy imitates the environment's demonstrator or an uploaded dataset of conversations. */
+/**
+ * An SFT run: the policy imitates the environment's demonstrator or an uploaded dataset of conversations; with
+ * separate policies, each agent's policy the demonstrator's turns at its agent.
+ */
 import { trainSft } from "@/lib/rl/sft";
 import type { JobOptions, JobOutcome } from "./job";
 import { endOf, prepareJob } from "./job-setup";
@@ -6,7 +9,8 @@ import { endOf, prepareJob } from "./job-setup";
 export async function sftJob(options: JobOptions): Promise<JobOutcome> {
   const { config, policy, environment, protocol, dataset, startStep, hooks, playEpisodes, reports, save, imitation, pool } = await prepareJob(options);
   try {
-    const outcome = await trainSft({ config, policy, conversations: await imitation(), environment, protocol, dataset, startStep, hooks, playEpisodes });
+    // With separate policies, each agent's policy imitates its own turns (`agents`).
+    const outcome = await trainSft({ config, policy, ...(await imitation()), environment, protocol, dataset, startStep, hooks, playEpisodes });
     await reports.flush();
     return await endOf(outcome, save({}), options.stopRequested);
   } finally {

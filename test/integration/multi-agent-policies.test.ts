@@ -132,6 +132,47 @@ describe("separate policies through the server", () => {
   }, 180_000);
 });
 
+describe("SFT steps with separate policies through the server", () => {
+  it("teaches each agent's policy its own demonstrated turns, then trains both by RL, resumed in the RL stage", async () => {
+    const { handle } = bed;
+    const runId = await launch(handle, "separate-sft", {
+      protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" },
+      sft: { steps: 2, demonstrations: 12, batchSize: 4, learningRate: 1e-2 },
+      algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2, learningRate: 1e-2, klCoef: 0.1 },
+    });
+    expect((await attempt(handle, runId, 3)).outcome.outcome).toBe("paused");
+    const sftEnd = await checkpointAt(handle, runId, 2);
+    // The SFT stage moved each agent's adapter away from the base's, each its own way.
+    const weightsOf = (dir: string) => fs.readFileSync(path.join(dir, "weights.safetensors"));
+    expect(weightsOf(path.join(sftEnd, "agents", "O")).equals(weightsOf(sftEnd))).toBe(false);
+    await resumeRun(handle.db, runId);
+    const resumed = await attempt(handle, runId, null);
+    expect(resumed.spec.resume).toMatchObject({ step: 3 });
+    expect(resumed.outcome).toEqual({ outcome: "completed", reason: null });
+    const at = await metricsOf(handle, runId);
+    for (const step of [1, 2]) {
+      for (const agent of ["X", "O"]) expect(at(`train/agent/${agent}/loss/sft`, step)).toBeGreaterThan(0);
+      expect(at("train/tokens", step)).toBe(at("train/agent/X/tokens", step)! + at("train/agent/O/tokens", step)!);
+    }
+    for (const step of [3, 4]) for (const agent of ["X", "O"]) expect(at(`train/agent/${agent}/sequences`, step)).toBeGreaterThan(0);
+    // With a KL penalty against where each policy's RL began: resumed, each agent's reference is its own SFT policy,
+    // so the resumed run trains as one never stopped does.
+    const straight = await launch(handle, "separate-sft-straight", {
+      protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" },
+      sft: { steps: 2, demonstrations: 12, batchSize: 4, learningRate: 1e-2 },
+      algorithm: { name: "grpo", steps: 2, groupSize: 4, groupsPerStep: 2, learningRate: 1e-2, klCoef: 0.1 },
+    });
+    expect((await attempt(handle, straight, null)).outcome.outcome).toBe("completed");
+    const other = await metricsOf(handle, straight);
+    for (const name of ["train/agent/X/kl", "train/agent/O/kl", "train/agent/O/loss/policy", "loss"]) {
+      expect(at(name, 4)).toBeTypeOf("number");
+      expect(at(name, 4)).toBe(other(name, 4));
+    }
+    const logs = (await callerFor(handle).runs.logs({ runId })).map((line) => line.message).join("\n");
+    expect(logs).toMatch(/SFT of each agent's policy on its own turns: X \d+, O \d+ conversations \(12 demonstration episodes/);
+  }, 180_000);
+});
+
 describe("an export of a run with separate policies", () => {
   it("downloads a tar of one safetensors per agent, each that agent's policy merged into the base", async () => {
     const { handle } = bed;

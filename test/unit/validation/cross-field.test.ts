@@ -1,7 +1,7 @@
 /**
  * What the editor's Launch button and `runs.launch` refuse across a config's fields (server/validation/browser.ts):
- * a league on a game that is not for two, a learner that is no agent, a league with separate policies, and SFT with
- * separate policies. Each is named under its field, before a worker would refuse it at the run's start.
+ * a league on a game that is not for two, a learner that is no agent, a league with separate policies, and separate
+ * policies imitating an uploaded dataset (its conversations name no agent). Each is named under its field, before a worker would refuse it at the run's start.
  */
 import { describe, expect, it } from "vitest";
 import { configIssues, launchRefusal } from "@/server/validation/browser";
@@ -32,12 +32,17 @@ describe("cross-field refusals", () => {
     expect(issues.get("algorithm.league.learner")).toEqual(["'Z' is not an agent of the protocol; accepted: X, O, both-seats-alternating"]);
   });
 
-  it("refuses a league with separate policies, and SFT with separate policies", () => {
+  it("refuses a league with separate policies, and separate policies imitating a dataset, but not their own demonstrations", () => {
     expect(configIssues(duel({ policies: "separate" }, { league: { every: 5 } }), context).get("algorithm.league")?.[0]).toMatch(
       /use protocol\.policies "shared"/,
     );
-    const refusal = launchRefusal(duel({ policies: "separate" }, {}, { sft: { steps: 20 } }), context);
-    expect(refusal?.problems.join("\n")).toMatch(/^protocol\.policies: separate policies take no SFT yet/m);
+    const refusal = launchRefusal(duel({ policies: "separate" }, {}, { sft: { steps: 20, data: "dataset", dataset: "games" } }), context);
+    expect(refusal?.problems.join("\n")).toMatch(
+      /^protocol\.policies: separate policies imitate each agent's own demonstrations.*set sft\.data to "demonstrator"/m,
+    );
+    // The demonstrator's turns at each agent teach that agent's policy: before RL, or as an SFT run.
+    expect(configIssues(duel({ policies: "separate" }, {}, { sft: { steps: 20 } }), context).size).toBe(0);
+    expect(configIssues(duel({ policies: "separate" }, { name: "sft" }), context).size).toBe(0);
     expect(configIssues(duel({ policies: "separate" }, {}), context).size).toBe(0);
   });
 });
