@@ -2,7 +2,7 @@
  * Training and sampling throughput of the runtime next to PyTorch on the same CPU, measured in one run.
  *
  *   npm run bench:train -- [--backend js|wasm|cpu|auto] [--threads 1|2] [--kernel auto|native|wasm] [--seconds 5]
- *                          [--configs tiny,small,llama30m] [--no-torch] [--cpu-time]
+ *                          [--configs tiny,small,llama30m,llama135m] [--no-torch] [--cpu-time]
  *
  * train: tokens/s of forwardBackward(cross_entropy) + optimStep(AdamW) on B random sequences of T tokens
  *        (B*T tokens per step, as the PyTorch script counts them).
@@ -10,8 +10,15 @@
  * The last line is one JSON object with every figure.
  *
  * Configs: tiny and small (GPT-2's block) run by default; llama30m (Llama's block: RMSNorm, rotary, grouped-query
- * attention, SwiGLU, tied embeddings; 27.4M parameters) runs when named. Its steps take 2-3 s on each side: about
- * 1 minute of its own with --cpu-time and the native kernel, up to 5 on the wall clock. Each config is measured next
+ * attention, SwiGLU, tied embeddings; 27.4M parameters) and llama135m (SmolLM2-135M's shape: d 576, 30 layers, 9
+ * heads, 3 key/value heads, SwiGLU 1,536, vocabulary 49,152; 134.5M parameters) run when named. A llama30m step
+ * takes about a second on each side, a llama135m step about five (its row takes a few minutes).
+ *
+ * GFLOP/s: tokens/s times the operations a token costs, counted as is usual (PaLM's appendix B): 6 per weight of
+ * every product (the tied output layer included, the embedding lookup not) and 12·L·d·T for attention in training;
+ * a third of that, at the mean context T/2, in sampling. The share is of this CPU's fused multiply-add peak on one
+ * thread (bench/lib/fma-peak.ts: the widest vectors the native kernel runs here; times the threads used on the
+ * wall clock), measured at the start of the run; null where g++ cannot build the peak program. Each config is measured next
  * to its PyTorch anchor (bench/anchors/torch_gpt.py, torch_llama.py: the same block in plain PyTorch, timed for the
  * same --seconds), whose figure is refused unless its parameter count equals ours.
  *
@@ -20,9 +27,12 @@
  * CPU time instead of the wall clock (PyTorch: torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1 and
  * time.process_time), so other processes' load matters much less.
  */
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { BaseModel, TrainingClient, initBackend, kernelPreferences, type BackendPreference, type KernelPreference } from "@/server/runtime";
 import { countParameters, parseGPTConfig } from "@/lib/model/config";
+import { loadNativeKernel } from "@/native/kernel";
+import { fmaPeak } from "./lib/fma-peak";
 import { formatTable, peakRssMb, throughput } from "./lib/measure";
 import { type AnchorResult, type AnchorShape, runTorchAnchor } from "./lib/torch-anchor";
 
@@ -31,6 +41,7 @@ const configs: Record<string, AnchorShape> = {
   tiny: { d: 64, L: 2, H: 4, T: 32, V: 64, B: 32 },
   small: { d: 128, L: 4, H: 4, T: 64, V: 128, B: 32 },
   llama30m: { d: 512, L: 8, H: 8, T: 128, V: 8192, B: 8, llama: { kv: 4, ff: 1376 } },
+  llama135m: { d: 576, L: 30, H: 9, T: 128, V: 49152, B: 8, llama: { kv: 3, ff: 1536 } },
 };
 type ConfigName = keyof typeof configs;
 /** What runs without --configs: the llama row alone takes longer than both of these. */
@@ -40,6 +51,17 @@ function modelConfig(s: AnchorShape) {
   const common = { vocabSize: s.V, contextLength: s.T, dModel: s.d, nLayers: s.L, nHeads: s.H };
   if (!s.llama) return parseGPTConfig(common);
   return parseGPTConfig({ architecture: "llama", ...common, nKvHeads: s.llama.kv, dFF: s.llama.ff, tiedEmbeddings: true });
+}
+
+/** Operations per token: training (forward, backward) and sampling (forward at the mean context T/2). */
+function flopsPerToken(s: AnchorShape): { train: number; sample: number } {
+  const hd = s.d / s.H;
+  const kvDim = s.llama ? s.llama.kv * hd : s.d;
+  const ff = s.llama ? s.llama.ff : 4 * s.d;
+  const perLayer = s.d * (s.d + 2 * kvDim) + s.d * s.d + s.d * ff * (s.llama ? 2 : 1) + ff * s.d;
+  const weights = s.L * perLayer + s.V * s.d;
+  const attention = 12 * s.L * s.d * s.T;
+  return { train: 6 * weights + attention, sample: 2 * weights + attention / 6 };
 }
 
 function parseArgs(argv: string[]) {
@@ -93,6 +115,22 @@ const args = parseArgs(process.argv.slice(2));
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const { capabilities, engine } = await initBackend({ prefer: args.backend, threads: args.threads, kernel: args.kernel });
 
+// This CPU's peak, on the widest vectors the native kernel runs here (whichever kernel the engine uses).
+const cpuModel = os.cpus()[0]?.model ?? "unknown CPU";
+const machineNative = await loadNativeKernel();
+const machineIsa = machineNative.kernel?.supported()[0] ?? null;
+let peakGflops: number | null = null;
+if (machineIsa) {
+  try {
+    const peak = fmaPeak(machineIsa, capabilities.threads, 5);
+    peakGflops = args.cpuTime || capabilities.threads === 1 ? peak.cpu : peak.wall;
+  } catch (error) {
+    console.error(`the FMA peak was not measured: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`);
+  }
+}
+const gflops = (tokensPerSecond: number | null, flops: number) => (tokensPerSecond === null ? null : Number(((tokensPerSecond * flops) / 1e9).toFixed(1)));
+const share = (g: number | null) => (g === null || peakGflops === null ? null : Number((g / peakGflops).toFixed(3)));
+
 const results = [];
 for (const name of args.configs) {
   const s = configs[name];
@@ -125,19 +163,32 @@ for (const name of args.configs) {
   const torchTrain = anchor("train");
   const torchSample = anchor("sample");
   for (const r of [torchTrain, torchSample]) if (r.tokensPerSecond === null) console.error(`torch ${name}: n/a (${r.reason})`);
+  const flops = flopsPerToken(s);
+  const trainGflops = gflops(train.tokensPerSecond, flops.train);
+  const torchTrainGflops = gflops(torchTrain.tokensPerSecond, flops.train);
   results.push({
     name,
     params,
     train_tokens_per_s: Math.round(train.tokensPerSecond),
     torch_train_tokens_per_s: torchTrain.tokensPerSecond,
+    train_gflops: trainGflops,
+    train_peak_share: share(trainGflops),
+    torch_train_gflops: torchTrainGflops,
+    torch_train_peak_share: share(torchTrainGflops),
     sample_tokens_per_s: Math.round(sample.tokensPerSecond),
     torch_sample_tokens_per_s: torchSample.tokensPerSecond,
+    sample_gflops: gflops(sample.tokensPerSecond, flops.sample),
     peak_rss_mb: Math.round(rss),
   });
 }
 
 const ratioValue = (a: number, b: number | null) => (b ? Number((a / b).toFixed(3)) : null);
 const ratio = (a: number, b: number | null) => (b ? `${(a / b).toFixed(2)}x` : "n/a");
+const percent = (x: number | null) => (x === null ? "n/a" : `${(100 * x).toFixed(0)}%`);
+console.log(
+  `${cpuModel}, ${os.availableParallelism()} cores, load average ${os.loadavg()[0]!.toFixed(2)}; ` +
+    `FMA peak ${peakGflops === null ? "n/a" : `${peakGflops.toFixed(1)} GFLOP/s`} (${machineIsa ?? "no native kernel"}, ${capabilities.threads} thread${capabilities.threads === 1 ? "" : "s"})`,
+);
 console.log(
   `backend: ${capabilities.backend} (requested ${capabilities.requested}), simd: ${capabilities.simd}, kernel: ${capabilities.kernel}, threads: ${capabilities.threads}` +
     capabilities.skipped.map((s) => ` (skipped ${s.kernel ? `${s.kernel} kernel` : s.backend}: ${s.reason})`).join("") +
@@ -145,13 +196,27 @@ console.log(
 );
 console.log(
   formatTable(
-    ["config", "params", "train tok/s", "torch train", "ratio", "sample tok/s", "torch sample", "ratio", "peak RSS MB"],
+    [
+      "config",
+      "params",
+      "train tok/s",
+      "torch train",
+      "ratio",
+      "GFLOP/s (peak)",
+      "torch GFLOP/s (peak)",
+      "sample tok/s",
+      "torch sample",
+      "ratio",
+      "peak RSS MB",
+    ],
     results.map((r) => [
       r.name,
       r.params,
       r.train_tokens_per_s,
       r.torch_train_tokens_per_s ?? "n/a",
       ratio(r.train_tokens_per_s, r.torch_train_tokens_per_s),
+      `${r.train_gflops} (${percent(r.train_peak_share)})`,
+      r.torch_train_gflops === null ? "n/a" : `${r.torch_train_gflops} (${percent(r.torch_train_peak_share)})`,
       r.sample_tokens_per_s,
       r.torch_sample_tokens_per_s ?? "n/a",
       ratio(r.sample_tokens_per_s, r.torch_sample_tokens_per_s),
@@ -161,17 +226,17 @@ console.log(
 );
 console.log(
   JSON.stringify({
+    cpu_model: cpuModel,
+    isa: machineIsa,
+    kernel: capabilities.kernel,
+    threads: capabilities.threads,
+    peak_gflops: peakGflops === null ? null : Number(peakGflops.toFixed(1)),
     cpu_time: args.cpuTime,
-    configs: results.map(({ name, params, train_tokens_per_s, torch_train_tokens_per_s, sample_tokens_per_s, torch_sample_tokens_per_s, peak_rss_mb }) => ({
-      name,
-      params,
-      train_tokens_per_s,
-      torch_train_tokens_per_s,
-      train_ratio: ratioValue(train_tokens_per_s, torch_train_tokens_per_s),
-      sample_tokens_per_s,
-      torch_sample_tokens_per_s,
-      sample_ratio: ratioValue(sample_tokens_per_s, torch_sample_tokens_per_s),
-      peak_rss_mb,
+    load_avg_1m: Number(os.loadavg()[0]!.toFixed(2)),
+    configs: results.map((r) => ({
+      ...r,
+      train_ratio: ratioValue(r.train_tokens_per_s, r.torch_train_tokens_per_s),
+      sample_ratio: ratioValue(r.sample_tokens_per_s, r.torch_sample_tokens_per_s),
     })),
   }),
 );

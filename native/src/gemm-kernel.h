@@ -12,6 +12,7 @@
 // files, and a template instantiated in both (std::min, say) would be merged by the linker into one copy that
 // might use instructions the CPU lacks.
 #pragma once
+#include <immintrin.h>
 #include <cstddef>
 #include "gemm.h"
 
@@ -19,17 +20,30 @@ namespace tinkerlab {
 namespace {
 
 constexpr int smaller(int a, int b) { return a < b ? a : b; }
+// How many rows ahead a tile that reads B in place asks for (prefetching past B's end is harmless: no fault)
+constexpr int prefetchRows = 64;
 
-template <class V, int MR, bool AColumns>
-inline void tile(const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, int kc, float* c, ptrdiff_t crs,
+/**
+ * One MR x NR tile over kc steps of the inner dimension. B's rows of NR columns lie `bs` floats apart: a packed
+ * panel (bs = NR) or B itself (bs = its row stride, Partial when the tile is narrower than NR, so no column past
+ * the matrix is read).
+ */
+template <class V, int MR, bool AColumns, bool Direct, bool Partial>
+inline void tile(const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, ptrdiff_t bs, int kc, float* c, ptrdiff_t crs,
                         int width, bool overwrite, float scale) {
-  constexpr int NR = 2 * V::W;
   typename V::T acc[MR][2];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = V::zero();
+  const int w0 = smaller(width, V::W), w1 = width - V::W;
   for (int k = 0; k < kc; k++) {
-    const typename V::T b0 = V::load(bp), b1 = V::load(bp + V::W);
-    bp += NR;
+    // B read in place is a strided stream that the hardware prefetchers follow poorly: ask for rows ahead
+    if (Direct) {
+      _mm_prefetch((const char*)(bp + prefetchRows * bs), _MM_HINT_T0);
+      _mm_prefetch((const char*)(bp + prefetchRows * bs + V::W), _MM_HINT_T0);
+    }
+    const typename V::T b0 = Partial ? V::loadPartial(bp, w0) : V::load(bp);
+    const typename V::T b1 = Partial ? (w1 > 0 ? V::loadPartial(bp + V::W, w1) : V::zero()) : V::load(bp + V::W);
+    bp += bs;
 #pragma GCC unroll 16
     for (int r = 0; r < MR; r++) {
       const typename V::T x = V::broadcast(AColumns ? a + r : a + r * ars);
@@ -51,15 +65,15 @@ inline void tile(const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, 
   }
 }
 
-template <class V, bool AColumns>
-void tileRows(int mr, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, int kc, float* c, ptrdiff_t crs,
+template <class V, bool AColumns, bool Direct = false, bool Partial = false>
+void tileRows(int mr, const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, ptrdiff_t bs, int kc, float* c, ptrdiff_t crs,
                      int width, bool overwrite, float scale) {
   constexpr int MR = V::MR;
   static_assert(MR <= 8, "tileRows dispatches heights 1 to 8");
   switch (mr) {
 #define TINKERLAB_TILE(R) \
   case R:                 \
-    if constexpr (R <= MR) return tile<V, R, AColumns>(a, ars, acs, bp, kc, c, crs, width, overwrite, scale);
+    if constexpr (R <= MR) return tile<V, R, AColumns, Direct, Partial>(a, ars, acs, bp, bs, kc, c, crs, width, overwrite, scale);
     TINKERLAB_TILE(1) TINKERLAB_TILE(2) TINKERLAB_TILE(3) TINKERLAB_TILE(4)
     TINKERLAB_TILE(5) TINKERLAB_TILE(6) TINKERLAB_TILE(7) TINKERLAB_TILE(8)
 #undef TINKERLAB_TILE
@@ -96,10 +110,41 @@ void packB(const float* b, ptrdiff_t brs, ptrdiff_t bcs, int kc, int nc, float* 
   }
 }
 
+/**
+ * A piece of at most one tile's height whose B has adjacent columns, read in place: packing B would cost more
+ * than the one pass over it (a decoding step's product reads each weight once). Each element is computed by the
+ * same operations as through a packed panel, so results do not depend on the path.
+ */
+template <class V>
+void runDirect(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1) {
+  constexpr int NR = 2 * V::W;
+  const bool aColumns = call.acs != 1;
+  const int K = call.K, mr = row1 - row0;
+  for (int k0 = 0; k0 < (K > 0 ? K : 1); k0 += KC) {
+    const int kc = smaller(KC, K - k0);
+    const bool overwrite = k0 == 0 && !call.accumulate;
+    const float* a = heap + call.a + (ptrdiff_t)row0 * call.ars + (ptrdiff_t)k0 * call.acs;
+    for (int j = col0; j < col1; j += NR) {
+      const float* b = heap + call.b + (ptrdiff_t)k0 * call.brs + j;
+      float* c = heap + call.c + (ptrdiff_t)row0 * call.crs + j;
+      const int width = smaller(NR, col1 - j);
+      if (width < NR) {
+        if (aColumns) tileRows<V, true, true, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
+        else tileRows<V, false, true, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
+      } else if (aColumns) {
+        tileRows<V, true, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
+      } else {
+        tileRows<V, false, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
+      }
+    }
+  }
+}
+
 /** Computes rows [row0, row1) and columns [col0, col1) of one call; `pack` holds KC x NC floats. */
 template <class V>
 void runPiece(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1, float* pack) {
   constexpr int NR = 2 * V::W, MR = V::MR;
+  if (call.bcs == 1 && row1 - row0 <= MR) return runDirect<V>(heap, call, row0, row1, col0, col1);
   const bool aColumns = call.acs != 1;  // A's rows are adjacent (A is a transpose): one pointer per tile
   const int K = call.K;
   for (int k0 = 0; k0 < (K > 0 ? K : 1); k0 += KC) {
@@ -114,8 +159,8 @@ void runPiece(float* heap, const GemmCall& call, int row0, int row1, int col0, i
         for (int j = 0; j < nc; j += NR) {
           float* c = heap + call.c + (ptrdiff_t)i * call.crs + n0 + j;
           const float* bp = pack + (ptrdiff_t)j * kc;
-          if (aColumns) tileRows<V, true>(mr, a, call.ars, call.acs, bp, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
-          else tileRows<V, false>(mr, a, call.ars, call.acs, bp, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
+          if (aColumns) tileRows<V, true>(mr, a, call.ars, call.acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
+          else tileRows<V, false>(mr, a, call.ars, call.acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
         }
       }
     }

@@ -160,3 +160,36 @@ describe("building the native kernel", () => {
     if (!result.kernel) expect(result.reason).toMatch(process.arch === "x64" ? /no C\+\+ compiler: no-such-compiler-g\+\+ is not on PATH|headers/ : /x86-64/);
   });
 });
+
+describe.skipIf(!native.kernel || !simdGemm?.sharing)(`a row of a native product${skipReason}`, () => {
+  it("is the same to the bit however many rows are multiplied with it, with B as rows or as a transpose", () => {
+    const kernel = native.kernel!;
+    const gemm = simdGemm!;
+    const rng = new Rng(5);
+    const mark = gemm.arena.mark();
+    try {
+      gemm.setNative(kernel);
+      const K = 600,
+        N = 75;
+      const a = gemm.arena.alloc(40 * K);
+      for (let i = 0; i < a.length; i++) a[i] = rng.normal();
+      const w = gemm.arena.alloc(K * N);
+      for (let i = 0; i < w.length; i++) w[i] = rng.normal();
+      for (const isa of kernel.supported()) {
+        kernel.setIsa(isa);
+        for (const b of [rowMajor(w, K, N), transposed(w, N, K)]) {
+          const product = (M: number) => {
+            const out = gemm.arena.alloc(M * N);
+            gemm.multiply(out, rowMajor(a, M, K), b, false, 0.75);
+            return Array.from(out.subarray(0, 3 * N));
+          };
+          // 3 rows: one tile, B read in place; 40 rows: many tiles, B packed
+          expect(product(3)).toEqual(product(40));
+        }
+      }
+    } finally {
+      gemm.arena.release(mark);
+      gemm.setNative(null);
+    }
+  });
+});
