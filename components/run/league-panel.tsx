@@ -31,8 +31,9 @@ export function LeaguePanel({ runId, live, children }: { runId: string; live: bo
         actions={
           table && (
             <span className="text-xs tabular-nums text-slate-500">
-              {table.members.filter((m) => !m.training).length} snapshots · {table.games.toLocaleString("en-US")} games · as of the checkpoint of step{" "}
-              {table.checkpointStep}
+              {table.members.filter((m) => !m.training && !m.dropped).length} snapshots
+              {table.members.some((m) => m.dropped) && ` (${table.members.filter((m) => m.dropped).length} dropped)`} · {table.games.toLocaleString("en-US")}{" "}
+              games · as of the checkpoint of step {table.checkpointStep}
             </span>
           )
         }
@@ -140,6 +141,14 @@ function MembersTable({ table }: { table: LeagueTable }) {
               <td className="py-1 pr-3 text-slate-800">
                 {m.label}
                 {m.training && <span className="ml-1 rounded bg-brand-50 px-1 text-brand-700">training</span>}
+                {m.dropped && (
+                  <span
+                    className="ml-1 rounded bg-slate-100 px-1 text-slate-500"
+                    title="dropped past the league's cap (algorithm.league.maxMembers): no longer an opponent; its games still count"
+                  >
+                    dropped
+                  </span>
+                )}
               </td>
               <td className="py-1 pr-3 text-right tabular-nums text-slate-600">{m.step}</td>
               <td className="py-1 pr-3 text-right font-medium tabular-nums text-slate-900">{Math.round(m.rating)}</td>

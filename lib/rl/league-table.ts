@@ -19,6 +19,8 @@ const RESAMPLES = 200;
 export type LeagueTableMember = LeagueMember & {
   /** The learner itself, still training (its snapshot is due at `step`): its games are the current period's. */
   training: boolean;
+  /** Dropped past the league's cap (`algorithm.league.maxMembers`): no longer an opponent; its games still count. */
+  dropped: boolean;
   rating: number;
   low: number;
   high: number;
@@ -44,9 +46,10 @@ export type LeagueTable = {
 
 /**
  * The table of a league saved at checkpoint step `step`: members whose snapshot step lies after it are the learner,
- * still training. Members dropped from the league (past its cap) are not in `state`, nor their games.
+ * still training; `state.dropped` names those dropped past the league's cap.
  */
-export function leagueTable(state: LeagueState, step: number): LeagueTable {
+export function leagueTable(state: LeagueState & { dropped?: string[] }, step: number): LeagueTable {
+  const dropped = new Set(state.dropped ?? []);
   const members = [...state.members];
   if (members.length === 0) return { members: [], periods: [], games: 0 };
   const ids = members.map((member) => member.id);
@@ -66,7 +69,7 @@ export function leagueTable(state: LeagueState, step: number): LeagueTable {
   return {
     members: members.map((member, i) => {
       const { rating, low, high, games, wins, draws, losses } = ratings[i]!;
-      return { ...member, training: member.step > step, rating, low, high, games, wins, draws, losses };
+      return { ...member, training: member.step > step, dropped: dropped.has(member.id), rating, low, high, games, wins, draws, losses };
     }),
     // A period whose learner has played nothing yet (its snapshot just taken, the next not begun) says nothing.
     periods: periods.filter((period) => Object.keys(period.scores).length > 0),

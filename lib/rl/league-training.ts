@@ -9,6 +9,10 @@
  * frozen afterwards; PFSP weighs opponents by the learner's win rate over its current period. The league's state
  * (members and games) is plain JSON, saved with each checkpoint; a resumed run reloads every frozen member's policy
  * through `LeagueSnapshots.load`.
+ *
+ * The league keeps at most `maxMembers` snapshots as opponents: past that the oldest is dropped, its policy released
+ * (its folder stays, for a run resumed from an earlier checkpoint) and never drawn again; its games stay in the
+ * league, so every member's Elo is still fitted on every game, and the table lists it as dropped.
  */
 import { Rng } from "@/lib/model/rng";
 import { LEARNER_BOTH_SEATS, type LeagueConfig } from "@/lib/sdk/experiment";
@@ -25,6 +29,9 @@ export type LeagueSnapshots = {
   load(member: LeagueMember): Promise<PolicyModel>;
 };
 
+/** A league in a checkpoint: its members and games, and the members dropped past the league's cap, oldest first. */
+export type TrainingLeagueState = LeagueState & { dropped?: string[] };
+
 /** The learner's seat id: one trainable policy, so its update metrics keep their plain names. */
 const LEARNER = "learner";
 
@@ -33,6 +40,8 @@ export const memberId = (step: number) => `step-${step}`;
 export class TrainingLeague {
   private readonly league: League;
   private readonly frozen = new Map<string, PolicyModel>();
+  /** Members dropped past `maxMembers`, oldest first: their games count, their policies are gone. */
+  private readonly dropped: string[] = [];
   private pending: LeagueMember;
 
   private constructor(
@@ -64,7 +73,7 @@ export class TrainingLeague {
     step: number;
     first: number;
     last: number;
-    state?: LeagueState;
+    state?: TrainingLeagueState;
   }): Promise<TrainingLeague> {
     const { config, protocol } = options;
     checkLeagueConfig(config, protocol);
@@ -75,8 +84,9 @@ export class TrainingLeague {
     const kept = options.state?.members.filter((member) => member.step <= options.step || member.step === nextStep) ?? [];
     const ids = new Set(kept.map((member) => member.id));
     const league = League.from({ members: kept, games: options.state?.games.filter((game) => ids.has(game.a) && ids.has(game.b)) ?? [] });
+    const dropped = (options.state?.dropped ?? []).filter((id) => ids.has(id));
     const frozen = new Map<string, PolicyModel>();
-    for (const member of kept) if (member.step <= options.step) frozen.set(member.id, await options.snapshots.load(member));
+    for (const member of kept) if (member.step <= options.step && !dropped.includes(member.id)) frozen.set(member.id, await options.snapshots.load(member));
     if (frozen.size === 0) {
       const initial = { id: memberId(options.step), label: options.step === options.first ? "initial" : `step ${options.step}`, step: options.step };
       if (!ids.has(initial.id)) league.add(initial);
@@ -86,12 +96,14 @@ export class TrainingLeague {
     if (!ids.has(pending.id)) league.add(pending);
     const training = new TrainingLeague(config, protocol, options.seed, options.learner, options.snapshots, schedule, league, pending);
     for (const [id, policy] of frozen) training.frozen.set(id, policy);
+    training.dropped.push(...dropped);
+    training.dropBeyondCap(); // a run resumed with a lower cap than it saved under
     return training;
   }
 
-  /** Members and games, for a checkpoint. */
-  get state(): LeagueState {
-    return this.league.toJSON();
+  /** Members, games and the members dropped past the cap, for a checkpoint. */
+  get state(): TrainingLeagueState {
+    return { ...this.league.toJSON(), dropped: [...this.dropped] };
   }
 
   /**
@@ -106,7 +118,7 @@ export class TrainingLeague {
       const learnerAgent = this.config.learner === LEARNER_BOTH_SEATS ? ((group + step) % 2 === 0 ? first : second) : this.config.learner;
       const opponentAgent = learnerAgent === first ? second : first;
       const rng = new Rng((Math.imul(this.seed, 1_000_003) + Math.imul(step, 7_919) + Math.imul(group, 104_729) + spec.seed) >>> 0);
-      const opponent = this.league.sampleOpponent(this.pending.id, mix, rng);
+      const opponent = this.league.sampleOpponent(this.pending.id, mix, rng, [...this.frozen.keys()]);
       return {
         [learnerAgent]: { id: LEARNER, policy: this.learner, trains: true },
         [opponentAgent]: { id: opponent, policy: this.frozen.get(opponent)!, trains: false },
@@ -116,12 +128,12 @@ export class TrainingLeague {
 
   /**
    * Records the step's games (learner against member, a higher return wins) and says how the learner did:
-   * `league/win_rate/all`, against the newest member (`latest`) and the first (`initial`), draws counting half
-   * nowhere (a win is a win).
+   * `league/win_rate/all`, against the newest member (`latest`) and the first (`initial`, while the league still
+   * holds it), draws counting half nowhere (a win is a win).
    */
   observe(groups: Trajectory[][]): Record<string, number> {
     const members = this.league.members.filter((member) => this.frozen.has(member.id));
-    const initial = members[0]!.id;
+    const initial = this.league.members[0]!.id;
     const latest = members.reduce((newest, member) => (member.step >= newest.step ? member : newest)).id;
     const wins: Record<"all" | "latest" | "initial", number[]> = { all: [], latest: [], initial: [] };
     for (const trajectory of groups.flat()) {
@@ -157,12 +169,23 @@ export class TrainingLeague {
         this.pending = { id: memberId(next), label: `step ${next}`, step: next };
         this.league.add(this.pending);
       }
+      this.dropBeyondCap();
       const ratings = this.ratings();
       const latest = ratings.find((rating) => rating.id === memberId(step))!;
       Object.assign(metrics, { "league/elo/latest": latest.rating, "league/elo/latest_low": latest.low, "league/elo/latest_high": latest.high });
     }
     metrics["league/members"] = this.frozen.size;
+    if (this.dropped.length > 0) metrics["league/dropped"] = this.dropped.length;
     return metrics;
+  }
+
+  /** Drops the oldest snapshots (by step) while the league holds more than `maxMembers`: released, never drawn again. */
+  private dropBeyondCap(): void {
+    const byAge = this.league.members.filter((member) => this.frozen.has(member.id)).sort((a, b) => a.step - b.step);
+    for (const member of byAge.slice(0, Math.max(0, byAge.length - this.config.maxMembers))) {
+      this.frozen.delete(member.id);
+      this.dropped.push(member.id);
+    }
   }
 
   /** Every member's Elo from the games recorded so far, the first member pinned at 1000. */

@@ -177,11 +177,11 @@ export class League {
   }
 
   /**
-   * The probability of each past member (every member but `learner`) being drawn as the learner's opponent
-   * under `mix`. Sums to 1; empty when there is no past member.
+   * The probability of each past member (every member but `learner`, or only those in `among`) being drawn as the
+   * learner's opponent under `mix`. Sums to 1; empty when there is no past member.
    */
-  opponentWeights(learner: string, mix: OpponentMix): Record<string, number> {
-    const pool = this.memberList.filter((m) => m.id !== learner);
+  opponentWeights(learner: string, mix: OpponentMix, among?: readonly string[]): Record<string, number> {
+    const pool = this.memberList.filter((m) => m.id !== learner && (among === undefined || among.includes(m.id)));
     if (pool.length === 0) return {};
     const latestWeight = mix.latest ?? 0;
     const uniformWeight = mix.uniform ?? 0;
@@ -211,9 +211,9 @@ export class League {
     return weights;
   }
 
-  /** Draws the learner's next opponent under `mix` with `rng`; weights are those of `opponentWeights` now. */
-  sampleOpponent(learner: string, mix: OpponentMix, rng: Rng): string {
-    const weights = Object.entries(this.opponentWeights(learner, mix));
+  /** Draws the learner's next opponent under `mix` with `rng` (among `among`, when given); weights are those of `opponentWeights` now. */
+  sampleOpponent(learner: string, mix: OpponentMix, rng: Rng, among?: readonly string[]): string {
+    const weights = Object.entries(this.opponentWeights(learner, mix, among));
     if (weights.length === 0) throw new Error(`the league has no member besides the learner '${learner}' to play against`);
     let u = rng.uniform();
     for (const [id, weight] of weights) {

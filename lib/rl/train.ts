@@ -19,8 +19,7 @@ import { RunHealth, type HealthWarning } from "./health";
 import { ppo } from "./ppo";
 import type { PolicyModel } from "./primitives";
 import { reinforce } from "./reinforce";
-import type { LeagueState } from "./league";
-import { type LeagueSnapshots, TrainingLeague } from "./league-training";
+import { type LeagueSnapshots, TrainingLeague, type TrainingLeagueState } from "./league-training";
 import { separateSeats } from "./seats";
 import { rloo } from "./rloo";
 import { collectGroups, defaultPlayer, type EpisodeSpec } from "./rollouts";
@@ -40,7 +39,7 @@ export type TrainingHooks = {
    * Save a resumable checkpoint after `step`; `memory` is the algorithm's state to save with it, and `league` a
    * league run's members and games (./league-training.ts).
    */
-  onCheckpoint?(step: number, memory: Record<string, number>, extra?: { league?: LeagueState }): void | Promise<void>;
+  onCheckpoint?(step: number, memory: Record<string, number>, extra?: { league?: TrainingLeagueState }): void | Promise<void>;
   /** A sign that the run cannot learn, the first time it shows (lib/rl/health.ts). */
   onWarning?(warning: HealthWarning): void | Promise<void>;
   /** Asked between steps; true ends the loop early (cancel, pause, preemption). */
@@ -111,14 +110,14 @@ export async function trainRl(options: {
    */
   policies?: Record<string, PolicyModel>;
   /** A league run (`algorithm.league`): where its frozen members are kept, and its state when resumed. */
-  league?: { snapshots: LeagueSnapshots; state?: LeagueState };
+  league?: { snapshots: LeagueSnapshots; state?: TrainingLeagueState };
 }): Promise<{
   steps: number;
   evaluations: { step: number; score: number }[];
   stopped: boolean;
   memory: Record<string, number>;
   /** A league run's members and games at the end, to save with its last checkpoint. */
-  league?: LeagueState;
+  league?: TrainingLeagueState;
 }> {
   const { config, policy, environment, protocol, hooks = {} } = options;
   if (config.algorithm.name === "sft") throw new Error("trainRl runs RL algorithms; use sftStep for algorithm 'sft'");

@@ -22,6 +22,11 @@ const mixWeight = (what: string) => ranged(0, 1000).default(0).describe(what);
 
 export const leagueSchema = z.object({
   every: rangedInt(1, 1_000_000).default(10).describe("snapshot the learner into the league every N steps (and after the last step)"),
+  maxMembers: rangedInt(1, 256)
+    .default(16)
+    .describe(
+      "the most snapshots the league keeps as opponents, each a policy in memory: past it the oldest is dropped (its policy and folder; its games stay in the ratings)",
+    ),
   mix: z
     .object({
       latest: mixWeight("weight of the newest member (plain self-play against its latest frozen self)"),

@@ -181,6 +181,17 @@ async function launchableOrRefuse(
 }
 
 /**
+ * The clients a run's job holds on its base (server/worker/job-setup.ts): one per agent with separate policies (an
+ * evaluation and an export of such a run load each agent's too), and a league run's learner with each snapshot it
+ * keeps (`maxMembers`), every snapshot a client of its own.
+ */
+function clientsOf(kind: "rl" | "sft" | "eval" | "export", config: ExperimentConfig): number {
+  if (config.protocol.policies === "separate") return config.protocol.agents.length;
+  const league = config.algorithm.league;
+  return kind === "rl" && league ? 1 + league.maxMembers : 1;
+}
+
+/**
  * Checks a run's base and queues it with the footprint of its job kind: training (RL, SFT) or an evaluation,
  * which holds the weights and a KV cache but no gradients or optimizer.
  */
@@ -227,6 +238,7 @@ async function queueRun(
           contextLength: shape.contextLength,
           loraRank: training && config.agent.training.mode === "lora" ? config.agent.training.rank : undefined,
           computeSlots: 1,
+          clients: clientsOf(run.kind, config),
         },
       },
     );

@@ -35,7 +35,7 @@ export async function leagueOfRun(db: Database, runId: string): Promise<(LeagueT
     const key = `${row.id}:${stat.mtimeMs}`;
     let table = fitted.get(key);
     if (!table) {
-      const state: LeagueState = JSON.parse(fs.readFileSync(file, "utf8"));
+      const state: LeagueState & { dropped?: string[] } = JSON.parse(fs.readFileSync(file, "utf8"));
       table = leagueTable(state, row.step);
       fitted.set(key, table);
       if (fitted.size > KEEP) fitted.delete(fitted.keys().next().value!);

@@ -47,6 +47,12 @@ export interface JobResourceSpec {
   weightDtype?: WeightDtype;
   /** Slots this job keeps busy when it has a device to itself; it runs slower on a device with fewer. */
   computeSlots: number;
+  /**
+   * Clients the job holds on its base, each with its own weights or adapter, gradients and optimizer state: one per
+   * agent with separate policies, and a league run's learner plus every snapshot it keeps. Default 1. Activations
+   * and the KV cache are counted once: the clients take turns.
+   */
+  clients?: number;
 }
 
 /** What a job holds on a device. The base weights of a LoRA job are counted once per device, not per job. */
@@ -86,24 +92,31 @@ export function estimateFootprint(spec: JobResourceSpec): Footprint {
       : Math.min(tokens * model.nLayers * model.dModel * 2 * weightBytes, DECODER_CACHE_BYTES);
   const weightsMb = toMb(model.parameters * weightBytes);
   const activationsMb = toMb(activationBytes);
+  const clients = spec.clients ?? 1;
+  if (!Number.isInteger(clients) || clients < 1) throw new Error(`a job holds a whole number of clients ≥ 1; got ${clients}`);
+  /** A part every client holds, times the clients, named so a message says so ("adapter ×3"). */
+  const perClient = (breakdown: Record<string, number>) =>
+    clients === 1 ? breakdown : Object.fromEntries(Object.entries(breakdown).map(([name, mb]) => [`${name} ×${clients}`, mb * clients]));
 
   if (spec.mode === "full") {
-    const breakdown: Record<string, number> = { weights: weightsMb };
+    const own: Record<string, number> = { weights: weightsMb };
     if (isTraining(spec.kind)) {
-      breakdown.gradients = weightsMb;
-      breakdown.adam = toMb(model.parameters * 2 * bytesPerAdamMoment);
+      own.gradients = weightsMb;
+      own.adam = toMb(model.parameters * 2 * bytesPerAdamMoment);
     }
+    const breakdown = perClient(own);
     if (activationsMb > 0) breakdown[isTraining(spec.kind) ? "activations" : "kvCache"] = activationsMb;
     return { sharedBase: null, baseMemoryMb: 0, ownMemoryMb: sum(breakdown), computeSlots: spec.computeSlots, breakdown };
   }
 
   const rank = spec.loraRank ?? 8;
   const adapterParameters = model.nLayers * rank * loraWidthsPerLayer * model.dModel;
-  const breakdown: Record<string, number> = { adapter: toMb(adapterParameters * 4) };
+  const own: Record<string, number> = { adapter: toMb(adapterParameters * 4) };
   if (isTraining(spec.kind)) {
-    breakdown.adapterGradients = breakdown.adapter;
-    breakdown.adapterAdam = toMb(adapterParameters * 2 * bytesPerAdamMoment);
+    own.adapterGradients = own.adapter!;
+    own.adapterAdam = toMb(adapterParameters * 2 * bytesPerAdamMoment);
   }
+  const breakdown = perClient(own);
   if (activationsMb > 0) breakdown[isTraining(spec.kind) ? "activations" : "kvCache"] = activationsMb;
   const ownMemoryMb = sum(breakdown);
   return {

@@ -83,6 +83,11 @@ async function metricsOf(handle: DatabaseHandle, runId: string) {
   return (name: string, step: number) => points.find((p) => p.name === name && p.step === step)?.value;
 }
 
+async function footprintOf(handle: DatabaseHandle, runId: string) {
+  const [job] = await handle.db.select({ footprint: jobs.footprint }).from(jobs).where(eq(jobs.runId, runId));
+  return job!.footprint as { breakdown: Record<string, number> };
+}
+
 async function checkpointAt(handle: DatabaseHandle, runId: string, step: number) {
   const rows = await handle.db.select({ step: checkpoints.step, path: checkpoints.path }).from(checkpoints).where(eq(checkpoints.runId, runId));
   return rows.find((row) => row.step === step)!.path;
@@ -92,6 +97,10 @@ describe("separate policies through the server", () => {
   it("saves each agent's adapter in a checkpoint, resumes both, and reports each agent's update", async () => {
     const { handle } = bed;
     const runId = await launch(handle, "separate", { protocol: { name: "turn-based", agents: ["X", "O"], history: "last", policies: "separate" } });
+    // The scheduler counts a client per agent: two adapters with their gradients and Adam state on the one base.
+    expect(Object.keys((await footprintOf(handle, runId)).breakdown)).toEqual(
+      expect.arrayContaining(["baseWeights", "adapter ×2", "adapterGradients ×2", "adapterAdam ×2"]),
+    );
     const first = await attempt(handle, runId, 2);
     expect(first.outcome.outcome).toBe("paused");
     const dir = await checkpointAt(handle, runId, 2);
@@ -229,9 +238,11 @@ describe("a league run through the server", () => {
         groupSize: 4,
         groupsPerStep: 2,
         learningRate: 1e-2,
-        league: { every: 2, mix: { latest: 1, uniform: 0, pfsp: 1 }, learner: "both-seats-alternating" },
+        league: { every: 2, maxMembers: 5, mix: { latest: 1, uniform: 0, pfsp: 1 }, learner: "both-seats-alternating" },
       },
     });
+    // The learner and the five snapshots the league may keep, each a client on the base.
+    expect((await footprintOf(handle, runId)).breakdown).toHaveProperty("adapter ×6");
     expect((await attempt(handle, runId, 3)).outcome.outcome).toBe("paused");
     const paused: LeagueState = JSON.parse(fs.readFileSync(path.join(await checkpointAt(handle, runId, 3), "league.json"), "utf8"));
     expect(paused.members.map((m) => m.id)).toEqual(["step-0", "step-2", "step-4"]);

@@ -51,6 +51,13 @@ describe("a league's table", () => {
     expect(leagueTable(state, 6).members.at(-1)!.training).toBe(false);
   });
 
+  it("marks the members dropped past the league's cap, still rated on their games", () => {
+    const capped = leagueTable({ ...state, dropped: ["step-0"] }, 5);
+    expect(capped.members.map((m) => m.dropped)).toEqual([true, false, false, false]);
+    expect(capped.members.map((m) => m.rating)).toEqual(table.members.map((m) => m.rating));
+    expect(table.members.every((m) => !m.dropped)).toBe(true);
+  });
+
   it("leaves out a period whose learner has not played yet, and an empty league is an empty table", () => {
     const justSnapshotted = leagueTable({ members: members.slice(0, 3), games: games("step-2", "step-0", 4, 2) }, 2);
     expect(justSnapshotted.periods.map((p) => p.learner)).toEqual(["step-2"]);

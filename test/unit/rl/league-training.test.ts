@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { LeagueState } from "@/lib/rl/league";
+import type { Trajectory } from "@/lib/sdk/protocol";
 import { samplerSnapshots } from "@/lib/rl/league-training";
 import type { PolicyModel } from "@/lib/rl/primitives";
 import { seatOf } from "@/lib/rl/seats";
@@ -194,6 +195,53 @@ describe("a league of frozen past selves in the RL loop", () => {
     expect(second.league!.games).toHaveLength(80);
   });
 
+  it("keeps at most maxMembers snapshots: the oldest are dropped, never drawn again, their games still rated", async () => {
+    const config = experiment({
+      algorithm: { name: "grpo", steps: 8, groupSize: 4, groupsPerStep: 4, learningRate: 5e-2, league: { ...league, every: 1, maxMembers: 3 } },
+    });
+    const dir = path.join(work, "run-cap");
+    const learner = adapter(3);
+    const opponentsByStep: Set<string>[] = [];
+    const metrics: Record<string, number>[] = [];
+    let stopAfter = 5;
+    let steps = 0;
+    const hooks = {
+      onMetrics: (step: number, m: Record<string, number>) => {
+        steps = step;
+        if ("train/grad_norm" in m) metrics.push(m);
+      },
+      onRollouts: (step: number, split: string, groups: Trajectory[][]) => {
+        if (split !== "train") return;
+        const seen = (opponentsByStep[step] ??= new Set());
+        for (const t of groups.flat()) for (const agent of ["A", "B"]) if (!seatOf(t, agent)!.trains) seen.add(seatOf(t, agent)!.id);
+      },
+      shouldStop: () => steps >= stopAfter,
+    };
+    const first = await trainRl({ config, policy: learner.policy, environment: byteDuel, protocol, league: snapshotsOf(learner.client, dir), hooks });
+    // Snapshots after every step; from the fourth on the league holds 3, the oldest dropped.
+    expect(metrics.map((m) => m["league/members"])).toEqual([2, 3, 3, 3, 3]);
+    expect(metrics.map((m) => m["league/dropped"])).toEqual([undefined, undefined, 1, 2, 3]);
+    const state = JSON.parse(JSON.stringify(first.league));
+    expect(state.dropped).toEqual(["step-0", "step-1", "step-2"]);
+    // A step draws its opponents from the league as it stood: at step 5 (after step 4's snapshot) steps 2 to 4.
+    for (const opponent of opponentsByStep[5]!) expect(["step-2", "step-3", "step-4"]).toContain(opponent);
+    // Every member keeps its games and its rating.
+    expect(state.members.map((m: { id: string }) => m.id)).toEqual(["step-0", "step-1", "step-2", "step-3", "step-4", "step-5", "step-6"]);
+    expect(state.games).toHaveLength(5 * 16);
+
+    // Resumed from step 5, the dropped members are not loaded again, and no later step draws them.
+    await learner.client.saveState(path.join(dir, "ckpt-5"));
+    stopAfter = Infinity;
+    const resumed = adapter(3);
+    await resumed.client.loadState(path.join(dir, "ckpt-5"));
+    const { snapshots, opened } = snapshotsOf(resumed.client, dir);
+    const second = await trainRl({ config, policy: resumed.policy, environment: byteDuel, protocol, startStep: 5, league: { snapshots, state }, hooks });
+    expect(opened.slice(0, 3)).toEqual(["step-3", "step-4", "step-5"]);
+    for (const step of [6, 7, 8]) for (const opponent of opponentsByStep[step]!) expect(["step-0", "step-1", "step-2"]).not.toContain(opponent);
+    expect(second.league!.dropped).toEqual(["step-0", "step-1", "step-2", "step-3", "step-4", "step-5"]);
+    expect(second.league!.games).toHaveLength(8 * 16);
+  });
+
   it("refuses a learner that is not an agent of the protocol", async () => {
     const learner = adapter(3);
     const config = experiment({ algorithm: { name: "grpo", steps: 1, league: { ...league, learner: "C" } } });
@@ -219,7 +267,7 @@ describe("the config of policies and leagues", () => {
     expect(config.protocol.policies).toBe("shared");
     expect(config.algorithm.league).toBeNull();
     const withLeague = parseExperiment(input({ algorithm: { league: {} } }));
-    expect(withLeague.algorithm.league).toEqual({ every: 10, mix: { latest: 0, uniform: 0, pfsp: 1 }, learner: "both-seats-alternating" });
+    expect(withLeague.algorithm.league).toEqual({ every: 10, maxMembers: 16, mix: { latest: 0, uniform: 0, pfsp: 1 }, learner: "both-seats-alternating" });
   });
 
   it("refuses bad values naming the field and what is accepted", () => {
@@ -233,5 +281,7 @@ describe("the config of policies and leagues", () => {
       "algorithm.league.mix: give at least one of latest, uniform, pfsp a weight above 0",
     );
     expect(refusal({ algorithm: { league: { every: 0 } } })).toMatch(/^algorithm\.league\.every: .*1/m);
+    expect(refusal({ algorithm: { league: { maxMembers: 0 } } })).toMatch(/^algorithm\.league\.maxMembers: .*from 1 to 256/m);
+    expect(refusal({ algorithm: { league: { maxMembers: 1000 } } })).toMatch(/^algorithm\.league\.maxMembers: .*from 1 to 256/m);
   });
 });
