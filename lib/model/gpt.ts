@@ -555,6 +555,20 @@ function stepOperands(model: ModelView): Float32Array[] {
   return arrays;
 }
 
+/** The transpose [cols, rows] of a row-major [rows, cols] matrix. */
+function transposeMatrix(a: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(rows * cols);
+  // blocks of 32 x 32, so reads and writes both stay within a few cache lines
+  for (let i0 = 0; i0 < rows; i0 += 32) {
+    for (let j0 = 0; j0 < cols; j0 += 32) {
+      const iEnd = Math.min(rows, i0 + 32),
+        jEnd = Math.min(cols, j0 + 32);
+      for (let i = i0; i < iEnd; i++) for (let j = j0; j < jEnd; j++) out[j * rows + i] = a[i * cols + j];
+    }
+  }
+  return out;
+}
+
 function createDecoder(model: ModelView, rows: number, capacity?: number): Decoder {
   const { config, weights: w, lora } = model;
   const { dModel: C, nHeads: H, vocabSize: V, nLayers: L } = config;
@@ -585,9 +599,13 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
   const lens = own ? new Int32Array(own.heap.buffer, (basesAt + maxTokens) * 4, maxTokens) : null;
   const lengths = new Int32Array(rows);
   const scores = new Float32Array(Tmax);
+  // A tied output layer is wte read as its transpose: each step's product would have to transpose (pack) it
+  // again, so the decoder keeps wteᵀ [C, V] for its life. The product reads it as rows and computes each logit
+  // by the same operations, so the logits are the same.
+  const headT = sh.tied && arena ? transposeMatrix(w.tokenEmbedding, V, C) : null;
   // The weights every step multiplies by, copied into the kernel's memory once for this decoder's life rather
   // than once per product: a decoding step of a small model spent most of its fixed cost copying them.
-  const unpin = arena ? simdGemm!.pin(stepOperands(model)) : null;
+  const unpin = arena ? simdGemm!.pin(headT ? [headT, ...stepOperands(model).slice(1)] : stepOperands(model)) : null;
   let disposed = false;
 
   function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {
@@ -710,7 +728,8 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
     const lnf = scratch(R * C);
     normForward(sh, lnf, scratch(R), scratch(R), last, w.lnFinal, R, C);
     const logits = scratch(R * V);
-    outputLayer(sh, logits, lnf, w, R, C, V);
+    if (headT) matmul(logits, lnf, headT, R, C, V, null);
+    else outputLayer(sh, logits, lnf, w, R, C, V);
     return logits.slice();
   }
 

@@ -353,17 +353,37 @@ export const transposed = (data: Float32Array, rows: number, cols: number, offse
  * A kernel call: byte addresses of A, B, C; M, K, N; strides in floats (A's rows and columns, B's rows and
  * columns, C's rows); accumulate flag; scale. B's column stride is 1 except for the native kernel.
  */
-export type GemmArgs = [number, number, number, number, number, number, number, number, number, number, number, number, number];
+export type GemmArgs = [
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  /** native kernel only: where A, B and C lie (0: this memory; i + 1: the i-th array passed with the calls) */
+  aSource?: number,
+  bSource?: number,
+  cSource?: number,
+];
 
 /**
  * A native kernel working in place in this module's shared memory (native/src/addon.cc). Calls are written
- * to `calls`, 13 slots each as GemmArgs (the scale as float32 bits), and run together.
+ * to `calls`, 16 slots each as GemmArgs (the scale as float32 bits, the sources 0 when absent), and run together;
+ * operands outside the memory are passed as `arrays` and used in place (their addresses are byte offsets into
+ * them), so the native kernel never copies a weight or a gradient.
  */
 export interface NativeGemm extends NativeOps {
   /** heap: a view of the whole memory; calls: the slots `run` reads */
   bind(heap: Float32Array, calls: Int32Array): void;
   /** runs the first `count` calls (each call whole on one thread, or cut by rows and columns between two) */
-  run(count: number): void;
+  run(count: number, arrays?: Float32Array[]): void;
   /** 1, or 2 with a native helper thread */
   setThreads(threads: 1 | 2): void;
   /** pieces of products the helper thread has computed so far */
@@ -416,7 +436,8 @@ export interface SimdGemm {
    * function is called every product and operation reads those copies instead of copying the arrays again
    * each time. The arrays must not change while pinned. For a synchronous stretch of work that reuses the same
    * arrays many times (a decoder's steps): an arena mark taken before the pin and released while it holds drops
-   * the pin (the copies' memory is then reused), and products copy as before.
+   * the pin (the copies' memory is then reused), and products copy as before. Each copy starts on a cache
+   * line: a decoding step streams every weight once, and the native kernel reads lines whole.
    */
   pin(arrays: readonly Float32Array[]): () => void;
   /**
@@ -444,8 +465,8 @@ const parallelMinWork = 1 << 18;
 const parallelPieces = 8;
 // Slack kept beyond the arena top (the kernel reads no further than its operands' last elements).
 const guardBytes = 1 << 16;
-// GemmArgs as the native kernel reads them: 12 integers, then the scale.
-const slotsPerCall = 13;
+// GemmArgs as the native kernel reads them: 12 integers, the scale, then the three sources.
+const slotsPerCall = 16;
 
 function createSimdGemm(): SimdGemm | null {
   if (typeof WebAssembly === "undefined") return null;
@@ -478,6 +499,19 @@ function createSimdGemm(): SimdGemm | null {
     }
   };
 
+  // Arrays outside this memory that the native calls waiting to run read or write in place (sources 1, 2, ...).
+  let externals: Float32Array[] = [];
+  const externalSource = new Map<Float32Array, number>();
+  const external = (a: Float32Array): number => {
+    let source = externalSource.get(a);
+    if (source === undefined) {
+      externals.push(a);
+      source = externals.length;
+      externalSource.set(a, source);
+    }
+    return source;
+  };
+
   function runNative(calls: GemmArgs[]) {
     if (nativeSlots.length < calls.length * slotsPerCall) {
       nativeSlots = new Int32Array(Math.max(calls.length, 64) * slotsPerCall);
@@ -486,10 +520,14 @@ function createSimdGemm(): SimdGemm | null {
     }
     calls.forEach((args, i) => {
       const at = i * slotsPerCall;
-      for (let s = 0; s < slotsPerCall - 1; s++) nativeSlots[at + s] = args[s];
-      nativeScales[at + slotsPerCall - 1] = args[slotsPerCall - 1];
+      for (let s = 0; s < 12; s++) nativeSlots[at + s] = args[s]!;
+      nativeScales[at + 12] = args[12];
+      for (let s = 13; s < 16; s++) nativeSlots[at + s] = args[s] ?? 0;
     });
-    native!.run(calls.length);
+    const arrays = externals;
+    externals = [];
+    externalSource.clear();
+    native!.run(calls.length, arrays.length > 0 ? arrays : undefined);
   }
   /** Copies of arrays outside this memory (`pin`), by the array they copy; and the pins, nested, oldest first. */
   const residents = new Map<Float32Array, Float32Array>();
@@ -503,8 +541,8 @@ function createSimdGemm(): SimdGemm | null {
   const arena: WasmArena = {
     alloc(n, zero = true) {
       if (!shared) return new Float32Array(n);
-      const start = top;
-      top += (n + 3) & ~3; // keep every array 16-byte aligned
+      const start = (top + 15) & ~15; // every array starts on a 64-byte cache line
+      top = start + n;
       ensure(top);
       const view = new Float32Array(memory.buffer, start * 4, n);
       if (zero) view.fill(0);
@@ -522,8 +560,8 @@ function createSimdGemm(): SimdGemm | null {
   const scratch = (n: number): number => {
     if (shared) {
       // from the arena, without making an array object for it
-      const start = top;
-      top += (n + 3) & ~3;
+      const start = (top + 15) & ~15;
+      top = start + n;
       ensure(top);
       return start;
     }
@@ -565,9 +603,11 @@ function createSimdGemm(): SimdGemm | null {
    * stride). In place when it lies in this memory, else its rows (or, for a transpose, its columns) copied in
    * as they lie.
    */
-  function place(v: MatrixView): [number, number, number] {
+  function place(v: MatrixView): [number, number, number, number] {
     const found = inMemory(v.data);
-    if (found) return [found.byteOffset + v.offset * 4, v.rowStride, v.colStride];
+    if (found) return [found.byteOffset + v.offset * 4, v.rowStride, v.colStride, 0];
+    // the native kernel reads (and writes) any array in place
+    if (native) return [v.offset * 4, v.rowStride, v.colStride, external(v.data)];
     const contiguousRows = v.colStride === 1;
     const count = contiguousRows ? v.rows : v.cols,
       len = contiguousRows ? v.cols : v.rows,
@@ -579,7 +619,7 @@ function createSimdGemm(): SimdGemm | null {
     } else {
       for (let r = 0; r < count; r++) heap.set(v.data.subarray(v.offset + r * stride, v.offset + r * stride + len), base + r * pitch);
     }
-    return [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch];
+    return [base * 4, contiguousRows ? pitch : 1, contiguousRows ? 1 : pitch, 0];
   }
 
   /** Runs fn on copies in this memory of the arrays that lie outside it, then copies the outputs back. */
@@ -665,15 +705,16 @@ function createSimdGemm(): SimdGemm | null {
       privateTop = 0;
       let keepScratch = false;
       try {
-        const [aPtr, ars, acs] = place(a);
+        const [aPtr, ars, acs, aSource] = place(a);
         // B: the native kernel reads it in either layout, in place or as it lies (a transposed weight is then one
         // contiguous copy); the WebAssembly kernel needs contiguous rows of a multiple of 8, else a copy as [K, N8].
         let bPtr: number,
           brs: number,
-          bcs = 1;
+          bcs = 1,
+          bSource = 0;
         const bHere = inMemory(b.data);
         if (native && (b.colStride === 1 || b.rowStride === 1)) {
-          [bPtr, brs, bcs] = place(b);
+          [bPtr, brs, bcs, bSource] = place(b);
         } else if (bHere && b.colStride === 1 && N === Nk) {
           [bPtr, brs] = [bHere.byteOffset + b.offset * 4, b.rowStride];
         } else {
@@ -692,9 +733,11 @@ function createSimdGemm(): SimdGemm | null {
           }
           [bPtr, brs] = [base * 4, Nk];
         }
-        // C: written in place when its tiles fit exactly, else through scratch.
-        if (owns(out) && N === Nk) {
-          const args: GemmArgs = [aPtr, bPtr, out.byteOffset + outOffset * 4, M, K, N, ars, acs, brs, bcs, outRowStride, accumulate ? 1 : 0, scale];
+        // C: written in place when its tiles fit exactly (the native kernel's always, wherever C lies), else
+        // through scratch.
+        if ((owns(out) && N === Nk) || native) {
+          const [cPtr, cSource] = owns(out) ? [out.byteOffset + outOffset * 4, 0] : [outOffset * 4, external(out)];
+          const args: GemmArgs = [aPtr, bPtr, cPtr, M, K, N, ars, acs, brs, bcs, outRowStride, accumulate ? 1 : 0, scale, aSource, bSource, cSource];
           // in a batch, the call waits for the others and its copied operands stay until the batch ends
           if (deferred) {
             deferred.push(args);

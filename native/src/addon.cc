@@ -5,8 +5,10 @@
 //   supported()            the instruction sets this CPU runs: ["avx512", "avx2"], ["avx2"] or []
 //   setIsa(name)           the kernel to use (it must be supported)
 //   bind(heap, calls)      heap: a Float32Array over the whole memory; calls: an Int32Array of call slots
-//   run(count)             runs calls 0 .. count-1 (13 slots each, as lib/model/simd-gemm.ts's GemmArgs: byte
-//                          addresses of A, B, C; M, K, N; strides in floats; accumulate; scale as float bits)
+//   run(count, arrays?)    runs calls 0 .. count-1 (16 slots each, as lib/model/simd-gemm.ts's GemmArgs: byte
+//                          addresses of A, B, C; M, K, N; strides in floats; accumulate; scale as float bits;
+//                          then where A, B and C lie: 0 for the bound memory, i + 1 for arrays[i], so operands
+//                          outside the memory (a model's weights and gradients) are used in place)
 //   setThreads(n)          1, or 2 with a helper thread that shares the pieces of each job
 //   helperPieces()         pieces the helper thread has computed so far
 //
@@ -34,7 +36,7 @@
 namespace tinkerlab {
 namespace {
 
-constexpr int slotsPerCall = 13;
+constexpr int slotsPerCall = 16;
 // A call is cut into pieces only when it is big enough to repay sharing (as the WebAssembly path does).
 constexpr double parallelMinWork = 1 << 23;
 constexpr int maxPieces = 8;
@@ -80,7 +82,7 @@ struct Kernel {
   }
 
   void runPiece(const Piece& p, int thread) {
-    isa.piece(heap, calls[p.call], p.row0, p.row1, p.col0, p.col1, packs[thread]);
+    isa.piece(calls[p.call], p.row0, p.row1, p.col0, p.col1, packs[thread]);
   }
 
   /** Takes pieces of job j until none is left; returns how many this thread ran. */
@@ -267,8 +269,32 @@ napi_value bind(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-/** Reads call i from the slots, or returns an error message when it is malformed or reaches outside the heap. */
-std::string readCall(const Kernel& k, int i, GemmCall& c) {
+/** Reads argument i as a Float32Array (or null, when allowNull and the argument is null or undefined). */
+bool floatArray(napi_env env, napi_value value, float** data, size_t* length, bool allowNull = false) {
+  napi_valuetype type;
+  if (allowNull && napi_typeof(env, value, &type) == napi_ok && (type == napi_null || type == napi_undefined)) {
+    *data = nullptr;
+    *length = 0;
+    return true;
+  }
+  bool isTyped = false;
+  napi_is_typedarray(env, value, &isTyped);
+  if (!isTyped) return false;
+  napi_typedarray_type t;
+  void* p = nullptr;
+  if (napi_get_typedarray_info(env, value, &t, length, &p, nullptr, nullptr) != napi_ok || t != napi_float32_array) return false;
+  *data = static_cast<float*>(p);
+  return true;
+}
+
+/** Where an operand lies: the bound memory (source 0) or one of the arrays passed to run (source i + 1). */
+struct Source {
+  float* data;
+  size_t floats;
+};
+
+/** Reads call i from the slots, or returns an error message when it is malformed or reaches outside its arrays. */
+std::string readCall(const Kernel& k, const std::vector<Source>& externals, int i, GemmCall& c) {
   const int32_t* s = k.slots + (size_t)i * slotsPerCall;
   // The three byte addresses are unsigned: a WebAssembly memory reaches 4 GiB, and one past 2 GiB arrives here
   // with the sign bit set. The sizes and strides that follow must not be negative.
@@ -277,26 +303,41 @@ std::string readCall(const Kernel& k, int i, GemmCall& c) {
     if (s[t] < 0) return "argument " + std::to_string(t) + " is negative (" + std::to_string(s[t]) + ")";
   }
   if (address[0] % 4 || address[1] % 4 || address[2] % 4) return "addresses must be multiples of 4 bytes";
-  c.a = address[0] / 4, c.b = address[1] / 4, c.c = address[2] / 4;
+  Source sources[3];
+  for (int t = 0; t < 3; t++) {
+    const int32_t source = s[13 + t];
+    if (source < 0 || (size_t)source > externals.size()) {
+      return "operand " + std::to_string(t) + " names array " + std::to_string(source) + "; " + std::to_string(externals.size()) + " were passed";
+    }
+    sources[t] = source == 0 ? Source{k.heap, k.heapFloats} : externals[source - 1];
+  }
+  const ptrdiff_t at[3] = {address[0] / 4, address[1] / 4, address[2] / 4};
   c.M = s[3], c.K = s[4], c.N = s[5];
   c.ars = s[6], c.acs = s[7], c.brs = s[8], c.bcs = s[9], c.crs = s[10];
   c.accumulate = s[11] != 0;
   std::memcpy(&c.scale, s + 12, sizeof(float));
+  c.a = sources[0].data + at[0], c.b = sources[1].data + at[1], c.c = sources[2].data + at[2];
   if (c.ars != 1 && c.acs != 1) return "A needs a row or column stride of 1";
   if (c.brs != 1 && c.bcs != 1) return "B needs a row or column stride of 1";
   if (c.M == 0 || c.N == 0) return "";
   const auto last = [](ptrdiff_t base, ptrdiff_t n1, ptrdiff_t s1, ptrdiff_t n2, ptrdiff_t s2) {
     return base + (n1 > 0 ? (n1 - 1) * s1 : 0) + (n2 > 0 ? (n2 - 1) * s2 : 0);
   };
-  const size_t end = std::max({c.K > 0 ? last(c.a, c.M, c.ars, c.K, c.acs) : 0, c.K > 0 ? last(c.b, c.K, c.brs, c.N, c.bcs) : 0,
-                               last(c.c, c.M, c.crs, c.N, 1)});
-  if (end >= k.heapFloats) return "operands reach float " + std::to_string(end) + ", past the bound memory of " + std::to_string(k.heapFloats);
+  const ptrdiff_t ends[3] = {c.K > 0 ? last(at[0], c.M, c.ars, c.K, c.acs) : 0, c.K > 0 ? last(at[1], c.K, c.brs, c.N, c.bcs) : 0,
+                             last(at[2], c.M, c.crs, c.N, 1)};
+  const char* names[3] = {"A", "B", "C"};
+  for (int t = 0; t < 3; t++) {
+    if ((size_t)ends[t] >= sources[t].floats) {
+      return std::string(names[t]) + " reaches float " + std::to_string(ends[t]) + ", past its array of " + std::to_string(sources[t].floats);
+    }
+  }
   return "";
 }
 
+/** run(count, arrays?): runs calls 0 .. count-1; operands may lie in `arrays` (Float32Arrays) as well as in the memory. */
 napi_value run(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   CHECK(napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
   int32_t count = 0;
   if (argc < 1 || napi_get_value_int32(env, argv[0], &count) != napi_ok) return throwError(env, "run: expected a count of calls");
@@ -306,9 +347,27 @@ napi_value run(napi_env env, napi_callback_info info) {
   if (count < 0 || (size_t)count * slotsPerCall > k->slotCount) {
     return throwError(env, "run: " + std::to_string(count) + " calls do not fit the bound call slots");
   }
+  std::vector<Source> externals;
+  napi_valuetype type = napi_undefined;
+  if (argc > 1) napi_typeof(env, argv[1], &type);
+  if (type != napi_undefined && type != napi_null) {
+    bool isArray = false;
+    uint32_t length = 0;
+    if (napi_is_array(env, argv[1], &isArray) != napi_ok || !isArray || napi_get_array_length(env, argv[1], &length) != napi_ok) {
+      return throwError(env, "run: arrays must be an array of Float32Arrays");
+    }
+    for (uint32_t i = 0; i < length; i++) {
+      napi_value item;
+      Source source{nullptr, 0};
+      if (napi_get_element(env, argv[1], i, &item) != napi_ok || !floatArray(env, item, &source.data, &source.floats)) {
+        return throwError(env, "run: arrays[" + std::to_string(i) + "] is not a Float32Array");
+      }
+      externals.push_back(source);
+    }
+  }
   k->calls.resize(count);
   for (int i = 0; i < count; i++) {
-    const std::string error = readCall(*k, i, k->calls[i]);
+    const std::string error = readCall(*k, externals, i, k->calls[i]);
     if (!error.empty()) return throwError(env, "run: call " + std::to_string(i) + ": " + error);
   }
   k->runJob();
@@ -337,24 +396,6 @@ napi_value helperPieces(napi_env env, napi_callback_info) {
 
 
 // ---- elementwise and per-row operations (ops-kernel.h) over any Float32Arrays ----
-
-/** Reads argument i as a Float32Array (or null, when allowNull and the argument is null or undefined). */
-bool floatArray(napi_env env, napi_value value, float** data, size_t* length, bool allowNull = false) {
-  napi_valuetype type;
-  if (allowNull && napi_typeof(env, value, &type) == napi_ok && (type == napi_null || type == napi_undefined)) {
-    *data = nullptr;
-    *length = 0;
-    return true;
-  }
-  bool isTyped = false;
-  napi_is_typedarray(env, value, &isTyped);
-  if (!isTyped) return false;
-  napi_typedarray_type t;
-  void* p = nullptr;
-  if (napi_get_typedarray_info(env, value, &t, length, &p, nullptr, nullptr) != napi_ok || t != napi_float32_array) return false;
-  *data = static_cast<float*>(p);
-  return true;
-}
 
 /** The arguments of one call: arrays (F), whole numbers (I) and numbers (D), checked as they are read. */
 struct Args {

@@ -14,6 +14,7 @@
 #pragma once
 #include <immintrin.h>
 #include <cstddef>
+#include <cstdint>
 #include "gemm.h"
 
 namespace tinkerlab {
@@ -38,8 +39,10 @@ inline void tile(const float* a, ptrdiff_t ars, ptrdiff_t acs, const float* bp, 
   for (int k = 0; k < kc; k++) {
     // B read in place is a strided stream that the hardware prefetchers follow poorly: ask for rows ahead
     if (Direct) {
+      // a row of the panel spans three cache lines when B is not 64-byte aligned (arrays from the JS heap)
       _mm_prefetch((const char*)(bp + prefetchRows * bs), _MM_HINT_T0);
       _mm_prefetch((const char*)(bp + prefetchRows * bs + V::W), _MM_HINT_T0);
+      _mm_prefetch((const char*)(bp + prefetchRows * bs + 2 * V::W - 1), _MM_HINT_T0);
     }
     const typename V::T b0 = Partial ? V::loadPartial(bp, w0) : V::load(bp);
     const typename V::T b1 = Partial ? (w1 > 0 ? V::loadPartial(bp + V::W, w1) : V::zero()) : V::load(bp + V::W);
@@ -116,18 +119,23 @@ void packB(const float* b, ptrdiff_t brs, ptrdiff_t bcs, int kc, int nc, float* 
  * same operations as through a packed panel, so results do not depend on the path.
  */
 template <class V>
-void runDirect(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1) {
+void runDirect(const GemmCall& call, int row0, int row1, int col0, int col1) {
   constexpr int NR = 2 * V::W;
   const bool aColumns = call.acs != 1;
   const int K = call.K, mr = row1 - row0;
   for (int k0 = 0; k0 < (K > 0 ? K : 1); k0 += KC) {
     const int kc = smaller(KC, K - k0);
     const bool overwrite = k0 == 0 && !call.accumulate;
-    const float* a = heap + call.a + (ptrdiff_t)row0 * call.ars + (ptrdiff_t)k0 * call.acs;
-    for (int j = col0; j < col1; j += NR) {
-      const float* b = heap + call.b + (ptrdiff_t)k0 * call.brs + j;
-      float* c = heap + call.c + (ptrdiff_t)row0 * call.crs + j;
-      const int width = smaller(NR, col1 - j);
+    const float* a = call.a + (ptrdiff_t)row0 * call.ars + (ptrdiff_t)k0 * call.acs;
+    // When B's rows all start at the same place in a cache line, a narrow first tile brings the others to line
+    // boundaries: a panel row read unaligned spans one line more (2x slower on arrays from the JS heap).
+    const int lineFloats = 16;
+    const int misaligned = call.brs % lineFloats == 0 ? (int)(((uintptr_t)(call.b + col0) / sizeof(float)) % lineFloats) : 0;
+    const int first = misaligned ? lineFloats - misaligned : NR;
+    for (int j = col0; j < col1; j += j == col0 ? first : NR) {
+      const float* b = call.b + (ptrdiff_t)k0 * call.brs + j;
+      float* c = call.c + (ptrdiff_t)row0 * call.crs + j;
+      const int width = smaller(j == col0 ? first : NR, col1 - j);
       if (width < NR) {
         if (aColumns) tileRows<V, true, true, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
         else tileRows<V, false, true, true>(mr, a, call.ars, call.acs, b, call.brs, kc, c, call.crs, width, overwrite, call.scale);
@@ -142,9 +150,9 @@ void runDirect(float* heap, const GemmCall& call, int row0, int row1, int col0, 
 
 /** Computes rows [row0, row1) and columns [col0, col1) of one call; `pack` holds KC x NC floats. */
 template <class V>
-void runPiece(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1, float* pack) {
+void runPiece(const GemmCall& call, int row0, int row1, int col0, int col1, float* pack) {
   constexpr int NR = 2 * V::W, MR = V::MR;
-  if (call.bcs == 1 && row1 - row0 <= MR) return runDirect<V>(heap, call, row0, row1, col0, col1);
+  if (call.bcs == 1 && row1 - row0 <= MR) return runDirect<V>(call, row0, row1, col0, col1);
   const bool aColumns = call.acs != 1;  // A's rows are adjacent (A is a transpose): one pointer per tile
   const int K = call.K;
   for (int k0 = 0; k0 < (K > 0 ? K : 1); k0 += KC) {
@@ -152,15 +160,24 @@ void runPiece(float* heap, const GemmCall& call, int row0, int row1, int col0, i
     const bool overwrite = k0 == 0 && !call.accumulate;
     for (int n0 = col0; n0 < col1; n0 += NC) {
       const int nc = smaller(NC, col1 - n0);
-      packB<V>(heap + call.b + (ptrdiff_t)k0 * call.brs + (ptrdiff_t)n0 * call.bcs, call.brs, call.bcs, kc, nc, pack);
+      packB<V>(call.b + (ptrdiff_t)k0 * call.brs + (ptrdiff_t)n0 * call.bcs, call.brs, call.bcs, kc, nc, pack);
       for (int i = row0; i < row1; i += MR) {
         const int mr = smaller(MR, row1 - i);
-        const float* a = heap + call.a + (ptrdiff_t)i * call.ars + (ptrdiff_t)k0 * call.acs;
+        const float* a = call.a + (ptrdiff_t)i * call.ars + (ptrdiff_t)k0 * call.acs;
+        ptrdiff_t acs = call.acs;
+        if (aColumns && acs >= packAStride) {
+          // the strip's kc steps of mr adjacent floats, copied next to each other (the same values, so the same sums)
+          float* strip = pack + KC * NC;
+          for (int k = 0; k < kc; k++)
+            for (int r = 0; r < MR; r++) strip[k * MR + r] = r < mr ? a[(ptrdiff_t)k * acs + r] : 0.0f;
+          a = strip;
+          acs = MR;
+        }
         for (int j = 0; j < nc; j += NR) {
-          float* c = heap + call.c + (ptrdiff_t)i * call.crs + n0 + j;
+          float* c = call.c + (ptrdiff_t)i * call.crs + n0 + j;
           const float* bp = pack + (ptrdiff_t)j * kc;
-          if (aColumns) tileRows<V, true>(mr, a, call.ars, call.acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
-          else tileRows<V, false>(mr, a, call.ars, call.acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
+          if (aColumns) tileRows<V, true>(mr, a, call.ars, acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
+          else tileRows<V, false>(mr, a, call.ars, acs, bp, NR, kc, c, call.crs, smaller(NR, nc - j), overwrite, call.scale);
         }
       }
     }

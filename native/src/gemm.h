@@ -8,7 +8,9 @@
 namespace tinkerlab {
 
 struct GemmCall {
-  ptrdiff_t a, b, c;
+  const float* a;
+  const float* b;
+  float* c;
   int M, K, N;
   ptrdiff_t ars, acs, brs, bcs, crs;
   bool accumulate;
@@ -16,7 +18,7 @@ struct GemmCall {
 };
 
 /** Computes rows [row0, row1) and columns [col0, col1) of a call; pack holds packFloats floats. */
-using PieceFunction = void (*)(float* heap, const GemmCall& call, int row0, int row1, int col0, int col1, float* pack);
+using PieceFunction = void (*)(const GemmCall& call, int row0, int row1, int col0, int col1, float* pack);
 
 /** The elementwise and per-row operations of ops-kernel.h, compiled for one instruction set. */
 struct Ops {
@@ -49,6 +51,10 @@ Isa avx2Isa();
 // of the packed block of B (KC x NC floats, 256 KiB, in L2).
 constexpr int KC = 256;
 constexpr int NC = 256;
-constexpr int packFloats = KC * NC;
+// B's packed block, then one tile's strip of A (KC x 8 floats) when A is read down its columns far apart
+constexpr int packFloats = KC * NC + KC * 8;
+// A transposed with columns at least this many floats apart is copied strip by strip: read in place, every step
+// of a tile would touch another page
+constexpr int packAStride = 256;
 
 }  // namespace tinkerlab

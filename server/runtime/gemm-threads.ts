@@ -107,7 +107,7 @@ export function startGemmHelper(): boolean {
     const start = performance.now();
     calls.forEach((args, i) => {
       const at = callsAt + i * slotsPerCall;
-      for (let s = 0; s < 12; s++) ints[at + s] = args[s];
+      for (let s = 0; s < 12; s++) ints[at + s] = args[s] as number;
       floats[at + 12] = args[12];
     });
     job = (job + 1) & 0x7fff;

@@ -133,15 +133,15 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
   it("refuses calls that reach outside the memory, or that it cannot read", () => {
     // (the engine binds its own memory again whenever it takes the kernel: setNative)
     const heap = new Float32Array(new SharedArrayBuffer(4096));
-    const calls = new Int32Array(13);
+    const calls = new Int32Array(16);
     kernel.bind(heap, calls);
     // C = A[8, 8] @ B[8, 8] with C (64 floats) starting 50 floats before the end of a 1024-float memory
     calls.set([0, 256, (1024 - 50) * 4, 8, 8, 8, 8, 1, 8, 1, 8, 0]);
-    expect(() => kernel.run(1)).toThrow(/call 0: operands reach float 1\d\d\d, past the bound memory of 1024/);
+    expect(() => kernel.run(1)).toThrow(/call 0: C reaches float 1\d\d\d, past its array of 1024/);
     // An address past 2 GiB (a WebAssembly memory grows to 4 GiB) arrives with the sign bit set: it is read as
     // unsigned, so it is judged by the memory's size, not called negative.
     calls.set([0, 256, 0x80000000 | 0, 8, 8, 8, 8, 1, 8, 1, 8, 0]);
-    expect(() => kernel.run(1)).toThrow(/operands reach float 536870\d\d\d, past the bound memory of 1024/);
+    expect(() => kernel.run(1)).toThrow(/C reaches float 536870\d\d\d, past its array of 1024/);
     calls.set([0, 256, 512, -8, 8, 8, 8, 1, 8, 1, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/argument 3 is negative \(-8\)/);
     calls.set([0, 256, 512, 8, 8, 8, 8, 8, 8, 1, 8, 0]);
@@ -149,6 +149,13 @@ describe.skipIf(!native.kernel || !simdGemm?.sharing)(`the native matrix kernel$
     calls.set([0, 256, 512, 8, 8, 8, 8, 1, 8, 8, 8, 0]);
     expect(() => kernel.run(1)).toThrow(/B needs a row or column stride of 1/);
     expect(() => kernel.run(2)).toThrow(/2 calls do not fit the bound call slots/);
+    // operands in arrays passed with the calls: each is judged by its own array, and must name one that was passed
+    const outside = new Float32Array(40);
+    calls.set([0, 256, 0, 8, 8, 8, 8, 1, 8, 1, 8, 0, 0, 0, 0, 1]);
+    expect(() => kernel.run(1, [outside])).toThrow(/C reaches float 63, past its array of 40/);
+    calls.set([0, 256, 0, 8, 8, 8, 8, 1, 8, 1, 8, 0, 0, 0, 0, 2]);
+    expect(() => kernel.run(1, [outside])).toThrow(/operand 2 names array 2; 1 were passed/);
+    expect(() => kernel.run(1, [new Float64Array(4) as unknown as Float32Array])).toThrow(/arrays\[0\] is not a Float32Array/);
     expect(() => kernel.setThreads(3 as 1)).toThrow(/expected 1 or 2/);
   });
 });
