@@ -1,7 +1,8 @@
 /**
  * The run page of a league run, in Chromium: a self-play run of tic-tac-toe against its frozen snapshots, trained
  * by the server's own worker, shows its league: every snapshot with its Elo (the initial one pinned at 1000) and
- * interval, its record, and the learner's score against it in each training period, the newest being "now".
+ * interval, its record, and the learner's score against it in each training period, the newest being "now"; the
+ * snapshot dropped past the league's cap is marked so.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -26,7 +27,7 @@ describe("a league run's page", () => {
       environment: "tic-tac-toe-self-play",
       agent: { base: "tic-tac-toe-base", training: { mode: "lora", rank: 4, alpha: 8 }, sampling: { temperature: 1, maxTokens: 3 } },
       protocol: { name: "turn-based", agents: ["X", "O"], history: "last" },
-      algorithm: { name: "grpo", steps: 6, groupSize: 4, groupsPerStep: 2, league: { every: 2, mix: { latest: 1, uniform: 1, pfsp: 1 } } },
+      algorithm: { name: "grpo", steps: 6, groupSize: 4, groupsPerStep: 2, league: { every: 2, maxMembers: 3, mix: { latest: 1, uniform: 1, pfsp: 1 } } },
       evaluation: { every: 0, episodes: 4 },
       checkpointEvery: 3,
     };
@@ -46,7 +47,9 @@ describe("a league run's page", () => {
       // Newest first: the snapshots of steps 6, 4 and 2, and the initial policy.
       expect(await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-member")))).toEqual(["step-6", "step-4", "step-2", "step-0"]);
       const initial = table.locator('tr[data-member="step-0"] td');
-      expect(await initial.nth(0).textContent()).toBe("initial");
+      // Past the cap of 3 snapshots, the oldest was dropped when step 6's was taken: it is listed, still rated.
+      expect(await initial.nth(0).textContent()).toBe("initialdropped");
+      await league.getByText("3 snapshots (1 dropped)").waitFor();
       expect(await initial.nth(2).textContent()).toBe("1000");
       expect(await initial.nth(3).textContent()).toMatch(/^1000 – 1000/);
       // Three training periods (→2, →4, →6), the last the current policy's; in it the learner played the earlier
