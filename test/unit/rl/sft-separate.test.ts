@@ -5,11 +5,13 @@
  */
 import { describe, expect, it } from "vitest";
 import { renderChat } from "@/lib/model/chat";
-import { type Conversation, toAgentConversations, trainSft } from "@/lib/rl/sft";
+import { kuhnPokerDuel } from "@/lib/envs/kuhn-poker";
+import { type Conversation, demonstrationConversations, toAgentConversations, trainSft } from "@/lib/rl/sft";
 import { seatOf } from "@/lib/rl/seats";
 import type { PolicyModel } from "@/lib/rl/primitives";
 import { defineExperiment } from "@/lib/sdk/experiment";
-import type { Trajectory } from "@/lib/sdk/protocol";
+import { EnvironmentSession } from "@/lib/sdk/environment";
+import { type Trajectory, turnBased } from "@/lib/sdk/protocol";
 import { BaseModel, TrainingClient } from "@/server/runtime";
 import { byteDuel, byteDuelProtocol } from "../../support/byte-duel";
 
@@ -93,6 +95,16 @@ describe("SFT with separate policies", () => {
     }
     expect(metrics.at(-1)!["train/agent/A/loss/sft"]).toBeLessThan(metrics[0]!["train/agent/A/loss/sft"]!);
     expect(evalSeats).toEqual(new Set(["a/b"]));
+  });
+
+  it("names the agent of each demonstrated conversation, as a custom environment's demonstrator plays them", async () => {
+    const protocol = { ...turnBased(["P1", "P2"]), history: "last" as const };
+    const starts = Array.from({ length: 12 }, (_, seed) => ({ session: new EnvironmentSession(kuhnPokerDuel), seed }));
+    const { conversations, agents } = await demonstrationConversations(protocol, starts, (episode, agent) => starts[episode]!.session.demonstrate(agent));
+    expect(agents).toHaveLength(conversations.length);
+    expect(new Set(agents)).toEqual(new Set(["P1", "P2"]));
+    // Each conversation is under its own agent's prompt ("You are P1" / "You are P2").
+    conversations.forEach((conversation, i) => expect(conversation[0]!.content).toContain(`You are ${agents[i]}`));
   });
 
   it("refuses a separate-policies config without each agent's policy and conversations", async () => {
