@@ -582,10 +582,13 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
   const sh = modelShape(config);
   const table = sh.llama ? ropeTable(config, sh) : null;
   const scale = lora?.scale ?? 0;
-  // [rows, H, Tmax, hd] per layer. With the SIMD kernels, the caches live in a memory of their own, next to room
-  // for the queries, outputs and scores of `rows` tokens at a time, and attention runs there (simd-ops.ts,
+  // [rows, KV, Tmax, hd] per layer, one entry per key/value head (Llama's shared heads are stored once, not
+  // once per query head). With the SIMD kernels, the caches live in a memory of their own, next to room for the
+  // queries, outputs and scores of `rows` tokens at a time, and attention runs there (simd-ops.ts,
   // cachedAttention).
-  const cacheSize = rows * H * Tmax * hd;
+  const KVH = sh.llama ? sh.nKvHeads : H;
+  const group = H / KVH;
+  const cacheSize = rows * KVH * Tmax * hd;
   const maxTokens = rows;
   const layout = { keys: 0, vals: L * cacheSize, qkv: 2 * L * cacheSize };
   const yAt = layout.qkv + maxTokens * 3 * C,
@@ -658,9 +661,9 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
       if (table) ropeAndExpand(qkv, raw, N, positionOf, C, H, sh, table);
       for (let n = 0; n < N; n++) {
         const row = rowIds[Math.floor(n / m)];
-        for (let hh = 0; hh < H; hh++) {
-          const c = ((row * H + hh) * Tmax + positions[n]) * hd;
-          const src = n * 3 * C + hh * hd;
+        for (let hh = 0; hh < KVH; hh++) {
+          const c = ((row * KVH + hh) * Tmax + positions[n]) * hd;
+          const src = n * 3 * C + hh * group * hd; // the first query head of the group holds its copy
           for (let d = 0; d < hd; d++) {
             K[c + d] = qkv[src + C + d];
             Vc[c + d] = qkv[src + 2 * C + d];
@@ -673,12 +676,12 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
         const count = Math.min(maxTokens, N - n0);
         own.heap.set(qkv.subarray(n0 * 3 * C, (n0 + count) * 3 * C), layout.qkv);
         for (let i = 0; i < count; i++) {
-          bases![i] = rowIds[Math.floor((n0 + i) / m)] * H * Tmax * hd * 4;
+          bases![i] = rowIds[Math.floor((n0 + i) / m)] * KVH * Tmax * hd * 4;
           lens![i] = positions[n0 + i] + 1;
         }
         const kAt = (layout.keys + l * cacheSize) * 4,
           vAt = (layout.vals + l * cacheSize) * 4;
-        own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, count, H, hd, C, Tmax, inv);
+        own.exports.cachedAttention(layout.qkv * 4, kAt, vAt, yAt * 4, scoresAt * 4, bases!.byteOffset, lens!.byteOffset, count, H, hd, C, Tmax, group, inv);
         y.set(own.heap.subarray(yAt, yAt + count * C), n0 * C);
       }
       for (let n = 0; n < (own ? 0 : N); n++) {
@@ -686,7 +689,7 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
         const len = positions[n] + 1;
         for (let hh = 0; hh < H; hh++) {
           const q = n * 3 * C + hh * hd;
-          const base = (row * H + hh) * Tmax * hd;
+          const base = (row * KVH + Math.floor(hh / group)) * Tmax * hd;
           let max = -Infinity;
           for (let t = 0; t < len; t++) {
             let s = 0;
@@ -738,9 +741,9 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
     copyRow(from, to) {
       const n = lengths[from];
       for (let l = 0; l < L; l++) {
-        for (let hh = 0; hh < H; hh++) {
-          const src = (from * H + hh) * Tmax * hd;
-          const dst = (to * H + hh) * Tmax * hd;
+        for (let hh = 0; hh < KVH; hh++) {
+          const src = (from * KVH + hh) * Tmax * hd;
+          const dst = (to * KVH + hh) * Tmax * hd;
           keys[l].copyWithin(dst, src, src + n * hd);
           vals[l].copyWithin(dst, src, src + n * hd);
         }

@@ -634,18 +634,18 @@ function softmaxBackward(): WasmFunction {
 
 /**
  * Attention of N new tokens over a key/value cache, all heads: for token n and head h, scores over the cached
- * positions t < lens[n] (keys at kc + bases[n] + (h·Tmax + t)·hd floats), softmax, and y[n, h·hd..] the
- * weighted sum of the values (same layout in vc). q is read from qkv rows of 3C; hd a multiple of 4; `scores`
+ * positions t < lens[n] (keys at kc + bases[n] + ((h / group)·Tmax + t)·hd floats: `group` query heads share a
+ * key/value head), softmax, and y[n, h·hd..] the weighted sum of the values (same layout in vc). q is read from qkv rows of 3C; hd a multiple of 4; `scores`
  * holds Tmax + 4 floats. Addresses in bytes; bases and lens are int32 arrays.
  */
 function cachedAttention(): WasmFunction {
-  const [QKV, KC, VC, Y, SCORES, BASES, LENS, N, H, HD, C, TMAX, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
-  const [NI, HH, Q, KB, VB, LEN, T, D, HDB, P] = [13, 14, 15, 16, 17, 18, 19, 20, 21, 22];
-  const [ACC, MV, SUM, E, X, NN, RR, PP, JV, LV] = [23, 24, 25, 26, 27, 28, 29, 30, 31, 32];
-  const [MAXS] = [33];
+  const [QKV, KC, VC, Y, SCORES, BASES, LENS, N, H, HD, C, TMAX, GROUP, SCALE] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+  const [NI, HH, Q, KB, VB, LEN, T, D, HDB, P] = [14, 15, 16, 17, 18, 19, 20, 21, 22, 23];
+  const [ACC, MV, SUM, E, X, NN, RR, PP, JV, LV] = [24, 25, 26, 27, 28, 29, 30, 31, 32, 33];
+  const [MAXS] = [34];
   return {
     name: "cachedAttention",
-    params: [...new Array<number>(12).fill(i32), f32],
+    params: [...new Array<number>(13).fill(i32), f32],
     locals: [
       [10, i32],
       [10, v128],
@@ -701,6 +701,8 @@ function cachedAttention(): WasmFunction {
               op.i32Load,
               ...memarg(2, 0),
               ...get(HH),
+              ...get(GROUP),
+              op.i32DivU,
               ...get(TMAX),
               op.i32Mul,
               ...get(HDB),
