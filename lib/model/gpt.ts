@@ -30,6 +30,7 @@ import {
   simdOpsEnabled,
   runsOnSimd,
 } from "./kernels";
+import { nativeOps } from "./native-ops";
 import { rmsNormBackward, rmsNormForward, ropeAndExpand, ropeAndExpandBackward, ropeTable, swigluBackward, swigluForward } from "./llama-ops";
 import { rowMajor, simdGemm, transposed } from "./simd-gemm";
 
@@ -558,6 +559,11 @@ function stepOperands(model: ModelView): Float32Array[] {
 /** The transpose [cols, rows] of a row-major [rows, cols] matrix. */
 function transposeMatrix(a: Float32Array, rows: number, cols: number): Float32Array {
   const out = new Float32Array(rows * cols);
+  const native = nativeOps();
+  if (native) {
+    native.transpose(out, a, rows, cols);
+    return out;
+  }
   // blocks of 32 x 32, so reads and writes both stay within a few cache lines
   for (let i0 = 0; i0 < rows; i0 += 32) {
     for (let j0 = 0; j0 < cols; j0 += 32) {

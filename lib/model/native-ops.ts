@@ -60,6 +60,8 @@ export interface NativeOps {
     logSumExp: number,
     entropy: number,
   ): void;
+  /** out[cols, rows] = the transpose of the row-major a[rows, cols] */
+  transpose(out: Float32Array, a: Float32Array, rows: number, cols: number): void;
   /** llama-ops.ts's ropeAndExpand, with each token's position in `positions` */
   ropeAndExpand(
     qkv: Float32Array,

@@ -173,6 +173,14 @@ if (!native.kernel) {
           /cos or sin holds 160 floats, fewer than the 164 needed/,
         );
       });
+      it("transposes a matrix of any shape", () => {
+        use();
+        const a = random(37 * 70, 17);
+        const out = new Float32Array(37 * 70);
+        kernel.transpose(out, a, 37, 70);
+        for (let i = 0; i < 37; i++) for (let j = 0; j < 70; j++) expect(out[j * 37 + i]).toBe(a[i * 70 + j]);
+        expect(() => kernel.transpose(new Float32Array(10), a, 37, 70)).toThrow(/out holds 10 floats/);
+      });
       it("refuses arrays too short for the sizes given, saying which and by how much", () => {
         use();
         expect(() => kernel.swigluForward(new Float32Array(10), new Float32Array(10), 2, 5)).toThrow(/fc holds 10 floats, fewer than the 20 needed/);
