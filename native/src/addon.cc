@@ -45,8 +45,15 @@ constexpr int maxPieces = 8;
 constexpr double starvedShare = 0.15;
 constexpr int aloneJobs = 200;
 
+/** A range [begin, end) of an elementwise or per-row operation, run by whichever thread takes it. */
+using RangeFunction = void (*)(const void* context, int64_t begin, int64_t end);
+
+/** A piece of a job: a part of a product (call >= 0), or a range of an operation (range != nullptr). */
 struct Piece {
   int call, row0, row1, col0, col1;
+  RangeFunction range = nullptr;
+  const void* context = nullptr;
+  int64_t begin = 0, end = 0;
 };
 
 float* allocPack() { return static_cast<float*>(std::aligned_alloc(64, packFloats * sizeof(float))); }
@@ -82,7 +89,8 @@ struct Kernel {
   }
 
   void runPiece(const Piece& p, int thread) {
-    isa.piece(calls[p.call], p.row0, p.row1, p.col0, p.col1, packs[thread]);
+    if (p.range) p.range(p.context, p.begin, p.end);
+    else isa.piece(calls[p.call], p.row0, p.row1, p.col0, p.col1, packs[thread]);
   }
 
   /** Takes pieces of job j until none is left; returns how many this thread ran. */
@@ -153,8 +161,30 @@ struct Kernel {
   }
 
   void runJob() {
+    cut(helper.joinable());
+    runPieces();
+  }
+
+  /**
+   * fn over [0, n): at once on this thread, or, with the helper running and at least minimum items, in up to
+   * maxPieces ranges of whole multiples of `grain` that both threads take. fn must compute each item the same
+   * way whatever range it is in, so results do not depend on the threads.
+   */
+  void parallelFor(RangeFunction fn, const void* context, int64_t n, int64_t grain, int64_t minimum) {
+    if (!helper.joinable() || n < minimum || n <= grain) return fn(context, 0, n);
+    const int64_t units = (n + grain - 1) / grain;
+    const int64_t step = (units + maxPieces - 1) / maxPieces * grain;
+    pieces.clear();
+    for (int64_t b = 0; b < n; b += step) {
+      Piece p{-1, 0, 0, 0, 0};
+      p.range = fn, p.context = context, p.begin = b, p.end = std::min(n, b + step);
+      pieces.push_back(p);
+    }
+    runPieces();
+  }
+
+  void runPieces() {
     const bool parallel = helper.joinable();
-    cut(parallel);
     const int count = (int)pieces.size();
     if (!parallel || count == 1 || alone > 0) {
       if (alone > 0) alone--;
@@ -436,6 +466,16 @@ struct Args {
 
 const Ops& opsOf(napi_env env) { return kernelOf(env)->isa.ops; }
 
+// An operation is shared with the helper thread from this many floats of work on (less is over before it wakes).
+constexpr int64_t parallelMinFloats = 1 << 16;
+
+/** body(begin, end) over [0, n), shared by both threads when the helper runs and the work is large enough. */
+template <class F>
+void parallelRange(napi_env env, int64_t n, int64_t grain, int64_t floatsPerItem, const F& body) {
+  const int64_t minimum = (parallelMinFloats + floatsPerItem - 1) / std::max<int64_t>(floatsPerItem, 1);
+  kernelOf(env)->parallelFor([](const void* c, int64_t b, int64_t e) { (*static_cast<const F*>(c))(b, e); }, &body, n, grain, minimum);
+}
+
 napi_value swigluForwardJs(napi_env env, napi_callback_info info) {
   Args a(env, info, "swigluForward");
   size_t nAct, nFc;
@@ -445,7 +485,8 @@ napi_value swigluForwardJs(napi_env env, napi_callback_info info) {
   a.fits(nAct, (double)rows * F, "act");
   a.fits(nFc, 2.0 * rows * F, "fc");
   if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).swigluForward(act, fc, (int)rows, (int)F);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, rows, 1, 3 * F, [&](int64_t b, int64_t e) { ops.swigluForward(act + b * F, fc + b * 2 * F, (int)(e - b), (int)F); });
   return nullptr;
 }
 
@@ -460,7 +501,9 @@ napi_value swigluBackwardJs(napi_env env, napi_callback_info info) {
   a.fits(nDa, (double)rows * F, "dAct");
   a.fits(nFc, 2.0 * rows * F, "fc");
   if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).swigluBackward(dFc, dAct, fc, (int)rows, (int)F);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, rows, 1, 5 * F,
+                [&](int64_t b, int64_t e) { ops.swigluBackward(dFc + b * 2 * F, dAct + b * F, fc + b * 2 * F, (int)(e - b), (int)F); });
   return nullptr;
 }
 
@@ -478,7 +521,9 @@ napi_value rmsNormForwardJs(napi_env env, napi_callback_info info) {
   a.fits(nR, (double)rows, "rstd");
   a.fits(nG, (double)C, "gain");
   if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).rmsNormForward(out, rstd, x, gain, (int)rows, (int)C, (float)eps);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, rows, 1, 2 * C,
+                [&](int64_t b, int64_t e) { ops.rmsNormForward(out + b * C, rstd + b, x + b * C, gain, (int)(e - b), (int)C, (float)eps); });
   return nullptr;
 }
 
@@ -497,7 +542,14 @@ napi_value rmsNormBackwardJs(napi_env env, napi_callback_info info) {
   a.fits(nR, (double)rows, "rstd");
   a.fits(nG, (double)C, "gain");
   if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).rmsNormBackward(dx, dGain, dy, x, rstd, gain, (int)rows, (int)C);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, rows, 1, 3 * C,
+                [&](int64_t b, int64_t e) { ops.rmsNormBackward(dx + b * C, dy + b * C, x + b * C, rstd + b, gain, (int)(e - b), (int)C); });
+  // the gain's gradient sums over rows: shared by columns, each summed over every row in order
+  if (dGain) {
+    parallelRange(env, C, 16, 2 * rows,
+                  [&](int64_t c0, int64_t c1) { ops.rmsNormGainGradient(dGain, dy, x, rstd, (int)rows, (int)C, (int)c0, (int)c1); });
+  }
   return nullptr;
 }
 
@@ -512,7 +564,10 @@ napi_value adamwJs(napi_env env, napi_callback_info info) {
   for (int i = 0; i < 7; i++) p[i] = a.D(4 + i);
   for (auto [n, what] : {std::pair<size_t, const char*>{nG, "grad"}, {nM, "m"}, {nV, "v"}}) a.fits(n, (double)nW, what);
   if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).adamw(w, g, m, v, (ptrdiff_t)nW, (float)p[0], (float)p[1], (float)p[2], (float)p[3], (float)p[4], (float)p[5], (float)p[6]);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, (int64_t)nW, 1024, 4, [&](int64_t b, int64_t e) {
+    ops.adamw(w + b, g + b, m + b, v + b, (ptrdiff_t)(e - b), (float)p[0], (float)p[1], (float)p[2], (float)p[3], (float)p[4], (float)p[5], (float)p[6]);
+  });
   return nullptr;
 }
 
@@ -521,8 +576,15 @@ napi_value sumOfSquaresJs(napi_env env, napi_callback_info info) {
   size_t n;
   const float* g = a.F(0, &n);
   if (!a.error.empty()) return throwError(env, a.error);
+  // each block of 4096 summed in float lanes, the blocks in double in order: the same sum on one thread or two
+  const int64_t blocks = ((int64_t)n + 4095) / 4096;
+  std::vector<float> sums(blocks);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, blocks, 1, 4096, [&](int64_t b, int64_t e) { ops.blockSquares(g, (ptrdiff_t)n, b, e, sums.data()); });
+  double total = 0;
+  for (const float x : sums) total += x;
   napi_value result;
-  CHECK(napi_create_double(env, opsOf(env).sumOfSquares(g, (ptrdiff_t)n), &result));
+  CHECK(napi_create_double(env, total, &result));
   return result;
 }
 
@@ -612,7 +674,11 @@ napi_value ropeJs(napi_env env, napi_callback_info info) {
   }
   if (!a.error.empty()) return throwError(env, a.error);
   const Ops& ops = opsOf(env);
-  (back ? ops.ropeAndExpandBackward : ops.ropeAndExpand)(out, in, positions, (int)N, (int)H, (int)kv, (int)hd, cos, sin);
+  const int64_t wideRow = 3 * H * hd, narrowRow = (H + 2 * kv) * hd;
+  parallelRange(env, N, 1, wideRow + narrowRow, [&](int64_t b, int64_t e) {
+    if (back) ops.ropeAndExpandBackward(out + b * narrowRow, in + b * wideRow, positions + b, (int)(e - b), (int)H, (int)kv, (int)hd, cos, sin);
+    else ops.ropeAndExpand(out + b * wideRow, in + b * narrowRow, positions + b, (int)(e - b), (int)H, (int)kv, (int)hd, cos, sin);
+  });
   return nullptr;
 }
 
@@ -627,13 +693,15 @@ napi_value transposeJs(napi_env env, napi_callback_info info) {
   a.fits(nA, (double)rows * cols, "a");
   if (!a.error.empty()) return throwError(env, a.error);
   constexpr int64_t block = 32;  // a 32 x 32 block's reads and writes stay within 32 + 32 cache lines
-  for (int64_t i0 = 0; i0 < rows; i0 += block) {
-    for (int64_t j0 = 0; j0 < cols; j0 += block) {
-      const int64_t iEnd = std::min(rows, i0 + block), jEnd = std::min(cols, j0 + block);
-      for (int64_t i = i0; i < iEnd; i++)
-        for (int64_t j = j0; j < jEnd; j++) out[j * rows + i] = in[i * cols + j];
+  parallelRange(env, rows, block, 2 * cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t i0 = r0; i0 < r1; i0 += block) {
+      for (int64_t j0 = 0; j0 < cols; j0 += block) {
+        const int64_t iEnd = std::min(r1, i0 + block), jEnd = std::min(cols, j0 + block);
+        for (int64_t i = i0; i < iEnd; i++)
+          for (int64_t j = j0; j < jEnd; j++) out[j * rows + i] = in[i * cols + j];
+      }
     }
-  }
+  });
   return nullptr;
 }
 

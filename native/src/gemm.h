@@ -25,10 +25,11 @@ struct Ops {
   void (*swigluForward)(float* act, const float* fc, int rows, int F);
   void (*swigluBackward)(float* dFc, const float* dAct, const float* fc, int rows, int F);
   void (*rmsNormForward)(float* out, float* rstd, const float* x, const float* gain, int rows, int C, float eps);
-  void (*rmsNormBackward)(float* dx, float* dGain, const float* dy, const float* x, const float* rstd, const float* gain, int rows, int C);
+  void (*rmsNormBackward)(float* dx, const float* dy, const float* x, const float* rstd, const float* gain, int rows, int C);
+  void (*rmsNormGainGradient)(float* dGain, const float* dy, const float* x, const float* rstd, int rows, int C, int c0, int c1);
   void (*adamw)(float* w, float* g, float* m, float* v, ptrdiff_t n, float clip, float b1, float b2, float stepSize, float invBc2,
                 float eps, float decay);
-  double (*sumOfSquares)(const float* g, ptrdiff_t n);
+  void (*blockSquares)(const float* g, ptrdiff_t n, ptrdiff_t b0, ptrdiff_t b1, float* sums);
   void (*softmaxRow)(const float* z, int n, float invTau, float* probs, double* stats);
   void (*lossGradientRow)(float* d, const float* p, const float* z, int n, int target, float scale, float ent, float invTau, float logSumExp,
                           float entropy);

@@ -95,9 +95,9 @@ void rmsNormForward(float* out, float* rstd, const float* x, const float* gain, 
   }
 }
 
-/** dx += the input gradient; dGain (when not null) += the gain's. */
+/** dx += the input gradient (the gain's gradient: rmsNormGainGradient). */
 template <class V>
-void rmsNormBackward(float* dx, float* dGain, const float* dy, const float* x, const float* rstd, const float* gain, int rows, int C) {
+void rmsNormBackward(float* dx, const float* dy, const float* x, const float* rstd, const float* gain, int rows, int C) {
   using T = typename V::T;
   for (int n = 0; n < rows; n++) {
     const float* xr = x + (ptrdiff_t)n * C;
@@ -112,9 +112,24 @@ void rmsNormBackward(float* dx, float* dGain, const float* dy, const float* x, c
     lanes<V>(C, [&](ptrdiff_t i, int w) {
       const T xhat = V::mul(V::loadPartial(xr + i, w), s);
       const T d = V::loadPartial(dr + i, w);
-      if (dGain) V::storePartial(dGain + i, V::fma(d, xhat, V::loadPartial(dGain + i, w)), w);
       const T g = V::fma(V::neg(xhat), mean, V::mul(d, V::loadPartial(gain + i, w)));
       V::storePartial(dxr + i, V::fma(g, s, V::loadPartial(dxr + i, w)), w);
+    });
+  }
+}
+
+/** dGain[c0 .. c1) += the sum over rows of dy * x * rstd, row by row (the same order whatever the column range). */
+template <class V>
+void rmsNormGainGradient(float* dGain, const float* dy, const float* x, const float* rstd, int rows, int C, int c0, int c1) {
+  using T = typename V::T;
+  for (int n = 0; n < rows; n++) {
+    const float* xr = x + (ptrdiff_t)n * C;
+    const float* dr = dy + (ptrdiff_t)n * C;
+    const T s = V::set(rstd[n]);
+    lanes<V>(c1 - c0, [&](ptrdiff_t i, int w) {
+      const ptrdiff_t c = c0 + i;
+      const T xhat = V::mul(V::loadPartial(xr + c, w), s);
+      V::storePartial(dGain + c, V::fma(V::loadPartial(dr + c, w), xhat, V::loadPartial(dGain + c, w)), w);
     });
   }
 }
@@ -141,21 +156,19 @@ void adamw(float* w, float* g, float* m, float* v, ptrdiff_t n, float clip, floa
   });
 }
 
-/** The sum of squares of n floats, in double across blocks of 4096 summed in vector lanes. */
+/** The sums of squares of blocks [b0, b1) of 4096 floats of g[n], each summed in vector lanes, into sums[b]. */
 template <class V>
-double sumOfSquares(const float* g, ptrdiff_t n) {
+void blockSquares(const float* g, ptrdiff_t n, ptrdiff_t b0, ptrdiff_t b1, float* sums) {
   using T = typename V::T;
-  double total = 0;
-  for (ptrdiff_t b = 0; b < n; b += 4096) {
-    const ptrdiff_t e = n - b < 4096 ? n - b : 4096;
+  for (ptrdiff_t b = b0; b < b1; b++) {
+    const ptrdiff_t start = b * 4096, e = n - start < 4096 ? n - start : 4096;
     T acc = V::zero();
     lanes<V>(e, [&](ptrdiff_t i, int k) {
-      const T x = V::loadPartial(g + b + i, k);
+      const T x = V::loadPartial(g + start + i, k);
       acc = V::fma(x, x, acc);
     });
-    total += V::sum(acc);
+    sums[b] = V::sum(acc);
   }
-  return total;
 }
 
 /**

@@ -195,3 +195,64 @@ if (!native.kernel) {
     });
   }
 }
+
+describe.skipIf(!native.kernel)("the native operations on two threads", () => {
+  it("give results identical to the bit to one thread's, for every operation", () => {
+    const kernel = native.kernel!;
+    const N = 96,
+      F = 1376,
+      C = 512,
+      H = 8,
+      kv = 4,
+      hd = 64;
+    const fc = random(N * 2 * F, 21, 4);
+    const dAct = random(N * F, 22);
+    const x = random(N * C, 23);
+    const gain = random(C, 24);
+    const dy = random(N * C, 25);
+    const raw = random(N * (H + 2 * kv) * hd, 26);
+    const dQkv = random(N * 3 * H * hd, 27);
+    const positions = Int32Array.from({ length: N }, (_, n) => n % 64);
+    const cos = random(64 * (hd / 2), 28);
+    const sin = random(64 * (hd / 2), 29);
+    const run = () => {
+      const act = new Float32Array(N * F);
+      kernel.swigluForward(act, fc, N, F);
+      const dFc = new Float32Array(N * 2 * F);
+      kernel.swigluBackward(dFc, dAct, fc, N, F);
+      const out = new Float32Array(N * C);
+      const rstd = new Float32Array(N);
+      kernel.rmsNormForward(out, rstd, x, gain, N, C, 1e-5);
+      const dx = random(N * C, 30);
+      const dGain = random(C, 31);
+      kernel.rmsNormBackward(dx, dGain, dy, x, rstd, gain, N, C);
+      const qkv = new Float32Array(N * 3 * H * hd);
+      kernel.ropeAndExpand(qkv, raw, positions, N, H, kv, hd, cos, sin);
+      const dRaw = random(raw.length, 32);
+      kernel.ropeAndExpandBackward(dRaw, dQkv, positions, N, H, kv, hd, cos, sin);
+      const w = random(300_001, 33),
+        g = random(300_001, 34),
+        m = random(300_001, 35),
+        v = random(300_001, 36).map(Math.abs);
+      const norm = kernel.sumOfSquares(g);
+      kernel.adamw(w, g, m, v, 0.5, 0.9, 0.999, 1e-3, 2, 1e-8, 0.99);
+      const t = new Float32Array(N * C);
+      kernel.transpose(t, x, N, C);
+      return { act, dFc, out, rstd, dx, dGain, qkv, dRaw, w, m, v, norm: Float64Array.of(norm), t };
+    };
+    kernel.setThreads(1);
+    const one = run();
+    kernel.setThreads(2);
+    try {
+      // with a free core the helper takes some ranges; on a busy machine the caller may take them all
+      let two = run();
+      const before = kernel.helperPieces();
+      for (let i = 0; i < 20 && kernel.helperPieces() === before; i++) two = run();
+      for (const [name, array] of Object.entries(one)) {
+        expect(Buffer.from(two[name as keyof typeof two].buffer).equals(Buffer.from(array.buffer)), name).toBe(true);
+      }
+    } finally {
+      kernel.setThreads(1);
+    }
+  });
+});
