@@ -18,10 +18,16 @@ export interface GradientTargets {
   valueHead?: ValueHeadWeights;
 }
 
-/** Given the logits and values of a pass, the loss's gradient with respect to them. */
+/**
+ * Given the logits of rows [rowStart, rowStart + rowCount) of a pass ([rowCount, V]) and the values of all its
+ * rows, the loss's gradient with respect to those logits ([rowCount, V]) and to the values ([B*T]: the engine
+ * reads it after the last range). Called once with every row, or once per range of `chunkRows` in order.
+ */
 type LossGradient = (
-  logits: Float32Array, // [B*T, V]
+  logits: Float32Array,
   values: Float32Array | null, // [B*T]
+  rowStart: number,
+  rowCount: number,
 ) => { dLogits: Float32Array; dValues: Float32Array | null };
 
 export interface RunRequest {
@@ -31,11 +37,15 @@ export interface RunRequest {
   seqLen: number; // T
   /** dropout on adapter inputs, drawn from this generator; absent at inference */
   dropoutRng?: Rng;
-  backward?: { lossGradient: LossGradient; grads: GradientTargets };
+  /**
+   * chunkRows: the engine may compute the output layer and the loss this many rows at a time, so the whole
+   * [B*T, V] logit matrix never exists (the result's logits are then empty); an engine may ignore it.
+   */
+  backward?: { lossGradient: LossGradient; grads: GradientTargets; chunkRows?: number };
 }
 
 export interface RunResult {
-  logits: Float32Array; // [B*T, V]: row b*T+t predicts the token after position t
+  logits: Float32Array; // [B*T, V]: row b*T+t predicts the token after position t (empty after a chunked loss)
   values: Float32Array | null; // [B*T]
 }
 

@@ -436,8 +436,6 @@ function runPass(request: RunRequest): RunResult {
     meanF = scratch(N),
     rstdF = scratch(N);
   normForward(sh, lnf, meanF, rstdF, x, w.lnFinal, N, C);
-  const logits = scratch(N * V); // [N, V]
-  outputLayer(sh, logits, lnf, w, N, C, V);
   let values: Float32Array | null = null;
   if (valueHead) {
     values = scratch(N); // [N]
@@ -447,19 +445,40 @@ function runPass(request: RunRequest): RunResult {
       values[n] = s;
     }
   }
-  if (!request.backward) return { logits, values };
+  if (!request.backward) {
+    const logits = scratch(N * V); // [N, V]
+    outputLayer(sh, logits, lnf, w, N, C, V);
+    return { logits, values };
+  }
 
   // ---- backward ----
-  const { dLogits, dValues } = request.backward.lossGradient(logits, values);
+  // The output layer, the loss and the output layer's gradients, `chunk` rows at a time: the logits and their
+  // gradient of a large vocabulary then exist for one range of rows only.
   const grads: GradientTargets = request.backward.grads;
   const gw = grads.weights;
+  const chunk = Math.min(N, request.backward.chunkRows ?? N);
   const dLnf = scratch(N * C);
-  if (sh.tied) {
-    matmul(dLnf, dLogits, w.tokenEmbedding, N, V, C, null);
-    if (gw) matmulTransAAccumulate(gw.tokenEmbedding, dLogits, lnf, N, V, C, 1);
-  } else {
-    matmulTransB(dLnf, dLogits, w.lmHead, N, V, C, false, 1);
-    if (gw) matmulTransAAccumulate(gw.lmHead, lnf, dLogits, N, C, V, 1);
+  let logits: Float32Array = new Float32Array(0);
+  let dValues: Float32Array | null = null;
+  for (let r0 = 0; r0 < N; r0 += chunk) {
+    const rows = Math.min(chunk, N - r0);
+    const chunkMark = chunk < N ? (arena?.mark() ?? 0) : 0;
+    const h = lnf.subarray(r0 * C, (r0 + rows) * C);
+    const dh = dLnf.subarray(r0 * C, (r0 + rows) * C);
+    const chunkLogits = scratch(rows * V);
+    outputLayer(sh, chunkLogits, h, w, rows, C, V);
+    const gradient = request.backward.lossGradient(chunkLogits, values, r0, rows);
+    const dLogits = gradient.dLogits;
+    dValues = gradient.dValues;
+    if (sh.tied) {
+      matmul(dh, dLogits, w.tokenEmbedding, rows, V, C, null);
+      if (gw) matmulTransAAccumulate(gw.tokenEmbedding, dLogits, h, rows, V, C, 1);
+    } else {
+      matmulTransB(dh, dLogits, w.lmHead, rows, V, C, false, 1);
+      if (gw) matmulTransAAccumulate(gw.lmHead, h, dLogits, rows, C, V, 1);
+    }
+    if (chunk < N) arena?.release(chunkMark);
+    else logits = chunkLogits;
   }
   if (valueHead && dValues) {
     const gv = grads.valueHead;

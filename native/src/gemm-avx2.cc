@@ -43,6 +43,7 @@ struct Avx2 {
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
   }
+  static T keepWhereGreater(T a, T b, T v) { return _mm256_and_ps(_mm256_cmp_ps(a, b, _CMP_GT_OQ), v); }
   static float sum(T a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

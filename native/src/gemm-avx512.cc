@@ -30,6 +30,7 @@ struct Avx512 {
   static T sqrt(T a) { return _mm512_sqrt_ps(a); }
   static T round(T a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static T scale2(T p, T n) { return _mm512_scalef_ps(p, n); }
+  static T keepWhereGreater(T a, T b, T v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), v); }
   static float sum(T a) { return _mm512_reduce_add_ps(a); }
   static float maxOf(T a) { return _mm512_reduce_max_ps(a); }
 };

@@ -4,7 +4,7 @@
 // thread is given, so results do not depend on how the work is shared.
 //
 // exp is a polynomial after a range reduction (as Cephes' expf): relative error about 2e-7 over the floats
-// where it does not overflow, 0 below -87.3.
+// where it does not overflow, exactly 0 below -87.3 (so a logit masked to -inf has probability 0).
 #pragma once
 #include <cstddef>
 #include "gemm.h"
@@ -16,6 +16,7 @@ template <class V>
 inline typename V::T vexp(typename V::T x) {
   using T = typename V::T;
   const T hi = V::set(88.3762626647949f), lo = V::set(-87.3365447505531f);
+  const T input = x;
   x = V::min(V::max(x, lo), hi);
   // x = n ln2 + r, |r| <= ln2 / 2
   const T n = V::round(V::mul(x, V::set(1.44269504088896341f)));
@@ -29,7 +30,8 @@ inline typename V::T vexp(typename V::T x) {
   p = V::fma(p, r, V::set(5.0000001201e-1f));
   const T r2 = V::mul(r, r);
   p = V::fma(p, r2, V::add(r, V::set(1.0f)));
-  return V::scale2(p, n);
+  // below the smallest normal result (and at -inf, a masked logit) exactly 0, as Math.exp gives
+  return V::keepWhereGreater(input, lo, V::scale2(p, n));
 }
 
 /** Calls body(i, count) over [0, n) in vectors, the last one partial. */
@@ -190,7 +192,8 @@ void softmaxRow(const float* z, int n, float invTau, float* probs, double* stats
     const T e = V::keep(vexp<V>(zm), k);
     if (probs) V::storePartial(probs + i, e, k);
     se = V::add(se, e);
-    sez = V::fma(e, zm, sez);
+    // tokens of probability 0 (masked to -inf) add nothing to the entropy (0 * -inf would be NaN)
+    sez = V::add(sez, V::keepWhereGreater(e, V::zero(), V::mul(e, zm)));
   });
   const double sum = V::sum(se), sumZ = V::sum(sez);
   const double logSum = __builtin_log(sum);
@@ -214,7 +217,7 @@ void lossGradientRow(float* d, const float* p, const float* z, int n, int target
   lanes<V>(n, [&](ptrdiff_t i, int k) {
     const T pj = V::loadPartial(p + i, k);
     T out = V::mul(ns, pj);
-    if (ent != 0) out = V::fma(V::mul(ve, pj), V::fma(V::loadPartial(z + i, k), inv, shift), out);
+    if (ent != 0) out = V::add(out, V::keepWhereGreater(pj, V::zero(), V::mul(V::mul(ve, pj), V::fma(V::loadPartial(z + i, k), inv, shift))));
     V::storePartial(d + i, out, k);
   });
   if (target >= 0 && target < n) d[target] += scale;

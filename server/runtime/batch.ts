@@ -126,15 +126,26 @@ export function logprobOf(
  * softmax of those rows is over the allowed ids only: the distribution the constrained sampler drew from. `rows`
  * maps the packed batch's rows to the batch's (a slice of a larger batch).
  */
-export function maskDisallowed(logits: Float32Array, allowedTokens: (number[] | null)[][] | undefined, packed: PackedBatch, V: number, rows?: number[]): void {
+export function maskDisallowed(
+  logits: Float32Array,
+  allowedTokens: (number[] | null)[][] | undefined,
+  packed: PackedBatch,
+  V: number,
+  rows?: number[],
+  /** when `logits` holds only the pass's rows [rowStart, rowStart + rowCount) */
+  range?: { rowStart: number; rowCount: number },
+): void {
   if (!allowedTokens) return;
   const { T, lengths } = packed;
+  const first = range?.rowStart ?? 0,
+    end = range ? range.rowStart + range.rowCount : Number.POSITIVE_INFINITY;
   for (let b = 0; b < lengths.length; b++) {
     const allowedRow = allowedTokens[rows ? rows[b]! : b]!;
     for (let i = 1; i < lengths[b]!; i++) {
       const allowed = allowedRow[i];
-      if (!allowed) continue;
-      const offset = (b * T + i - 1) * V;
+      const n = b * T + i - 1;
+      if (!allowed || n < first || n >= end) continue;
+      const offset = (n - first) * V;
       const kept = allowed.map((t) => logits[offset + t]!);
       logits.fill(-Infinity, offset, offset + V);
       allowed.forEach((t, k) => (logits[offset + t] = kept[k]!));

@@ -70,6 +70,18 @@ export function lossWeight(batch: Batch): number {
   return sum;
 }
 
+/** A loss computed over a pass's rows in any number of consecutive ranges (the engine's chunks of the logits). */
+export interface LossAccumulator {
+  /**
+   * The rows [rowStart, rowStart + rowCount) of the pass, whose logits are `logits` ([rowCount, V]): their
+   * contribution to the loss and metrics, and the gradient on those logits ([rowCount, V], valid until the next
+   * call) and on the values (all rows [B*T], filled as their rows come).
+   */
+  rows(logits: Float32Array, values: Float32Array | null, rowStart: number, rowCount: number): { dLogits: Float32Array; dValues: Float32Array | null };
+  /** The loss and metrics once every row has been given. */
+  finish(): { loss: number; metrics: Record<string, number> };
+}
+
 /**
  * Loss, metrics and the gradients on logits and values for a packed batch; logits row b*T+i-1 predicts token i
  * of sequence b, and the value at that row estimates the return from the state that produced token i.
@@ -86,12 +98,28 @@ export function computeLoss(
   /** What the summed loss is divided by, when the batch is a part of a larger one (its weight, or 1); default: this batch's own. */
   denominator?: number,
 ): LossOutput {
+  const accumulator = lossAccumulator(loss, config, batch, packed, V, referenceLogprobs, denominator);
+  const N = packed.B * packed.T;
+  const { dLogits, dValues } = accumulator.rows(logits, values, 0, N);
+  return { dLogits, dValues, ...accumulator.finish() };
+}
+
+/** computeLoss over rows given a range at a time. */
+export function lossAccumulator(
+  loss: LossName,
+  config: LossConfig,
+  batch: Batch,
+  packed: PackedBatch,
+  V: number,
+  referenceLogprobs: number[][] | null,
+  denominator?: number,
+): LossAccumulator {
   const { B, T, tokens, lengths } = packed;
   const tau = config.temperature;
   const clipLow = config.clipLow ?? (loss === "cispo" ? 1 : 0.2);
   const clipHigh = config.clipHigh ?? 0.2;
-  const dLogits = new Float32Array(B * T * V);
-  const dValues = values && batch.returns ? new Float32Array(B * T) : null;
+  let dLogits = new Float32Array(0);
+  let dValues: Float32Array | null = null;
 
   const weightSum = lossWeight(batch);
   const denom = denominator ?? (config.normalize === "tokens" ? Math.max(weightSum, 1e-12) : 1);
@@ -108,11 +136,19 @@ export function computeLoss(
   const probs = new Float64Array(native ? 0 : V);
   const probs32 = native ? new Float32Array(V) : null;
   const stats = new Float64Array(2);
-  for (let b = 0; b < B; b++) {
-    for (let i = 1; i < lengths[b]; i++) {
+  function rows(logits: Float32Array, values: Float32Array | null, rowStart: number, rowCount: number) {
+    // one gradient array for every range of this size, rewritten each time
+    if (dLogits.length !== rowCount * V) dLogits = new Float32Array(rowCount * V);
+    else dLogits.fill(0);
+    if (values && batch.returns && !dValues) dValues = new Float32Array(B * T);
+    for (let n = rowStart; n < rowStart + rowCount; n++) {
+      // row n predicts token i of sequence b
+      const b = Math.floor(n / T),
+        i = (n % T) + 1;
+      if (i >= lengths[b]) continue;
       const w = batch.weights?.[b][i] ?? 1;
       if (w === 0) continue;
-      const row = (b * T + i - 1) * V;
+      const row = (n - rowStart) * V;
       const target = tokens[b * T + i];
       let logp: number, logSumExp: number, entropy: number;
       if (native) {
@@ -178,32 +214,38 @@ export function computeLoss(
         for (let j = 0; j < V; j++) if (probs[j] > 0) dLogits[row + j] += e * probs[j] * (logits[row + j] / tau - logSumExp + entropy);
       }
 
-      if (dValues) {
-        const v = values![b * T + i - 1];
+      if (dValues && values) {
+        const v = values[b * T + i - 1];
         const diff = v - batch.returns![b][i];
         valueLoss += w * 0.5 * diff * diff;
         dValues[b * T + i - 1] = (config.valueCoef * w * diff) / denom;
       }
     }
+    return { dLogits, dValues };
   }
-  const total = (policyLoss + config.klCoef * klSum + config.valueCoef * valueLoss - config.entropyCoef * entropySum) / denom;
-  const metrics: Record<string, number> = {
-    loss: total,
-    "loss/policy": policyLoss / denom,
-    entropy: entropySum / Math.max(weightSum, 1e-12),
-    tokens: weightSum,
-  };
-  if (config.klCoef > 0) {
-    metrics.kl = klSum / Math.max(weightSum, 1e-12);
-    metrics["loss/kl"] = (config.klCoef * klSum) / denom;
+
+  function finish() {
+    const total = (policyLoss + config.klCoef * klSum + config.valueCoef * valueLoss - config.entropyCoef * entropySum) / denom;
+    const metrics: Record<string, number> = {
+      loss: total,
+      "loss/policy": policyLoss / denom,
+      entropy: entropySum / Math.max(weightSum, 1e-12),
+      tokens: weightSum,
+    };
+    if (config.klCoef > 0) {
+      metrics.kl = klSum / Math.max(weightSum, 1e-12);
+      metrics["loss/kl"] = (config.klCoef * klSum) / denom;
+    }
+    if (dValues) metrics["loss/value"] = (config.valueCoef * valueLoss) / denom;
+    if (config.entropyCoef > 0) metrics["loss/entropy"] = (-config.entropyCoef * entropySum) / denom;
+    if (loss !== "cross_entropy") {
+      metrics["ratio/mean"] = ratioSum / Math.max(weightSum, 1e-12);
+      metrics["ratio/min"] = ratioMin;
+      metrics["ratio/max"] = ratioMax;
+    }
+    if (loss === "ppo" || loss === "cispo") metrics.clip_frac = clipped / Math.max(weightSum, 1e-12);
+    return { loss: total, metrics };
   }
-  if (dValues) metrics["loss/value"] = (config.valueCoef * valueLoss) / denom;
-  if (config.entropyCoef > 0) metrics["loss/entropy"] = (-config.entropyCoef * entropySum) / denom;
-  if (loss !== "cross_entropy") {
-    metrics["ratio/mean"] = ratioSum / Math.max(weightSum, 1e-12);
-    metrics["ratio/min"] = ratioMin;
-    metrics["ratio/max"] = ratioMax;
-  }
-  if (loss === "ppo" || loss === "cispo") metrics.clip_frac = clipped / Math.max(weightSum, 1e-12);
-  return { dLogits, dValues, loss: total, metrics };
+
+  return { rows, finish };
 }

@@ -131,7 +131,7 @@ export function createTfjsEngine(tf: TF, name: string): Engine {
         const logitsData = logits.dataSync() as Float32Array;
         const valuesData = values ? (values.dataSync() as Float32Array) : null;
         result = { logits: logitsData, values: valuesData };
-        const { dLogits, dValues } = lossGradient(logitsData, valuesData);
+        const { dLogits, dValues } = lossGradient(logitsData, valuesData, 0, request.batch * request.seqLen);
         // A surrogate whose gradient with respect to the logits (and values) is exactly dLogits (and dValues).
         let surrogate = tf.sum(tf.mul(logits, tf.tensor(dLogits, logits.shape)));
         if (values && dValues) surrogate = tf.add(surrogate, tf.sum(tf.mul(values, tf.tensor(dValues, values.shape))));

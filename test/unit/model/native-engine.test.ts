@@ -13,6 +13,7 @@ if (native.kernel && simdGemm?.sharing) {
   await import("./decoder.test");
   await import("../runtime/gemm-threads.test");
   await import("../runtime/losses.test");
+  await import("../runtime/chunked-loss.test");
 } else {
   describe("the engine on the native kernel", () => {
     it.skip(`skipped: ${native.kernel ? "no shared WebAssembly memory" : native.reason}`, () => {});

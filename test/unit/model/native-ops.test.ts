@@ -173,6 +173,20 @@ if (!native.kernel) {
           /cos or sin holds 160 floats, fewer than the 164 needed/,
         );
       });
+      it("gives a logit masked to -inf probability 0 and no NaN in the entropy or the gradient", () => {
+        use();
+        const z = Float32Array.from([1, -Infinity, 0.5, -Infinity, 2, -100, 3]);
+        const probs = new Float32Array(7);
+        const stats = new Float64Array(2);
+        kernel.softmaxRow(z, 0, 7, 1, probs, stats);
+        expect(probs[1]).toBe(0);
+        expect(probs[3]).toBe(0);
+        expect(Number.isFinite(stats[0]) && Number.isFinite(stats[1])).toBe(true);
+        const d = new Float32Array(7);
+        kernel.lossGradientRow(d, 0, probs, z, 0, 7, 4, 0.5, 0.01, 1, stats[0], stats[1]);
+        expect(d.every(Number.isFinite)).toBe(true);
+        expect(d[1]).toBe(0);
+      });
       it("transposes a matrix of any shape", () => {
         use();
         const a = random(37 * 70, 17);
