@@ -396,7 +396,7 @@ async function compareTenRuns(url: string) {
       const figures = [...document.querySelectorAll("figure[data-lines]")];
       return (
         figures.length === 4 &&
-        figures.every((f) => f.getAttribute("data-lines") === String(runs) && f.querySelectorAll("path.recharts-line-curve[d]").length >= runs)
+        figures.every((f) => f.getAttribute("data-lines") === String(runs) && f.querySelectorAll("path.compare-line[d]").length >= runs)
       );
     },
     COMPARE_RUNS,

@@ -151,7 +151,8 @@ export async function startWebServer(
  * the route's own code, touching no run. Failures only cost the first visitor that time again, so they are logged.
  */
 async function warmRoutes(baseUrl: string): Promise<void> {
-  const paths = ["/runs", "/runs/run_startup_warmup", "/experiments/exp_startup_warmup"];
+  // /compare with no runs loads the compare view's code (its charts) the same way.
+  const paths = ["/runs", "/runs/run_startup_warmup", "/experiments/exp_startup_warmup", "/compare"];
   await Promise.all(
     paths.map(async (route) => {
       try {

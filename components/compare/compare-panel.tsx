@@ -2,15 +2,15 @@
 
 import { type KeyboardEvent, memo, type MouseEvent, useMemo } from "react";
 import {
-  Area,
   CartesianGrid,
   ComposedChart,
-  Line,
   ReferenceDot,
   ReferenceLine,
   ResponsiveContainer,
   usePlotArea,
   useXAxisInverseScale,
+  useXAxisScale,
+  useYAxisScale,
   XAxis,
   YAxis,
 } from "recharts";
@@ -45,8 +45,8 @@ function xScale(x: XAxisKind, lines: DrawnLine[]): ValueAxis {
 function HoverLayer({ lines, hoveredStep, onHover }: { lines: DrawnLine[]; hoveredStep: number | null; onHover: (step: number | null) => void }) {
   const plot = usePlotArea();
   const invert = useXAxisInverseScale();
+  const steps = useMemo(() => [...new Set(lines.flatMap((line) => line.points.map((p) => p.step)))].sort((a, b) => a - b), [lines]);
   if (!plot || !invert) return null;
-  const steps = [...new Set(lines.flatMap((line) => line.points.map((p) => p.step)))].sort((a, b) => a - b);
   const move = (event: MouseEvent<SVGRectElement>) => {
     const svg = event.currentTarget.ownerSVGElement;
     if (!svg) return;
@@ -94,6 +94,68 @@ function HoverLayer({ lines, hoveredStep, onHover }: { lines: DrawnLine[]; hover
   );
 }
 
+/** A pixel coordinate to a tenth of a pixel: what an SVG path needs, in a short string. */
+const px = (value: number | undefined) => Math.round((value ?? 0) * 10) / 10;
+
+/** A line through points as an SVG path in the chart's scales. */
+function linePath(points: readonly { x: number; y: number }[], scaleX: (v: number) => number | undefined, scaleY: (v: number) => number | undefined) {
+  let d = "";
+  for (let i = 0; i < points.length; i++) d += `${i === 0 ? "M" : "L"}${px(scaleX(points[i]!.x))},${px(scaleY(points[i]!.y))}`;
+  return d;
+}
+
+/** A band (a group's low to high) as a closed SVG path: along the highs, back along the lows. */
+function bandPath(points: readonly BandPoint[], scaleX: (v: number) => number | undefined, scaleY: (v: number) => number | undefined) {
+  if (points.length === 0) return "";
+  let d = "";
+  for (let i = 0; i < points.length; i++) d += `${i === 0 ? "M" : "L"}${px(scaleX(points[i]!.x))},${px(scaleY(points[i]!.high))}`;
+  for (let i = points.length - 1; i >= 0; i--) d += `L${px(scaleX(points[i]!.x))},${px(scaleY(points[i]!.low))}`;
+  return `${d}Z`;
+}
+
+/**
+ * Every line of a panel (and a group's band, and a few runs' raw curves behind), each one SVG path in the chart's
+ * own scales. Recharts' <Line> registers each line's data in the chart's store and recomputes the chart's selectors
+ * on every registration: ten lines of 500 points took most of the compare view's first render. Drawn here, the
+ * paths cost one pass; the axes, grid, hover rule and dots stay Recharts'.
+ */
+function Curves({ lines }: { lines: DrawnLine[] }) {
+  const scaleX = useXAxisScale();
+  const scaleY = useYAxisScale();
+  const paths = useMemo(() => {
+    if (!scaleX || !scaleY) return null;
+    const x = (v: number) => scaleX(v);
+    const y = (v: number) => scaleY(v);
+    return lines.map((line) => ({
+      line,
+      band: line.band ? bandPath(line.points as BandPoint[], x, y) : null,
+      raw: line.raw ? linePath(line.raw, x, y) : null,
+      curve: linePath(line.points, x, y),
+      dots: line.points.length < 30 ? line.points.map((p) => [px(x(p.x)), px(y(p.y))] as const) : [],
+    }));
+  }, [lines, scaleX, scaleY]);
+  if (!paths) return null;
+  return (
+    <g className="compare-curves">
+      {paths.map(
+        ({ line, band }) => band && <path key={`${line.id}-band`} className="compare-band" d={band} fill={line.color} fillOpacity={0.18} stroke="none" />,
+      )}
+      {paths.map(
+        ({ line, raw }) =>
+          raw && <path key={`${line.id}-raw`} className="compare-raw" d={raw} fill="none" stroke={line.color} strokeOpacity={0.2} strokeWidth={1} />,
+      )}
+      {paths.map(({ line, curve, dots }) => (
+        <g key={line.id} data-line={line.label}>
+          <path className="compare-line" d={curve} fill="none" stroke={line.color} strokeWidth={1.75} strokeLinejoin="round" strokeLinecap="round" />
+          {dots.map(([cx, cy], i) => (
+            <circle key={i} cx={cx} cy={cy} r={2.5} fill="#fff" stroke={line.color} strokeWidth={1} />
+          ))}
+        </g>
+      ))}
+    </g>
+  );
+}
+
 /**
  * One compare panel: every line of one metric against the panel's x-axis, groups with their band, and at the
  * hovered step (from any panel) a dot on each line and their values below the chart.
@@ -116,9 +178,11 @@ export const ComparePanel = memo(function ComparePanel({
     () => lines.map((line) => ({ ...line, points: thinPoints(line.points, DRAWN_POINTS), raw: line.raw && thinPoints(line.raw, DRAWN_POINTS) })),
     [lines],
   );
-  const xAxis = xScale(x, lines);
-  const yAxis = valueAxis(
-    lines.flatMap((line) => [...line.points.flatMap((p) => ("low" in p ? [p.low, p.high, p.y] : [p.y])), ...(line.raw ?? []).map((p) => p.y)]),
+  // The axes depend on the lines alone: a hover (which re-renders every panel) leaves them as they are.
+  const xAxis = useMemo(() => xScale(x, lines), [x, lines]);
+  const yAxis = useMemo(
+    () => valueAxis(lines.flatMap((line) => [...line.points.flatMap((p) => ("low" in p ? [p.low, p.high, p.y] : [p.y])), ...(line.raw ?? []).map((p) => p.y)])),
+    [lines],
   );
   const hovered = hoveredStep === null ? [] : lines.map((line) => ({ line, point: pointAtStep(line.points, hoveredStep) }));
   // A vertical rule where x grows with the step; another metric as x may not, so only the dots mark it there.
@@ -137,55 +201,15 @@ export const ComparePanel = memo(function ComparePanel({
               ticks={xAxis.ticks}
               tickFormatter={xAxis.format}
               allowDuplicatedCategory={false}
+              allowDataOverflow
+              // Every tick given is drawn: the axes' own ticks are few and round, and Recharts measures each label
+              // in the DOM to thin them otherwise (a tenth of the panels' first render).
+              interval={0}
               tick={{ fontSize: 11 }}
               label={{ value: xAxisName(x), position: "insideBottomRight", offset: -12, fontSize: 11, fill: "#64748b" }}
             />
-            <YAxis tick={{ fontSize: 11 }} domain={yAxis.domain} ticks={yAxis.ticks} tickFormatter={yAxis.format} width={yWidth} />
-            {drawn.map(
-              (line) =>
-                line.band && (
-                  <Area
-                    key={`${line.id}-band`}
-                    className="compare-band"
-                    data={(line.points as BandPoint[]).map((p) => ({ x: p.x, band: [p.low, p.high] }))}
-                    dataKey="band"
-                    stroke="none"
-                    fill={line.color}
-                    fillOpacity={0.18}
-                    isAnimationActive={false}
-                    legendType="none"
-                  />
-                ),
-            )}
-            {drawn.map(
-              (line) =>
-                line.raw && (
-                  <Line
-                    key={`${line.id}-raw`}
-                    data={line.raw}
-                    dataKey="y"
-                    stroke={line.color}
-                    strokeOpacity={0.2}
-                    dot={false}
-                    isAnimationActive={false}
-                    legendType="none"
-                  />
-                ),
-            )}
-            {drawn.map((line) => (
-              <Line
-                key={line.id}
-                className="compare-line"
-                data={line.points}
-                dataKey="y"
-                name={line.label}
-                stroke={line.color}
-                strokeWidth={1.75}
-                dot={line.points.length < 30 ? { r: 2.5 } : false}
-                activeDot={false}
-                isAnimationActive={false}
-              />
-            ))}
+            <YAxis allowDataOverflow interval={0} tick={{ fontSize: 11 }} domain={yAxis.domain} ticks={yAxis.ticks} tickFormatter={yAxis.format} width={yWidth} />
+            <Curves lines={drawn} />
             {ruleAt !== null && <ReferenceLine x={ruleAt} stroke="#94a3b8" strokeDasharray="4 3" />}
             {hovered.map(
               ({ line, point }) =>

@@ -122,7 +122,8 @@ export function seriesInput(state: CompareState) {
   return {
     runIds: state.runs,
     metrics,
-    time: state.panels.some((p) => p.x === "time"),
+    // Only the metrics drawn against wall time need each point's seconds.
+    time: [...new Set(state.panels.filter((p) => p.x === "time").map((p) => p.metric))].sort(),
     tokens: state.panels.some((p) => p.x === "tokens"),
     maxPoints: MAX_POINTS,
   };

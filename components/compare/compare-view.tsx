@@ -136,7 +136,12 @@ export function CompareView({ shared = false }: { shared?: boolean }) {
                     {shared ? (
                       <span className="min-w-0 flex-1 truncate font-medium text-slate-800">{run.name}</span>
                     ) : (
-                      <Link href={`/runs/${run.id}`} className="min-w-0 flex-1 truncate font-medium text-slate-800 hover:text-brand-700 hover:underline">
+                      // Not prefetched: ten run pages rendered on the server at once would slow the charts being drawn.
+                      <Link
+                        href={`/runs/${run.id}`}
+                        prefetch={false}
+                        className="min-w-0 flex-1 truncate font-medium text-slate-800 hover:text-brand-700 hover:underline"
+                      >
                         {run.name}
                       </Link>
                     )}

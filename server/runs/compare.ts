@@ -57,18 +57,18 @@ async function startsOf(db: Database, runIds: string[]): Promise<{ run_id: strin
   );
 }
 
-type SeriesRow = { run_id: string; name: string; steps: number[]; values: number[]; seconds?: number[] };
+type SeriesRow = { run_id: string; name: string; steps: number[]; values: number[]; seconds?: number[] | null };
 
 /**
  * Each named series of each run as columns, one row per series (the points aggregated in order by step): a tenth of
- * the time of one row per point on the embedded database, which passes every row through its wire format. With
- * `time`, each point's wall time in seconds since the epoch.
+ * the time of one row per point on the embedded database, which passes every row through its wire format. For the
+ * series named in `timed`, each point's wall time in seconds since the epoch.
  */
-async function seriesRows(db: Database, runIds: string[], names: string[], time: boolean): Promise<SeriesRow[]> {
+async function seriesRows(db: Database, runIds: string[], names: string[], timed: string[]): Promise<SeriesRow[]> {
   if (names.length === 0) return [];
   const result = await db.execute(sql`
     select run_id, name, array_agg(step order by step) as steps, array_agg(value order by step) as values
-      ${time ? sql`, array_agg(date_part('epoch', wall_time) order by step) as seconds` : sql``}
+      ${timed.length ? sql`, (array_agg(date_part('epoch', wall_time) order by step) filter (where name in (${parameters(timed)}))) as seconds` : sql``}
     from ${metricPoints}
     where run_id in (${parameters(runIds)}) and name in (${parameters(names)})
     group by run_id, name`);
@@ -83,23 +83,31 @@ function keptIndices(steps: number[], values: number[], max: number): number[] {
   ).map((point) => point.i);
 }
 
+/** Seconds to the millisecond, as wall times are kept: a shorter number to send than a float's seventeen digits. */
+const toMs = (seconds: number) => Math.round(seconds * 1000) / 1000;
+
+/**
+ * A value to seven significant digits (a float32's precision, which is what a training step computes its metrics
+ * in; a chart and its hover show four): half the characters of a float64's seventeen in the JSON sent, which the
+ * compare view's page carries in its HTML for every point of every panel.
+ */
+const sent = (value: number) => (Number.isFinite(value) ? Number(value.toPrecision(7)) : value);
+
 /**
  * The named series of several runs, read in one query: each at full resolution up to `maxPoints` points, beyond that
- * as a min/max downsample (`count` is the true number). With `time`, each point's seconds since its run's first
- * metric point (for a wall-time axis); with `tokens`, each run's running sum of `train/tokens`, summed over every point
- * before it is downsampled.
+ * as a min/max downsample (`count` is the true number), values to seven significant digits. With `time`, each point's seconds since its run's first
+ * metric point, to the millisecond (for a wall-time axis): `true` for every named series, or a list of the series
+ * that a wall-time axis draws (the others' seconds would be sent for nothing); with `tokens`, each run's running sum
+ * of `train/tokens`, summed over every point before it is downsampled.
  */
 export async function compareSeries(
   db: Database,
-  input: { runIds: string[]; metrics: string[]; time: boolean; tokens: boolean; maxPoints: number },
+  input: { runIds: string[]; metrics: string[]; time: boolean | string[]; tokens: boolean; maxPoints: number },
 ): Promise<{ runs: CompareRunSeries[] }> {
   const runIds = [...new Set(input.runIds)];
   const wanted = [...new Set(input.tokens ? [...input.metrics, TOKENS_METRIC] : input.metrics)];
-  const [rows, firsts, names] = await Promise.all([
-    seriesRows(db, runIds, wanted, input.time),
-    input.time ? startsOf(db, runIds) : [],
-    metricNamesOf(db, runIds),
-  ]);
+  const timed = input.time === true ? input.metrics : input.time === false ? [] : input.time.filter((name) => input.metrics.includes(name));
+  const [rows, firsts, names] = await Promise.all([seriesRows(db, runIds, wanted, timed), timed.length ? startsOf(db, runIds) : [], metricNamesOf(db, runIds)]);
   const origin = new Map(firsts.map((f) => [f.run_id, f.start]));
   const byRun = new Map<string, Map<string, SeriesRow>>();
   for (const row of rows) {
@@ -119,8 +127,8 @@ export async function compareSeries(
         const seconds = row.seconds;
         series[name] = {
           steps: kept.map((i) => row.steps[i]!),
-          values: kept.map((i) => row.values[i]!),
-          ...(seconds ? { seconds: kept.map((i) => seconds[i]! - start) } : {}),
+          values: kept.map((i) => sent(row.values[i]!)),
+          ...(seconds ? { seconds: kept.map((i) => toMs(seconds[i]! - start)) } : {}),
           count: row.steps.length,
         };
       }
@@ -130,7 +138,7 @@ export async function compareSeries(
         let total = 0;
         const totals = perStep.values.map((value) => (total += value));
         const kept = keptIndices(perStep.steps, totals, input.maxPoints);
-        tokens = { steps: kept.map((i) => perStep.steps[i]!), values: kept.map((i) => totals[i]!) };
+        tokens = { steps: kept.map((i) => perStep.steps[i]!), values: kept.map((i) => sent(totals[i]!)) };
       }
       return { runId, names: names.filter((n) => n.runId === runId).map((n) => n.name), series, tokens };
     }),

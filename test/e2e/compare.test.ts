@@ -96,7 +96,7 @@ describe("comparing runs", () => {
   it("draws two panels, one against another metric, with one hover read in both, and diffs configs and sources", async () => {
     await page.goto(`${server.url}/compare?runs=${runIds.join(",")}`);
     const first = panel(1).getByRole("figure", { name: "chart reward/mean" });
-    await first.locator(".recharts-line-curve").first().waitFor({ state: "attached", timeout: 60_000 });
+    await first.locator(".compare-line").first().waitFor({ state: "attached", timeout: 60_000 });
     expect(await linesOf(1)).toBe(3);
 
     // A second panel, loss/policy against reward/mean: paired step by step.

@@ -108,7 +108,7 @@ describe("a report", () => {
     await runBoxes.nth(1).check();
     await page.getByRole("button", { name: "Create report" }).click();
     await page.waitForURL(/\/reports\/rep_\w+$/);
-    await page.getByRole("region", { name: "panel reward/mean" }).locator(".recharts-line-curve").first().waitFor({ state: "attached", timeout: 60_000 });
+    await page.getByRole("region", { name: "panel reward/mean" }).locator(".compare-line").first().waitFor({ state: "attached", timeout: 60_000 });
     expect(await page.getByRole("figure", { name: "chart reward/mean" }).getAttribute("data-lines")).toBe("2");
     expect(await page.getByRole("figure", { name: "chart loss/policy" }).getAttribute("data-lines")).toBe("2");
 
@@ -148,7 +148,7 @@ describe("a report", () => {
     for (const metric of ["reward/mean", "loss/policy"]) {
       await shared
         .getByRole("figure", { name: `chart ${metric}` })
-        .locator(".recharts-line-curve")
+        .locator(".compare-line")
         .first()
         .waitFor({ state: "attached", timeout: 60_000 });
       expect(await shared.getByRole("figure", { name: `chart ${metric}` }).getAttribute("data-lines")).toBe("2");

@@ -76,7 +76,8 @@ describe("compare.series", () => {
       expect(reward.count).toBe(3000);
       expect(reward.steps.length).toBeLessThanOrEqual(201);
       expect(reward.steps.at(-1)).toBe(2999);
-      expect(reward.values[reward.steps.indexOf(1234)]).toBeCloseTo(r + 1234 / 3000 + 50, 9);
+      // Values come to seven significant digits (a float32's; the charts show four).
+      expect(reward.values[reward.steps.indexOf(1234)]).toBeCloseTo(r + 1234 / 3000 + 50, 4);
       // Seconds count from the run's own first point, 0.5 s a step.
       expect(reward.seconds![reward.steps.indexOf(2999)]).toBeCloseTo(1499.5, 6);
       expect(run.names).toEqual(r === 2 ? ["loss/policy", "reward/mean", "train/tokens"] : ["reward/mean", "train/tokens"]);
@@ -84,6 +85,23 @@ describe("compare.series", () => {
     }
     expect(read[2]!.series["loss/policy"]).toEqual({ steps: [7], values: [0.25], seconds: [60], count: 1 });
     expect(read[0]!.series["loss/policy"]).toBeUndefined();
+  });
+
+  it("sends seconds only for the series a wall-time axis draws when told which", async () => {
+    const { runs: read } = await callerFor(handle, ada).compare.series({
+      runIds: fx.runs,
+      metrics: ["reward/mean", "train/tokens"],
+      time: ["train/tokens"],
+      maxPoints: 100,
+    });
+    for (const [r, run] of read.entries()) {
+      expect(run.series["reward/mean"]!.seconds).toBeUndefined();
+      const tokens = run.series["train/tokens"]!;
+      expect(tokens.seconds).toHaveLength(tokens.steps.length);
+      // From the run's own first point, 0.5 s a step, to the millisecond.
+      expect(tokens.seconds!.at(-1)).toBe(1499.5);
+      expect(tokens.values.at(-1)).toBe(10 + r);
+    }
   });
 
   it("gives each run's running total of train/tokens for a tokens axis, summed before the downsample", async () => {

@@ -23,7 +23,10 @@ export const compareRouter = createTRPCRouter({
       z.object({
         runIds,
         metrics: z.array(z.string().min(1).max(200)).max(32, "at most 32 metrics at once"),
-        time: z.boolean().default(false).describe("each point's seconds since its run's first metric point, for a wall-time axis"),
+        time: z
+          .union([z.boolean(), z.array(z.string().min(1).max(200)).max(32)])
+          .default(false)
+          .describe("each point's seconds since its run's first metric point, for a wall-time axis: true for every metric, or the metrics that need them"),
         tokens: z.boolean().default(false).describe("each run's running total of train/tokens, for a tokens axis"),
         maxPoints: z.number().int().min(2).max(10_000).default(1_000),
       }),
