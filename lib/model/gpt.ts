@@ -69,9 +69,11 @@ function linearForward(
   scale: number,
   dropout: number,
   rng: Rng | undefined,
+  /** whether the layer has a bias (the architecture's; without one lin.bias is zero and skipped) */
+  bias: boolean,
 ): LinearSaved {
   const { nIn, nOut } = lin;
-  matmul(out, x, lin.weight, N, nIn, nOut, lin.bias);
+  matmul(out, x, lin.weight, N, nIn, nOut, bias ? lin.bias : null);
   if (!pair) return { input: x, dropped: null, keep: null, down: null };
   let dropped = x;
   let keep: Uint8Array | null = null;
@@ -104,12 +106,13 @@ function linearBackward(
   dropout: number,
   grad: Linear | undefined,
   pairGrad: LoraPair | undefined,
+  bias: boolean,
 ): void {
   const { nIn, nOut } = lin;
   matmulTransB(dx, dy, lin.weight, N, nOut, nIn, false, 1);
   if (grad) {
     matmulTransAAccumulate(grad.weight, saved.input, dy, N, nIn, nOut, 1);
-    columnSumAccumulate(grad.bias, dy, N, nOut);
+    if (bias) columnSumAccumulate(grad.bias, dy, N, nOut);
   }
   if (!pair) return;
   const r = pair.A.length / nIn;
@@ -407,13 +410,13 @@ function runPass(request: RunRequest): RunResult {
     normForward(sh, ln1, mean1, rstd1, x, blk.ln1, N, C);
     const qkv = scratch(N * 3 * C);
     const raw = sh.llama ? scratch(N * blk.attn_qkv.nOut) : qkv;
-    const qkvSaved = linearForward(raw, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng);
+    const qkvSaved = linearForward(raw, ln1, N, blk.attn_qkv, pairs.attn_qkv, scale, dropout, dropoutRng, sh.qkvBias);
     if (table) ropeAndExpand(qkv, raw, N, positionOf, C, H, sh, table);
     const att = zeros(B * H * T * T);
     const attY = scratch(N * C);
     attentionForward(attY, att, qkv, B, T, C, H);
     const xMid = scratch(N * C);
-    const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng);
+    const projSaved = linearForward(xMid, attY, N, blk.attn_proj, pairs.attn_proj, scale, dropout, dropoutRng, sh.attnOutBias);
     add(xMid, xMid, x, xMid.length);
 
     const ln2 = scratch(N * C),
@@ -421,11 +424,11 @@ function runPass(request: RunRequest): RunResult {
       rstd2 = scratch(N);
     normForward(sh, ln2, mean2, rstd2, xMid, blk.ln2, N, C);
     const fc = scratch(N * blk.mlp_fc.nOut);
-    const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng);
+    const fcSaved = linearForward(fc, ln2, N, blk.mlp_fc, pairs.mlp_fc, scale, dropout, dropoutRng, sh.mlpBias);
     const g = scratch(N * sh.dFF);
     const fcTanh = activationForward(sh, g, fc, N, true);
     const xOut = scratch(N * C);
-    const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng);
+    const outSaved = linearForward(xOut, g, N, blk.mlp_proj, pairs.mlp_proj, scale, dropout, dropoutRng, sh.mlpBias);
     add(xOut, xOut, xMid, xOut.length);
 
     saved.push({ x, ln1, mean1, rstd1, qkv, qkvSaved, att, projSaved, xMid, ln2, mean2, rstd2, fc, fcTanh, fcSaved, outSaved });
@@ -505,16 +508,16 @@ function runPass(request: RunRequest): RunResult {
     const gPairs = grads.lora?.blocks[l];
     // MLP branch: x_out = x_mid + mlp_proj(gelu(mlp_fc(ln2(x_mid))))
     const dG = scratch(N * sh.dFF);
-    linearBackward(dG, dx, N, blk.mlp_proj, s.outSaved, pairs.mlp_proj, scale, dropout, gBlk?.mlp_proj, gPairs?.mlp_proj);
+    linearBackward(dG, dx, N, blk.mlp_proj, s.outSaved, pairs.mlp_proj, scale, dropout, gBlk?.mlp_proj, gPairs?.mlp_proj, sh.mlpBias);
     const dFc = scratch(N * blk.mlp_fc.nOut);
     if (sh.llama) swigluBackward(dFc, dG, s.fc, N, sh.dFF);
     else geluBackward(dFc, dG, s.fc, s.fcTanh!, dFc.length);
     const dLn2 = scratch(N * C);
-    linearBackward(dLn2, dFc, N, blk.mlp_fc, s.fcSaved, pairs.mlp_fc, scale, dropout, gBlk?.mlp_fc, gPairs?.mlp_fc);
+    linearBackward(dLn2, dFc, N, blk.mlp_fc, s.fcSaved, pairs.mlp_fc, scale, dropout, gBlk?.mlp_fc, gPairs?.mlp_fc, sh.mlpBias);
     normBackward(sh, dx, gBlk?.ln2, dLn2, s.xMid, s.mean2, s.rstd2, blk.ln2, N, C);
     // attention branch: x_mid = x + attn_proj(attention(attn_qkv(ln1(x))))
     const dAttY = scratch(N * C);
-    linearBackward(dAttY, dx, N, blk.attn_proj, s.projSaved, pairs.attn_proj, scale, dropout, gBlk?.attn_proj, gPairs?.attn_proj);
+    linearBackward(dAttY, dx, N, blk.attn_proj, s.projSaved, pairs.attn_proj, scale, dropout, gBlk?.attn_proj, gPairs?.attn_proj, sh.attnOutBias);
     const dQkv = zeros(N * 3 * C);
     attentionBackward(dQkv, dAttY, s.qkv, s.att, B, T, C, H);
     let dRaw = dQkv;
@@ -523,7 +526,7 @@ function runPass(request: RunRequest): RunResult {
       ropeAndExpandBackward(dRaw, dQkv, N, positionOf, C, H, sh, table);
     }
     const dLn1 = scratch(N * C);
-    linearBackward(dLn1, dRaw, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv);
+    linearBackward(dLn1, dRaw, N, blk.attn_qkv, s.qkvSaved, pairs.attn_qkv, scale, dropout, gBlk?.attn_qkv, gPairs?.attn_qkv, sh.qkvBias);
     normBackward(sh, dx, gBlk?.ln1, dLn1, s.x, s.mean1, s.rstd1, blk.ln1, N, C);
     arena?.release(layerMark);
   }
@@ -682,7 +685,7 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
       const K = keys[l],
         Vc = vals[l];
       normForward(sh, h, mean, rstd, x, blk.ln1, N, C);
-      linearForward(raw, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined);
+      linearForward(raw, h, N, blk.attn_qkv, pairs.attn_qkv, scale, 0, undefined, sh.qkvBias);
       if (table) ropeAndExpand(qkv, raw, N, positionOf, C, H, sh, table);
       for (let n = 0; n < N; n++) {
         const row = rowIds[Math.floor(n / m)];
@@ -739,13 +742,13 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
         }
       }
       const xMid = scratch(N * C);
-      linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined);
+      linearForward(xMid, y, N, blk.attn_proj, pairs.attn_proj, scale, 0, undefined, sh.attnOutBias);
       add(xMid, xMid, x, xMid.length);
       normForward(sh, h, mean, rstd, xMid, blk.ln2, N, C);
-      linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined);
+      linearForward(fc, h, N, blk.mlp_fc, pairs.mlp_fc, scale, 0, undefined, sh.mlpBias);
       activationForward(sh, act, fc, N, false);
       const xOut = scratch(N * C);
-      linearForward(xOut, act, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined);
+      linearForward(xOut, act, N, blk.mlp_proj, pairs.mlp_proj, scale, 0, undefined, sh.mlpBias);
       add(xOut, xOut, xMid, xOut.length);
       x = xOut;
     }
