@@ -183,7 +183,9 @@ function attentionForwardSimd(y: Float32Array, att: Float32Array, qkv: Float32Ar
   const heads = (fn: HeadOffsets) => forEachHead(B, T, C, H, fn);
   // scores[T, T] = q[T, hd] @ k^T / sqrt(hd)
   gemm.batch(() => heads((q, a) => gemm.multiply(att, rowMajor(qkv, T, hd, q, C3), transposed(qkv, T, hd, q + C, C3), false, 1 / Math.sqrt(hd), a, T)));
-  if (!gemm.ops.causalSoftmax(att, B * H, T)) for (let a = 0; a < att.length; a += T * T) causalSoftmax(att, a, T);
+  const native = nativeOps();
+  if (native) native.causalSoftmax(att, B * H, T);
+  else if (!gemm.ops.causalSoftmax(att, B * H, T)) for (let a = 0; a < att.length; a += T * T) causalSoftmax(att, a, T);
   // y[T, hd] = att[T, T] @ v[T, hd]
   gemm.batch(() => heads((q, a, o) => gemm.multiply(y, rowMajor(att, T, T, a), rowMajor(qkv, T, hd, q + 2 * C, C3), false, 1, o, C)));
 }
@@ -198,7 +200,9 @@ function attentionBackwardSimd(dqkv: Float32Array, dy: Float32Array, qkv: Float3
   // dAtt[T, T] = dy[T, hd] @ v^T
   gemm.batch(() => heads((q, a, o) => gemm.multiply(dAtt, rowMajor(dy, T, hd, o, C), transposed(qkv, T, hd, q + 2 * C, C3), false, 1, a, T)));
   // through the softmax: dScores = att * (dAtt - rowsum(att * dAtt)), times the 1/sqrt(hd) of the scores
-  if (!gemm.ops.softmaxBackward(dAtt, att, att.length / T, T, scale)) softmaxBackwardLoop(dAtt, att, T, scale);
+  const native = nativeOps();
+  if (native) native.softmaxBackward(dAtt, att, att.length / T, T, scale);
+  else if (!gemm.ops.softmaxBackward(dAtt, att, att.length / T, T, scale)) softmaxBackwardLoop(dAtt, att, T, scale);
   // dq = dScores @ k ; dk = dScores^T @ q ; dv = att^T @ dy (each head's three write apart from all others)
   gemm.batch(() =>
     heads((q, a, o) => {

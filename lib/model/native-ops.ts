@@ -60,6 +60,10 @@ export interface NativeOps {
     logSumExp: number,
     entropy: number,
   ): void;
+  /** each [T, T] block of att: row i softmaxed over columns 0..i in place, the rest 0 */
+  causalSoftmax(att: Float32Array, blocks: number, T: number): void;
+  /** per row r of [rows, T] (i = r % T): dAtt = att · (dAtt − Σ att·dAtt) · scale over columns 0..i, 0 after */
+  softmaxBackward(dAtt: Float32Array, att: Float32Array, rows: number, T: number, scale: number): void;
   /** out[cols, rows] = the transpose of the row-major a[rows, cols] */
   transpose(out: Float32Array, a: Float32Array, rows: number, cols: number): void;
   /** llama-ops.ts's ropeAndExpand, with each token's position in `positions` */

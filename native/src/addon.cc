@@ -705,6 +705,35 @@ napi_value transposeJs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+/** causalSoftmax(att, blocks, T): each [T, T] block's row i softmaxed over columns 0..i in place, the rest 0. */
+napi_value causalSoftmaxJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "causalSoftmax");
+  size_t n;
+  float* att = a.F(0, &n);
+  const int64_t blocks = a.I(1), T = a.I(2);
+  a.fits(n, (double)blocks * T * T, "att");
+  if (!a.error.empty()) return throwError(env, a.error);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, blocks * T, T, T, [&](int64_t r0, int64_t r1) { ops.causalSoftmax(att, (int)T, r0, r1); });
+  return nullptr;
+}
+
+/** softmaxBackward(dAtt, att, rows, T, scale): per row, dAtt = att * (dAtt - sum(att * dAtt)) * scale (causal). */
+napi_value softmaxBackwardJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "softmaxBackward");
+  size_t nD, nA;
+  float* dAtt = a.F(0, &nD);
+  const float* att = a.F(1, &nA);
+  const int64_t rows = a.I(2), T = a.I(3);
+  const double scale = a.D(4);
+  a.fits(nD, (double)rows * T, "dAtt");
+  a.fits(nA, (double)rows * T, "att");
+  if (!a.error.empty()) return throwError(env, a.error);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, rows, T, 2 * T, [&](int64_t r0, int64_t r1) { ops.softmaxBackward(dAtt, att, (int)T, (float)scale, r0, r1); });
+  return nullptr;
+}
+
 napi_value init(napi_env env, napi_value exports) {
   Kernel* k = new Kernel();
   if (!k->packs[0] || !k->packs[1]) return throwError(env, "native kernel: out of memory");
@@ -726,6 +755,8 @@ napi_value init(napi_env env, napi_value exports) {
       {"sumOfSquares", nullptr, sumOfSquaresJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"softmaxRow", nullptr, softmaxRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"lossGradientRow", nullptr, lossGradientRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"causalSoftmax", nullptr, causalSoftmaxJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"softmaxBackward", nullptr, softmaxBackwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"transpose", nullptr, transposeJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"ropeAndExpand", nullptr, ropeJs<false>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"ropeAndExpandBackward", nullptr, ropeJs<true>, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

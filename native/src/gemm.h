@@ -4,6 +4,7 @@
 // bound memory.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace tinkerlab {
 
@@ -33,6 +34,8 @@ struct Ops {
   void (*softmaxRow)(const float* z, int n, float invTau, float* probs, double* stats);
   void (*lossGradientRow)(float* d, const float* p, const float* z, int n, int target, float scale, float ent, float invTau, float logSumExp,
                           float entropy);
+  void (*causalSoftmax)(float* att, int T, int64_t r0, int64_t r1);
+  void (*softmaxBackward)(float* dAtt, const float* att, int T, float scale, int64_t r0, int64_t r1);
   void (*ropeAndExpand)(float* qkv, const float* raw, const int* positions, int N, int H, int kvHeads, int hd, const float* cos, const float* sin);
   void (*ropeAndExpandBackward)(float* dRaw, const float* dQkv, const int* positions, int N, int H, int kvHeads, int hd, const float* cos,
                                 const float* sin);

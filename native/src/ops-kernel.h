@@ -286,5 +286,46 @@ void ropeAndExpandBackward(float* dRaw, const float* dQkv, const int* positions,
   }
 }
 
+/** Rows [r0, r1) of [blocks, T, T] attention scores: row i of its block softmaxed over columns 0..i, the rest 0. */
+template <class V>
+void causalSoftmax(float* att, int T, int64_t r0, int64_t r1) {
+  using T_ = typename V::T;
+  for (int64_t r = r0; r < r1; r++) {
+    float* row = att + r * T;
+    const int n = (int)(r % T) + 1;
+    T_ mx = V::set(-__builtin_inff());
+    lanes<V>(n, [&](ptrdiff_t i, int k) { mx = V::max(mx, V::loadPartialOr(row + i, k, -__builtin_inff())); });
+    const T_ m = V::set(V::maxOf(mx));
+    T_ sum = V::zero();
+    lanes<V>(n, [&](ptrdiff_t i, int k) {
+      const T_ e = V::keep(vexp<V>(V::sub(V::loadPartial(row + i, k), m)), k);
+      V::storePartial(row + i, e, k);
+      sum = V::add(sum, e);
+    });
+    const T_ inv = V::set(1.0f / V::sum(sum));
+    lanes<V>(n, [&](ptrdiff_t i, int k) { V::storePartial(row + i, V::mul(V::loadPartial(row + i, k), inv), k); });
+    for (int j = n; j < T; j++) row[j] = 0.0f;
+  }
+}
+
+/** Rows [r0, r1) of [rows, T]: dAtt = att * (dAtt - sum(att * dAtt)) * scale over columns 0..i (i = row % T), 0 after. */
+template <class V>
+void softmaxBackward(float* dAtt, const float* att, int T, float scale, int64_t r0, int64_t r1) {
+  using T_ = typename V::T;
+  const T_ sc = V::set(scale);
+  for (int64_t r = r0; r < r1; r++) {
+    float* d = dAtt + r * T;
+    const float* a = att + r * T;
+    const int n = (int)(r % T) + 1;
+    T_ dot = V::zero();
+    lanes<V>(n, [&](ptrdiff_t i, int k) { dot = V::fma(V::loadPartial(a + i, k), V::loadPartial(d + i, k), dot); });
+    const T_ vd = V::set(V::sum(dot));
+    lanes<V>(n, [&](ptrdiff_t i, int k) {
+      V::storePartial(d + i, V::mul(V::mul(V::loadPartial(a + i, k), V::sub(V::loadPartial(d + i, k), vd)), sc), k);
+    });
+    for (int j = n; j < T; j++) d[j] = 0.0f;
+  }
+}
+
 }  // namespace
 }  // namespace tinkerlab

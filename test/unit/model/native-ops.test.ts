@@ -187,6 +187,26 @@ if (!native.kernel) {
         expect(d.every(Number.isFinite)).toBe(true);
         expect(d[1]).toBe(0);
       });
+      it("the causal softmax and its gradient match the WebAssembly versions", () => {
+        use();
+        const T = 36, // the WebAssembly versions take widths a multiple of 4; the native ones any
+          blocks = 3;
+        const scores = simdGemm!.arena.alloc(blocks * T * T);
+        scores.set(random(blocks * T * T, 18, 6));
+        const dAtt = simdGemm!.arena.alloc(blocks * T * T);
+        dAtt.set(random(blocks * T * T, 19));
+        const wasmAtt = simdGemm!.arena.alloc(scores.length);
+        wasmAtt.set(scores);
+        const wasmD = simdGemm!.arena.alloc(dAtt.length);
+        wasmD.set(dAtt);
+        kernel.causalSoftmax(scores, blocks, T);
+        expect(simdGemm!.ops.causalSoftmax(wasmAtt, blocks, T)).toBe(true);
+        expectClose(scores, wasmAtt, 1e-5);
+        kernel.softmaxBackward(dAtt, scores, blocks * T, T, 0.125);
+        expect(simdGemm!.ops.softmaxBackward(wasmD, wasmAtt, blocks * T, T, 0.125)).toBe(true);
+        expectClose(dAtt, wasmD, 1e-4);
+        expect(scores[5]).toBe(0); // row 0 keeps column 0 only
+      });
       it("transposes a matrix of any shape", () => {
         use();
         const a = random(37 * 70, 17);
@@ -252,7 +272,27 @@ describe.skipIf(!native.kernel)("the native operations on two threads", () => {
       kernel.adamw(w, g, m, v, 0.5, 0.9, 0.999, 1e-3, 2, 1e-8, 0.99);
       const t = new Float32Array(N * C);
       kernel.transpose(t, x, N, C);
-      return { act, dFc, out, rstd, dx, dGain, qkv, dRaw, w, m, v, norm: Float64Array.of(norm), t };
+      const att = random(8 * 64 * 64, 37, 4);
+      kernel.causalSoftmax(att, 8, 64);
+      const dAtt = random(att.length, 38);
+      kernel.softmaxBackward(dAtt, att, 8 * 64, 64, 0.125);
+      return {
+        att,
+        dAtt,
+        act,
+        dFc,
+        out,
+        rstd,
+        dx,
+        dGain,
+        qkv,
+        dRaw,
+        w,
+        m,
+        v,
+        norm: Float64Array.of(norm),
+        t,
+      };
     };
     kernel.setThreads(1);
     const one = run();
