@@ -32,7 +32,7 @@ function cellContent(row: TableRow, column: TableColumn, value: unknown) {
       return <span className="text-slate-600">{typeof value === "number" ? formatDuration(value) : "—"}</span>;
     case "experiment":
       return (
-        <Link className="text-brand-700 hover:underline" href={`/experiments/${row.experimentId}`}>
+        <Link className="text-brand-700 hover:underline" href={`/experiments/${row.experimentId}`} prefetch={false}>
           {row.experimentName}
         </Link>
       );

@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { Fragment, type ReactNode, useOptimistic, useState, useTransition } from "react";
+import { memo, type ReactNode, useOptimistic, useRef, useState, useTransition } from "react";
 import { RunCheckbox, RunSelection } from "@/components/compare/run-selection";
 import { useTRPC } from "@/components/trpc/provider";
 import { Button } from "@/components/ui/button";
@@ -13,6 +13,7 @@ import { formatDuration } from "@/components/ui/time";
 import type { TableColumn, TableResult, TableRow } from "@/server/runs";
 import { alignsRight, formatJson, ValueCell } from "./cells";
 import { type ActionRun, type RunAction, RunActionDialog, RunActionsMenu } from "./run-actions";
+import { useRowWindow } from "./row-window";
 import { ActiveFilters, ColumnPicker, FilterBar } from "./table-controls";
 import { PAGE_SIZES, type TableState, tableQuery } from "./table-state";
 
@@ -67,6 +68,19 @@ export function RunsTableView({
   const groups = new Map((result?.groups ?? []).map((g) => [JSON.stringify(g.value), g]));
   const total = result?.total ?? 0;
   const from = (state.page - 1) * state.pageSize;
+  // The body's lines in order: each group's header row before its first run, then the runs.
+  const items: ({ kind: "group"; group: NonNullable<TableResult["groups"]>[number] } | { kind: "run"; row: TableRow })[] = [];
+  for (const [i, row] of (result?.rows ?? []).entries()) {
+    const groupKey = JSON.stringify(row.group ?? null);
+    const startsGroup = result!.groups !== null && (i === 0 || JSON.stringify(result!.rows[i - 1]!.group ?? null) !== groupKey);
+    const group = groups.get(groupKey);
+    if (startsGroup && group) items.push({ kind: "group", group });
+    items.push({ kind: "run", row });
+  }
+  // A long page draws the rows near the screen and stands in for the others with two spacers of their height.
+  const body = useRef<HTMLTableSectionElement>(null);
+  const shown = useRowWindow(items.length, body);
+  const width = columns.length + 2 + (editor ? 1 : 0);
 
   return (
     <RunSelection>
@@ -121,18 +135,26 @@ export function RunsTableView({
                   )}
                 </tr>
               </thead>
-              <tbody className="divide-y divide-slate-100">
-                {result.rows.map((row, i) => {
-                  const groupKey = JSON.stringify(row.group ?? null);
-                  const startsGroup = result.groups !== null && (i === 0 || JSON.stringify(result.rows[i - 1]!.group ?? null) !== groupKey);
-                  const group = groups.get(groupKey);
-                  return (
-                    <Fragment key={row.id}>
-                      {startsGroup && group && <GroupRow field={state.group!} group={group} columns={columns} editor={editor} />}
-                      <Row row={row} columns={columns} editor={editor} onAction={(action) => setDialog({ run: row, action })} />
-                    </Fragment>
-                  );
-                })}
+              <tbody ref={body} className="divide-y divide-slate-100">
+                {shown.start > 0 && (
+                  <tr data-spacer="" aria-hidden style={{ height: shown.start * shown.rowHeight }}>
+                    <td colSpan={width} />
+                  </tr>
+                )}
+                {items
+                  .slice(shown.start, shown.end)
+                  .map((item) =>
+                    item.kind === "group" ? (
+                      <GroupRow key={`group:${JSON.stringify(item.group.value)}`} field={state.group!} group={item.group} columns={columns} editor={editor} />
+                    ) : (
+                      <Row key={item.row.id} row={item.row} columns={columns} editor={editor} onAction={setDialog} />
+                    ),
+                  )}
+                {shown.end < items.length && (
+                  <tr data-spacer="" aria-hidden style={{ height: (items.length - shown.end) * shown.rowHeight }}>
+                    <td colSpan={width} />
+                  </tr>
+                )}
               </tbody>
             </table>
           </div>
@@ -202,14 +224,26 @@ function SortHeader({ label, sorted, right = false, onSort }: { label: string; s
   );
 }
 
-function Row({ row, columns, editor, onAction }: { row: TableRow; columns: TableColumn[]; editor: boolean; onAction(action: RunAction): void }) {
+/** One run's row; memoised, so a change elsewhere on the page (a dialog, a notice, the window scrolling) skips the rows. */
+const Row = memo(function Row({
+  row,
+  columns,
+  editor,
+  onAction,
+}: {
+  row: TableRow;
+  columns: TableColumn[];
+  editor: boolean;
+  onAction(dialog: { run: ActionRun; action: RunAction }): void;
+}) {
   return (
     <tr className={`hover:bg-slate-50 ${row.archived ? "text-slate-400" : ""}`} data-run={row.id}>
       <td className="pl-4">
         <RunCheckbox id={row.id} name={row.name} />
       </td>
       <th scope="row" className="max-w-80 px-3 py-1.5 text-left font-medium">
-        <Link className="text-slate-800 hover:text-brand-700 hover:underline" href={`/runs/${row.id}`}>
+        {/* Not prefetched: a screen of rows would have the server render every one of their run pages at once. */}
+        <Link className="text-slate-800 hover:text-brand-700 hover:underline" href={`/runs/${row.id}`} prefetch={false}>
           {row.name}
         </Link>
         {row.kind && row.kind !== "rl" && row.kind !== "sft" && (
@@ -222,12 +256,12 @@ function Row({ row, columns, editor, onAction }: { row: TableRow; columns: Table
       ))}
       {editor && (
         <td className="text-right">
-          <RunActionsMenu run={row} onPick={onAction} />
+          <RunActionsMenu run={row} onPick={(action) => onAction({ run: row, action })} />
         </td>
       )}
     </tr>
   );
-}
+});
 
 /** A group's header row: its value and count, and the mean of each numeric column under that column. */
 function GroupRow({
