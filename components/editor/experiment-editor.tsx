@@ -31,6 +31,11 @@ export type EditableExperiment = {
   config: Config;
   /** The caller views the project only: it reads the source, but neither validates, saves nor launches. */
   readOnly?: boolean;
+  /**
+   * The built-in environment's own source when the saved config runs one (server/experiments/example-source.ts):
+   * "Open the example's source" copies its files in, to edit and run as a custom environment.
+   */
+  example?: { environment: string; module: string; files: Files } | null;
 };
 
 type Tab = { kind: "file"; path: string } | { kind: "form" } | { kind: "json" };
@@ -122,6 +127,12 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
       protocol: { name: "single-turn" },
       agent: { ...((c.agent as Record<string, unknown>) ?? {}), base: agent.base, sampling: agent.sampling },
     }));
+    setTab({ kind: "file", path: STARTER_ENTRY });
+  };
+  /** The example's own environment as this experiment's files: the same game, now the user's to change. */
+  const openExample = (example: NonNullable<EditableExperiment["example"]>) => {
+    setFiles(example.files);
+    setConfig((c) => ({ ...c, environment: "custom" }));
     setTab({ kind: "file", path: STARTER_ENTRY });
   };
   const addFile = (name: string) => {
@@ -321,9 +332,20 @@ export function ExperimentEditor({ experiment }: { experiment: EditableExperimen
                   <span>
                     This experiment runs the built-in environment <code className="font-mono text-slate-800">{environment || "—"}</code>.
                   </span>
-                  <Button variant="secondary" onClick={startCustom}>
-                    Write a custom environment
-                  </Button>
+                  <span className="flex flex-wrap gap-2">
+                    {experiment.example?.environment === environment && (
+                      <Button
+                        variant="secondary"
+                        onClick={() => openExample(experiment.example!)}
+                        title={`An editable copy of ${experiment.example.module}, run as this experiment's own environment`}
+                      >
+                        Open the example's source
+                      </Button>
+                    )}
+                    <Button variant="secondary" onClick={startCustom}>
+                      Write a custom environment
+                    </Button>
+                  </span>
                 </div>
               )}
               {otherIssues.length > 0 && (

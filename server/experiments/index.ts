@@ -4,6 +4,7 @@
  */
 export { baseShapeFor } from "./base-shape";
 export type { Caller } from "./caller";
+export { EXAMPLE_ENTRY, exampleSource } from "./example-source";
 export { ensureExampleExperiments } from "./examples";
 export { launchExperiment, queueFromCheckpoint, relaunchRun, validateAhead } from "./launch";
 export {

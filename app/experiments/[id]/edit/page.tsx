@@ -3,6 +3,7 @@ import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { ExperimentEditor } from "@/components/editor/experiment-editor";
 import { serverCaller } from "@/server/api/rsc";
+import { exampleSource } from "@/server/experiments";
 
 export const dynamic = "force-dynamic";
 
@@ -16,6 +17,14 @@ async function load(id: string) {
     if (error instanceof TRPCError && error.code === "NOT_FOUND") notFound();
     throw error;
   }
+}
+
+/** The built-in environment's source, when the saved config runs one (the editor offers it while there are no files). */
+function exampleOf(config: unknown) {
+  const environment = (config as { environment?: unknown } | null | undefined)?.environment;
+  if (typeof environment !== "string") return null;
+  const source = exampleSource(environment);
+  return source ? { environment, module: source.module, files: source.files } : null;
 }
 
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
@@ -36,6 +45,7 @@ export default async function EditExperimentPage({ params }: Props) {
         files: (experiment.latest?.files ?? {}) as Record<string, string>,
         config: (experiment.latest?.config ?? {}) as Record<string, unknown>,
         readOnly: experiment.role === "viewer",
+        example: exampleOf(experiment.latest?.config),
       }}
     />
   );
