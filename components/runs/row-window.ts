@@ -14,6 +14,18 @@ const ROW_HEIGHT = 33;
 export type RowWindow = { start: number; end: number; rowHeight: number };
 
 /**
+ * The rows to draw, [start, end), of `count` rows of `rowHeight` pixels whose body's top is `bodyTop` pixels from the
+ * viewport's top (negative once scrolled past): those on the screen and OVERSCAN more either side.
+ */
+export function windowRange(count: number, bodyTop: number, viewportHeight: number, rowHeight: number): { start: number; end: number } {
+  const first = Math.floor(Math.max(0, -bodyTop) / rowHeight);
+  const visible = Math.ceil(viewportHeight / rowHeight);
+  const start = Math.max(0, Math.min(count - 1, first) - OVERSCAN);
+  const end = Math.min(count, first + visible + OVERSCAN);
+  return { start, end: Math.max(start, end) };
+}
+
+/**
  * Which of `count` rows of a table body to draw: all of them up to WINDOW_FROM; past it, those within about a
  * screen of the viewport (the page scrolls, not the table), the rows above and below stood in for by two spacer
  * rows of their height. A page of 1,000 rows then renders, hydrates and lays out about a hundred; a row's height is
@@ -40,12 +52,7 @@ export function useRowWindow(count: number, body: RefObject<HTMLTableSectionElem
         const last = rows[rows.length - 1]!.getBoundingClientRect();
         rowHeight = Math.max(16, (last.bottom - first.top) / rows.length);
       }
-      // Where the viewport falls within the body, in rows.
-      const top = element.getBoundingClientRect().top;
-      const first = Math.floor(Math.max(0, -top) / rowHeight);
-      const visible = Math.ceil(window.innerHeight / rowHeight);
-      const start = Math.max(0, Math.min(count - 1, first) - OVERSCAN);
-      const end = Math.min(count, first + visible + OVERSCAN);
+      const { start, end } = windowRange(count, element.getBoundingClientRect().top, window.innerHeight, rowHeight);
       setRange((current) =>
         current.start === start && current.end === end && Math.abs(current.rowHeight - rowHeight) < 0.5 ? current : { start, end, rowHeight },
       );
