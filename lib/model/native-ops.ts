@@ -43,22 +43,24 @@ export interface NativeOps {
    */
   softmaxRow(z: Float32Array, offset: number, n: number, invTau: number, probs: Float32Array | null, stats: Float64Array): void;
   /**
-   * d[dOffset + j] = -scale * p[j] + ent * p[j] * (z[zOffset + j] * invTau - logSumExp + entropy), then
-   * d[dOffset + target] += scale.
+   * For the rows `rows` of z ([*, n]): stats[2k] = row rows[k]'s log-sum-exp at temperature 1/invTau, stats[2k + 1]
+   * its entropy.
    */
-  lossGradientRow(
+  softmaxStatsRows(z: Float32Array, n: number, invTau: number, rows: Int32Array, stats: Float64Array): void;
+  /**
+   * For the rows `rows` of z and d ([*, n]): d = -scales[k]·p + ents[k]·p·(z·invTau − lse + H), then
+   * d[targets[k]] += scales[k], p recomputed from the log-sum-exp in stats (as softmaxStatsRows writes it).
+   */
+  lossGradientRows(
     d: Float32Array,
-    dOffset: number,
-    p: Float32Array,
     z: Float32Array,
-    zOffset: number,
     n: number,
-    target: number,
-    scale: number,
-    ent: number,
     invTau: number,
-    logSumExp: number,
-    entropy: number,
+    rows: Int32Array,
+    targets: Int32Array,
+    scales: Float32Array,
+    ents: Float32Array,
+    stats: Float64Array,
   ): void;
   /** each [T, T] block of att: row i softmaxed over columns 0..i in place, the rest 0 */
   causalSoftmax(att: Float32Array, blocks: number, T: number): void;

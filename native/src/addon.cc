@@ -613,26 +613,6 @@ napi_value softmaxRowJs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-/** lossGradientRow(d, dOffset, p, z, zOffset, n, target, scale, ent, invTau, logSumExp, entropy) */
-napi_value lossGradientRowJs(napi_env env, napi_callback_info info) {
-  Args a(env, info, "lossGradientRow");
-  size_t nD, nP, nZ;
-  float* d = a.F(0, &nD);
-  const int64_t dAt = a.I(1);
-  const float* p = a.F(2, &nP);
-  const float* z = a.F(3, &nZ);
-  const int64_t zAt = a.I(4), n = a.I(5), target = a.I(6);
-  double f[5];
-  for (int i = 0; i < 5; i++) f[i] = a.D(7 + i);
-  a.fits(nD, (double)dAt + n, "d");
-  a.fits(nP, (double)n, "p");
-  a.fits(nZ, (double)zAt + n, "z");
-  if (a.error.empty() && target >= n) a.error = "lossGradientRow: target " + std::to_string(target) + " is outside the row of " + std::to_string(n);
-  if (!a.error.empty()) return throwError(env, a.error);
-  opsOf(env).lossGradientRow(d + dAt, p, z + zAt, (int)n, (int)target, (float)f[0], (float)f[1], (float)f[2], (float)f[3], (float)f[4]);
-  return nullptr;
-}
-
 /** Reads argument i as an Int32Array. */
 const int32_t* intArray(Args& a, size_t i, size_t* length) {
   bool isTyped = false;
@@ -734,6 +714,70 @@ napi_value softmaxBackwardJs(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+/** Reads argument i as a typed array of the given type, with its length. */
+template <class E>
+E* typedArray(Args& a, size_t i, napi_typedarray_type want, const char* what, size_t* length) {
+  bool isTyped = false;
+  napi_typedarray_type t;
+  void* p = nullptr;
+  if (a.error.empty() && (i >= a.argc || napi_is_typedarray(a.env, a.argv[i], &isTyped) != napi_ok || !isTyped ||
+                          napi_get_typedarray_info(a.env, a.argv[i], &t, length, &p, nullptr, nullptr) != napi_ok || t != want)) {
+    a.error = std::string(a.name) + ": argument " + std::to_string(i) + " must be " + what;
+  }
+  return static_cast<E*>(p);
+}
+
+/** Checks that every listed row lies in [0, count). */
+void rowsFit(Args& a, const int32_t* rows, size_t n, int64_t count) {
+  for (size_t r = 0; a.error.empty() && r < n; r++) {
+    if (rows[r] < 0 || rows[r] >= count) a.error = std::string(a.name) + ": row " + std::to_string(rows[r]) + " is outside 0.." + std::to_string(count - 1);
+  }
+}
+
+/** softmaxStatsRows(z, n, invTau, rows: Int32Array, stats: Float64Array(2 * rows)) */
+napi_value softmaxStatsRowsJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "softmaxStatsRows");
+  size_t nZ, nRows, nStats;
+  const float* z = a.F(0, &nZ);
+  const int64_t n = a.I(1);
+  const double invTau = a.D(2);
+  const int32_t* rows = typedArray<int32_t>(a, 3, napi_int32_array, "an Int32Array", &nRows);
+  double* stats = typedArray<double>(a, 4, napi_float64_array, "a Float64Array", &nStats);
+  if (a.error.empty() && n == 0) a.error = "softmaxStatsRows: a row needs at least one logit";
+  if (a.error.empty() && nStats < 2 * nRows) a.error = "softmaxStatsRows: stats holds fewer than 2 numbers a row";
+  if (a.error.empty()) rowsFit(a, rows, nRows, (int64_t)(nZ / std::max<int64_t>(n, 1)));
+  if (!a.error.empty()) return throwError(env, a.error);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, (int64_t)nRows, 1, 2 * n, [&](int64_t r0, int64_t r1) { ops.softmaxStatsRows(z, (int)n, (float)invTau, rows, stats, r0, r1); });
+  return nullptr;
+}
+
+/** lossGradientRows(d, z, n, invTau, rows, targets: Int32Array, scales: Float32Array, ents: Float32Array, stats) */
+napi_value lossGradientRowsJs(napi_env env, napi_callback_info info) {
+  Args a(env, info, "lossGradientRows");
+  size_t nD, nZ, nRows, nTargets, nScales, nEnts, nStats;
+  float* d = a.F(0, &nD);
+  const float* z = a.F(1, &nZ);
+  const int64_t n = a.I(2);
+  const double invTau = a.D(3);
+  const int32_t* rows = typedArray<int32_t>(a, 4, napi_int32_array, "an Int32Array", &nRows);
+  const int32_t* targets = typedArray<int32_t>(a, 5, napi_int32_array, "an Int32Array", &nTargets);
+  const float* scales = a.F(6, &nScales);
+  const float* ents = a.F(7, &nEnts);
+  const double* stats = typedArray<double>(a, 8, napi_float64_array, "a Float64Array", &nStats);
+  if (a.error.empty() && (nTargets < nRows || nScales < nRows || nEnts < nRows || nStats < 2 * nRows)) {
+    a.error = "lossGradientRows: targets, scales, ents and stats must cover every row";
+  }
+  if (a.error.empty() && n == 0) a.error = "lossGradientRows: a row needs at least one logit";
+  if (a.error.empty()) rowsFit(a, rows, nRows, (int64_t)(std::min(nZ, nD) / std::max<int64_t>(n, 1)));
+  if (!a.error.empty()) return throwError(env, a.error);
+  const Ops& ops = opsOf(env);
+  parallelRange(env, (int64_t)nRows, 1, 2 * n, [&](int64_t r0, int64_t r1) {
+    ops.lossGradientRows(d, z, (int)n, (float)invTau, rows, targets, scales, ents, stats, r0, r1);
+  });
+  return nullptr;
+}
+
 napi_value init(napi_env env, napi_value exports) {
   Kernel* k = new Kernel();
   if (!k->packs[0] || !k->packs[1]) return throwError(env, "native kernel: out of memory");
@@ -754,7 +798,8 @@ napi_value init(napi_env env, napi_value exports) {
       {"adamw", nullptr, adamwJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"sumOfSquares", nullptr, sumOfSquaresJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"softmaxRow", nullptr, softmaxRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
-      {"lossGradientRow", nullptr, lossGradientRowJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"softmaxStatsRows", nullptr, softmaxStatsRowsJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
+      {"lossGradientRows", nullptr, lossGradientRowsJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"causalSoftmax", nullptr, causalSoftmaxJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"softmaxBackward", nullptr, softmaxBackwardJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},
       {"transpose", nullptr, transposeJs, nullptr, nullptr, nullptr, napi_enumerable, nullptr},

@@ -63,7 +63,7 @@ struct Avx2 {
 Isa avx2Isa() {
   return {"avx2", &runPiece<Avx2>, Avx2::MR, 2 * Avx2::W,
           {&swigluForward<Avx2>, &swigluBackward<Avx2>, &rmsNormForward<Avx2>, &rmsNormBackward<Avx2>, &rmsNormGainGradient<Avx2>, &adamw<Avx2>, &blockSquares<Avx2>,
-          &softmaxRow<Avx2>, &lossGradientRow<Avx2>, &causalSoftmax<Avx2>, &softmaxBackward<Avx2>, &ropeAndExpand<Avx2>, &ropeAndExpandBackward<Avx2>}};
+          &softmaxRow<Avx2>, &softmaxStatsRows<Avx2>, &lossGradientRows<Avx2>, &causalSoftmax<Avx2>, &softmaxBackward<Avx2>, &ropeAndExpand<Avx2>, &ropeAndExpandBackward<Avx2>}};
 }
 
 }  // namespace tinkerlab

@@ -40,7 +40,7 @@ struct Avx512 {
 Isa avx512Isa() {
   return {"avx512", &runPiece<Avx512>, Avx512::MR, 2 * Avx512::W,
           {&swigluForward<Avx512>, &swigluBackward<Avx512>, &rmsNormForward<Avx512>, &rmsNormBackward<Avx512>, &rmsNormGainGradient<Avx512>, &adamw<Avx512>, &blockSquares<Avx512>,
-          &softmaxRow<Avx512>, &lossGradientRow<Avx512>, &causalSoftmax<Avx512>, &softmaxBackward<Avx512>, &ropeAndExpand<Avx512>, &ropeAndExpandBackward<Avx512>}};
+          &softmaxRow<Avx512>, &softmaxStatsRows<Avx512>, &lossGradientRows<Avx512>, &causalSoftmax<Avx512>, &softmaxBackward<Avx512>, &ropeAndExpand<Avx512>, &ropeAndExpandBackward<Avx512>}};
 }
 
 }  // namespace tinkerlab

@@ -32,8 +32,9 @@ struct Ops {
                 float eps, float decay);
   void (*blockSquares)(const float* g, ptrdiff_t n, ptrdiff_t b0, ptrdiff_t b1, float* sums);
   void (*softmaxRow)(const float* z, int n, float invTau, float* probs, double* stats);
-  void (*lossGradientRow)(float* d, const float* p, const float* z, int n, int target, float scale, float ent, float invTau, float logSumExp,
-                          float entropy);
+  void (*softmaxStatsRows)(const float* z, int n, float invTau, const int32_t* rows, double* stats, int64_t r0, int64_t r1);
+  void (*lossGradientRows)(float* d, const float* z, int n, float invTau, const int32_t* rows, const int32_t* targets, const float* scales,
+                           const float* ents, const double* stats, int64_t r0, int64_t r1);
   void (*causalSoftmax)(float* att, int T, int64_t r0, int64_t r1);
   void (*softmaxBackward)(float* dAtt, const float* att, int T, float scale, int64_t r0, int64_t r1);
   void (*ropeAndExpand)(float* qkv, const float* raw, const int* positions, int N, int H, int kvHeads, int hd, const float* cos, const float* sin);

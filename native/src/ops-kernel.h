@@ -205,25 +205,6 @@ void softmaxRow(const float* z, int n, float invTau, float* probs, double* stats
   }
 }
 
-/**
- * The gradient of one row's loss with respect to its logits, from softmaxRow's probabilities:
- * d[j] = -scale * p[j] + ent * p[j] * (z[j] * invTau - logSumExp + entropy), then d[target] += scale.
- */
-template <class V>
-void lossGradientRow(float* d, const float* p, const float* z, int n, int target, float scale, float ent, float invTau, float logSumExp,
-                     float entropy) {
-  using T = typename V::T;
-  const T ns = V::set(-scale), ve = V::set(ent), inv = V::set(invTau), shift = V::set(entropy - logSumExp);
-  lanes<V>(n, [&](ptrdiff_t i, int k) {
-    const T pj = V::loadPartial(p + i, k);
-    T out = V::mul(ns, pj);
-    if (ent != 0) out = V::add(out, V::keepWhereGreater(pj, V::zero(), V::mul(V::mul(ve, pj), V::fma(V::loadPartial(z + i, k), inv, shift))));
-    V::storePartial(d + i, out, k);
-  });
-  if (target >= 0 && target < n) d[target] += scale;
-}
-
-
 /** dst[0 .. hd) = src turned by (cos, sin) of its position (HF's rotate_half); with back, the transpose, added. */
 template <class V, bool back>
 inline void rotate(float* dst, const float* src, const float* cos, const float* sin, int half) {
@@ -324,6 +305,40 @@ void softmaxBackward(float* dAtt, const float* att, int T, float scale, int64_t 
       V::storePartial(d + i, V::mul(V::mul(V::loadPartial(a + i, k), V::sub(V::loadPartial(d + i, k), vd)), sc), k);
     });
     for (int j = n; j < T; j++) d[j] = 0.0f;
+  }
+}
+
+/**
+ * The rows rows[r0 .. r1) of logits z ([*, n]): stats[2r] = the row's log-sum-exp at temperature 1/invTau,
+ * stats[2r + 1] = its entropy (as softmaxRow).
+ */
+template <class V>
+void softmaxStatsRows(const float* z, int n, float invTau, const int32_t* rows, double* stats, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; r++) softmaxRow<V>(z + (ptrdiff_t)rows[r] * n, n, invTau, nullptr, stats + 2 * r);
+}
+
+/**
+ * The loss's gradient on rows rows[r0 .. r1) of the logits: d = -scale p + ent p (z invTau - lse + H), then
+ * d[target] += scale, with p recomputed from the row's log-sum-exp (stats as softmaxStatsRows writes them).
+ */
+template <class V>
+void lossGradientRows(float* d, const float* z, int n, float invTau, const int32_t* rows, const int32_t* targets, const float* scales,
+                      const float* ents, const double* stats, int64_t r0, int64_t r1) {
+  using T = typename V::T;
+  const T inv = V::set(invTau);
+  for (int64_t r = r0; r < r1; r++) {
+    const float* zr = z + (ptrdiff_t)rows[r] * n;
+    float* dr = d + (ptrdiff_t)rows[r] * n;
+    const float lse = (float)stats[2 * r], entropy = (float)stats[2 * r + 1], scale = scales[r], ent = ents[r];
+    const T vl = V::set(lse), ns = V::set(-scale), ve = V::set(ent), shift = V::set(entropy - lse);
+    lanes<V>(n, [&](ptrdiff_t i, int k) {
+      const T zi = V::loadPartial(zr + i, k);
+      const T p = vexp<V>(V::sub(V::mul(zi, inv), vl));
+      T out = V::mul(ns, p);
+      if (ent != 0) out = V::add(out, V::keepWhereGreater(p, V::zero(), V::mul(V::mul(ve, p), V::fma(zi, inv, shift))));
+      V::storePartial(dr + i, out, k);
+    });
+    if (targets[r] >= 0 && targets[r] < n) dr[targets[r]] += scale;
   }
 }
 

@@ -134,92 +134,112 @@ export function lossAccumulator(
     clipped = 0;
   const native = nativeOps();
   const probs = new Float64Array(native ? 0 : V);
-  const probs32 = native ? new Float32Array(V) : null;
-  const stats = new Float64Array(2);
+
+  /** A token's loss terms into the sums; returns dℓ/dlogp (the policy's and the KL penalty's). */
+  function tokenGradient(b: number, i: number, w: number, logp: number): number {
+    let l: number, g: number; // the token's loss and dℓ/dlogp
+    if (loss === "cross_entropy") {
+      l = -logp;
+      g = -1;
+    } else {
+      const A = batch.advantages![b][i];
+      const r = Math.exp(logp - batch.samplingLogprobs![b][i]);
+      ratioSum += w * r;
+      if (r < ratioMin) ratioMin = r;
+      if (r > ratioMax) ratioMax = r;
+      const rClipped = Math.min(Math.max(r, 1 - clipLow), 1 + clipHigh);
+      if (loss === "importance_sampling") {
+        l = -r * A;
+        g = -r * A;
+      } else if (loss === "ppo") {
+        const unclipped = r * A,
+          clippedObjective = rClipped * A;
+        if (unclipped <= clippedObjective) {
+          l = -unclipped;
+          g = -r * A;
+        } else {
+          l = -clippedObjective;
+          g = 0;
+          clipped += w;
+        }
+      } else {
+        l = -rClipped * A * logp;
+        g = -rClipped * A;
+        if (rClipped !== r) clipped += w;
+      }
+    }
+    policyLoss += w * l;
+    if (config.klCoef > 0) {
+      const delta = referenceLogprobs![b][i] - logp;
+      const e = Math.exp(delta);
+      klSum += w * (e - delta - 1);
+      g += config.klCoef * (1 - e);
+    }
+    return g;
+  }
+
+  /** The value head's loss at row n (token i of sequence b) into the sum, its gradient into dValues. */
+  function valueTerm(values: Float32Array | null, n: number, b: number, i: number, w: number): void {
+    if (!dValues || !values) return;
+    const diff = values[n] - batch.returns![b][i];
+    valueLoss += w * 0.5 * diff * diff;
+    dValues[n] = (config.valueCoef * w * diff) / denom;
+  }
+
+  /** The rows the loss counts: n predicts token i of sequence b, with weight w (others have no gradient). */
+  function* counted(rowStart: number, rowCount: number) {
+    for (let n = rowStart; n < rowStart + rowCount; n++) {
+      const b = Math.floor(n / T),
+        i = (n % T) + 1;
+      if (i >= lengths[b]) continue;
+      const w = batch.weights?.[b][i] ?? 1;
+      if (w !== 0) yield { n, b, i, w };
+    }
+  }
+
   function rows(logits: Float32Array, values: Float32Array | null, rowStart: number, rowCount: number) {
     // one gradient array for every range of this size, rewritten each time
     if (dLogits.length !== rowCount * V) dLogits = new Float32Array(rowCount * V);
     else dLogits.fill(0);
     if (values && batch.returns && !dValues) dValues = new Float32Array(B * T);
-    for (let n = rowStart; n < rowStart + rowCount; n++) {
-      // row n predicts token i of sequence b
-      const b = Math.floor(n / T),
-        i = (n % T) + 1;
-      if (i >= lengths[b]) continue;
-      const w = batch.weights?.[b][i] ?? 1;
-      if (w === 0) continue;
+    if (native) {
+      // every counted row's softmax at once, then the token terms, then every row's gradient at once (shared by
+      // the native kernel's threads)
+      const list = [...counted(rowStart, rowCount)];
+      const at = Int32Array.from(list, (t) => t.n - rowStart);
+      const targets = Int32Array.from(list, (t) => tokens[t.b * T + t.i]);
+      const stats = new Float64Array(2 * list.length);
+      native.softmaxStatsRows(logits, V, 1 / tau, at, stats);
+      const scales = new Float32Array(list.length),
+        ents = new Float32Array(list.length);
+      list.forEach(({ n, b, i, w }, k) => {
+        const logSumExp = stats[2 * k],
+          entropy = stats[2 * k + 1];
+        entropySum += w * entropy;
+        const logp = logits[at[k] * V + targets[k]] * (1 / tau) - logSumExp;
+        scales[k] = (w * tokenGradient(b, i, w, logp)) / denom / tau;
+        ents[k] = config.entropyCoef > 0 ? (w * config.entropyCoef) / denom / tau : 0;
+        valueTerm(values, n, b, i, w);
+      });
+      native.lossGradientRows(dLogits, logits, V, 1 / tau, at, targets, scales, ents, stats);
+      return { dLogits, dValues };
+    }
+    for (const { n, b, i, w } of counted(rowStart, rowCount)) {
       const row = (n - rowStart) * V;
       const target = tokens[b * T + i];
-      let logp: number, logSumExp: number, entropy: number;
-      if (native) {
-        native.softmaxRow(logits, row, V, 1 / tau, probs32!, stats);
-        [logSumExp, entropy] = stats;
-        logp = logits[row + target] * (1 / tau) - logSumExp;
-      } else {
-        ({ logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target, probs));
-        entropy = 0;
-        for (let j = 0; j < V; j++) if (probs[j] > 0) entropy -= probs[j] * (logits[row + j] / tau - logSumExp);
-      }
+      const { logprob: logp, logSumExp } = logprobOf(logits, row, V, tau, target, probs);
+      let entropy = 0;
+      for (let j = 0; j < V; j++) if (probs[j] > 0) entropy -= probs[j] * (logits[row + j] / tau - logSumExp);
       entropySum += w * entropy;
-
-      let l: number, g: number; // the token's loss and dℓ/dlogp
-      if (loss === "cross_entropy") {
-        l = -logp;
-        g = -1;
-      } else {
-        const A = batch.advantages![b][i];
-        const r = Math.exp(logp - batch.samplingLogprobs![b][i]);
-        ratioSum += w * r;
-        if (r < ratioMin) ratioMin = r;
-        if (r > ratioMax) ratioMax = r;
-        const rClipped = Math.min(Math.max(r, 1 - clipLow), 1 + clipHigh);
-        if (loss === "importance_sampling") {
-          l = -r * A;
-          g = -r * A;
-        } else if (loss === "ppo") {
-          const unclipped = r * A,
-            clippedObjective = rClipped * A;
-          if (unclipped <= clippedObjective) {
-            l = -unclipped;
-            g = -r * A;
-          } else {
-            l = -clippedObjective;
-            g = 0;
-            clipped += w;
-          }
-        } else {
-          l = -rClipped * A * logp;
-          g = -rClipped * A;
-          if (rClipped !== r) clipped += w;
-        }
-      }
-      policyLoss += w * l;
-      if (config.klCoef > 0) {
-        const delta = referenceLogprobs![b][i] - logp;
-        const e = Math.exp(delta);
-        klSum += w * (e - delta - 1);
-        g += config.klCoef * (1 - e);
-      }
-      const scale = (w * g) / denom / tau;
-      if (native) {
-        const e = config.entropyCoef > 0 ? (w * config.entropyCoef) / denom / tau : 0;
-        native.lossGradientRow(dLogits, row, probs32!, logits, row, V, target, scale, e, 1 / tau, logSumExp, entropy);
-      } else {
-        for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
-        dLogits[row + target] += scale;
-      }
-      if (config.entropyCoef > 0 && !native) {
+      const scale = (w * tokenGradient(b, i, w, logp)) / denom / tau;
+      for (let j = 0; j < V; j++) dLogits[row + j] = -scale * probs[j];
+      dLogits[row + target] += scale;
+      if (config.entropyCoef > 0) {
         // d(−ηH)/dz_j = η·p_j·(log p_j + H)/τ: pushes the likely tokens down and the unlikely ones up.
         const e = (w * config.entropyCoef) / denom / tau;
         for (let j = 0; j < V; j++) if (probs[j] > 0) dLogits[row + j] += e * probs[j] * (logits[row + j] / tau - logSumExp + entropy);
       }
-
-      if (dValues && values) {
-        const v = values[b * T + i - 1];
-        const diff = v - batch.returns![b][i];
-        valueLoss += w * 0.5 * diff * diff;
-        dValues[b * T + i - 1] = (config.valueCoef * w * diff) / denom;
-      }
+      valueTerm(values, n, b, i, w);
     }
     return { dLogits, dValues };
   }

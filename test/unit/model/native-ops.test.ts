@@ -138,11 +138,18 @@ if (!native.kernel) {
           expect(stats[1]).toBeCloseTo(entropy, 4);
           expectClose(probs, want, 1e-5);
           // the gradient row: -scale p + ent p (z/τ - lse + H), then +scale at the target
-          const d = new Float32Array(n + 1);
-          kernel.lossGradientRow(d, 1, probs, z, 3, n, 17, 0.5, 0.01, 1 / tau, stats[0], stats[1]);
-          const wantD = new Float32Array(n + 1);
-          for (let j = 0; j < n; j++) wantD[1 + j] = -0.5 * want[j] + 0.01 * want[j] * (z[3 + j] / tau - lse + entropy);
-          wantD[1 + 17] += 0.5;
+          // the batched rows: the same statistics, and the gradient row -scale p + ent p (z/τ - lse + H), +scale at the target
+          const rowsZ = new Float32Array(2 * n);
+          rowsZ.set(z.subarray(3, 3 + n), n); // row 1 of two
+          const rowStats = new Float64Array(2);
+          kernel.softmaxStatsRows(rowsZ, n, 1 / tau, Int32Array.of(1), rowStats);
+          expect(rowStats[0]).toBeCloseTo(lse, 4);
+          expect(rowStats[1]).toBeCloseTo(entropy, 4);
+          const d = new Float32Array(2 * n);
+          kernel.lossGradientRows(d, rowsZ, n, 1 / tau, Int32Array.of(1), Int32Array.of(17), Float32Array.of(0.5), Float32Array.of(0.01), rowStats);
+          const wantD = new Float32Array(2 * n);
+          for (let j = 0; j < n; j++) wantD[n + j] = -0.5 * want[j] + 0.01 * want[j] * (z[3 + j] / tau - lse + entropy);
+          wantD[n + 17] += 0.5;
           expectClose(d, wantD, 1e-4);
         }
       });
@@ -183,9 +190,12 @@ if (!native.kernel) {
         expect(probs[3]).toBe(0);
         expect(Number.isFinite(stats[0]) && Number.isFinite(stats[1])).toBe(true);
         const d = new Float32Array(7);
-        kernel.lossGradientRow(d, 0, probs, z, 0, 7, 4, 0.5, 0.01, 1, stats[0], stats[1]);
+        kernel.lossGradientRows(d, z, 7, 1, Int32Array.of(0), Int32Array.of(4), Float32Array.of(0.5), Float32Array.of(0.01), stats);
         expect(d.every(Number.isFinite)).toBe(true);
         expect(d[1]).toBe(0);
+        expect(() => kernel.lossGradientRows(d, z, 7, 1, Int32Array.of(1), Int32Array.of(4), Float32Array.of(0.5), Float32Array.of(0), stats)).toThrow(
+          /row 1 is outside 0..0/,
+        );
       });
       it("the causal softmax and its gradient match the WebAssembly versions", () => {
         use();
@@ -276,7 +286,16 @@ describe.skipIf(!native.kernel)("the native operations on two threads", () => {
       kernel.causalSoftmax(att, 8, 64);
       const dAtt = random(att.length, 38);
       kernel.softmaxBackward(dAtt, att, 8 * 64, 64, 0.125);
+      const logits = random(200 * 1000, 39, 5);
+      const rowList = Int32Array.from({ length: 150 }, (_, k) => (k * 7) % 200);
+      const rowStats = new Float64Array(300);
+      kernel.softmaxStatsRows(logits, 1000, 1.25, rowList, rowStats);
+      const dLogits = new Float32Array(logits.length);
+      const targets = Int32Array.from(rowList, (r) => r % 1000);
+      kernel.lossGradientRows(dLogits, logits, 1000, 1.25, rowList, targets, random(150, 40), random(150, 41, 0.01), rowStats);
       return {
+        rowStats,
+        dLogits,
         att,
         dAtt,
         act,
