@@ -14,6 +14,8 @@
  * measured by turns, `--rounds` times (default 3): each figure is the median of its turns, and WASM / server the
  * median of each round's ratio, so a machine whose load changes from one minute to the next weighs on both sides of
  * a ratio alike. First token: the median of five generations from a short chat prompt.
+ * `--no-webgpu` skips the WebGPU context (on a machine without a GPU its software adapter takes minutes a base and
+ * says nothing about a GPU); its column then reads "skipped".
  * The last line is JSON: {"models":[{"name", "wasm_tokens_per_s", "webgpu_tokens_per_s", "server_tokens_per_s",
  * "wasm_server_ratio", "first_token_ms"}]}.
  */
@@ -33,6 +35,7 @@ const option = (name: string, fallback: number) => (process.argv.includes(name) 
 const seconds = option("--seconds", 2);
 const tokensPerCall = option("--tokens", 64);
 const rounds = Math.max(1, option("--rounds", 3));
+const withWebGpu = !process.argv.includes("--no-webgpu");
 const basesDir = path.join(root, "lib", "envs", "bases");
 const bases = fs
   .readdirSync(basesDir)
@@ -126,11 +129,11 @@ const server = await startServer({
   TINKERLAB_LOCAL_WORKERS: "0",
   ARTIFACTS_DIR: tempDir("bench-browser-artifacts"),
 });
-const contexts: Record<"wasm" | "webgpu", BrowserContext> = {
+const contexts: { wasm: BrowserContext; webgpu: BrowserContext | null } = {
   wasm: await launchBrowser(),
-  webgpu: await launchBrowser(["--enable-unsafe-webgpu"]),
+  webgpu: withWebGpu ? await launchBrowser(["--enable-unsafe-webgpu"]) : null,
 };
-const pages: Record<"wasm" | "webgpu", Page> = { wasm: await contexts.wasm.newPage(), webgpu: await contexts.webgpu.newPage() };
+const pages: { wasm: Page; webgpu: Page | null } = { wasm: await contexts.wasm.newPage(), webgpu: (await contexts.webgpu?.newPage()) ?? null };
 const userAgent = await pages.wasm.evaluate(() => navigator.userAgent);
 
 /** A backend that fails on one base (a GPU process lost, say) is reported as such rather than ending the bench. */
@@ -156,10 +159,13 @@ try {
     const config = JSON.parse(fs.readFileSync(path.join(basesDir, name, "model_config.json"), "utf8"));
     const parameters = BaseModel.load(path.join(basesDir, name)).parameterCount();
     const wasm = await attempt(`${name} on WASM`, () => inBrowser(pages.wasm, server.url, name, config.contextLength, false));
-    const webgpu = await attempt(`${name} on WebGPU`, async () => {
-      if (pages.webgpu.isClosed()) pages.webgpu = await contexts.webgpu.newPage();
-      return inBrowser(pages.webgpu, server.url, name, config.contextLength);
-    });
+    const webgpuContext = contexts.webgpu;
+    const webgpu = webgpuContext
+      ? await attempt(`${name} on WebGPU`, async () => {
+          if (!pages.webgpu || pages.webgpu.isClosed()) pages.webgpu = await webgpuContext.newPage();
+          return inBrowser(pages.webgpu, server.url, name, config.contextLength);
+        })
+      : null;
     // WASM and the server by turns: each ratio compares two windows a few seconds apart
     const turns: { server: number; wasm: number | null }[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -173,18 +179,19 @@ try {
     const serverRate = median(turns.map((t) => t.server));
     results.push({ name, parameters, wasm: wasm && wasmTurns.length ? wasm : null, webgpu, server: serverRate, ratio: ratios.length ? median(ratios) : null });
     const rateOf = (figures: BrowserFigures | null) => (figures ? `${figures.backend} ${figures.tokensPerSecond.toFixed(0)} tok/s` : "failed");
-    console.error(`${name}: ${rateOf(wasm)}, ${rateOf(webgpu)}, server ${serverRate.toFixed(0)} tok/s`);
+    const webgpuRate = withWebGpu ? rateOf(webgpu) : "WebGPU skipped";
+    console.error(`${name}: ${rateOf(wasm)}, ${webgpuRate}, server ${serverRate.toFixed(0)} tok/s`);
   }
 } finally {
   await contexts.wasm.close();
-  await contexts.webgpu.close();
+  await contexts.webgpu?.close();
   await server.stop();
 }
 
 const wasmRun = results.find((r) => r.wasm)?.wasm;
 const webgpuRun = results.find((r) => r.webgpu)?.webgpu;
 console.log(
-  `${userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? userAgent}, headless · WASM context: ${wasmRun?.backend ?? "failed"} · WebGPU context: ${webgpuRun?.backend ?? "failed"}, adapter ${webgpuRun?.adapter ?? "?"}`,
+  `${userAgent.match(/Chrome\/[\d.]+/)?.[0] ?? userAgent}, headless · WASM context: ${wasmRun?.backend ?? "failed"} · WebGPU context: ${withWebGpu ? `${webgpuRun?.backend ?? "failed"}, adapter ${webgpuRun?.adapter ?? "?"}` : "skipped (--no-webgpu)"}`,
 );
 console.log(
   `server runtime: ${backend.capabilities.backend}${backend.capabilities.kernel ? ` (${backend.capabilities.kernel})` : ""}, ${os.cpus().length} cores`,
@@ -207,7 +214,7 @@ console.log(
       r.name,
       r.parameters,
       r.wasm?.tokensPerSecond ?? "failed",
-      r.webgpu?.tokensPerSecond ?? "failed",
+      r.webgpu?.tokensPerSecond ?? (withWebGpu ? "failed" : "skipped"),
       r.server,
       r.ratio ?? "-",
       r.wasm?.firstTokenMs ?? "-",

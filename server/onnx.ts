@@ -1,14 +1,15 @@
 /**
  * Models as ONNX files (lib/onnx/export.ts), for download and for the browser: a built-in base, or a run's state
  * checkpoint with its lineage loaded as a worker loads it (a LoRA adapter merged into the base it was trained on).
- * Each file is exported once and kept in `<artifactsDir>/onnx/<name>.onnx`: written to a temporary file and renamed,
- * so a reader never sees half of one; a built-in base whose weights are newer than its file is exported again.
+ * Each file is exported once and kept in `<artifactsDir>/onnx/v<layout>/<name>.onnx` (ONNX_GRAPH_LAYOUT: a file of an
+ * earlier layout is not served, and is exported again): written to a temporary file and renamed, so a reader never
+ * sees half of one; a built-in base whose weights are newer than its file is exported again.
  *
  * It loads the runtime, which Next cannot bundle: a route imports it at run time (app/api/models/[file]/route.ts).
  */
 import fs from "node:fs";
 import path from "node:path";
-import { exportGptToOnnx } from "@/lib/onnx/export";
+import { exportGptToOnnx, ONNX_GRAPH_LAYOUT } from "@/lib/onnx/export";
 import type { Database } from "./db";
 import { describeLineage, isCheckpointBase, resolveBase, UnknownBaseError } from "./jobs";
 import { baseModelDir, baseNameRule, baseNames } from "./bases";
@@ -39,7 +40,7 @@ export async function onnxFileFor(db: Database, artifactsDir: string, name: stri
   }
   // Resolved before the cache is looked at: a checkpoint set aside since its file was made is refused all the same.
   const source = await resolveBase(db, name);
-  const file = path.join(path.resolve(artifactsDir), "onnx", `${name}.onnx`);
+  const file = path.join(path.resolve(artifactsDir), "onnx", `v${ONNX_GRAPH_LAYOUT}`, `${name}.onnx`);
   const existing = statOrNull(file);
   if (existing && !(builtin && isOlderThanBase(existing, name))) return { path: file, size: existing.size, cached: true };
 

@@ -1,6 +1,7 @@
 /**
  * Runs an exported policy (GET /api/models/<name>.onnx) with onnxruntime-web, off the page's thread: WebGPU when
- * the browser offers an adapter on a GPU, else WebAssembly, threaded when the page is cross-origin isolated; or the
+ * the browser offers an adapter on a GPU, else WebAssembly (threaded for a wide model on a cross-origin-isolated page:
+ * decoding-threads.ts); or the
  * backend the page asks for (backend-choice.ts). Generation is
  * incremental over the model's key/value cache (the prompt once, then one token per step) and each token goes to
  * the page as it is drawn, with its probability and the five most likely tokens at its position.
@@ -12,6 +13,7 @@ import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
 import { decodeModel } from "@/lib/onnx/proto";
 import { type AdapterLike, type BrowserBackend, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
+import { decodingThreads } from "./decoding-threads";
 import {
   type BackendInfo,
   CHIP_ALTERNATIVES,
@@ -42,6 +44,7 @@ const post = (message: WorkerEvent) => scope.postMessage(message);
 
 /** What the browser offers, probed once; the backend is the one the session was actually created on. */
 interface Capabilities {
+  /** the threads the runtime could start: one unless the page is cross-origin isolated */
   readonly threads: number;
   readonly crossOriginIsolated: boolean;
   /** the WebGPU adapter, in software or on a GPU, or why there is none */
@@ -72,11 +75,12 @@ function describeBackend(
   why: string | null,
   capabilities: Capabilities,
   webGpuFailure: string | null,
+  threadCount: number,
 ): BackendInfo {
-  const base = { kind, preference, threads: capabilities.threads, webGpu: capabilities.webGpu };
+  const base = { kind, preference, threads: threadCount, webGpu: capabilities.webGpu };
   if (kind === "webgpu") return { ...base, label: why ? `WebGPU (${why})` : "WebGPU" };
   const reasons = [capabilities.crossOriginIsolated ? null : "page not cross-origin isolated", webGpuFailure ?? why].filter((reason) => reason !== null);
-  const threads = `${capabilities.threads} thread${capabilities.threads === 1 ? "" : "s"}`;
+  const threads = `${threadCount} thread${threadCount === 1 ? "" : "s"}`;
   return { ...base, label: `WASM, ${threads}${reasons.length > 0 ? ` (${reasons.join("; ")})` : ""}` };
 }
 
@@ -88,17 +92,16 @@ type OrtRuntime = typeof Ort;
  * (arithmetic-base, one thread, headless Chromium on 2 cores: 940 against 1,640 tokens/s), so WASM takes the plain
  * build. Only the build imported is downloaded.
  */
-async function importRuntime(kind: BackendInfo["kind"], threads: number): Promise<OrtRuntime> {
+async function importRuntime(kind: BackendInfo["kind"]): Promise<OrtRuntime> {
   const ort = kind === "webgpu" ? await import("onnxruntime-web") : await import("onnxruntime-web/wasm");
   ort.env.wasm.wasmPaths = `/ort/${ort.env.versions.web}/`;
-  ort.env.wasm.numThreads = threads;
   return ort;
 }
 
 /**
- * Threads that wait for work sleep rather than spin: on a small model most operators are too small to split, and
- * spinning threads took the cores the others needed (text-world-base, 2 cores: two spinning threads 2,060 tokens/s,
- * one thread 2,240, two sleeping threads 2,570).
+ * Threads that wait for work sleep rather than spin: spinning threads took the cores the others needed
+ * (text-world-base's graph of standard operators, 2 cores: two spinning threads 2,060 tokens/s, two sleeping threads
+ * 2,570). A model narrow enough gets no pool at all (decoding-threads.ts).
  */
 const sessionOptions = (threads: number): Ort.InferenceSession.SessionOptions =>
   threads > 1 ? { extra: { session: { intra_op: { allow_spinning: "0" } } } } : {};
@@ -122,7 +125,7 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
   stopSignal = sharedStopSignal;
   const capabilities = await detectCapabilities();
   const chosen = chooseBackend(preference, capabilities.webGpu);
-  const runtime = importRuntime(chosen.kind, capabilities.threads);
+  const runtime = importRuntime(chosen.kind);
   const response = await fetch(url);
   if (!response.ok) {
     const body = await response.text();
@@ -146,7 +149,10 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
   const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
 
   const ort = await runtime;
-  const options = sessionOptions(capabilities.threads);
+  // read when the first session starts the runtime, which happens below
+  const threads = decodingThreads(config, capabilities.threads);
+  ort.env.wasm.numThreads = threads;
+  const options = sessionOptions(threads);
   let session: Ort.InferenceSession | null = null;
   let kind: BackendInfo["kind"] = "wasm";
   let webGpuFailure: string | null = null;
@@ -168,7 +174,7 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
   for (const name of ["input_ids", ...pastNames]) {
     if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
   }
-  const backend = describeBackend(kind, preference, chosen.why, capabilities, webGpuFailure);
+  const backend = describeBackend(kind, preference, chosen.why, capabilities, webGpuFailure, threads);
   policy = { ort, session, config, tokenizer, backend, pastNames, presentNames };
   return { backend, config, tokenizer: spec, bytes: bytes.length };
 }

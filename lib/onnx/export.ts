@@ -11,23 +11,26 @@
  *
  * The first call passes caches with past_seq = 0; each later call passes the previous call's present.* as
  * past_key_values.* and only the new tokens. Positions are past_seq + 0 … seq-1, computed in the graph, and the
- * query at position p attends to keys 0 … p. A position at or past contextLength is an error of the runtime
- * (its Gather into the position table, or the rotary table, fails). The cache holds nHeads heads in either
- * architecture, so a reader of the file needs only nHeads and dModel from its config to make an empty one.
+ * query at position p attends to keys 0 … p. A position at or past contextLength is an error of the runtime (the
+ * GPT graph's first SkipLayerNormalization gets fewer position rows than tokens; the llama graph's Gather into its
+ * rotary table fails). The cache holds nHeads heads in either architecture, so a reader of the file needs only
+ * nHeads and dModel from its config to make an empty one.
  *
- * The graph computes what the engine computes. For "gpt": LayerNormalization with epsilon 1e-5, attention scaled by
- * 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), and lm_head
- * without bias (or wte transposed, when tied). For "llama" (llamaGraph): RMSNorm, rotary positions, grouped-query
- * attention, SwiGLU. Only standard ai.onnx operators. It is laid out for onnxruntime's CPU kernels, which on these
- * small models cost per kernel and per hand-off to another thread far more than per multiply:
+ * The graph computes what the engine computes. For "gpt" (gptGraph): LayerNormalization with epsilon 1e-5,
+ * attention scaled by 1/sqrt(headDim), GELU with the tanh approximation 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))),
+ * and lm_head without bias (or wte transposed, when tied), in opset 17 and three of onnxruntime's fused contrib
+ * operators (com.microsoft: SkipLayerNormalization, MultiHeadAttention, FastGelu), which both its WebAssembly (CPU)
+ * and WebGPU kernels run: ten kernels a layer. onnxruntime-web on these small models costs per kernel far more than
+ * per multiply: the graph of standard operators took 163 kernels a step on generalist-base, this one 47.
+ *
+ * For "llama" (llamaGraph): RMSNorm, rotary positions, grouped-query attention, SwiGLU, in standard ai.onnx
+ * operators only, laid out for onnxruntime's CPU kernels:
  *   - positions and the causal mask (an additive bias: 0, or the lowest float) are computed once, not per layer;
  *   - the attention scale is folded into the query weights;
  *   - each head's attention products (scores, then weighted values) are MatMuls of their own, batched over
  *     [batch, seq] only (one product when decoding): onnxruntime runs a MatMul batched over heads on its thread
  *     pool, and waking a pool thread for one token costs more than the product;
- *   - GELU is Pow/Mul/Add/Tanh in the pattern onnxruntime fuses into one FastGelu (opset 17 has no Gelu);
- *   - mlp_proj's bias rides on one more hidden unit whose activation is constant, so the MLP's output is one MatMul
- *     added onto the residual stream; an MLP too wide for one thread is split in parts (mlpParts);
+ *   - an MLP too wide for one thread is split in parts (swigluParts);
  *   - linear layers are MatMul + Add on [batch, seq, C]: on [batch·seq, C] onnxruntime fuses them into Gemm, whose
  *     WebGPU kernel in onnxruntime-web is several times slower than its MatMul.
  *
@@ -37,13 +40,20 @@
  */
 import { type GPTConfig, gptConfigSchema, type ModelShape, modelShape, parseGPTConfig } from "@/lib/model/config";
 import { ropeTable } from "@/lib/model/llama-ops";
-import { geluC, geluK, layerNormEps } from "@/lib/model/simd-ops";
+import { layerNormEps } from "@/lib/model/simd-ops";
 import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { GPTWeights, LayerNormWeights, Linear } from "@/lib/model/weights";
 import { type AttributeProto, AttributeType, DataType, type Dimension, encodeModel, type NodeProto, type TensorProto, type ValueInfoProto } from "./proto";
 
 export const ONNX_OPSET = 17;
+
+/**
+ * The graph's layout, raised whenever the same weights export to another graph, so that a file exported by an
+ * earlier layout is not served from a cache (server/onnx.ts keeps each layout's files apart). 2: the GPT graph in
+ * fused contrib operators (SkipLayerNormalization, MultiHeadAttention, FastGelu).
+ */
+export const ONNX_GRAPH_LAYOUT = 2;
 const ONNX_IR_VERSION = 8;
 
 /** The names of the graph's inputs, in order. */
@@ -93,6 +103,8 @@ type Attr = number | { float: number } | number[] | string;
 class GraphBuilder {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
+  /** the operator domains other than ai.onnx that the nodes use */
+  readonly domains = new Set<string>();
   private counter = 0;
 
   /** A float32 initializer of the given shape. */
@@ -115,7 +127,11 @@ class GraphBuilder {
   }
 
   /** Adds a node; returns its output names (given, or made from `hint`). */
-  node(opType: string, inputs: string[], options: { outputs?: string[] | number; hint?: string; attrs?: Record<string, Attr> } = {}): string[] {
+  node(
+    opType: string,
+    inputs: string[],
+    options: { outputs?: string[] | number; hint?: string; attrs?: Record<string, Attr>; domain?: string } = {},
+  ): string[] {
     const hint = options.hint ?? opType.toLowerCase();
     const outputs =
       typeof options.outputs === "object"
@@ -128,7 +144,9 @@ class GraphBuilder {
       if (!Number.isInteger(value)) throw new Error(`attribute '${name}' = ${value}: give a float attribute as { float }`);
       return { name, type: AttributeType.INT, i: value };
     });
-    this.nodes.push({ name: `${opType}_${this.counter++}`, opType, input: inputs, output: outputs, attribute });
+    const domain = options.domain ? { domain: options.domain } : {};
+    if (options.domain) this.domains.add(options.domain);
+    this.nodes.push({ name: `${opType}_${this.counter++}`, opType, ...domain, input: inputs, output: outputs, attribute });
     return outputs;
   }
 
@@ -141,13 +159,6 @@ class GraphBuilder {
 function valueInfo(name: string, elemType: number, dims: (number | string)[]): ValueInfoProto {
   const dim: Dimension[] = dims.map((d) => (typeof d === "number" ? { dimValue: d } : { dimParam: d }));
   return { name, type: { tensorType: { elemType, shape: { dim } } } };
-}
-
-/** attn_qkv with the queries' columns (the first C) scaled by 1/sqrt(headDim), instead of a Mul per layer. */
-function scaleQueries(lin: Linear, C: number, scale: number): Linear {
-  const weight = Float32Array.from(lin.weight, (w, i) => (i % lin.nOut < C ? w * scale : w));
-  const bias = Float32Array.from(lin.bias, (b, i) => (i < C ? b * scale : b));
-  return { ...lin, weight, bias };
 }
 
 /**
@@ -188,9 +199,6 @@ function expandKeyValueHeads(lin: Linear, C: number, H: number, s: ModelShape, s
  */
 const SERIAL_GEMM_LIMIT = 64 * 1024;
 
-/** The bias of the MLP's constant hidden unit: gelu(10) is 10 to float precision (tanh(43.6) rounds to 1) in any runtime. */
-const CONSTANT_UNIT_INPUT = 10;
-
 /** The gate's bias of SwiGLU's constant hidden unit (its up projection's bias is 1): silu(20) is 20 to float precision. */
 const CONSTANT_GATE_INPUT = 20;
 
@@ -214,35 +222,7 @@ function partRanges(units: number, perPart: number): [number, number][] {
 }
 
 /**
- * The MLP in parts of its hidden units, each part's two products under SERIAL_GEMM_LIMIT for one row: fc's columns
- * and mlp_proj's rows for the part's units. One more hidden unit, last, has zero weights and the bias
- * CONSTANT_UNIT_INPUT, so its GELU is a constant; its mlp_proj row is mlp_proj's bias divided by that constant, so the
- * parts' products add up to the MLP's output with its bias.
- */
-function mlpParts(fc: Linear, proj: Linear, C: number): { fc: Linear; projWeight: Float32Array }[] {
-  const hidden = fc.nOut;
-  const constantOut = 0.5 * CONSTANT_UNIT_INPUT * (1 + Math.tanh(geluK * (CONSTANT_UNIT_INPUT + geluC * CONSTANT_UNIT_INPUT ** 3)));
-  return partRanges(hidden + 1, Math.floor((SERIAL_GEMM_LIMIT - 1) / C)).map(([start, n]) => {
-    const fcWeight = new Float32Array(C * n);
-    const fcBias = new Float32Array(n);
-    const projWeight = new Float32Array(n * C);
-    for (let u = 0; u < n; u++) {
-      const unit = start + u;
-      if (unit === hidden) {
-        fcBias[u] = CONSTANT_UNIT_INPUT;
-        for (let o = 0; o < C; o++) projWeight[u * C + o] = proj.bias[o]! / constantOut;
-      } else {
-        fcBias[u] = fc.bias[unit]!;
-        for (let c = 0; c < C; c++) fcWeight[c * n + u] = fc.weight[c * hidden + unit]!;
-        projWeight.set(proj.weight.subarray(unit * C, (unit + 1) * C), u * C);
-      }
-    }
-    return { fc: { nIn: C, nOut: n, weight: fcWeight, bias: fcBias }, projWeight };
-  });
-}
-
-/**
- * SwiGLU's MLP in parts, as mlpParts: each part's fc has the gates of its n units, then their up projections
+ * SwiGLU's MLP in parts of its hidden units, each part's two products under SERIAL_GEMM_LIMIT for one row: each part's fc has the gates of its n units, then their up projections
  * ([C, 2n]). With mlpBias, one more unit, last, has zero weights, the gate bias CONSTANT_GATE_INPUT and the up bias
  * 1, so silu(gate)·up is the constant silu(CONSTANT_GATE_INPUT), and its mlp_proj row carries mlp_proj's bias.
  */
@@ -398,7 +378,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   };
   return encodeModel({
     irVersion: ONNX_IR_VERSION,
-    opsetImport: [{ domain: "", version: ONNX_OPSET }],
+    opsetImport: [{ domain: "", version: ONNX_OPSET }, ...[...g.domains].map((domain) => ({ domain, version: 1 }))],
     producerName: options.producer ?? "tinkerlab",
     graph: {
       name: s.llama ? "tinkerlab-llama" : "tinkerlab-gpt",
@@ -412,79 +392,76 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
   });
 }
 
-/** GPT-2's block: learned positions, LayerNorm, GELU. */
+/** The operator domain of onnxruntime's contrib operators, which its CPU (WebAssembly) and WebGPU kernels run. */
+const MS_DOMAIN = "com.microsoft";
+
+/**
+ * GPT-2's block: learned positions, LayerNorm, GELU, in onnxruntime's fused contrib operators (com.microsoft), ten
+ * kernels a layer where standard operators took over thirty:
+ *   - SkipLayerNormalization adds a sublayer's output, its bias and the residual stream, and normalizes the sum; it
+ *     also hands on the sum, the residual stream (so the embeddings' sum, each attention's and each MLP's output
+ *     with its bias are added in the LayerNormalization that follows them);
+ *   - MultiHeadAttention (unidirectional: causal over past_seq + seq keys) appends the new keys and values to
+ *     past_key_values.{i}.* as present.{i}.*, and attends, all heads in one kernel (scaled by 1/sqrt(headDim));
+ *   - FastGelu adds the fc bias and applies GELU's tanh approximation.
+ */
 function gptGraph(g: GraphBuilder, config: GPTConfig, s: ModelShape, weights: GPTWeights): void {
   const { vocabSize: V, contextLength: T, dModel: C, nLayers: L, nHeads: H } = config;
-  const hd = s.headDim;
 
-  // ---- constants ----
-  const zero = g.ints("const.zero", [0], true);
-  const one = g.ints("const.one", [1], true);
-  const two = g.ints("const.two", [2], true);
-  const axes12 = g.ints("const.axes12", [1, 2]);
-  const headsShape = g.ints("const.heads_shape", [0, 0, 3 * H, hd]);
-  const mergedShape = g.ints("const.merged_shape", [0, 0, C]);
-  const qkvSplit = g.ints("const.qkv_split", [...new Array<number>(H).fill(1), H, H]);
-  // Splits name their sizes: onnxruntime-web's WebGPU Split gets an even split by output count wrong (sizes of 0)
-  const headSplit = g.ints("const.head_split", new Array<number>(H).fill(1));
-  const masked = g.scalar("const.masked", MASKED);
-  const zeroF = g.scalar("const.zero_f", 0);
-  const gelu = { three: g.scalar("const.three", 3), c: g.scalar("const.gelu_c", geluC), k: g.scalar("const.gelu_k", geluK) };
-  const oneF = g.scalar("const.one_f", 1);
-  const half = g.scalar("const.half", 0.5);
+  const qkvSplit = g.ints("const.qkv_split", [C, C, C]);
+  const floats = (name: string, data: Float32Array) => g.floats(name, [data.length], data);
+  const matrix = (name: string, lin: { nIn: number; nOut: number; weight: Float32Array }) => g.floats(name, [lin.nIn, lin.nOut], lin.weight);
 
-  // ---- weights ----
-  const norm = (name: string, ln: LayerNormWeights) => ({ gain: g.floats(`${name}.gain`, [C], ln.gain), bias: g.floats(`${name}.bias`, [C], ln.bias) });
-  const linear = (name: string, lin: Linear) => ({
-    w: g.floats(`${name}.weight`, [lin.nIn, lin.nOut], lin.weight),
-    b: g.floats(`${name}.bias`, [lin.nOut], lin.bias),
-  });
   const wte = g.floats("wte", [V, C], weights.tokenEmbedding);
   const wpe = g.floats("wpe", [T, C], weights.positionEmbedding);
+  // the rows past_seq … past_seq+seq-1 of wpe: fewer rows where that passes contextLength, which the first
+  // SkipLayerNormalization refuses (its skip is then shorter than its input)
+  const pastLen = g.op("Shape", ["past_key_values.0.key"], "past_len", { start: 2, end: 3 }); // [1]
+  const totalLen = g.op("Add", [pastLen, g.op("Shape", ["input_ids"], "seq_len", { start: 1, end: 2 })], "total_len");
+  const positionRows = g.op("Slice", [wpe, pastLen, totalLen, g.ints("const.axis0", [0])], "pos_emb"); // [seq, C]
 
-  const { positions, maskBias } = positionsAndMask(g, { zero, one, two, axes12, zeroF, masked });
-
-  // ---- embeddings ----
-  let x = g.op("Add", [g.op("Gather", [wte, "input_ids"], "tok_emb", { axis: 0 }), g.op("Gather", [wpe, positions], "pos_emb", { axis: 0 })], "x_emb");
-
-  const layerNorm = (input: string, ln: { gain: string; bias: string }, hint: string) =>
-    g.op("LayerNormalization", [input, ln.gain, ln.bias], hint, { axis: -1, epsilon: { float: layerNormEps } });
-  /** input · w + c: a MatMul on [batch, seq, ·] (which stays a MatMul in every runtime) and an Add */
-  const affine = (input: string, w: string, c: string, hint: string) => g.op("Add", [g.op("MatMul", [input, w], `${hint}_mm`), c], hint);
-  // 0.5x · (1 + tanh(sqrt(2/π) · (x + 0.044715 · x^3))), in the form onnxruntime fuses into one FastGelu
-  const geluTanh = (input: string, hint: string) => {
-    const cube = g.op("Pow", [input, gelu.three], `${hint}_cube`);
-    const inner = g.op("Mul", [g.op("Add", [input, g.op("Mul", [cube, gelu.c], `${hint}_cx3`)], `${hint}_sum`), gelu.k], `${hint}_inner`);
-    const onePlusTanh = g.op("Add", [g.op("Tanh", [inner], `${hint}_tanh`), oneF], `${hint}_1p`);
-    return g.op("Mul", [g.op("Mul", [input, half], `${hint}_half`), onePlusTanh], hint);
+  /** input + skip (+ bias), and that sum layer-normalized: [normalized, sum] */
+  const skipLayerNorm = (input: string, skip: string, ln: LayerNormWeights, name: string, bias: string | null, hint: string) => {
+    const inputs = [input, skip, floats(`${name}.gain`, ln.gain), floats(`${name}.bias`, ln.bias), ...(bias ? [bias] : [])];
+    const outputs = [`${hint}_out`, "", "", `${hint}_sum`];
+    g.node("SkipLayerNormalization", inputs, { outputs, domain: MS_DOMAIN, attrs: { epsilon: { float: layerNormEps } } });
+    return { normalized: outputs[0]!, sum: outputs[3]! };
   };
 
+  // the residual stream as the next SkipLayerNormalization's three addends
+  let pending: { input: string; skip: string; bias: string | null } = {
+    input: g.op("Gather", [wte, "input_ids"], "tok_emb", { axis: 0 }), // [batch, seq, C]
+    skip: positionRows,
+    bias: null,
+  };
   for (let l = 0; l < L; l++) {
     const blk = weights.blocks[l]!;
     const p = `blocks.${l}`;
-    const ln1 = norm(`${p}.ln1`, blk.ln1);
-    const qkvW = linear(`${p}.attn_qkv`, scaleQueries(blk.attn_qkv, C, 1 / Math.sqrt(hd)));
-    const projW = linear(`${p}.attn_proj`, blk.attn_proj);
-    const ln2 = norm(`${p}.ln2`, blk.ln2);
+    const ln1 = skipLayerNorm(pending.input, pending.skip, blk.ln1, `${p}.ln1`, pending.bias, `l${l}_ln1`);
 
-    // attention: the product's output as [batch, seq, 3·nHeads, headDim], split into each head's queries and all
-    // heads' keys and values
-    const qkv = g.op("Reshape", [affine(layerNorm(x, ln1, `l${l}_ln1`), qkvW.w, qkvW.b, `l${l}_qkv`), headsShape], `l${l}_qkv_heads`);
-    const parts = g.node("Split", [qkv, qkvSplit], { outputs: H + 2, hint: `l${l}_qkv`, attrs: { axis: 2 } });
-    const attnY = attention(g, l, parts.slice(0, H), parts[H]!, parts[H + 1]!, maskBias, { headSplit, mergedShape });
-    const xMid = g.op("Add", [x, affine(attnY, projW.w, projW.b, `l${l}_proj`)], `l${l}_x_mid`);
+    // the bias added before the split, not by MultiHeadAttention: onnxruntime-web's WebGPU kernel takes a bias only
+    // with packed queries, keys and values, which its CPU kernel does not take
+    const qkvMm = g.op("MatMul", [ln1.normalized, matrix(`${p}.attn_qkv.weight`, blk.attn_qkv)], `l${l}_qkv_mm`);
+    const qkv = g.op("Add", [qkvMm, floats(`${p}.attn_qkv.bias`, blk.attn_qkv.bias)], `l${l}_qkv`);
+    const [q, k, v] = g.node("Split", [qkv, qkvSplit], { outputs: 3, hint: `l${l}_qkv`, attrs: { axis: 2 } }) as [string, string, string];
+    const pastAndPresent = [`past_key_values.${l}.key`, `past_key_values.${l}.value`];
+    const [attnY] = g.node("MultiHeadAttention", [q, k, v, "", "", "", ...pastAndPresent], {
+      outputs: [`l${l}_attn_y`, `present.${l}.key`, `present.${l}.value`],
+      domain: MS_DOMAIN,
+      attrs: { num_heads: H, unidirectional: 1, mask_filter_value: { float: MASKED } },
+    });
+    const attnOut = g.op("MatMul", [attnY!, matrix(`${p}.attn_proj.weight`, blk.attn_proj)], `l${l}_proj`);
+    const ln2 = skipLayerNorm(attnOut, ln1.sum, blk.ln2, `${p}.ln2`, floats(`${p}.attn_proj.bias`, blk.attn_proj.bias), `l${l}_ln2`);
 
-    // MLP: each part's second product adds onto the residual stream
-    const h2 = layerNorm(xMid, ln2, `l${l}_ln2`);
-    for (const [i, part] of mlpParts(blk.mlp_fc, blk.mlp_proj, C).entries()) {
-      const fc = linear(`${p}.mlp_fc.${i}`, part.fc);
-      const out = g.floats(`${p}.mlp_proj.${i}.weight`, [part.fc.nOut, C], part.projWeight);
-      x = affine(geluTanh(affine(h2, fc.w, fc.b, `l${l}_fc${i}`), `l${l}_gelu${i}`), out, i === 0 ? xMid : x, `l${l}_x_out${i}`);
-    }
+    // MLP: one product each way (the browser decodes a narrow model on one thread: components/playground/decoding-threads.ts)
+    const fc = g.op("MatMul", [ln2.normalized, matrix(`${p}.mlp_fc.weight`, blk.mlp_fc)], `l${l}_fc`);
+    const act = g.node("FastGelu", [fc, floats(`${p}.mlp_fc.bias`, blk.mlp_fc.bias)], { hint: `l${l}_gelu`, domain: MS_DOMAIN })[0]!;
+    const mlpOut = g.op("MatMul", [act, matrix(`${p}.mlp_proj.weight`, blk.mlp_proj)], `l${l}_mlp`);
+    pending = { input: mlpOut, skip: ln2.sum, bias: floats(`${p}.mlp_proj.bias`, blk.mlp_proj.bias) };
   }
 
-  const lnF = norm("ln_f", weights.lnFinal);
-  g.node("MatMul", [layerNorm(x, lnF, "ln_f_out"), outputWeight(g, s, weights, wte, C, V)], { outputs: ["logits"] });
+  const lnF = skipLayerNorm(pending.input, pending.skip, weights.lnFinal, "ln_f", pending.bias, "ln_f");
+  g.node("MatMul", [lnF.normalized, outputWeight(g, s, weights, wte, C, V)], { outputs: ["logits"] });
 }
 
 /**

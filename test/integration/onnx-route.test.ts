@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as downloadModel } from "@/app/api/models/[file]/route";
+import { ONNX_GRAPH_LAYOUT } from "@/lib/onnx/export";
 import { decodeModel } from "@/lib/onnx/proto";
 import { createApiKey } from "@/server/auth/api-keys";
 import { SHARE_HEADER } from "@/server/auth/constants";
@@ -128,12 +129,12 @@ describe("GET /api/models/<name>.onnx", () => {
     const meta = Object.fromEntries((model.metadataProps ?? []).map((e) => [e.key, e.value]));
     expect(JSON.parse(meta["tinkerlab.config"]!)).toEqual(JSON.parse(fs.readFileSync(path.join(baseModelDir(BASE), "model_config.json"), "utf8")));
     expect(meta["tinkerlab.model"]).toBe(BASE);
-    expect(fs.existsSync(path.join(process.env.ARTIFACTS_DIR!, "onnx", `${BASE}.onnx`))).toBe(true);
+    expect(fs.existsSync(path.join(process.env.ARTIFACTS_DIR!, "onnx", `v${ONNX_GRAPH_LAYOUT}`, `${BASE}.onnx`))).toBe(true);
   });
 
   it("serves a run's checkpoint to its project's members only; its file computes the run's policy", async () => {
     expect(await statuses(`${fx.checkpoint}.onnx`)).toEqual({ anonymous: 401, link: 403, viewer: 200, other: 404 });
-    const cached = path.join(process.env.ARTIFACTS_DIR!, "onnx", `${fx.checkpoint}.onnx`);
+    const cached = path.join(process.env.ARTIFACTS_DIR!, "onnx", `v${ONNX_GRAPH_LAYOUT}`, `${fx.checkpoint}.onnx`);
     const made = fs.statSync(cached).mtimeMs;
     const response = await get(`${fx.checkpoint}.onnx`);
     const bytes = new Uint8Array(await response.arrayBuffer());
