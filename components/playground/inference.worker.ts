@@ -11,9 +11,11 @@
 import type * as Ort from "onnxruntime-web";
 import { type GPTConfig, parseGPTConfig } from "@/lib/model/config";
 import { Rng } from "@/lib/model/rng";
+import { onnxNewKeyValueNames } from "@/lib/onnx/names";
 import { decodeModel } from "@/lib/onnx/proto";
 import { type AdapterLike, type BrowserBackend, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
 import { decodingThreads } from "./decoding-threads";
+import { appendRows } from "./kept-cache";
 import {
   type BackendInfo,
   CHIP_ALTERNATIVES,
@@ -117,6 +119,14 @@ interface Policy {
   /** past_key_values.{i}.key, past_key_values.{i}.value for each layer, in that order */
   pastNames: string[];
   presentNames: string[];
+  /**
+   * On WASM, where the file has them (a GPT's: onnxNewKeyValueNames), new_key_values.{i}.* in pastNames' order: the
+   * worker appends each step's new rows to the cache itself (appendRows) and fetches only those, not present.*.
+   * onnxruntime-web copies every fetched output out of its WebAssembly memory, and on a cross-origin-isolated page
+   * that memory is shared, which makes the copy slow: fetching the whole cache every step took a third of a
+   * generalist-base step. Under WebGPU present.* stays on the GPU instead.
+   */
+  newNames: string[] | null;
 }
 
 let policy: Policy | null = null;
@@ -175,7 +185,9 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
     if (!session.inputNames.includes(name)) throw new Error(`${url} has no input '${name}'; its inputs are ${session.inputNames.join(", ")}`);
   }
   const backend = describeBackend(kind, preference, chosen.why, capabilities, webGpuFailure, threads);
-  policy = { ort, session, config, tokenizer, backend, pastNames, presentNames };
+  const newNames = onnxNewKeyValueNames(config);
+  const keepsCache = kind === "wasm" && newNames.every((name) => session.outputNames.includes(name));
+  policy = { ort, session, config, tokenizer, backend, pastNames, presentNames, newNames: keepsCache ? newNames : null };
   return { backend, config, tokenizer: spec, bytes: bytes.length };
 }
 
@@ -210,10 +222,18 @@ async function forward(model: Policy, tokens: readonly number[], cache: Ort.Tens
     ),
   };
   model.pastNames.forEach((name, i) => (feeds[name] = cache[i]!));
-  const out = await model.session.run(feeds);
+  const { newNames } = model;
+  const out = await model.session.run(feeds, ["logits", ...(newNames ?? model.presentNames)]);
   const V = model.config.vocabSize;
   const all = out.logits!.data as Float32Array; // [1, T, V]
-  return { logits: all.slice((tokens.length - 1) * V, tokens.length * V), cache: model.presentNames.map((name) => out[name]!) };
+  const next = newNames
+    ? cache.map((past, i) => {
+        const [, H, P, hd] = past.dims.map(Number) as [number, number, number, number];
+        const grown = appendRows(past.data as Float32Array, P, out[newNames[i]!]!.data as Float32Array, tokens.length, H, hd);
+        return new model.ort.Tensor("float32", grown, [1, H, P + tokens.length, hd]);
+      })
+    : model.presentNames.map((name) => out[name]!);
+  return { logits: all.slice((tokens.length - 1) * V, tokens.length * V), cache: next };
 }
 
 function release(cache: Ort.Tensor[]) {

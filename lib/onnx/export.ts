@@ -44,31 +44,20 @@ import { layerNormEps } from "@/lib/model/simd-ops";
 import { ByteTokenizer, type Tokenizer } from "@/lib/model/tokenizer";
 import { tokenizerSpec } from "@/lib/model/tokenizer-spec";
 import type { GPTWeights, LayerNormWeights, Linear } from "@/lib/model/weights";
+import { onnxNewKeyValueNames } from "./names";
 import { type AttributeProto, AttributeType, DataType, type Dimension, encodeModel, type NodeProto, type TensorProto, type ValueInfoProto } from "./proto";
+
+export { onnxInputNames, onnxNewKeyValueNames, onnxOutputNames } from "./names";
 
 export const ONNX_OPSET = 17;
 
 /**
  * The graph's layout, raised whenever the same weights export to another graph, so that a file exported by an
  * earlier layout is not served from a cache (server/onnx.ts keeps each layout's files apart). 2: the GPT graph in
- * fused contrib operators (SkipLayerNormalization, MultiHeadAttention, FastGelu).
+ * fused contrib operators (SkipLayerNormalization, MultiHeadAttention, FastGelu); 3: and its new_key_values.* outputs.
  */
-export const ONNX_GRAPH_LAYOUT = 2;
+export const ONNX_GRAPH_LAYOUT = 3;
 const ONNX_IR_VERSION = 8;
-
-/** The names of the graph's inputs, in order. */
-export function onnxInputNames(config: Pick<GPTConfig, "nLayers">): string[] {
-  const names = ["input_ids"];
-  for (let i = 0; i < config.nLayers; i++) names.push(`past_key_values.${i}.key`, `past_key_values.${i}.value`);
-  return names;
-}
-
-/** The names of the graph's outputs, in order. */
-export function onnxOutputNames(config: Pick<GPTConfig, "nLayers">): string[] {
-  const names = ["logits"];
-  for (let i = 0; i < config.nLayers; i++) names.push(`present.${i}.key`, `present.${i}.value`);
-  return names;
-}
 
 export interface OnnxExportOptions {
   /** producer_name of the model; default "tinkerlab" */
@@ -370,6 +359,7 @@ export function exportGptToOnnx(config: GPTConfig, weights: GPTWeights, options:
     outputs.push(valueInfo(`present.${l}.key`, DataType.FLOAT, cacheDims("total_seq")));
     outputs.push(valueInfo(`present.${l}.value`, DataType.FLOAT, cacheDims("total_seq")));
   }
+  if (!s.llama) for (const name of onnxNewKeyValueNames(config)) outputs.push(valueInfo(name, DataType.FLOAT, ["batch", "seq", config.dModel]));
 
   const metadata: Record<string, string> = {
     "tinkerlab.config": configMetadata(config),
@@ -443,7 +433,10 @@ function gptGraph(g: GraphBuilder, config: GPTConfig, s: ModelShape, weights: GP
     // with packed queries, keys and values, which its CPU kernel does not take
     const qkvMm = g.op("MatMul", [ln1.normalized, matrix(`${p}.attn_qkv.weight`, blk.attn_qkv)], `l${l}_qkv_mm`);
     const qkv = g.op("Add", [qkvMm, floats(`${p}.attn_qkv.bias`, blk.attn_qkv.bias)], `l${l}_qkv`);
-    const [q, k, v] = g.node("Split", [qkv, qkvSplit], { outputs: 3, hint: `l${l}_qkv`, attrs: { axis: 2 } }) as [string, string, string];
+    const [q, k, v] = g.node("Split", [qkv, qkvSplit], {
+      outputs: [`l${l}_q`, `new_key_values.${l}.key`, `new_key_values.${l}.value`],
+      attrs: { axis: 2 },
+    }) as [string, string, string];
     const pastAndPresent = [`past_key_values.${l}.key`, `past_key_values.${l}.value`];
     const [attnY] = g.node("MultiHeadAttention", [q, k, v, "", "", "", ...pastAndPresent], {
       outputs: [`l${l}_attn_y`, `present.${l}.key`, `present.${l}.value`],

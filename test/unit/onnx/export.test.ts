@@ -18,7 +18,8 @@ import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 import type { GPTWeights } from "@/lib/model/weights";
-import { exportGptToOnnx, ONNX_OPSET, onnxInputNames, onnxOutputNames } from "@/lib/onnx/export";
+import { appendRows } from "@/components/playground/kept-cache";
+import { exportGptToOnnx, ONNX_OPSET, onnxInputNames, onnxNewKeyValueNames, onnxOutputNames } from "@/lib/onnx/export";
 import { DataType, decodeModel } from "@/lib/onnx/proto";
 import { BaseModel } from "@/server/runtime/base-model";
 import { baseModelDir, builtinBaseNames } from "@/server/bases";
@@ -134,7 +135,17 @@ describe("exporting a GPT to ONNX", () => {
       "past_key_values.1.key",
       "past_key_values.1.value",
     ]);
-    expect(graph.output.map((v) => v.name)).toEqual(["logits", "present.0.key", "present.0.value", "present.1.key", "present.1.value"]);
+    expect(graph.output.map((v) => v.name)).toEqual([
+      "logits",
+      "present.0.key",
+      "present.0.value",
+      "present.1.key",
+      "present.1.value",
+      "new_key_values.0.key",
+      "new_key_values.0.value",
+      "new_key_values.1.key",
+      "new_key_values.1.value",
+    ]);
     expect(graph.input.map((v) => v.name)).toEqual(onnxInputNames(config));
     expect(graph.output.map((v) => v.name)).toEqual(onnxOutputNames(config));
     const shape = (v: (typeof graph.input)[number]) => v.type.tensorType.shape.dim.map((d) => ("dimParam" in d ? d.dimParam : d.dimValue));
@@ -192,6 +203,36 @@ describe("exporting a GPT to ONNX", () => {
     // several new tokens on a non-empty cache: each attends to the cache and to the new tokens before it
     ({ logits } = await step(session, [sequence.slice(20, 26)], next));
     expect(maxAbsDiff(logits, full.subarray(20 * V, 26 * V))).toBeLessThan(TOLERANCE);
+  });
+
+  it("hands out each step's new keys and values, which appended to the cache by the worker give present.* and the same logits", async () => {
+    const V = config.vocabSize;
+    const H = config.nHeads;
+    const sequence = [...prompt, 10, 84, 104, 101, 32, 101, 110, 100];
+    const full = engineLogits(model.weights, [sequence]);
+    const names = onnxNewKeyValueNames(config);
+    const fetches = ["logits", ...names];
+    // the cache kept as the playground keeps it on WASM: only logits and new_key_values.* are fetched
+    let kept = emptyCache(1);
+    let position = 0;
+    for (const chunk of [sequence.slice(0, 6), ...sequence.slice(6, 12).map((t) => [t]), sequence.slice(12)]) {
+      const fetched = await session.run({ input_ids: ids([chunk]), ...kept }, fetches);
+      expect(Object.keys(fetched).sort()).toEqual([...fetches].sort());
+      expect(fetched[names[0]!]!.dims).toEqual([1, chunk.length, config.dModel]);
+      expect(maxAbsDiff(fetched.logits!.data as Float32Array, full.subarray(position * V, (position + chunk.length) * V))).toBeLessThan(TOLERANCE);
+      const reference = await session.run({ input_ids: ids([chunk]), ...kept });
+      const next: Record<string, Tensor> = {};
+      names.forEach((name, i) => {
+        const past = kept[`past_key_values.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`]!;
+        const grown = appendRows(past.data as Float32Array, position, fetched[name]!.data as Float32Array, chunk.length, H, hd);
+        // exactly what the model's own present.* holds
+        expect(Array.from(grown)).toEqual(Array.from(reference[`present.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`]!.data as Float32Array));
+        next[`past_key_values.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`] = new ort.Tensor("float32", grown, [1, H, position + chunk.length, hd]);
+      });
+      kept = next;
+      position += chunk.length;
+    }
+    expect(position).toBe(sequence.length);
   });
 
   it("refuses positions past the context length", async () => {
