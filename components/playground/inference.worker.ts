@@ -15,7 +15,7 @@ import { onnxNewKeyValueNames } from "@/lib/onnx/names";
 import { decodeModel } from "@/lib/onnx/proto";
 import { type AdapterLike, type BrowserBackend, chooseBackend, probeOfAdapter, type WebGpuProbe } from "./backend-choice";
 import { decodingThreads } from "./decoding-threads";
-import { appendRows } from "./kept-cache";
+import { KeptCacheEntry } from "./kept-cache";
 import {
   type BackendInfo,
   CHIP_ALTERNATIVES,
@@ -121,12 +121,14 @@ interface Policy {
   presentNames: string[];
   /**
    * On WASM, where the file has them (a GPT's: onnxNewKeyValueNames), new_key_values.{i}.* in pastNames' order: the
-   * worker appends each step's new rows to the cache itself (appendRows) and fetches only those, not present.*.
+   * worker appends each step's new rows to its own cache (`kept`) and fetches only those, not present.*.
    * onnxruntime-web copies every fetched output out of its WebAssembly memory, and on a cross-origin-isolated page
    * that memory is shared, which makes the copy slow: fetching the whole cache every step took a third of a
    * generalist-base step. Under WebGPU present.* stays on the GPU instead.
    */
   newNames: string[] | null;
+  /** the cache, with newNames: one entry per name of pastNames (kept-cache.ts) */
+  kept: KeptCacheEntry[] | null;
 }
 
 let policy: Policy | null = null;
@@ -187,7 +189,9 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
   const backend = describeBackend(kind, preference, chosen.why, capabilities, webGpuFailure, threads);
   const newNames = onnxNewKeyValueNames(config);
   const keepsCache = kind === "wasm" && newNames.every((name) => session.outputNames.includes(name));
-  policy = { ort, session, config, tokenizer, backend, pastNames, presentNames, newNames: keepsCache ? newNames : null };
+  const hd = config.dModel / config.nHeads;
+  const kept = keepsCache ? pastNames.map(() => new KeptCacheEntry(config.nHeads, hd, config.contextLength)) : null;
+  policy = { ort, session, config, tokenizer, backend, pastNames, presentNames, newNames: keepsCache ? newNames : null, kept };
   return { backend, config, tokenizer: spec, bytes: bytes.length };
 }
 
@@ -206,11 +210,17 @@ function readTokenizer(url: string, text: string | undefined): { tokenizer: Toke
   return { tokenizer: tokenizerFromSpec(spec, `${url} (tinkerlab.tokenizer)`), spec };
 }
 
-/** An empty cache: [1, nHeads, 0, headDim] per key and value of each layer. */
-function emptyCache({ ort, config, pastNames }: Policy): Ort.Tensor[] {
-  const dims = [1, config.nHeads, 0, config.dModel / config.nHeads];
-  return pastNames.map(() => new ort.Tensor("float32", new Float32Array(0), dims));
+/** An empty cache: [1, nHeads, 0, headDim] per key and value of each layer (with `kept`, emptied and viewed). */
+function emptyCache(model: Policy): Ort.Tensor[] {
+  for (const entry of model.kept ?? []) entry.reset();
+  if (model.kept) return keptTensors(model, model.kept);
+  const dims = [1, model.config.nHeads, 0, model.config.dModel / model.config.nHeads];
+  return model.pastNames.map(() => new model.ort.Tensor("float32", new Float32Array(0), dims));
 }
+
+/** The kept cache's entries as tensors over their buffers, for the next step's past_key_values.*. */
+const keptTensors = ({ ort }: Policy, kept: KeptCacheEntry[]) =>
+  kept.map((entry) => new ort.Tensor("float32", entry.data, [1, entry.nHeads, entry.length, entry.headDim]));
 
 /** Appends `tokens` to the cache; returns the logits after the last of them and the grown cache. */
 async function forward(model: Policy, tokens: readonly number[], cache: Ort.Tensor[]): Promise<{ logits: Float32Array; cache: Ort.Tensor[] }> {
@@ -222,17 +232,16 @@ async function forward(model: Policy, tokens: readonly number[], cache: Ort.Tens
     ),
   };
   model.pastNames.forEach((name, i) => (feeds[name] = cache[i]!));
-  const { newNames } = model;
+  const { newNames, kept } = model;
   const out = await model.session.run(feeds, ["logits", ...(newNames ?? model.presentNames)]);
   const V = model.config.vocabSize;
   const all = out.logits!.data as Float32Array; // [1, T, V]
-  const next = newNames
-    ? cache.map((past, i) => {
-        const [, H, P, hd] = past.dims.map(Number) as [number, number, number, number];
-        const grown = appendRows(past.data as Float32Array, P, out[newNames[i]!]!.data as Float32Array, tokens.length, H, hd);
-        return new model.ort.Tensor("float32", grown, [1, H, P + tokens.length, hd]);
-      })
-    : model.presentNames.map((name) => out[name]!);
+  let next: Ort.Tensor[];
+  if (newNames && kept) {
+    // the cache fed this step was copied into onnxruntime's memory when the step began: its buffers are free again
+    kept.forEach((entry, i) => entry.append(out[newNames[i]!]!.data as Float32Array, tokens.length));
+    next = keptTensors(model, kept);
+  } else next = model.presentNames.map((name) => out[name]!);
   return { logits: all.slice((tokens.length - 1) * V, tokens.length * V), cache: next };
 }
 

@@ -18,7 +18,7 @@ import { jsEngine } from "@/lib/model/gpt";
 import { Rng } from "@/lib/model/rng";
 import { ByteTokenizer } from "@/lib/model/tokenizer";
 import type { GPTWeights } from "@/lib/model/weights";
-import { appendRows } from "@/components/playground/kept-cache";
+import { KeptCacheEntry } from "@/components/playground/kept-cache";
 import { exportGptToOnnx, ONNX_OPSET, onnxInputNames, onnxNewKeyValueNames, onnxOutputNames } from "@/lib/onnx/export";
 import { DataType, decodeModel } from "@/lib/onnx/proto";
 import { BaseModel } from "@/server/runtime/base-model";
@@ -213,25 +213,35 @@ describe("exporting a GPT to ONNX", () => {
     const names = onnxNewKeyValueNames(config);
     const fetches = ["logits", ...names];
     // the cache kept as the playground keeps it on WASM: only logits and new_key_values.* are fetched
-    let kept = emptyCache(1);
+    const kept = names.map(() => new KeptCacheEntry(H, hd, config.contextLength));
+    const keptFeeds = () => {
+      const feeds: Record<string, Tensor> = {};
+      names.forEach(
+        (_, i) =>
+          (feeds[`past_key_values.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`] = new ort.Tensor("float32", kept[i]!.data, [1, H, kept[i]!.length, hd])),
+      );
+      return feeds;
+    };
     let position = 0;
     for (const chunk of [sequence.slice(0, 6), ...sequence.slice(6, 12).map((t) => [t]), sequence.slice(12)]) {
-      const fetched = await session.run({ input_ids: ids([chunk]), ...kept }, fetches);
+      const fetched = await session.run({ input_ids: ids([chunk]), ...keptFeeds() }, fetches);
       expect(Object.keys(fetched).sort()).toEqual([...fetches].sort());
       expect(fetched[names[0]!]!.dims).toEqual([1, chunk.length, config.dModel]);
       expect(maxAbsDiff(fetched.logits!.data as Float32Array, full.subarray(position * V, (position + chunk.length) * V))).toBeLessThan(TOLERANCE);
-      const reference = await session.run({ input_ids: ids([chunk]), ...kept });
-      const next: Record<string, Tensor> = {};
+      const reference = await session.run({ input_ids: ids([chunk]), ...keptFeeds() });
       names.forEach((name, i) => {
-        const past = kept[`past_key_values.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`]!;
-        const grown = appendRows(past.data as Float32Array, position, fetched[name]!.data as Float32Array, chunk.length, H, hd);
+        kept[i]!.append(fetched[name]!.data as Float32Array, chunk.length);
         // exactly what the model's own present.* holds
-        expect(Array.from(grown)).toEqual(Array.from(reference[`present.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`]!.data as Float32Array));
-        next[`past_key_values.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`] = new ort.Tensor("float32", grown, [1, H, position + chunk.length, hd]);
+        expect(Array.from(kept[i]!.data)).toEqual(Array.from(reference[`present.${Math.floor(i / 2)}.${i % 2 ? "value" : "key"}`]!.data as Float32Array));
       });
-      kept = next;
       position += chunk.length;
+      expect(kept[0]!.length).toBe(position);
     }
+    // emptied for the next generation, its buffers kept
+    kept[0]!.reset();
+    expect(kept[0]!.data.length).toBe(0);
+    kept[0]!.append(new Float32Array(config.contextLength * config.dModel), config.contextLength);
+    expect(() => kept[0]!.append(new Float32Array(config.dModel), 1)).toThrow(/at most 32 positions/);
     expect(position).toBe(sequence.length);
   });
 
