@@ -286,6 +286,8 @@ const TABLE: Record<string, Entry> = {
   "derived.ofRun": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
   "derived.sourceOf": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
 
+  "league.ofRun": { allowed: SHARED_READERS, input: () => ({ runId: fx.run }) },
+
   "datasets.list": { allowed: SIGNED_IN, input: () => undefined },
   "datasets.upload": { allowed: EDITORS, input: () => ({ name: `d-${newId("ds").slice(3)}`, projectId: fx.p1, text: '{"x":1}\n' }) },
   "datasets.preview": { allowed: READERS, input: () => ({ id: fx.dataset }) },
