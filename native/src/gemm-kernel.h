@@ -168,8 +168,7 @@ void runPiece(const GemmCall& call, int row0, int row1, int col0, int col1, floa
         if (aColumns && acs >= packAStride) {
           // the strip's kc steps of mr adjacent floats, copied next to each other (the same values, so the same sums)
           float* strip = pack + KC * NC;
-          for (int k = 0; k < kc; k++)
-            for (int r = 0; r < MR; r++) strip[k * MR + r] = r < mr ? a[(ptrdiff_t)k * acs + r] : 0.0f;
+          for (int k = 0; k < kc; k++) V::storePartial(strip + k * MR, V::loadPartial(a + (ptrdiff_t)k * acs, mr), MR);
           a = strip;
           acs = MR;
         }
