@@ -395,8 +395,7 @@ async function compareTenRuns(url: string) {
     (runs) => {
       const figures = [...document.querySelectorAll("figure[data-lines]")];
       return (
-        figures.length === 4 &&
-        figures.every((f) => f.getAttribute("data-lines") === String(runs) && f.querySelectorAll("path.compare-line[d]").length >= runs)
+        figures.length === 4 && figures.every((f) => f.getAttribute("data-lines") === String(runs) && f.querySelectorAll("path.compare-line[d]").length >= runs)
       );
     },
     COMPARE_RUNS,

@@ -208,7 +208,15 @@ export const ComparePanel = memo(function ComparePanel({
               tick={{ fontSize: 11 }}
               label={{ value: xAxisName(x), position: "insideBottomRight", offset: -12, fontSize: 11, fill: "#64748b" }}
             />
-            <YAxis allowDataOverflow interval={0} tick={{ fontSize: 11 }} domain={yAxis.domain} ticks={yAxis.ticks} tickFormatter={yAxis.format} width={yWidth} />
+            <YAxis
+              allowDataOverflow
+              interval={0}
+              tick={{ fontSize: 11 }}
+              domain={yAxis.domain}
+              ticks={yAxis.ticks}
+              tickFormatter={yAxis.format}
+              width={yWidth}
+            />
             <Curves lines={drawn} />
             {ruleAt !== null && <ReferenceLine x={ruleAt} stroke="#94a3b8" strokeDasharray="4 3" />}
             {hovered.map(
