@@ -161,7 +161,7 @@ async function load(url: string, sharedStopSignal: Int32Array | null, preference
   const presentNames = layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`]);
 
   const ort = await runtime;
-  // read when the first session starts the runtime, which happens below
+  // read when the first inference session starts the runtime, which happens below
   const threads = decodingThreads(config, capabilities.threads);
   ort.env.wasm.numThreads = threads;
   const options = sessionOptions(threads);
