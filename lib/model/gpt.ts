@@ -569,11 +569,10 @@ function giveBackDecoderMemory(memory: DecoderMemory): void {
   if (freeDecoderMemories.length > keptDecoderMemories) freeDecoderMemories.shift();
 }
 
-/** The arrays a decoding step reads as operands of the SIMD kernels: the weights of products and layer norms. */
-function stepOperands(model: ModelView): Float32Array[] {
+/** The arrays a decoding step reads as operands of the SIMD kernels: its output layer `head`, the products' and norms' weights. */
+function stepOperands(model: ModelView, head: Float32Array): Float32Array[] {
   const { weights: w, lora } = model;
-  const s = modelShape(model.config);
-  const arrays: Float32Array[] = [s.tied ? w.tokenEmbedding : w.lmHead, w.lnFinal.gain, w.lnFinal.bias];
+  const arrays: Float32Array[] = [head, w.lnFinal.gain, w.lnFinal.bias];
   w.blocks.forEach((blk, l) => {
     arrays.push(blk.ln1.gain, blk.ln1.bias, blk.ln2.gain, blk.ln2.bias);
     for (const lin of [blk.attn_qkv, blk.attn_proj, blk.mlp_fc, blk.mlp_proj]) arrays.push(lin.weight);
@@ -640,7 +639,7 @@ function createDecoder(model: ModelView, rows: number, capacity?: number): Decod
   const headT = sh.tied && arena ? transposeMatrix(w.tokenEmbedding, V, C) : null;
   // The weights every step multiplies by, copied into the kernel's memory once for this decoder's life rather
   // than once per product: a decoding step of a small model spent most of its fixed cost copying them.
-  const unpin = arena ? simdGemm!.pin(headT ? [headT, ...stepOperands(model).slice(1)] : stepOperands(model)) : null;
+  const unpin = arena ? simdGemm!.pin(stepOperands(model, headT ?? (sh.tied ? w.tokenEmbedding : w.lmHead))) : null;
   let disposed = false;
 
   function extend(rowIds: readonly number[], newTokens: readonly (readonly number[])[]): Float32Array {

@@ -8,7 +8,7 @@
  * the score of member k against m in k's own games. The newest period is the current policy's.
  */
 import type { LeagueMember, LeagueState } from "./league";
-import { fitRatings } from "./ratings";
+import { fitRatings, type Rating } from "./ratings";
 
 /** The league's state (members and games) in each checkpoint of a league run, beside the weights. */
 export const LEAGUE_FILE = "league.json";
@@ -16,19 +16,14 @@ export const LEAGUE_FILE = "league.json";
 /** Bootstrap resamples of the table's intervals: as many as the run's own `league/elo/latest_low/high` use. */
 const RESAMPLES = 200;
 
-export type LeagueTableMember = LeagueMember & {
-  /** The learner itself, still training (its snapshot is due at `step`): its games are the current period's. */
-  training: boolean;
-  /** Dropped past the league's cap (`algorithm.league.maxMembers`): no longer an opponent; its games still count. */
-  dropped: boolean;
-  rating: number;
-  low: number;
-  high: number;
-  games: number;
-  wins: number;
-  draws: number;
-  losses: number;
-};
+/** A member with its fitted rating and record (ratings.ts), as the table lists it. */
+export type LeagueTableMember = LeagueMember &
+  Omit<Rating, "id"> & {
+    /** The learner itself, still training (its snapshot is due at `step`): its games are the current period's. */
+    training: boolean;
+    /** Dropped past the league's cap (`algorithm.league.maxMembers`): no longer an opponent; its games still count. */
+    dropped: boolean;
+  };
 
 /** The learner's results over one period against one member: points (a draw half) over games. */
 export type PeriodScore = { score: number; games: number };
